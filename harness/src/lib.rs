@@ -1,0 +1,2 @@
+//! gds-gate engine.
+pub mod scenario;

@@ -1,0 +1,127 @@
+//! Errors in suite files: always the file, line and column, what was expected, and a fix.
+
+use std::fmt;
+use std::io;
+use std::path::PathBuf;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ScenarioError {
+    #[error("cannot read scenario file `{}`", path.display())]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    #[error("{}", Invalid { file, line: *line, column: *column, message, hint: hint.as_deref() })]
+    Invalid {
+        file: PathBuf,
+        line: usize,
+        column: usize,
+        message: String,
+        hint: Option<String>,
+    },
+}
+
+struct Invalid<'a> {
+    file: &'a PathBuf,
+    line: usize,
+    column: usize,
+    message: &'a str,
+    hint: Option<&'a str>,
+}
+
+impl fmt::Display for Invalid<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}:{}:{}: {}",
+            self.file.display(),
+            self.line,
+            self.column,
+            self.message
+        )?;
+        if let Some(hint) = self.hint {
+            write!(f, "\n  help: {hint}")?;
+        }
+        Ok(())
+    }
+}
+
+/// Turns a yaml_serde error into ours, with a "did you mean" for unknown keys and values.
+pub(super) fn from_yaml(file: &std::path::Path, error: &yaml_serde::Error) -> ScenarioError {
+    let (line, column) = error
+        .location()
+        .map(|location| (location.line(), location.column()))
+        .unwrap_or((1, 1));
+    let text = error.to_string();
+    // yaml_serde appends " at line L column C"; we print the position in front instead.
+    let message = match text.rsplit_once(" at line ") {
+        Some((message, _)) => message.to_string(),
+        None => text,
+    };
+    let hint = suggestion(&message);
+    ScenarioError::Invalid {
+        file: file.to_path_buf(),
+        line,
+        column,
+        message,
+        hint,
+    }
+}
+
+/// For serde's "unknown field `x`, expected one of `a`, `b`" (and "unknown variant"), the nearest
+/// valid name.
+fn suggestion(message: &str) -> Option<String> {
+    let (kind, rest) = ["unknown field `", "unknown variant `"]
+        .iter()
+        .find_map(|prefix| {
+            message
+                .find(prefix)
+                .map(|at| (*prefix, &message[at + prefix.len()..]))
+        })?;
+    let (unknown, expected) = rest.split_once('`')?;
+    let candidates: Vec<&str> = expected.split('`').skip(1).step_by(2).collect();
+    let nearest = nearest(unknown, &candidates)?;
+    let what = if kind.contains("field") {
+        "key"
+    } else {
+        "value"
+    };
+    Some(format!("did you mean the {what} `{nearest}`?"))
+}
+
+/// The closest candidate by edit distance (case-insensitive), if it is close enough to be a typo.
+pub fn nearest<'a>(word: &str, candidates: &[&'a str]) -> Option<&'a str> {
+    let lower = word.to_ascii_lowercase();
+    candidates
+        .iter()
+        .map(|candidate| {
+            let distance = strsim::damerau_levenshtein(&lower, &candidate.to_ascii_lowercase());
+            (distance, *candidate)
+        })
+        .filter(|(distance, candidate)| *distance <= (candidate.len() / 3).max(2))
+        .min_by_key(|(distance, _)| *distance)
+        .map(|(_, candidate)| candidate)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn suggests_nearest_field_and_variant() {
+        let hint = suggestion(
+            "scenarios[0]: unknown field `compat_mdoe`, expected one of `name`, `compat_mode`, `cache`",
+        );
+        assert_eq!(hint.as_deref(), Some("did you mean the key `compat_mode`?"));
+        let hint = suggestion(
+            "reader: unknown variant `cufle`, expected one of `posix`, `h2d`, `cufile`, `kvikio`",
+        );
+        assert_eq!(hint.as_deref(), Some("did you mean the value `cufile`?"));
+        assert_eq!(
+            suggestion("unknown field `zzzzzzzz`, expected `name`"),
+            None
+        );
+        assert_eq!(suggestion("invalid type: map"), None);
+    }
+}

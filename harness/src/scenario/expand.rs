@@ -1,0 +1,231 @@
+//! Matrix expansion: a scenario with lists becomes one trial per combination.
+//!
+//! Axes that do not apply to a reader are dropped for it (`compat_mode` means nothing to the `posix`
+//! reader), so no two trials of a scenario do the same thing. A trial is named
+//! `suite::scenario[axis=value,...]`, listing only the axes the scenario varies.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+use super::model::{BufferKind, Cache, CompatMode, ExpectedPath, Integrity, Pattern, Reader};
+use super::size::ByteSize;
+use super::{Scenario, Suite};
+
+/// Everything one trial needs, fully resolved. It is also what a worker process receives.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TrialSpec {
+    pub name: String,
+    pub suite: String,
+    pub scenario: String,
+    pub source_file: PathBuf,
+    pub source_line: usize,
+    pub files: FileSet,
+    pub reader: Reader,
+    /// Only for the `kvikio` reader.
+    pub compat_mode: Option<CompatMode>,
+    pub nthreads: u32,
+    pub task_size: u64,
+    pub gds_threshold: u64,
+    pub bounce_buffer_size: u64,
+    pub cufile: BTreeMap<String, serde_json::Value>,
+    pub pattern: Pattern,
+    pub cache: Cache,
+    pub warmup: u32,
+    pub repetitions: u32,
+    pub buffer: BufferKind,
+    pub gpu: u32,
+    pub expect: Expectations,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FileSet {
+    /// `count` files of `size` bytes with seeds `seed`, `seed + 1`, ...
+    Generated {
+        size: u64,
+        seed: u64,
+        count: u32,
+    },
+    User {
+        path: PathBuf,
+    },
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Expectations {
+    pub path: ExpectedPath,
+    pub max_fallback_bytes: Option<u64>,
+    pub integrity: Integrity,
+    pub tolerance: f64,
+}
+
+/// Every trial of every scenario of the suite, in file order.
+pub fn expand(suite: &Suite) -> Vec<TrialSpec> {
+    suite
+        .scenarios
+        .iter()
+        .flat_map(|scenario| expand_scenario(&suite.name, &suite.path, scenario))
+        .collect()
+}
+
+/// One matrix axis: its label in trial names, how many values it has in the scenario, and how to
+/// apply value `i` to a trial (returning the value as shown in the name).
+struct Axis<'a> {
+    label: &'static str,
+    len: usize,
+    apply: Apply<'a>,
+}
+
+fn expand_scenario(suite: &str, path: &std::path::Path, scenario: &Scenario) -> Vec<TrialSpec> {
+    let mut trials = Vec::new();
+    for &reader in &scenario.readers {
+        let base = TrialSpec {
+            name: String::new(),
+            suite: suite.to_string(),
+            scenario: scenario.name.clone(),
+            source_file: path.to_path_buf(),
+            source_line: scenario.line,
+            files: scenario.files.clone(),
+            reader,
+            compat_mode: None,
+            nthreads: scenario.nthreads[0],
+            task_size: scenario.task_sizes[0],
+            gds_threshold: scenario.gds_thresholds[0],
+            bounce_buffer_size: scenario.bounce_buffer_sizes[0],
+            cufile: scenario.cufile.clone(),
+            pattern: scenario.pattern.clone(),
+            cache: scenario.caches[0],
+            warmup: scenario.warmup,
+            repetitions: scenario.repetitions,
+            buffer: scenario.buffers[0],
+            gpu: scenario.gpus[0],
+            expect: scenario.expect.clone(),
+        };
+        let axes = axes_for(reader, scenario);
+        let mut odometer = vec![0; axes.len()];
+        loop {
+            let mut trial = base.clone();
+            let mut shown = Vec::new();
+            if scenario.readers.len() > 1 {
+                shown.push(format!("reader={}", reader.name()));
+            }
+            for (axis, &index) in axes.iter().zip(&odometer) {
+                let value = (axis.apply)(&mut trial, index);
+                if axis.len > 1 {
+                    shown.push(format!("{}={value}", axis.label));
+                }
+            }
+            trial.name = if shown.is_empty() {
+                format!("{suite}::{}", scenario.name)
+            } else {
+                format!("{suite}::{}[{}]", scenario.name, shown.join(","))
+            };
+            trials.push(trial);
+            if !advance(&mut odometer, &axes) {
+                break;
+            }
+        }
+    }
+    trials
+}
+
+/// Moves to the next combination; false after the last one.
+fn advance(odometer: &mut [usize], axes: &[Axis<'_>]) -> bool {
+    for position in (0..odometer.len()).rev() {
+        odometer[position] += 1;
+        if odometer[position] < axes[position].len {
+            return true;
+        }
+        odometer[position] = 0;
+    }
+    false
+}
+
+type Apply<'a> = Box<dyn Fn(&mut TrialSpec, usize) -> String + 'a>;
+
+fn axis<'a>(applies: bool, label: &'static str, len: usize, apply: Apply<'a>) -> Option<Axis<'a>> {
+    applies.then_some(Axis { label, len, apply })
+}
+
+fn axes_for(reader: Reader, s: &Scenario) -> Vec<Axis<'_>> {
+    let kvikio = reader == Reader::Kvikio;
+    [
+        axis(
+            kvikio,
+            "compat",
+            s.compat_modes.len(),
+            Box::new(|t, i| {
+                t.compat_mode = Some(s.compat_modes[i]);
+                s.compat_modes[i].to_string()
+            }),
+        ),
+        axis(
+            true,
+            "nthreads",
+            s.nthreads.len(),
+            Box::new(|t, i| {
+                t.nthreads = s.nthreads[i];
+                t.nthreads.to_string()
+            }),
+        ),
+        axis(
+            true,
+            "task",
+            s.task_sizes.len(),
+            Box::new(|t, i| {
+                t.task_size = s.task_sizes[i];
+                ByteSize(t.task_size).to_string()
+            }),
+        ),
+        axis(
+            kvikio,
+            "threshold",
+            s.gds_thresholds.len(),
+            Box::new(|t, i| {
+                t.gds_threshold = s.gds_thresholds[i];
+                ByteSize(t.gds_threshold).to_string()
+            }),
+        ),
+        axis(
+            kvikio || reader == Reader::H2d,
+            "bounce",
+            s.bounce_buffer_sizes.len(),
+            Box::new(|t, i| {
+                t.bounce_buffer_size = s.bounce_buffer_sizes[i];
+                ByteSize(t.bounce_buffer_size).to_string()
+            }),
+        ),
+        axis(
+            true,
+            "cache",
+            s.caches.len(),
+            Box::new(|t, i| {
+                t.cache = s.caches[i];
+                format!("{:?}", t.cache).to_lowercase()
+            }),
+        ),
+        axis(
+            reader == Reader::Cufile || kvikio,
+            "buffer",
+            s.buffers.len(),
+            Box::new(|t, i| {
+                t.buffer = s.buffers[i];
+                format!("{:?}", t.buffer).to_lowercase()
+            }),
+        ),
+        axis(
+            reader.uses_gpu(),
+            "gpu",
+            s.gpus.len(),
+            Box::new(|t, i| {
+                t.gpu = s.gpus[i];
+                t.gpu.to_string()
+            }),
+        ),
+    ]
+    .into_iter()
+    .flatten()
+    .collect()
+}

@@ -1,0 +1,401 @@
+//! Suite files: load, validate strictly, and expand into trials.
+//!
+//! A suite file holds `defaults` and a list of `scenarios`; both use the same keys. Any key that
+//! takes one value also takes a list, and a scenario expands into one trial per combination of its
+//! lists (see [`expand`]).
+
+mod error;
+mod expand;
+mod locate;
+mod model;
+pub mod size;
+
+use std::collections::BTreeMap;
+use std::num::NonZeroU32;
+use std::path::{Path, PathBuf};
+
+pub use error::{ScenarioError, nearest};
+pub use expand::{Expectations, FileSet, TrialSpec, expand};
+pub use model::{
+    BufferKind, Cache, CompatMode, ExpectedPath, Integrity, Pattern, RandomReads, Reader,
+};
+
+use model::{Files, ScenarioFields, SuiteFile};
+use size::{ByteSize, Fraction, PositiveSize};
+
+/// A validated suite: every scenario has its defaults applied and its axes resolved.
+#[derive(Clone, Debug)]
+pub struct Suite {
+    pub name: String,
+    pub path: PathBuf,
+    pub description: Option<String>,
+    pub python: Option<String>,
+    pub scenarios: Vec<Scenario>,
+}
+
+/// One scenario with defaults applied. Lists are matrix axes.
+#[derive(Clone, Debug)]
+pub struct Scenario {
+    pub name: String,
+    pub description: Option<String>,
+    /// Line of the scenario's `name:` in the suite file, for annotations.
+    pub line: usize,
+    pub files: FileSet,
+    pub readers: Vec<Reader>,
+    pub compat_modes: Vec<CompatMode>,
+    pub nthreads: Vec<u32>,
+    pub task_sizes: Vec<u64>,
+    pub gds_thresholds: Vec<u64>,
+    pub bounce_buffer_sizes: Vec<u64>,
+    pub cufile: BTreeMap<String, serde_json::Value>,
+    pub pattern: Pattern,
+    pub caches: Vec<Cache>,
+    pub warmup: u32,
+    pub repetitions: u32,
+    pub buffers: Vec<BufferKind>,
+    pub gpus: Vec<u32>,
+    pub expect: Expectations,
+}
+
+/// KvikIO's own defaults, so that a scenario that says nothing measures what users get.
+pub mod defaults {
+    pub const NTHREADS: u32 = 1;
+    pub const TASK_SIZE: u64 = 4 << 20;
+    pub const GDS_THRESHOLD: u64 = 16 << 10;
+    pub const BOUNCE_BUFFER_SIZE: u64 = 16 << 20;
+    pub const WARMUP: u32 = 1;
+    pub const REPETITIONS: u32 = 5;
+    pub const TOLERANCE: f64 = 0.10;
+    pub const SEED: u64 = 1;
+}
+
+const NTHREADS_DEFAULT: NonZeroU32 = NonZeroU32::new(defaults::NTHREADS).unwrap();
+
+pub fn load(path: &Path) -> Result<Suite, ScenarioError> {
+    let text = std::fs::read_to_string(path).map_err(|source| ScenarioError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    parse(path, &text)
+}
+
+/// Parses and validates `text`, naming `path` in errors.
+pub fn parse(path: &Path, text: &str) -> Result<Suite, ScenarioError> {
+    if text.trim().is_empty() {
+        return Err(invalid(
+            path,
+            (1, 1),
+            "the suite file is empty".into(),
+            Some(
+                "a suite needs at least `scenarios:` with one scenario; see scenarios/smoke.yaml"
+                    .into(),
+            ),
+        ));
+    }
+    let file: SuiteFile =
+        yaml_serde::from_str(text).map_err(|error| error::from_yaml(path, &error))?;
+    Validator { path, text }.suite(file)
+}
+
+fn invalid(
+    path: &Path,
+    (line, column): (usize, usize),
+    message: String,
+    hint: Option<String>,
+) -> ScenarioError {
+    ScenarioError::Invalid {
+        file: path.to_path_buf(),
+        line,
+        column,
+        message,
+        hint,
+    }
+}
+
+/// Checks what serde cannot: names, combinations of keys, defaults. Positions come from the text,
+/// since these checks run after deserialisation.
+struct Validator<'a> {
+    path: &'a Path,
+    text: &'a str,
+}
+
+impl Validator<'_> {
+    fn error(&self, at: (usize, usize), message: String, hint: &str) -> ScenarioError {
+        let hint = (!hint.is_empty()).then(|| hint.to_string());
+        invalid(self.path, at, message, hint)
+    }
+
+    fn suite(&self, file: SuiteFile) -> Result<Suite, ScenarioError> {
+        let name = match file.suite {
+            Some(name) => name,
+            None => self
+                .path
+                .file_stem()
+                .map(|stem| stem.to_string_lossy().into_owned())
+                .unwrap_or_else(|| "suite".into()),
+        };
+        if let Err(problem) = check_name(&name) {
+            let at = locate::key(self.text, 0, "suite").unwrap_or((1, 1));
+            return Err(self.error(
+                at,
+                format!("suite name `{name}` {problem}"),
+                "set `suite:` to a name such as `nightly`",
+            ));
+        }
+        if file.defaults.name.is_some() {
+            let at = locate::key(self.text, 0, "defaults").unwrap_or((1, 1));
+            return Err(self.error(
+                at,
+                "`defaults` cannot have a `name`".into(),
+                "move `name:` into a scenario under `scenarios:`",
+            ));
+        }
+        if file.scenarios.is_empty() {
+            let at = locate::key(self.text, 0, "scenarios").unwrap_or((1, 1));
+            return Err(self.error(
+                at,
+                "the suite has no scenarios".into(),
+                "add at least one scenario under `scenarios:`, e.g. `- name: cold-read`",
+            ));
+        }
+        let mut scenarios: Vec<Scenario> = Vec::with_capacity(file.scenarios.len());
+        for (index, fields) in file.scenarios.into_iter().enumerate() {
+            let scenario = self.scenario(index, fields, &file.defaults)?;
+            if scenarios.iter().any(|other| other.name == scenario.name) {
+                let at =
+                    locate::nth_name(self.text, &scenario.name, 1).unwrap_or((scenario.line, 1));
+                return Err(self.error(
+                    at,
+                    format!("scenarios[{index}]: duplicate scenario name `{}`", scenario.name),
+                    "scenario names must be unique within a suite: they name the trials and their baselines",
+                ));
+            }
+            scenarios.push(scenario);
+        }
+        Ok(Suite {
+            name,
+            path: self.path.to_path_buf(),
+            description: file.description,
+            python: file.python,
+            scenarios,
+        })
+    }
+
+    fn scenario(
+        &self,
+        index: usize,
+        fields: ScenarioFields,
+        defaults: &ScenarioFields,
+    ) -> Result<Scenario, ScenarioError> {
+        let scenario_start = locate::nth_list_item(self.text, "scenarios", index).unwrap_or((1, 1));
+        let Some(name) = fields.name.clone() else {
+            return Err(self.error(
+                scenario_start,
+                format!("scenarios[{index}]: missing key `name`"),
+                "give every scenario a `name:`, e.g. `name: cold-read`",
+            ));
+        };
+        let line = locate::nth_name(self.text, &name, 0).map_or(scenario_start.0, |(line, _)| line);
+        let here =
+            |key: &str| locate::key(self.text, line.saturating_sub(1), key).unwrap_or((line, 1));
+        if let Err(problem) = check_name(&name) {
+            return Err(self.error(
+                (line, 1),
+                format!("scenarios[{index}]: scenario name `{name}` {problem}"),
+                "use letters, digits, `-`, `_` and `.`, e.g. `cold-read`",
+            ));
+        }
+        let context = format!("scenarios[{index}] (`{name}`)");
+
+        let files = match fields.files.as_ref().or(defaults.files.as_ref()) {
+            Some(files) => self.files(files, &context, here("files"))?,
+            None => return Err(self.error((line, 1), format!("{context}: missing key `files`"), "add `files: { size: 4GiB }` (generated data) or `files: { path: /data/my.bin }` (your own file), here or under `defaults`")),
+        };
+
+        macro_rules! pick {
+            ($key:ident, $default:expr) => {
+                fields
+                    .$key
+                    .clone()
+                    .or_else(|| defaults.$key.clone())
+                    .map_or_else(|| vec![$default], |values| values.0)
+            };
+        }
+        let readers = pick!(reader, Reader::Posix);
+        let pattern = fields
+            .pattern
+            .clone()
+            .or_else(|| defaults.pattern.clone())
+            .unwrap_or(Pattern::Whole);
+        let expect_fields = fields
+            .expect
+            .clone()
+            .or_else(|| defaults.expect.clone())
+            .unwrap_or_default();
+        let mut cufile = defaults.cufile.clone().unwrap_or_default();
+        cufile.extend(fields.cufile.clone().unwrap_or_default());
+
+        if let Pattern::Random(random) = &pattern {
+            self.random_pattern(random, &files, &context, here("pattern"))?;
+        }
+        let integrity = match (expect_fields.integrity, &files) {
+            (Some(Integrity::Exact), FileSet::User { .. }) => {
+                return Err(self.error(here("integrity"), format!("{context}: `expect.integrity: exact` needs generated files, but `files` names a file of yours"), "use `integrity: checksum` for your own files: the gate checksums them once and compares every read against it"));
+            }
+            (Some(integrity), _) => integrity,
+            (None, FileSet::Generated { .. }) => Integrity::Exact,
+            (None, FileSet::User { .. }) => Integrity::Checksum,
+        };
+        let path = expect_fields.path.unwrap_or(ExpectedPath::Any);
+        for reader in &readers {
+            if let Some(problem) = impossible_path(*reader, path) {
+                return Err(self.error(
+                    here("path"),
+                    format!("{context}: {problem}"),
+                    "set `expect.path` to what this reader can produce, or `any`",
+                ));
+            }
+        }
+
+        Ok(Scenario {
+            name,
+            description: fields.description.clone(),
+            line,
+            files,
+            readers,
+            compat_modes: pick!(compat_mode, CompatMode::AUTO),
+            nthreads: pick!(nthreads, NTHREADS_DEFAULT)
+                .into_iter()
+                .map(u32::from)
+                .collect(),
+            task_sizes: pick!(task_size, PositiveSize(ByteSize(defaults::TASK_SIZE)))
+                .into_iter()
+                .map(PositiveSize::bytes)
+                .collect(),
+            gds_thresholds: pick!(gds_threshold, ByteSize(defaults::GDS_THRESHOLD))
+                .into_iter()
+                .map(|size| size.0)
+                .collect(),
+            bounce_buffer_sizes: pick!(
+                bounce_buffer_size,
+                PositiveSize(ByteSize(defaults::BOUNCE_BUFFER_SIZE))
+            )
+            .into_iter()
+            .map(PositiveSize::bytes)
+            .collect(),
+            cufile,
+            pattern,
+            caches: pick!(cache, Cache::Cold),
+            warmup: fields
+                .warmup
+                .or(defaults.warmup)
+                .unwrap_or(defaults::WARMUP),
+            repetitions: fields
+                .repetitions
+                .or(defaults.repetitions)
+                .map_or(defaults::REPETITIONS, u32::from),
+            buffers: pick!(buffer, BufferKind::Unregistered),
+            gpus: pick!(gpu, 0),
+            expect: Expectations {
+                path,
+                max_fallback_bytes: expect_fields.max_fallback_bytes.map(|size| size.0),
+                integrity,
+                tolerance: expect_fields
+                    .tolerance
+                    .map_or(defaults::TOLERANCE, |Fraction(f)| f),
+            },
+        })
+    }
+
+    fn files(
+        &self,
+        files: &Files,
+        context: &str,
+        at: (usize, usize),
+    ) -> Result<FileSet, ScenarioError> {
+        match (files.size, &files.path) {
+            (Some(size), None) => Ok(FileSet::Generated {
+                size: size.bytes(),
+                seed: files.seed.unwrap_or(defaults::SEED),
+                count: files.count.map_or(1, u32::from),
+            }),
+            (None, Some(path)) if files.seed.is_none() && files.count.is_none() => {
+                // A relative path is relative to the suite file, so a suite can travel with its data.
+                let base = self.path.parent().unwrap_or(Path::new("."));
+                Ok(FileSet::User { path: base.join(path) })
+            }
+            (None, Some(_)) => Err(self.error(at, format!("{context}: `files.seed` and `files.count` apply to generated files, not to `files.path`"), "remove `seed`/`count`, or replace `path` with `size` to read generated data")),
+            (Some(_), Some(_)) => Err(self.error(at, format!("{context}: `files` has both `size` and `path`"), "use `size` (with `seed`, `count`) for generated data, or `path` for a file of yours, not both")),
+            (None, None) => Err(self.error(at, format!("{context}: `files` needs `size` or `path`"), "e.g. `files: { size: 4GiB, seed: 1 }` or `files: { path: /data/ckpt.bin }`")),
+        }
+    }
+
+    fn random_pattern(
+        &self,
+        random: &RandomReads,
+        files: &FileSet,
+        context: &str,
+        at: (usize, usize),
+    ) -> Result<(), ScenarioError> {
+        let FileSet::Generated { size, .. } = files else {
+            return Err(self.error(at, format!("{context}: `pattern: random` needs generated files"), "random reads of your own file cannot be verified without reading all of it; use `pattern: whole` or `chunks`"));
+        };
+        let align = random.align.bytes();
+        if align % 8 != 0 {
+            return Err(self.error(
+                at,
+                format!(
+                    "{context}: `pattern.random.align` is {align}, expected a multiple of 8 bytes"
+                ),
+                "use `align: 4KiB` (what O_DIRECT needs)",
+            ));
+        }
+        if random.size.bytes() > *size {
+            return Err(self.error(
+                at,
+                format!(
+                    "{context}: random reads of {} do not fit in files of {}",
+                    random.size,
+                    ByteSize(*size)
+                ),
+                "make `pattern.random.size` at most `files.size`",
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// A reader that can only produce one path cannot meet another expectation.
+fn impossible_path(reader: Reader, path: ExpectedPath) -> Option<String> {
+    use ExpectedPath::*;
+    let possible: &[ExpectedPath] = match reader {
+        Reader::Posix => &[Host, Any],
+        Reader::H2d => &[Bounce, Any],
+        Reader::Cufile => &[Nvfs, P2p, Gds, CufilePosix, Any],
+        Reader::Kvikio => &[Nvfs, P2p, Gds, CufilePosix, KvikioPosix, Any],
+    };
+    (!possible.contains(&path)).then(|| {
+        let path = serde_json::to_value(path)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_owned))
+            .unwrap_or_default();
+        format!("reader `{}` cannot take the path `{path}`", reader.name())
+    })
+}
+
+/// Names end up in trial names, file names and baselines: keep them plain.
+fn check_name(name: &str) -> Result<(), &'static str> {
+    if name.is_empty() {
+        Err("is empty")
+    } else if !name
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+    {
+        Err("may only contain letters, digits, `-`, `_` and `.`")
+    } else {
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests;

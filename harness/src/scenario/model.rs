@@ -1,0 +1,237 @@
+//! The YAML model of a suite file, exactly as written: every key optional where a default exists,
+//! unknown keys rejected, lists accepted wherever a scalar is (a list is a matrix axis).
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::marker::PhantomData;
+use std::num::NonZeroU32;
+use std::path::PathBuf;
+
+use serde::de::{self, IntoDeserializer};
+use serde::{Deserialize, Deserializer, Serialize};
+
+use super::size::{ByteSize, Fraction, PositiveSize};
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SuiteFile {
+    /// Name used in trial names; defaults to the file stem.
+    pub suite: Option<String>,
+    pub description: Option<String>,
+    /// Interpreter for the KvikIO worker.
+    pub python: Option<String>,
+    #[serde(default)]
+    pub defaults: ScenarioFields,
+    pub scenarios: Vec<ScenarioFields>,
+}
+
+/// The keys of one scenario. `defaults` uses the same keys (except `name`), so a key means the same
+/// thing wherever it appears.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScenarioFields {
+    pub name: Option<String>,
+    pub description: Option<String>,
+    pub files: Option<Files>,
+    pub reader: Option<OneOrMany<Reader>>,
+    pub compat_mode: Option<OneOrMany<CompatMode>>,
+    pub nthreads: Option<OneOrMany<NonZeroU32>>,
+    pub task_size: Option<OneOrMany<PositiveSize>>,
+    pub gds_threshold: Option<OneOrMany<ByteSize>>,
+    pub bounce_buffer_size: Option<OneOrMany<PositiveSize>>,
+    /// cufile.json overrides: a dotted JSON path (`execution.max_io_threads`) → value.
+    pub cufile: Option<BTreeMap<String, serde_json::Value>>,
+    /// `whole`, `{ chunks: SIZE }` or `{ random: {...} }`: a one-key map, not a YAML tag.
+    #[serde(default, with = "yaml_serde::with::singleton_map")]
+    pub pattern: Option<Pattern>,
+    pub cache: Option<OneOrMany<Cache>>,
+    pub warmup: Option<u32>,
+    pub repetitions: Option<NonZeroU32>,
+    pub buffer: Option<OneOrMany<BufferKind>>,
+    pub gpu: Option<OneOrMany<u32>>,
+    pub expect: Option<Expect>,
+}
+
+/// What a scenario reads: generated files (`size`, `seed`, `count`) or one existing file (`path`).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Files {
+    pub size: Option<PositiveSize>,
+    pub seed: Option<u64>,
+    pub count: Option<NonZeroU32>,
+    pub path: Option<PathBuf>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Reader {
+    /// POSIX `pread` into host memory, KvikIO's task split: the CPU baseline.
+    Posix,
+    /// POSIX read into pinned host memory, then a copy to the GPU: what a fallback does.
+    H2d,
+    /// cuFile reads straight into GPU memory.
+    Cufile,
+    /// The real KvikIO, from Python.
+    Kvikio,
+}
+
+impl Reader {
+    pub fn name(self) -> &'static str {
+        match self {
+            Reader::Posix => "posix",
+            Reader::H2d => "h2d",
+            Reader::Cufile => "cufile",
+            Reader::Kvikio => "kvikio",
+        }
+    }
+
+    pub fn uses_gpu(self) -> bool {
+        !matches!(self, Reader::Posix)
+    }
+}
+
+/// `KVIKIO_COMPAT_MODE`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum CompatMode {
+    #[serde(alias = "on")]
+    ON,
+    #[serde(alias = "off")]
+    OFF,
+    #[serde(alias = "auto")]
+    AUTO,
+}
+
+impl fmt::Display for CompatMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(self, f)
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Cache {
+    /// The page cache is dropped before every repetition: the storage is measured.
+    Cold,
+    /// Files stay cached: the host path is measured.
+    Warm,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BufferKind {
+    /// `cuFileBufRegister`ed device buffer.
+    Registered,
+    Unregistered,
+}
+
+/// How a file is cut into reads.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase", deny_unknown_fields)]
+pub enum Pattern {
+    /// Each file in one read call (the reader splits it into tasks).
+    Whole,
+    /// Consecutive reads of this size cover each file.
+    Chunks(PositiveSize),
+    /// Reads at offsets drawn from a seed.
+    Random(RandomReads),
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RandomReads {
+    pub size: PositiveSize,
+    pub count: NonZeroU32,
+    #[serde(default)]
+    pub seed: u64,
+    /// Offsets are multiples of this (4 KiB by default, what `O_DIRECT` wants).
+    #[serde(default = "default_alignment")]
+    pub align: PositiveSize,
+}
+
+fn default_alignment() -> PositiveSize {
+    PositiveSize(ByteSize(4096))
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Expect {
+    pub path: Option<ExpectedPath>,
+    pub max_fallback_bytes: Option<ByteSize>,
+    pub integrity: Option<Integrity>,
+    /// Allowed throughput drop against the baseline.
+    pub tolerance: Option<Fraction>,
+}
+
+/// The path the bytes are expected to take (judged by the path verdict).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ExpectedPath {
+    Nvfs,
+    P2p,
+    /// nvfs or p2p.
+    Gds,
+    CufilePosix,
+    KvikioPosix,
+    Host,
+    Bounce,
+    Any,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Integrity {
+    /// Regenerate every word and compare (generated files only).
+    Exact,
+    /// The position-keyed checksum against the file's.
+    Checksum,
+    /// Not verified (reported as such).
+    None,
+}
+
+/// One value, or a list of values that makes a matrix axis.
+#[derive(Clone, Debug, PartialEq)]
+pub struct OneOrMany<T>(pub Vec<T>);
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for OneOrMany<T> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visitor<T>(PhantomData<T>);
+
+        // Scalars are handed back to `T` so that its own error (with the position yaml_serde
+        // attaches) is what the user sees, not "did not match any variant".
+        impl<'de, T: Deserialize<'de>> de::Visitor<'de> for Visitor<T> {
+            type Value = OneOrMany<T>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a value or a list of values")
+            }
+            fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+                let mut values = Vec::new();
+                while let Some(value) = seq.next_element()? {
+                    values.push(value);
+                }
+                if values.is_empty() {
+                    return Err(de::Error::custom(
+                        "expected at least one value, found an empty list",
+                    ));
+                }
+                Ok(OneOrMany(values))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+                T::deserialize(v.into_deserializer()).map(|value| OneOrMany(vec![value]))
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Self::Value, E> {
+                T::deserialize(v.into_deserializer()).map(|value| OneOrMany(vec![value]))
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Self::Value, E> {
+                T::deserialize(v.into_deserializer()).map(|value| OneOrMany(vec![value]))
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<Self::Value, E> {
+                T::deserialize(v.into_deserializer()).map(|value| OneOrMany(vec![value]))
+            }
+            fn visit_bool<E: de::Error>(self, v: bool) -> Result<Self::Value, E> {
+                T::deserialize(v.into_deserializer()).map(|value| OneOrMany(vec![value]))
+            }
+        }
+
+        deserializer.deserialize_any(Visitor(PhantomData))
+    }
+}

@@ -1,0 +1,217 @@
+//! Byte sizes and fractions as people write them in scenario files: `4GiB`, `64 KiB`, `4096`, `10%`.
+
+use std::fmt;
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer, de};
+
+const UNITS: [(&str, u64); 5] = [
+    ("TiB", 1 << 40),
+    ("GiB", 1 << 30),
+    ("MiB", 1 << 20),
+    ("KiB", 1 << 10),
+    ("B", 1),
+];
+
+/// A size in bytes. Binary units only: `4GB` is rejected rather than guessed, since GB vs GiB is a
+/// 7% difference that would silently skew every throughput figure.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ByteSize(pub u64);
+
+impl ByteSize {
+    pub fn parse(text: &str) -> Result<ByteSize, String> {
+        let text = text.trim();
+        let split = text
+            .find(|c: char| !c.is_ascii_digit() && c != '_')
+            .unwrap_or(text.len());
+        let (digits, unit) = (&text[..split], text[split..].trim());
+        let digits: String = digits.chars().filter(|&c| c != '_').collect();
+        if digits.is_empty() {
+            return Err(format!(
+                "expected a size such as `4GiB`, `512MiB` or `4096`, found `{text}`"
+            ));
+        }
+        let number: u64 = digits
+            .parse()
+            .map_err(|_| format!("size `{text}` is too large"))?;
+        let multiplier = match UNITS.iter().find(|(name, _)| *name == unit) {
+            Some((_, multiplier)) => *multiplier,
+            None if unit.is_empty() => 1,
+            None => return Err(unknown_unit(text, unit)),
+        };
+        number
+            .checked_mul(multiplier)
+            .map(ByteSize)
+            .ok_or_else(|| format!("size `{text}` is too large"))
+    }
+}
+
+fn unknown_unit(text: &str, unit: &str) -> String {
+    let known = "B, KiB, MiB, GiB, TiB";
+    let hint = UNITS
+        .iter()
+        .find(|(name, _)| {
+            name.eq_ignore_ascii_case(unit)
+                || name.replace('i', "").eq_ignore_ascii_case(unit)
+                || name[..1].eq_ignore_ascii_case(unit)
+        })
+        .map(|(name, _)| format!(" (did you mean `{name}`? decimal units are not accepted)"))
+        .unwrap_or_default();
+    format!("unknown size unit `{unit}` in `{text}`; expected one of {known}{hint}")
+}
+
+impl fmt::Display for ByteSize {
+    /// The largest binary unit that represents the size exactly, so that names stay reproducible.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match UNITS
+            .iter()
+            .find(|(_, multiplier)| self.0 != 0 && self.0 % multiplier == 0)
+        {
+            Some((unit, multiplier)) if *multiplier > 1 => {
+                write!(f, "{}{unit}", self.0 / multiplier)
+            }
+            _ => write!(f, "{}", self.0),
+        }
+    }
+}
+
+impl Serialize for ByteSize {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_u64(self.0)
+    }
+}
+
+impl<'de> Deserialize<'de> for ByteSize {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl de::Visitor<'_> for Visitor {
+            type Value = ByteSize;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a size such as `4GiB`, `512MiB` or a number of bytes")
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<ByteSize, E> {
+                Ok(ByteSize(v))
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<ByteSize, E> {
+                u64::try_from(v)
+                    .map(ByteSize)
+                    .map_err(|_| E::custom(format!("size must not be negative, found {v}")))
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<ByteSize, E> {
+                Err(E::custom(format!(
+                    "size must be a whole number of bytes or have a unit, found {v}"
+                )))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<ByteSize, E> {
+                if v.trim_start().starts_with('-') {
+                    return Err(E::custom(format!("size must not be negative, found `{v}`")));
+                }
+                ByteSize::parse(v).map_err(E::custom)
+            }
+        }
+        deserializer.deserialize_any(Visitor)
+    }
+}
+
+/// A size that must be greater than zero (file sizes, chunk and task sizes).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(transparent)]
+pub struct PositiveSize(pub ByteSize);
+
+impl PositiveSize {
+    pub fn bytes(self) -> u64 {
+        self.0.0
+    }
+}
+
+impl<'de> Deserialize<'de> for PositiveSize {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let size = ByteSize::deserialize(deserializer)?;
+        if size.0 == 0 {
+            return Err(de::Error::custom("size must be greater than zero"));
+        }
+        Ok(PositiveSize(size))
+    }
+}
+
+impl fmt::Display for PositiveSize {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+/// A fraction written as `10%` or `0.1`.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[serde(transparent)]
+pub struct Fraction(pub f64);
+
+impl<'de> Deserialize<'de> for Fraction {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl de::Visitor<'_> for Visitor {
+            type Value = Fraction;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a fraction such as `10%` or `0.1`")
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<Fraction, E> {
+                if (0.0..=1.0).contains(&v) {
+                    Ok(Fraction(v))
+                } else {
+                    Err(E::custom(format!(
+                        "expected a fraction between 0 and 1 (or a percentage such as `10%`), found {v}"
+                    )))
+                }
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Fraction, E> {
+                self.visit_f64(v as f64)
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Fraction, E> {
+                self.visit_f64(v as f64)
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Fraction, E> {
+                let number = v.trim().strip_suffix('%').ok_or_else(|| {
+                    E::custom(format!("expected a percentage such as `10%`, found `{v}`"))
+                })?;
+                let percent: f64 = number.trim().parse().map_err(|_| {
+                    E::custom(format!("expected a percentage such as `10%`, found `{v}`"))
+                })?;
+                self.visit_f64(percent / 100.0)
+            }
+        }
+        deserializer.deserialize_any(Visitor)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_binary_units_and_plain_bytes() {
+        assert_eq!(ByteSize::parse("4GiB"), Ok(ByteSize(4 << 30)));
+        assert_eq!(ByteSize::parse("64 KiB"), Ok(ByteSize(64 << 10)));
+        assert_eq!(ByteSize::parse("4096"), Ok(ByteSize(4096)));
+        assert_eq!(ByteSize::parse("1_000B"), Ok(ByteSize(1000)));
+    }
+
+    #[test]
+    fn rejects_decimal_and_unknown_units_with_a_hint() {
+        let error = ByteSize::parse("4GB").unwrap_err();
+        assert!(error.contains("did you mean `GiB`"), "{error}");
+        let error = ByteSize::parse("4 parsecs").unwrap_err();
+        assert!(error.contains("expected one of B, KiB"), "{error}");
+        assert!(ByteSize::parse("GiB").is_err());
+        assert!(
+            ByteSize::parse("99999999999999TiB")
+                .unwrap_err()
+                .contains("too large")
+        );
+    }
+
+    #[test]
+    fn displays_the_largest_exact_unit() {
+        assert_eq!(ByteSize(4 << 30).to_string(), "4GiB");
+        assert_eq!(ByteSize(1536 << 10).to_string(), "1536KiB");
+        assert_eq!(ByteSize(4097).to_string(), "4097");
+        assert_eq!(ByteSize(0).to_string(), "0");
+    }
+}

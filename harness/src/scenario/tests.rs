@@ -1,0 +1,265 @@
+//! Suite parsing, validation and expansion on small inline suites.
+
+use std::path::Path;
+
+use super::*;
+
+fn parse_ok(text: &str) -> Suite {
+    parse(Path::new("suites/test.yaml"), text).unwrap_or_else(|error| panic!("{error}"))
+}
+
+/// The error as the user sees it, checked for position, message and hint.
+fn parse_err(text: &str) -> String {
+    let error = parse(Path::new("suites/test.yaml"), text).expect_err("must be rejected");
+    let shown = error.to_string();
+    assert!(
+        shown.starts_with("suites/test.yaml:"),
+        "no file in: {shown}"
+    );
+    shown
+}
+
+const MINIMAL: &str = "scenarios:\n  - name: read\n    files: { size: 1MiB }\n";
+
+#[test]
+fn minimal_suite_takes_kvikio_defaults() {
+    let suite = parse_ok(MINIMAL);
+    assert_eq!(suite.name, "test");
+    let trials = expand(&suite);
+    assert_eq!(trials.len(), 1);
+    let trial = &trials[0];
+    assert_eq!(trial.name, "test::read");
+    assert_eq!(trial.reader, Reader::Posix);
+    assert_eq!((trial.nthreads, trial.task_size), (1, 4 << 20));
+    assert_eq!(
+        trial.files,
+        FileSet::Generated {
+            size: 1 << 20,
+            seed: 1,
+            count: 1
+        }
+    );
+    assert_eq!(trial.expect.integrity, Integrity::Exact);
+    assert_eq!((trial.warmup, trial.repetitions), (1, 5));
+    assert_eq!(trial.source_line, 2);
+}
+
+#[test]
+fn lists_expand_into_named_trials() {
+    let suite = parse_ok(
+        "suite: default\ndefaults:\n  files: { size: 4GiB, seed: 7 }\n  nthreads: [1, 8]\nscenarios:\n  - name: cold-read\n    reader: kvikio\n    compat_mode: [ON, OFF, AUTO]\n",
+    );
+    let names: Vec<String> = expand(&suite).into_iter().map(|t| t.name).collect();
+    assert_eq!(names.len(), 6);
+    assert!(
+        names.contains(&"default::cold-read[compat=OFF,nthreads=8]".to_string()),
+        "{names:?}"
+    );
+    assert!(
+        names.contains(&"default::cold-read[compat=ON,nthreads=1]".to_string()),
+        "{names:?}"
+    );
+}
+
+#[test]
+fn axes_that_do_not_apply_to_a_reader_are_dropped() {
+    let suite = parse_ok(
+        "scenarios:\n  - name: r\n    files: { size: 1MiB }\n    reader: [posix, kvikio]\n    compat_mode: [ON, OFF]\n    gpu: [0, 1]\n",
+    );
+    let names: Vec<String> = expand(&suite).into_iter().map(|t| t.name).collect();
+    assert_eq!(
+        names,
+        [
+            "test::r[reader=posix]",
+            "test::r[reader=kvikio,compat=ON,gpu=0]",
+            "test::r[reader=kvikio,compat=ON,gpu=1]",
+            "test::r[reader=kvikio,compat=OFF,gpu=0]",
+            "test::r[reader=kvikio,compat=OFF,gpu=1]",
+        ]
+    );
+}
+
+#[test]
+fn every_key_parses() {
+    let suite = parse_ok(
+        r#"
+suite: full
+python: /usr/bin/python3
+defaults:
+  cache: warm
+scenarios:
+  - name: all-keys
+    description: every key once
+    files: { size: 64MiB, seed: 3, count: 2 }
+    reader: kvikio
+    compat_mode: AUTO
+    nthreads: 4
+    task_size: 1MiB
+    gds_threshold: 0
+    bounce_buffer_size: 8MiB
+    cufile: { execution.max_io_threads: 8, properties.allow_compat_mode: false }
+    pattern: { chunks: 256KiB }
+    warmup: 0
+    repetitions: 3
+    buffer: registered
+    gpu: 1
+    expect: { path: gds, max_fallback_bytes: 0, integrity: checksum, tolerance: 15% }
+  - name: random
+    files: { size: 64MiB }
+    pattern: { random: { size: 64KiB, count: 100, seed: 9 } }
+  - name: user-file
+    files: { path: data/ckpt.bin }
+    pattern: whole
+"#,
+    );
+    let trials = expand(&suite);
+    let all = &trials[0];
+    assert_eq!(all.cache, Cache::Warm);
+    assert_eq!(all.compat_mode, Some(CompatMode::AUTO));
+    assert_eq!(all.gds_threshold, 0);
+    assert_eq!(
+        all.pattern,
+        Pattern::Chunks(size::PositiveSize(size::ByteSize(256 << 10)))
+    );
+    assert_eq!(all.cufile["execution.max_io_threads"], serde_json::json!(8));
+    assert_eq!(all.expect.path, ExpectedPath::Gds);
+    assert!((all.expect.tolerance - 0.15).abs() < 1e-12);
+    assert!(
+        matches!(&trials[1].pattern, Pattern::Random(r) if r.align.bytes() == 4096 && r.seed == 9)
+    );
+    assert_eq!(
+        trials[2].files,
+        FileSet::User {
+            path: "suites/data/ckpt.bin".into()
+        }
+    );
+    assert_eq!(trials[2].expect.integrity, Integrity::Checksum);
+}
+
+/// Each mistake: the suite text, the position it must point at, and words the message must contain.
+#[test]
+fn mistakes_are_reported_with_position_and_fix() {
+    let cases: &[(&str, &str, &[&str])] = &[
+        (
+            "bad YAML",
+            "scenarios:\n  - name: a\n  files: [\n",
+            &[":3:", "did not find expected"],
+        ),
+        (
+            "unknown key",
+            "scenarios:\n  - name: a\n    files: { size: 1MiB }\n    colour: red\n",
+            &[":4:5:", "unknown field `colour`"],
+        ),
+        (
+            "typo in a key",
+            "scenarios:\n  - name: a\n    files: { size: 1MiB }\n    compat_mdoe: ON\n",
+            &[":4:5:", "did you mean the key `compat_mode`?"],
+        ),
+        (
+            "wrong type",
+            "scenarios:\n  - name: a\n    files: { size: 1MiB }\n    nthreads: lots\n",
+            &[":4:", "nthreads", "invalid type"],
+        ),
+        (
+            "zero size",
+            "scenarios:\n  - name: a\n    files: { size: 0 }\n",
+            &[":3:", "greater than zero"],
+        ),
+        (
+            "negative size",
+            "scenarios:\n  - name: a\n    files: { size: -4096 }\n",
+            &[":3:", "must not be negative"],
+        ),
+        (
+            "unknown compat mode",
+            "scenarios:\n  - name: a\n    files: { size: 1MiB }\n    reader: kvikio\n    compat_mode: [ON, MAYBE]\n",
+            &[":5:", "compat_mode[1]", "unknown variant `MAYBE`"],
+        ),
+        (
+            "unknown reader",
+            "scenarios:\n  - name: a\n    files: { size: 1MiB }\n    reader: cufle\n",
+            &[":4:", "did you mean the value `cufile`?"],
+        ),
+        ("empty suite", "scenarios: []\n", &[":1:1:", "no scenarios"]),
+        ("empty file", "\n", &[":1:1:", "empty"]),
+        (
+            "duplicate names",
+            "scenarios:\n  - name: a\n    files: { size: 1MiB }\n  - name: b\n    files: { size: 1MiB }\n  - name: a\n    files: { size: 1MiB }\n",
+            &[":6:5:", "duplicate scenario name `a`"],
+        ),
+        (
+            "bad size unit",
+            "scenarios:\n  - name: a\n    files: { size: 4GB }\n",
+            &[":3:", "unknown size unit `GB`", "did you mean `GiB`?"],
+        ),
+        (
+            "missing files",
+            "scenarios:\n  - name: a\n    reader: posix\n",
+            &[":2:", "missing key `files`"],
+        ),
+        (
+            "size and path",
+            "scenarios:\n  - name: a\n    files: { size: 1MiB, path: /x }\n",
+            &[":3:", "both `size` and `path`"],
+        ),
+        (
+            "missing name",
+            "scenarios:\n  - files: { size: 1MiB }\n",
+            &[":2:3:", "missing key `name`"],
+        ),
+        (
+            "name in defaults",
+            "defaults:\n  name: x\nscenarios:\n  - name: a\n    files: { size: 1MiB }\n",
+            &[":1:1:", "`defaults` cannot have a `name`"],
+        ),
+        (
+            "bad name",
+            "scenarios:\n  - name: cold read\n    files: { size: 1MiB }\n",
+            &[":2:", "may only contain"],
+        ),
+        (
+            "impossible path",
+            "scenarios:\n  - name: a\n    files: { size: 1MiB }\n    expect: { path: gds }\n",
+            &[":4:", "reader `posix` cannot take the path `gds`"],
+        ),
+        (
+            "exact on a user file",
+            "scenarios:\n  - name: a\n    files: { path: /x }\n    expect: { integrity: exact }\n",
+            &[":4:", "needs generated files"],
+        ),
+        (
+            "random on a user file",
+            "scenarios:\n  - name: a\n    files: { path: /x }\n    pattern: { random: { size: 4KiB, count: 1 } }\n",
+            &[":4:", "`pattern: random` needs generated files"],
+        ),
+        (
+            "random bigger than file",
+            "scenarios:\n  - name: a\n    files: { size: 4KiB }\n    pattern: { random: { size: 8KiB, count: 1 } }\n",
+            &[":4:", "do not fit"],
+        ),
+        (
+            "empty list",
+            "scenarios:\n  - name: a\n    files: { size: 1MiB }\n    nthreads: []\n",
+            &[":4:", "empty list"],
+        ),
+        (
+            "zero threads",
+            "scenarios:\n  - name: a\n    files: { size: 1MiB }\n    nthreads: 0\n",
+            &[":4:", "nthreads"],
+        ),
+        (
+            "bad tolerance",
+            "scenarios:\n  - name: a\n    files: { size: 1MiB }\n    expect: { tolerance: 150% }\n",
+            &[":4:", "between 0 and 1"],
+        ),
+    ];
+    for (what, text, needles) in cases {
+        let shown = parse_err(text);
+        for needle in *needles {
+            assert!(
+                shown.contains(needle),
+                "{what}: `{needle}` not in:\n{shown}"
+            );
+        }
+    }
+}
