@@ -1,1 +1,25 @@
-fn main() {}
+//! The gate binary: parse, dispatch, exit. The work lives in the library.
+
+use std::process::ExitCode;
+
+use clap::{CommandFactory, FromArgMatches};
+use gds_gate::cli::{Cli, Command};
+use gds_gate::{commands, gate};
+
+const HELP_TEMPLATE: &str = "{before-help}{about-with-newline}\n{usage-heading} {usage}\n\n{all-args}{after-help}";
+
+fn main() -> ExitCode {
+    // `gds-gate --list | head` should end quietly, as other command-line tools do.
+    // SAFETY: restoring the default disposition of a signal before any thread starts.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+    // libtest-mimic's arguments bring their own help template; put clap's default back.
+    let matches = Cli::command().help_template(HELP_TEMPLATE).get_matches();
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|error| error.exit());
+    let code = match cli.command {
+        None => gate::run_gate(cli.run, std::env::args().collect()),
+        Some(Command::Validate { paths }) => commands::validate(&paths),
+        Some(Command::Gen { inputs }) => commands::gen_data(&inputs),
+        Some(Command::Bench { size, runs, dir }) => commands::bench(size, runs, &dir),
+    };
+    ExitCode::from(code)
+}

@@ -1,0 +1,126 @@
+//! The gate's command line, declared once. `cargo xtask gds-gate ARGS` runs `gds-gate ARGS`.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+/// Exit codes: one per outcome, so CI can tell a slow disk from a broken setup.
+pub mod exit {
+    /// Every selected trial passed, or was ignored for an accepted reason.
+    pub const PASSED: u8 = 0;
+    /// A trial failed: wrong path, wrong bytes, or it could not run.
+    pub const TRIAL_FAILED: u8 = 1;
+    /// Bad command line or suite file.
+    pub const USAGE: u8 = 2;
+    /// Slower than the baseline (reserved for the baseline comparison).
+    pub const REGRESSION: u8 = 3;
+    /// The gate could not do its own job (write reports, read its inputs).
+    pub const SETUP: u8 = 4;
+    /// No trial ran: everything was filtered out or ignored.
+    pub const NOTHING_RAN: u8 = 5;
+}
+
+const EXIT_CODES: &str = "\
+Exit status:
+  0  every selected trial passed (or was ignored for an accepted reason, e.g. no GPU)
+  1  a trial failed
+  2  bad command line or suite file
+  3  slower than the baseline
+  4  setup error (cannot write reports or read inputs)
+  5  nothing ran (all trials filtered out or ignored)";
+
+/// CI regression gate for NVIDIA GPUDirect Storage: which path the bytes took, whether they are
+/// the right bytes, and whether it is as fast as it was.
+#[derive(Debug, Parser)]
+#[command(name = "gds-gate", version, after_help = EXIT_CODES, args_conflicts_with_subcommands = true)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Option<Command>,
+    #[command(flatten)]
+    pub run: RunArgs,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Check suite files without running anything.
+    Validate {
+        /// Suite files (default: every `scenarios/*.yaml`).
+        paths: Vec<PathBuf>,
+    },
+    /// Generate (or verify and reuse) the data files of the selected suites.
+    Gen {
+        #[command(flatten)]
+        inputs: Inputs,
+    },
+    /// Measure the gate's own costs: data generation, writing, CPU verification.
+    Bench {
+        /// File size, e.g. `4GiB`.
+        #[arg(long, default_value = "4GiB", value_parser = parse_size)]
+        size: u64,
+        /// Repetitions per measurement (at least 5).
+        #[arg(long, default_value_t = 5)]
+        runs: usize,
+        /// Directory on the disk to measure.
+        #[arg(
+            long,
+            env = "GDS_GATE_DATA_DIR",
+            default_value = "target/gds-gate/data"
+        )]
+        dir: PathBuf,
+    },
+}
+
+/// What to run and where its data lives.
+#[derive(Debug, Args)]
+pub struct Inputs {
+    /// Suite file to run (repeatable; default `scenarios/default.yaml`).
+    #[arg(
+        long = "suite",
+        value_name = "PATH",
+        env = "GDS_GATE_SUITE",
+        value_delimiter = ','
+    )]
+    pub suites: Vec<PathBuf>,
+    /// Where generated test files are kept between runs.
+    #[arg(
+        long,
+        value_name = "DIR",
+        env = "GDS_GATE_DATA_DIR",
+        default_value = "target/gds-gate/data"
+    )]
+    pub data_dir: PathBuf,
+}
+
+impl Inputs {
+    pub fn suite_paths(&self) -> Vec<PathBuf> {
+        if self.suites.is_empty() {
+            vec![PathBuf::from("scenarios/default.yaml")]
+        } else {
+            self.suites.clone()
+        }
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    #[command(flatten)]
+    pub inputs: Inputs,
+    /// Where report.json, junit.xml and summary.md are written.
+    #[arg(
+        long,
+        value_name = "DIR",
+        env = "GDS_GATE_OUT",
+        default_value = "target/gds-gate"
+    )]
+    pub out: PathBuf,
+    /// Fail GPU trials that cannot run here instead of ignoring them.
+    #[arg(long, env = "GDS_GATE_REQUIRE_GPU")]
+    pub require_gpu: bool,
+    /// libtest's own arguments: FILTER, --exact, --skip, --list, --ignored, --format, ...
+    #[command(flatten)]
+    pub libtest: libtest_mimic::Arguments,
+}
+
+fn parse_size(text: &str) -> Result<u64, String> {
+    crate::scenario::size::ByteSize::parse(text).map(|size| size.0)
+}

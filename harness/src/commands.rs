@@ -1,0 +1,93 @@
+//! The gate's subcommands other than the run itself: `validate`, `gen`, `bench`.
+
+use std::path::{Path, PathBuf};
+
+use crate::cli::{Inputs, exit};
+use crate::gate::load_suites;
+use crate::prepare::DataSet;
+use crate::scenario;
+use crate::{bench, error_chain};
+
+/// Checks suite files; prints one line per file, every error in full.
+pub fn validate(paths: &[PathBuf]) -> u8 {
+    let paths = if paths.is_empty() {
+        shipped_suites()
+    } else {
+        paths.to_vec()
+    };
+    if paths.is_empty() {
+        eprintln!(
+            "error: no suite files given and none found in `scenarios/`; pass the files to check"
+        );
+        return exit::USAGE;
+    }
+    let mut failed = false;
+    for path in &paths {
+        match scenario::load(path) {
+            Ok(suite) => {
+                let trials = scenario::expand(&suite).len();
+                println!(
+                    "ok: {} ({} scenarios, {trials} trials)",
+                    path.display(),
+                    suite.scenarios.len()
+                );
+            }
+            Err(error) => {
+                eprintln!("error: {}", error_chain(&error));
+                failed = true;
+            }
+        }
+    }
+    if failed { exit::USAGE } else { exit::PASSED }
+}
+
+/// `scenarios/*.yaml`, sorted.
+fn shipped_suites() -> Vec<PathBuf> {
+    let mut paths: Vec<PathBuf> = std::fs::read_dir("scenarios")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|entry| entry.path())
+        .filter(|path| {
+            path.extension()
+                .is_some_and(|ext| ext == "yaml" || ext == "yml")
+        })
+        .collect();
+    paths.sort();
+    paths
+}
+
+/// Prepares every file the suites read, whatever this host can run.
+pub fn gen_data(inputs: &Inputs) -> u8 {
+    let Some(suites) = load_suites(&inputs.suite_paths()) else {
+        return exit::USAGE;
+    };
+    let specs: Vec<_> = suites.iter().flat_map(scenario::expand).collect();
+    let data = DataSet::prepare(&inputs.data_dir, &specs);
+    let failed = specs
+        .iter()
+        .any(|spec| data.files_for(&spec.files).is_err());
+    println!(
+        "{} file(s) ready in {}",
+        data.log.len(),
+        inputs.data_dir.display()
+    );
+    if failed { exit::SETUP } else { exit::PASSED }
+}
+
+pub fn bench(size: u64, runs: usize, dir: &Path) -> u8 {
+    match bench::run(&bench::BenchOptions {
+        size,
+        runs,
+        dir: dir.to_path_buf(),
+    }) {
+        Ok(report) => {
+            println!("{report}");
+            exit::PASSED
+        }
+        Err(error) => {
+            eprintln!("error: {}", error_chain(&error));
+            exit::SETUP
+        }
+    }
+}

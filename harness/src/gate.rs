@@ -1,0 +1,261 @@
+//! One gate run: load suites, expand trials, prepare data, run the trials through libtest-mimic,
+//! write reports, and turn the outcome into an exit code.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::sync::{Arc, Mutex};
+use std::time::{Instant, SystemTime};
+
+use libtest_mimic::{Completion, Failed, FormatSetting, Trial};
+
+use crate::cli::{RunArgs, exit};
+use crate::host::HostFacts;
+use crate::prepare::DataSet;
+use crate::record::{Status, TrialRecord};
+use crate::report::{self, PreparedFileRecord, Report, SuiteRef, Totals};
+use crate::scenario::{self, Suite, TrialSpec};
+use crate::{error_chain, run};
+
+/// Loads every suite, printing each error; `None` when any is invalid.
+pub fn load_suites(paths: &[std::path::PathBuf]) -> Option<Vec<Suite>> {
+    let mut suites = Vec::new();
+    let mut ok = true;
+    for path in paths {
+        match scenario::load(path) {
+            Ok(suite) => suites.push(suite),
+            Err(error) => {
+                eprintln!("error: {}", error_chain(&error));
+                ok = false;
+            }
+        }
+    }
+    ok.then_some(suites)
+}
+
+pub fn run_gate(mut args: RunArgs, command: Vec<String>) -> u8 {
+    let started_at = SystemTime::now();
+    let started = Instant::now();
+    let Some(suites) = load_suites(&args.inputs.suite_paths()) else {
+        return exit::USAGE;
+    };
+    let specs: Vec<TrialSpec> = suites.iter().flat_map(scenario::expand).collect();
+    if let Some(duplicate) = first_duplicate_name(&specs) {
+        eprintln!(
+            "error: trial `{duplicate}` is defined twice; give the suites different `suite:` names"
+        );
+        return exit::USAGE;
+    }
+    // Throughput trials share the machine's storage and memory bandwidth: one at a time.
+    args.libtest.test_threads = Some(1);
+    if args.libtest.list {
+        let trials = specs
+            .iter()
+            .map(|spec| Trial::test(spec.name.clone(), || Ok(())))
+            .collect();
+        let _ = libtest_mimic::run(&args.libtest, trials);
+        return exit::PASSED;
+    }
+
+    let host = HostFacts::probe();
+    let selected: Vec<&TrialSpec> = specs
+        .iter()
+        .filter(|spec| {
+            !args
+                .libtest
+                .is_filtered_out(&Trial::test(spec.name.clone(), || Ok(())))
+        })
+        .collect();
+    if selected.is_empty() {
+        explain_empty_selection(&args, specs.len());
+    }
+    let runnable = selected
+        .iter()
+        .copied()
+        .filter(|spec| run::unavailable(spec, &host).is_none());
+    let data = Arc::new(DataSet::prepare(&args.inputs.data_dir, runnable));
+
+    let records: Arc<Mutex<Vec<TrialRecord>>> = Arc::default();
+    let show_summary =
+        !args.libtest.quiet && matches!(args.libtest.format, None | Some(FormatSetting::Pretty));
+    let trials = specs
+        .iter()
+        .map(|spec| {
+            let (spec, data, records, host) = (
+                spec.clone(),
+                Arc::clone(&data),
+                Arc::clone(&records),
+                host.clone(),
+            );
+            let (require_gpu, kind, name) =
+                (args.require_gpu, spec.reader.name(), spec.name.clone());
+            Trial::ignorable_test(name, move || {
+                let record = execute_catching_panics(spec, &data, &host, require_gpu);
+                if show_summary && record.status != Status::Ignored {
+                    print!("{} ", record.summary());
+                    let _ = std::io::stdout().flush();
+                }
+                let outcome = libtest_outcome(&record);
+                records
+                    .lock()
+                    .unwrap_or_else(|poisoned| poisoned.into_inner())
+                    .push(record);
+                outcome
+            })
+            .with_kind(kind)
+        })
+        .collect();
+    let conclusion = libtest_mimic::run(&args.libtest, trials);
+
+    let trials = std::mem::take(
+        &mut *records
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()),
+    );
+    let totals = Totals::of(&trials, specs.len() - selected.len());
+    let notes = notes(&trials, args.require_gpu);
+    let report = Report {
+        schema_version: report::SCHEMA_VERSION,
+        gate_version: env!("CARGO_PKG_VERSION").into(),
+        started_at: humantime::format_rfc3339_seconds(started_at).to_string(),
+        duration_seconds: started.elapsed().as_secs_f64(),
+        command,
+        host,
+        data_dir: args.inputs.data_dir.clone(),
+        suites: suites
+            .iter()
+            .map(|suite| SuiteRef {
+                name: suite.name.clone(),
+                path: suite.path.clone(),
+            })
+            .collect(),
+        data: data.log.iter().map(PreparedFileRecord::from).collect(),
+        trials,
+        totals,
+        notes,
+    };
+    for note in &report.notes {
+        eprintln!("note: {note}");
+    }
+    match report::write_all(&args.out, &report) {
+        Ok(paths) => {
+            let names: Vec<String> = paths
+                .iter()
+                .map(|path| path.display().to_string())
+                .collect();
+            eprintln!("reports: {}", names.join(", "));
+        }
+        Err(error) => {
+            eprintln!("error: {}", error_chain(&error));
+            return exit::SETUP;
+        }
+    }
+    if conclusion.num_failed as usize != report.totals.failed {
+        eprintln!("error: libtest counted {} failures but {} were recorded; this is a bug in gds-gate", conclusion.num_failed, report.totals.failed);
+        return exit::SETUP;
+    }
+    exit_code(&report.totals)
+}
+
+/// A panic in the gate fails that trial with a record, instead of leaving a hole in the reports.
+fn execute_catching_panics(spec: TrialSpec, data: &DataSet, host: &HostFacts, require_gpu: bool) -> TrialRecord {
+    let copy = spec.clone();
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| execute(spec, data, host, require_gpu))).unwrap_or_else(|panic| {
+        let message = panic.downcast_ref::<String>().cloned().or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string())).unwrap_or_default();
+        let details = "  next: this is a bug in gds-gate; please report it with report.json".to_string();
+        TrialRecord::failed(copy, format!("the gate panicked: {message}"), details, None)
+    })
+}
+
+fn execute(spec: TrialSpec, data: &DataSet, host: &HostFacts, require_gpu: bool) -> TrialRecord {
+    match run::unavailable(&spec, host) {
+        None => run::run(spec, data),
+        Some(reason) if require_gpu && spec.reader.uses_gpu() => {
+            let details = format!(
+                "  the run was started with --require-gpu, and reader `{}` needs a GPU\n  next: run on a host with the NVIDIA driver and GDS installed (check it with `cargo xtask doctor`), or drop --require-gpu",
+                spec.reader.name()
+            );
+            TrialRecord::failed(
+                spec,
+                format!("GPU trial could not run: {reason}"),
+                details,
+                None,
+            )
+        }
+        Some(reason) => TrialRecord::ignored(spec, reason),
+    }
+}
+
+fn libtest_outcome(record: &TrialRecord) -> Result<Completion, Failed> {
+    match record.status {
+        Status::Passed => Ok(Completion::Completed),
+        Status::Ignored => Ok(Completion::ignored_with(
+            record.reason.clone().unwrap_or_default(),
+        )),
+        Status::Failed => Err(Failed::from(format!(
+            "{}\n{}",
+            record.reason.as_deref().unwrap_or("failed"),
+            record.details.as_deref().unwrap_or("")
+        ))),
+    }
+}
+
+/// Plain sentences for what did not run, grouped by reason, so a green run on a host without a GPU
+/// never reads as a tested GPU path.
+fn notes(trials: &[TrialRecord], require_gpu: bool) -> Vec<String> {
+    let mut by_reason: BTreeMap<&str, (usize, bool)> = BTreeMap::new();
+    for trial in trials
+        .iter()
+        .filter(|trial| trial.status == Status::Ignored)
+    {
+        let entry = by_reason
+            .entry(trial.reason.as_deref().unwrap_or("no reason given"))
+            .or_default();
+        entry.0 += 1;
+        entry.1 |= trial.spec.reader.uses_gpu();
+    }
+    let mut notes: Vec<String> = by_reason
+        .into_iter()
+        .map(|(reason, (count, gpu))| {
+            let what = if gpu { "GPU trial(s)" } else { "trial(s)" };
+            format!("{count} {what} did not run: {reason}")
+        })
+        .collect();
+    let ran_gpu = trials
+        .iter()
+        .any(|trial| trial.spec.reader.uses_gpu() && trial.status != Status::Ignored);
+    let skipped_gpu = trials
+        .iter()
+        .any(|trial| trial.spec.reader.uses_gpu() && trial.status == Status::Ignored);
+    if skipped_gpu && !ran_gpu && !require_gpu {
+        notes.push("the GPU part of the gate did not run: this result covers the CPU (posix) trials only; pass --require-gpu to make that a failure".into());
+    }
+    notes
+}
+
+fn exit_code(totals: &Totals) -> u8 {
+    if totals.failed > 0 {
+        exit::TRIAL_FAILED
+    } else if totals.passed == 0 {
+        eprintln!("error: no trial ran; a gate that ran nothing has not passed");
+        exit::NOTHING_RAN
+    } else {
+        exit::PASSED
+    }
+}
+
+/// A filter that selects nothing is most often a typo, of a trial or of a subcommand.
+fn explain_empty_selection(args: &RunArgs, trials: usize) {
+    let Some(filter) = &args.libtest.filter else { return };
+    eprintln!("error: the filter `{filter}` matches none of the {trials} trials; `--list` shows their names");
+    if let Some(command) = scenario::nearest(filter, &["validate", "gen", "bench"]) {
+        eprintln!("  help: did you mean the subcommand `{command}`?");
+    }
+}
+
+fn first_duplicate_name(specs: &[TrialSpec]) -> Option<&str> {
+    let mut seen = std::collections::HashSet::new();
+    specs
+        .iter()
+        .map(|spec| spec.name.as_str())
+        .find(|name| !seen.insert(*name))
+}

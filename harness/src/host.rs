@@ -1,0 +1,88 @@
+//! Facts about the host a run happened on, recorded in every report.
+
+use std::ffi::CStr;
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct HostFacts {
+    pub hostname: String,
+    pub kernel: String,
+    pub cpus: usize,
+    pub memory_bytes: Option<u64>,
+    /// `None` when the NVIDIA driver is present; otherwise why GPU trials cannot run.
+    pub gpu_unavailable: Option<String>,
+    pub nvidia_driver_version: Option<String>,
+}
+
+impl HostFacts {
+    pub fn probe() -> HostFacts {
+        HostFacts {
+            hostname: read_trimmed("/proc/sys/kernel/hostname").unwrap_or_else(|| "unknown".into()),
+            kernel: read_trimmed("/proc/sys/kernel/osrelease").unwrap_or_else(|| "unknown".into()),
+            cpus: std::thread::available_parallelism().map_or(1, usize::from),
+            memory_bytes: meminfo("MemTotal:"),
+            gpu_unavailable: probe_driver().err(),
+            nvidia_driver_version: read_trimmed("/proc/driver/nvidia/version").and_then(|text| {
+                text.split_whitespace()
+                    .skip_while(|word| *word != "Module")
+                    .nth(1)
+                    .map(str::to_owned)
+            }),
+        }
+    }
+}
+
+/// Memory the kernel says a new allocation can get without swapping.
+pub fn available_memory() -> Option<u64> {
+    meminfo("MemAvailable:")
+}
+
+fn meminfo(key: &str) -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = text.lines().find(|line| line.starts_with(key))?;
+    let kib: u64 = line[key.len()..]
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .ok()?;
+    Some(kib * 1024)
+}
+
+fn read_trimmed(path: &str) -> Option<String> {
+    std::fs::read_to_string(path)
+        .ok()
+        .map(|text| text.trim().to_string())
+}
+
+/// GPU work needs the driver library; KvikIO needs it even for host reads. Loading it (and
+/// unloading it again) is the test: a `/dev/nvidia0` without the library is as unusable as none.
+fn probe_driver() -> Result<(), String> {
+    const LIBCUDA: &CStr = c"libcuda.so.1";
+    // SAFETY: dlopen/dlclose with a valid C string; the handle is not used otherwise.
+    unsafe {
+        let handle = libc::dlopen(LIBCUDA.as_ptr(), libc::RTLD_LAZY | libc::RTLD_LOCAL);
+        if handle.is_null() {
+            return Err("no NVIDIA driver (libcuda.so.1 not found)".into());
+        }
+        libc::dlclose(handle);
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn probe_reads_this_host() {
+        let facts = HostFacts::probe();
+        assert!(facts.cpus >= 1);
+        assert!(facts.memory_bytes.unwrap_or(0) > 0);
+        assert!(!facts.kernel.is_empty());
+        if let Some(reason) = &facts.gpu_unavailable {
+            assert!(reason.contains("libcuda.so.1"));
+        }
+    }
+}

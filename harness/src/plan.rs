@@ -1,0 +1,196 @@
+//! The read plan of a trial: which byte ranges of which files land where in the destination buffer.
+//!
+//! Every reader executes the same plan and the verification walks the same plan, so what is read,
+//! what is timed and what is checked cannot drift apart.
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+use crate::scenario::{Pattern, RandomReads};
+use crate::verify::mix64;
+
+/// A file as a trial reads it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PlannedFile {
+    pub path: PathBuf,
+    pub size: u64,
+    /// `Some(seed)` for generated files: every word can be regenerated and compared.
+    pub seed: Option<u64>,
+    /// The whole-file checksum (from the identity sidecar).
+    #[serde(with = "crate::hex")]
+    pub checksum: u64,
+}
+
+/// One read: `len` bytes at `offset` of file `file` into the buffer at `buffer_offset`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Segment {
+    pub file: usize,
+    pub offset: u64,
+    pub len: u64,
+    pub buffer_offset: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ReadPlan {
+    pub files: Vec<PlannedFile>,
+    /// In buffer order, contiguous, non-overlapping in the buffer.
+    pub segments: Vec<Segment>,
+    /// Whether the segments of each file cover it exactly once (whole and chunked reads), so that
+    /// the whole-file checksum applies.
+    pub covers_files: bool,
+}
+
+impl ReadPlan {
+    pub fn new(files: Vec<PlannedFile>, pattern: &Pattern) -> ReadPlan {
+        let mut segments = Vec::new();
+        let mut buffer_offset = 0;
+        let mut push = |file, offset, len| {
+            segments.push(Segment {
+                file,
+                offset,
+                len,
+                buffer_offset,
+            });
+            buffer_offset += len;
+        };
+        for (index, file) in files.iter().enumerate() {
+            match pattern {
+                Pattern::Whole => push(index, 0, file.size),
+                Pattern::Chunks(chunk) => {
+                    let mut offset = 0;
+                    while offset < file.size {
+                        let len = chunk.bytes().min(file.size - offset);
+                        push(index, offset, len);
+                        offset += len;
+                    }
+                }
+                Pattern::Random(random) => {
+                    for k in 0..u64::from(random.count.get()) {
+                        push(
+                            index,
+                            random_offset(random, index as u64, k, file.size),
+                            random.size.bytes(),
+                        );
+                    }
+                }
+            }
+        }
+        ReadPlan {
+            covers_files: !matches!(pattern, Pattern::Random(_)),
+            files,
+            segments,
+        }
+    }
+
+    /// Bytes one pass of the plan moves, which is also the buffer size.
+    pub fn total_bytes(&self) -> u64 {
+        self.segments.iter().map(|segment| segment.len).sum()
+    }
+
+    /// Splits every segment into tasks of at most `task_size` bytes, as KvikIO splits a `pread`.
+    pub fn tasks(&self, task_size: u64) -> Vec<Segment> {
+        let task_size = task_size.max(1);
+        let mut tasks = Vec::new();
+        for segment in &self.segments {
+            let mut done = 0;
+            while done < segment.len {
+                let len = task_size.min(segment.len - done);
+                tasks.push(Segment {
+                    file: segment.file,
+                    offset: segment.offset + done,
+                    len,
+                    buffer_offset: segment.buffer_offset + done,
+                });
+                done += len;
+            }
+        }
+        tasks
+    }
+}
+
+/// Offset of random read `k` of file `file`: `mix64` of the seed, read and file numbers picks one of
+/// the aligned slots where a whole read fits. A pure function, so any worker (Rust or Python) given
+/// the plan reads the same bytes.
+fn random_offset(random: &RandomReads, file: u64, k: u64, file_size: u64) -> u64 {
+    let align = random.align.bytes();
+    let slots = (file_size - random.size.bytes()) / align + 1;
+    let draw = mix64(random.seed ^ mix64(file.wrapping_mul(0x1_0000_0001) ^ mix64(k)));
+    (draw % slots) * align
+}
+
+#[cfg(test)]
+mod tests {
+    use std::num::NonZeroU32;
+
+    use super::*;
+    use crate::scenario::size::{ByteSize, PositiveSize};
+
+    fn file(size: u64) -> PlannedFile {
+        PlannedFile {
+            path: "f".into(),
+            size,
+            seed: Some(1),
+            checksum: 0,
+        }
+    }
+
+    #[test]
+    fn chunks_cover_each_file_with_a_short_last_chunk() {
+        let plan = ReadPlan::new(
+            vec![file(10_000), file(4096)],
+            &Pattern::Chunks(PositiveSize(ByteSize(4096))),
+        );
+        let lens: Vec<u64> = plan.segments.iter().map(|s| s.len).collect();
+        assert_eq!(lens, [4096, 4096, 1808, 4096]);
+        assert_eq!(
+            plan.segments[3],
+            Segment {
+                file: 1,
+                offset: 0,
+                len: 4096,
+                buffer_offset: 10_000
+            }
+        );
+        assert_eq!(plan.total_bytes(), 14_096);
+        assert!(plan.covers_files);
+    }
+
+    #[test]
+    fn tasks_split_segments_like_kvikio() {
+        let plan = ReadPlan::new(vec![file(10 << 20)], &Pattern::Whole);
+        let tasks = plan.tasks(4 << 20);
+        assert_eq!(tasks.len(), 3);
+        assert_eq!(
+            (tasks[2].offset, tasks[2].len, tasks[2].buffer_offset),
+            (8 << 20, 2 << 20, 8 << 20)
+        );
+    }
+
+    #[test]
+    fn random_reads_are_aligned_inside_the_file_and_reproducible() {
+        let random = RandomReads {
+            size: PositiveSize(ByteSize(64 << 10)),
+            count: NonZeroU32::new(200).unwrap(),
+            seed: 5,
+            align: PositiveSize(ByteSize(4096)),
+        };
+        let plan = ReadPlan::new(
+            vec![file(1 << 20), file(1 << 20)],
+            &Pattern::Random(random.clone()),
+        );
+        assert_eq!(plan.segments.len(), 400);
+        assert!(!plan.covers_files);
+        for segment in &plan.segments {
+            assert_eq!(segment.offset % 4096, 0);
+            assert!(segment.offset + segment.len <= 1 << 20);
+        }
+        let distinct: std::collections::BTreeSet<u64> =
+            plan.segments.iter().map(|s| s.offset).collect();
+        assert!(distinct.len() > 10, "offsets should vary: {distinct:?}");
+        assert_eq!(
+            plan,
+            ReadPlan::new(vec![file(1 << 20), file(1 << 20)], &Pattern::Random(random))
+        );
+    }
+}

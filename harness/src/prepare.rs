@@ -1,0 +1,144 @@
+//! Makes the files of the selected trials ready before any trial runs, so that generation never
+//! lands inside a trial's time and each file is prepared once however many trials read it.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use crate::data::{self, GeneratedFile};
+use crate::plan::PlannedFile;
+use crate::scenario::{FileSet, TrialSpec};
+
+/// One file a trial reads, identified independently of the trials that share it.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum FileKey {
+    Generated { seed: u64, size: u64 },
+    User(PathBuf),
+}
+
+impl FileKey {
+    /// The files a trial reads, in read order.
+    pub fn of(files: &FileSet) -> Vec<FileKey> {
+        match files {
+            FileSet::Generated { size, seed, count } => (0..u64::from(*count))
+                .map(|i| FileKey::Generated {
+                    seed: seed.wrapping_add(i),
+                    size: *size,
+                })
+                .collect(),
+            FileSet::User { path } => vec![FileKey::User(path.clone())],
+        }
+    }
+}
+
+/// A prepared file, or why it could not be prepared (the text every dependent trial fails with).
+pub type Prepared = Result<PlannedFile, String>;
+
+/// What happened to each file, for the console and the report.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct PreparedFile {
+    pub path: PathBuf,
+    pub size: u64,
+    pub action: String,
+    pub seconds: f64,
+}
+
+#[derive(Default)]
+pub struct DataSet {
+    files: BTreeMap<FileKey, Prepared>,
+    pub log: Vec<PreparedFile>,
+}
+
+impl DataSet {
+    /// Prepares every file the trials read, printing one line per file to stderr.
+    pub fn prepare<'a>(
+        data_dir: &Path,
+        trials: impl IntoIterator<Item = &'a TrialSpec>,
+    ) -> DataSet {
+        let mut set = DataSet::default();
+        for trial in trials {
+            for key in FileKey::of(&trial.files) {
+                if set.files.contains_key(&key) {
+                    continue;
+                }
+                let prepared = prepare_one(data_dir, &key);
+                match &prepared {
+                    Ok((file, record)) => {
+                        eprintln!(
+                            "data: {} {} ({})",
+                            record.action,
+                            file.path.display(),
+                            data::format_bytes(file.size, 2)
+                        );
+                        set.log.push(record.clone());
+                    }
+                    Err(error) => eprintln!("error: {error}"),
+                }
+                set.files.insert(key, prepared.map(|(file, _)| file));
+            }
+        }
+        set
+    }
+
+    /// The trial's files in read order, or the first reason one is missing.
+    pub fn files_for(&self, files: &FileSet) -> Result<Vec<PlannedFile>, String> {
+        FileKey::of(files)
+            .iter()
+            .map(|key| match self.files.get(key) {
+                Some(prepared) => prepared.clone(),
+                None => Err(format!("{key:?} was not prepared (internal error: the trial was not selected when data was prepared)")),
+            })
+            .collect()
+    }
+}
+
+fn prepare_one(data_dir: &Path, key: &FileKey) -> Result<(PlannedFile, PreparedFile), String> {
+    let mut progress = data::stderr_progress();
+    let chain = |error: &dyn std::error::Error| crate::error_chain(error);
+    match key {
+        FileKey::Generated { seed, size } => {
+            let prepared = data::ensure_generated(
+                data_dir,
+                GeneratedFile {
+                    seed: *seed,
+                    size: *size,
+                },
+                progress.as_mut(),
+            )
+            .map_err(|error| chain(&error))?;
+            let record = PreparedFile {
+                path: prepared.path.clone(),
+                size: prepared.size,
+                action: prepared.action.to_string(),
+                seconds: prepared.elapsed.as_secs_f64(),
+            };
+            Ok((
+                PlannedFile {
+                    path: prepared.path,
+                    size: prepared.size,
+                    seed: Some(prepared.seed),
+                    checksum: prepared.checksum,
+                },
+                record,
+            ))
+        }
+        FileKey::User(path) => {
+            let user = data::ensure_user_checksum(data_dir, path, progress.as_mut())
+                .map_err(|error| chain(&error))?;
+            let record = PreparedFile {
+                path: user.path.clone(),
+                size: user.size,
+                action: user.action.to_string(),
+                seconds: user.elapsed.as_secs_f64(),
+            };
+            Ok((
+                PlannedFile {
+                    path: user.path,
+                    size: user.size,
+                    seed: None,
+                    checksum: user.checksum,
+                },
+                record,
+            ))
+        }
+    }
+}

@@ -1,0 +1,121 @@
+//! What a trial did and how it was judged: the unit every report is made of.
+
+use serde::{Deserialize, Serialize};
+
+use crate::integrity::IntegrityResult;
+use crate::plan::PlannedFile;
+use crate::scenario::TrialSpec;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    Passed,
+    Failed,
+    /// Did not run, with the reason. Never counted as a pass.
+    Ignored,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TrialRecord {
+    pub name: String,
+    pub status: Status,
+    /// One line: why it failed or was ignored.
+    pub reason: Option<String>,
+    /// The one-screen explanation of a failure: what was expected, what was seen, what to do.
+    pub details: Option<String>,
+    pub spec: TrialSpec,
+    pub measurement: Option<Measurement>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Measurement {
+    pub files: Vec<PlannedFile>,
+    pub bytes_per_repetition: u64,
+    pub warmup_seconds: Vec<f64>,
+    /// Read-section time of each measured repetition.
+    pub seconds: Vec<f64>,
+    /// Throughput of each measured repetition, GB/s (10^9 bytes per second).
+    pub gbps: Vec<f64>,
+    pub median_gbps: f64,
+    /// The path the bytes took (`host` for the posix reader).
+    pub path: String,
+    /// The last verification (every repetition is verified; the first failure stops the trial).
+    pub integrity: IntegrityResult,
+    /// Largest fraction of a file still in the page cache after dropping it (cold trials).
+    pub resident_after_drop: Option<f64>,
+    pub verify_seconds: f64,
+    pub total_seconds: f64,
+}
+
+impl TrialRecord {
+    pub fn ignored(spec: TrialSpec, reason: String) -> TrialRecord {
+        TrialRecord {
+            name: spec.name.clone(),
+            status: Status::Ignored,
+            reason: Some(reason),
+            details: None,
+            spec,
+            measurement: None,
+        }
+    }
+
+    pub fn failed(
+        spec: TrialSpec,
+        reason: String,
+        details: String,
+        measurement: Option<Measurement>,
+    ) -> TrialRecord {
+        TrialRecord {
+            name: spec.name.clone(),
+            status: Status::Failed,
+            reason: Some(reason),
+            details: Some(details),
+            spec,
+            measurement,
+        }
+    }
+
+    /// `4.12 GB/s, host, checksum 0x…`: the line shown next to `ok`.
+    pub fn summary(&self) -> String {
+        let Some(m) = &self.measurement else {
+            return self.reason.clone().unwrap_or_default();
+        };
+        let checksum = m.integrity.checksum.map_or_else(
+            || "not verified".into(),
+            |c| format!("checksum {}", crate::hex::format(c)),
+        );
+        format!(
+            "{:.2} GB/s median of {}, path {}, {checksum}",
+            m.median_gbps,
+            m.gbps.len(),
+            m.path
+        )
+    }
+}
+
+/// Median of samples (mean of the middle two for an even count).
+pub fn median(samples: &[f64]) -> f64 {
+    if samples.is_empty() {
+        return f64::NAN;
+    }
+    let mut sorted = samples.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let mid = sorted.len() / 2;
+    if sorted.len() % 2 == 1 {
+        sorted[mid]
+    } else {
+        (sorted[mid - 1] + sorted[mid]) / 2.0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::median;
+
+    #[test]
+    fn median_of_odd_even_and_empty() {
+        assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), 2.5);
+        assert!(median(&[]).is_nan());
+    }
+}

@@ -1,0 +1,141 @@
+//! Reports of a run under the output directory: `report.json` (the record, versioned),
+//! `junit.xml` (for CI test views) and `summary.md` (for people; also appended to
+//! `$GITHUB_STEP_SUMMARY`). Every file is written atomically.
+
+mod junit;
+mod markdown;
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::host::HostFacts;
+use crate::prepare::PreparedFile;
+use crate::record::{Status, TrialRecord};
+
+/// Bump when a field changes meaning or disappears; readers refuse newer versions.
+pub const SCHEMA_VERSION: u32 = 1;
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Report {
+    pub schema_version: u32,
+    pub gate_version: String,
+    pub started_at: String,
+    pub duration_seconds: f64,
+    pub command: Vec<String>,
+    pub host: HostFacts,
+    pub data_dir: PathBuf,
+    pub suites: Vec<SuiteRef>,
+    #[serde(default)]
+    pub data: Vec<PreparedFileRecord>,
+    pub trials: Vec<TrialRecord>,
+    pub totals: Totals,
+    /// Plain statements about what did not run and why.
+    pub notes: Vec<String>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct SuiteRef {
+    pub name: String,
+    pub path: PathBuf,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct PreparedFileRecord {
+    pub path: PathBuf,
+    pub size: u64,
+    pub action: String,
+    pub seconds: f64,
+}
+
+impl From<&PreparedFile> for PreparedFileRecord {
+    fn from(file: &PreparedFile) -> Self {
+        PreparedFileRecord {
+            path: file.path.clone(),
+            size: file.size,
+            action: file.action.clone(),
+            seconds: file.seconds,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Totals {
+    pub passed: usize,
+    pub failed: usize,
+    pub ignored: usize,
+    pub filtered_out: usize,
+}
+
+impl Totals {
+    pub fn of(trials: &[TrialRecord], filtered_out: usize) -> Totals {
+        let count = |status| trials.iter().filter(|trial| trial.status == status).count();
+        Totals {
+            passed: count(Status::Passed),
+            failed: count(Status::Failed),
+            ignored: count(Status::Ignored),
+            filtered_out,
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("cannot write report `{}`; check that --out (GDS_GATE_OUT) names a writable directory", path.display())]
+pub struct ReportError {
+    pub path: PathBuf,
+    #[source]
+    pub source: std::io::Error,
+}
+
+/// Writes the three reports into `out` and returns their paths.
+pub fn write_all(out: &Path, report: &Report) -> Result<Vec<PathBuf>, ReportError> {
+    let json = serde_json::to_string_pretty(report).map_err(|error| ReportError {
+        path: out.join("report.json"),
+        source: error.into(),
+    })?;
+    let files = [
+        ("report.json", json + "\n"),
+        ("junit.xml", junit::render(report)),
+        ("summary.md", markdown::render(report)),
+    ];
+    let mut written = Vec::new();
+    for (name, contents) in files {
+        let path = out.join(name);
+        write_atomically(&path, contents.as_bytes()).map_err(|source| ReportError {
+            path: path.clone(),
+            source,
+        })?;
+        written.push(path);
+    }
+    if let Some(summary) = std::env::var_os("GITHUB_STEP_SUMMARY").filter(|value| !value.is_empty())
+    {
+        let path = PathBuf::from(summary);
+        append(&path, markdown::render(report).as_bytes())
+            .map_err(|source| ReportError { path, source })?;
+    }
+    Ok(written)
+}
+
+/// Temporary file in the same directory, synced, then renamed over the target: a reader never sees
+/// half a report.
+pub fn write_atomically(path: &Path, contents: &[u8]) -> std::io::Result<()> {
+    let dir = path
+        .parent()
+        .filter(|dir| !dir.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir)?;
+    let mut temp = tempfile::NamedTempFile::new_in(dir)?;
+    temp.write_all(contents)?;
+    temp.as_file().sync_all()?;
+    temp.persist(path).map_err(|error| error.error)?;
+    Ok(())
+}
+
+fn append(path: &Path, contents: &[u8]) -> std::io::Result<()> {
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)?
+        .write_all(contents)
+}
