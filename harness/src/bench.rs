@@ -125,6 +125,9 @@ pub fn run(opts: &BenchOptions) -> Result<BenchReport, BenchError> {
     let cores = rayon::current_num_threads();
     let seed = 0x6764_732d_6761_7465; // "gds-gate"
     let mut buf = vec![0u8; len];
+    // Untimed first pass: the allocation is only mapped on first touch, and page faults are
+    // not what this row measures.
+    data::fill_parallel(seed, 0, &mut buf);
     let row = |name: &str, cpu_bound| BenchRow {
         name: name.to_owned(),
         bytes: opts.size,

@@ -150,18 +150,34 @@ pub fn run_gate(mut args: RunArgs, command: Vec<String>) -> u8 {
         }
     }
     if conclusion.num_failed as usize != report.totals.failed {
-        eprintln!("error: libtest counted {} failures but {} were recorded; this is a bug in gds-gate", conclusion.num_failed, report.totals.failed);
+        eprintln!(
+            "error: libtest counted {} failures but {} were recorded; this is a bug in gds-gate",
+            conclusion.num_failed, report.totals.failed
+        );
         return exit::SETUP;
     }
     exit_code(&report.totals)
 }
 
 /// A panic in the gate fails that trial with a record, instead of leaving a hole in the reports.
-fn execute_catching_panics(spec: TrialSpec, data: &DataSet, host: &HostFacts, require_gpu: bool) -> TrialRecord {
+fn execute_catching_panics(
+    spec: TrialSpec,
+    data: &DataSet,
+    host: &HostFacts,
+    require_gpu: bool,
+) -> TrialRecord {
     let copy = spec.clone();
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| execute(spec, data, host, require_gpu))).unwrap_or_else(|panic| {
-        let message = panic.downcast_ref::<String>().cloned().or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string())).unwrap_or_default();
-        let details = "  next: this is a bug in gds-gate; please report it with report.json".to_string();
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        execute(spec, data, host, require_gpu)
+    }))
+    .unwrap_or_else(|panic| {
+        let message = panic
+            .downcast_ref::<String>()
+            .cloned()
+            .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+            .unwrap_or_default();
+        let details =
+            "  next: this is a bug in gds-gate; please report it with report.json".to_string();
         TrialRecord::failed(copy, format!("the gate panicked: {message}"), details, None)
     })
 }
@@ -245,8 +261,12 @@ fn exit_code(totals: &Totals) -> u8 {
 
 /// A filter that selects nothing is most often a typo, of a trial or of a subcommand.
 fn explain_empty_selection(args: &RunArgs, trials: usize) {
-    let Some(filter) = &args.libtest.filter else { return };
-    eprintln!("error: the filter `{filter}` matches none of the {trials} trials; `--list` shows their names");
+    let Some(filter) = &args.libtest.filter else {
+        return;
+    };
+    eprintln!(
+        "error: the filter `{filter}` matches none of the {trials} trials; `--list` shows their names"
+    );
     if let Some(command) = scenario::nearest(filter, &["validate", "gen", "bench"]) {
         eprintln!("  help: did you mean the subcommand `{command}`?");
     }

@@ -17,7 +17,11 @@ pub fn serialize<S: Serializer>(value: &u64, serializer: S) -> Result<S::Ok, S::
 
 pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<u64, D::Error> {
     let text = String::deserialize(deserializer)?;
-    parse(&text).ok_or_else(|| de::Error::custom(format!("expected a checksum such as 0x00ff00ff00ff00ff, found `{text}`")))
+    parse(&text).ok_or_else(|| {
+        de::Error::custom(format!(
+            "expected a checksum such as 0x00ff00ff00ff00ff, found `{text}`"
+        ))
+    })
 }
 
 pub mod option {
@@ -30,7 +34,9 @@ pub mod option {
         }
     }
 
-    pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<u64>, D::Error> {
+    pub fn deserialize<'de, D: Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<Option<u64>, D::Error> {
         #[derive(Deserialize)]
         struct Hex(#[serde(with = "super")] u64);
         Ok(Option::<Hex>::deserialize(deserializer)?.map(|Hex(value)| value))

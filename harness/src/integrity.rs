@@ -38,72 +38,130 @@ impl IntegrityResult {
     }
 }
 
-/// Verifies `buffer` (which holds one pass of `plan`) with `method`.
-pub fn check(plan: &ReadPlan, buffer: &[u8], method: Integrity) -> IntegrityResult {
+/// Computes the two verifications over one range of the destination buffer, wherever that buffer
+/// lives: host memory ([`HostBuffer`]) or the GPU (the worker's device verifier). Both must compute
+/// exactly the functions of [`crate::verify`].
+pub trait RangeVerifier {
+    type Error;
+    /// Exact compare of `len` bytes at `buffer_offset`, which hold the generated file with `seed`
+    /// from `file_offset` (8-aligned).
+    fn exact(
+        &mut self,
+        seed: u64,
+        file_offset: u64,
+        buffer_offset: u64,
+        len: u64,
+    ) -> Result<verify::Mismatch, Self::Error>;
+    /// Checksum sum of `len` bytes at `buffer_offset`, positions keyed from `file_offset`.
+    fn checksum(
+        &mut self,
+        file_offset: u64,
+        buffer_offset: u64,
+        len: u64,
+    ) -> Result<u64, Self::Error>;
+}
+
+/// The CPU reference over a host buffer.
+pub struct HostBuffer<'a>(pub &'a [u8]);
+
+impl RangeVerifier for HostBuffer<'_> {
+    type Error = std::convert::Infallible;
+    fn exact(
+        &mut self,
+        seed: u64,
+        file_offset: u64,
+        buffer_offset: u64,
+        len: u64,
+    ) -> Result<verify::Mismatch, Self::Error> {
+        Ok(verify::exact_compare(
+            seed,
+            file_offset,
+            &self.0[buffer_offset as usize..(buffer_offset + len) as usize],
+        ))
+    }
+    fn checksum(
+        &mut self,
+        file_offset: u64,
+        buffer_offset: u64,
+        len: u64,
+    ) -> Result<u64, Self::Error> {
+        Ok(verify::checksum_range_parallel(
+            &self.0[buffer_offset as usize..(buffer_offset + len) as usize],
+            file_offset,
+        ))
+    }
+}
+
+/// What a correct pass of `plan` checksums to: the files' whole checksums when the plan covers
+/// them, otherwise the generator's range sums (random reads are only allowed on generated files).
+/// Computed once per trial, not per pass.
+pub fn expected_checksum(plan: &ReadPlan) -> u64 {
+    regions(plan)
+        .into_iter()
+        .fold(0u64, |expected, (file_offset, _, len, file)| {
+            let planned = &plan.files[file];
+            let term = match planned.seed {
+                _ if plan.covers_files => planned.checksum,
+                Some(seed) => verify::expected_checksum_range(seed, file_offset, len),
+                None => unreachable!("random plans are validated to read generated files only"),
+            };
+            expected.wrapping_add(term)
+        })
+}
+
+/// Verifies one pass of `plan` with `method`; `expected` comes from [`expected_checksum`].
+pub fn check<V: RangeVerifier>(
+    plan: &ReadPlan,
+    verifier: &mut V,
+    method: Integrity,
+    expected: u64,
+) -> Result<IntegrityResult, V::Error> {
     let start = Instant::now();
-    let mut result = IntegrityResult {
-        method,
-        checksum: None,
-        expected_checksum: None,
-        bad_words: 0,
-        first_bad: None,
-        seconds: 0.0,
-    };
+    let mut result = IntegrityResult::not_checked(method);
     if method == Integrity::None {
-        return result;
+        return Ok(result);
     }
-    if method == Integrity::Exact {
-        exact(plan, buffer, &mut result);
+    let mut observed = 0u64;
+    // Whole-file and chunked plans lay each file out contiguously from its offset 0, so each file
+    // is one range (chunk boundaries need not be 8-byte aligned); random reads are aligned.
+    for (file_offset, buffer_offset, len, file) in regions(plan) {
+        let planned = &plan.files[file];
+        if let (Integrity::Exact, Some(seed)) = (method, planned.seed) {
+            let mismatch = verifier.exact(seed, file_offset, buffer_offset, len)?;
+            result.bad_words += mismatch.bad_words;
+            if let (None, Some(bad)) = (&result.first_bad, mismatch.first_bad_offset) {
+                result.first_bad = Some(BadByte {
+                    file: planned.path.clone(),
+                    file_offset: bad,
+                    buffer_offset: buffer_offset + (bad - file_offset),
+                });
+            }
+        }
+        let sum = verifier.checksum(file_offset, buffer_offset, len)?;
+        observed = observed.wrapping_add(if plan.covers_files {
+            verify::finish_checksum(sum, len)
+        } else {
+            sum
+        });
     }
-    let (checksum, expected) = checksums(plan, buffer);
-    result.checksum = Some(checksum);
+    result.checksum = Some(observed);
     result.expected_checksum = Some(expected);
     result.seconds = start.elapsed().as_secs_f64();
-    result
+    Ok(result)
 }
 
-/// Whole-file and chunked plans lay each file out contiguously from its offset 0, so each file is
-/// compared as one range (chunk boundaries need not be 8-byte aligned); random reads are aligned.
-fn exact(plan: &ReadPlan, buffer: &[u8], result: &mut IntegrityResult) {
-    for (file_offset, buffer_offset, len, file) in regions(plan) {
-        let Some(seed) = plan.files[file].seed else {
-            continue;
-        };
-        let region = &buffer[buffer_offset as usize..(buffer_offset + len) as usize];
-        let mismatch = verify::exact_compare(seed, file_offset, region);
-        result.bad_words += mismatch.bad_words;
-        if let (None, Some(bad)) = (&result.first_bad, mismatch.first_bad_offset) {
-            result.first_bad = Some(BadByte {
-                file: plan.files[file].path.clone(),
-                file_offset: bad,
-                buffer_offset: buffer_offset + (bad - file_offset),
-            });
+impl IntegrityResult {
+    /// The result before anything was read (or when `integrity: none`).
+    pub fn not_checked(method: Integrity) -> IntegrityResult {
+        IntegrityResult {
+            method,
+            checksum: None,
+            expected_checksum: None,
+            bad_words: 0,
+            first_bad: None,
+            seconds: 0.0,
         }
     }
-}
-
-/// (observed, expected): whole-file checksums when the plan covers its files, otherwise range sums
-/// (only generated files can be read at random, so their expectation is computable).
-fn checksums(plan: &ReadPlan, buffer: &[u8]) -> (u64, u64) {
-    let mut observed = 0u64;
-    let mut expected = 0u64;
-    for (file_offset, buffer_offset, len, file) in regions(plan) {
-        let region = &buffer[buffer_offset as usize..(buffer_offset + len) as usize];
-        let sum = verify::checksum_range_parallel(region, file_offset);
-        let planned = &plan.files[file];
-        if plan.covers_files {
-            observed = observed.wrapping_add(verify::finish_checksum(sum, len));
-            expected = expected.wrapping_add(planned.checksum);
-        } else {
-            observed = observed.wrapping_add(sum);
-            let seed = planned
-                .seed
-                .expect("random plans are validated to read generated files only");
-            expected =
-                expected.wrapping_add(verify::expected_checksum_range(seed, file_offset, len));
-        }
-    }
-    (observed, expected)
 }
 
 /// (file offset, buffer offset, length, file index) of the ranges to verify.
@@ -144,6 +202,16 @@ mod tests {
         }
     }
 
+    fn host_check(plan: &ReadPlan, buffer: &[u8], method: Integrity) -> IntegrityResult {
+        let Ok(result) = check(
+            plan,
+            &mut HostBuffer(buffer),
+            method,
+            expected_checksum(plan),
+        );
+        result
+    }
+
     /// The buffer a perfect read of `plan` produces.
     fn perfect(plan: &ReadPlan) -> Vec<u8> {
         let mut buffer = vec![0u8; plan.total_bytes() as usize];
@@ -168,10 +236,10 @@ mod tests {
         ] {
             let plan = ReadPlan::new(files.clone(), &pattern);
             let mut buffer = perfect(&plan);
-            let result = check(&plan, &buffer, Integrity::Exact);
+            let result = host_check(&plan, &buffer, Integrity::Exact);
             assert!(result.passed(), "{pattern:?}: {result:?}");
             buffer[100_003 + 777] ^= 0x10;
-            let result = check(&plan, &buffer, Integrity::Exact);
+            let result = host_check(&plan, &buffer, Integrity::Exact);
             assert!(!result.passed());
             assert_eq!(result.bad_words, 1);
             let bad = result.first_bad.unwrap();
@@ -179,7 +247,7 @@ mod tests {
                 (bad.file, bad.file_offset, bad.buffer_offset),
                 ("gen-4".into(), 777, 100_003 + 777)
             );
-            let checksum_only = check(&plan, &buffer, Integrity::Checksum);
+            let checksum_only = host_check(&plan, &buffer, Integrity::Checksum);
             assert!(!checksum_only.passed() && checksum_only.first_bad.is_none());
         }
     }
@@ -194,9 +262,9 @@ mod tests {
         };
         let plan = ReadPlan::new(vec![generated(9, 1 << 20)], &Pattern::Random(random));
         let mut buffer = perfect(&plan);
-        assert!(check(&plan, &buffer, Integrity::Exact).passed());
+        assert!(host_check(&plan, &buffer, Integrity::Exact).passed());
         buffer[8192 * 5 + 1] ^= 1;
-        let result = check(&plan, &buffer, Integrity::Exact);
+        let result = host_check(&plan, &buffer, Integrity::Exact);
         assert_eq!(
             result.first_bad.unwrap().file_offset,
             plan.segments[5].offset + 1
@@ -206,7 +274,7 @@ mod tests {
     #[test]
     fn integrity_none_checks_nothing_and_says_so() {
         let plan = ReadPlan::new(vec![generated(1, 64)], &Pattern::Whole);
-        let result = check(&plan, &[0u8; 64], Integrity::None);
+        let result = host_check(&plan, &[0u8; 64], Integrity::None);
         assert_eq!((result.checksum, result.expected_checksum), (None, None));
         assert_eq!(result.method, Integrity::None);
     }

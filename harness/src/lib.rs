@@ -32,3 +32,4 @@ pub fn error_chain(error: &dyn std::error::Error) -> String {
     }
     text
 }
+pub mod gpu;

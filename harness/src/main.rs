@@ -6,7 +6,8 @@ use clap::{CommandFactory, FromArgMatches};
 use gds_gate::cli::{Cli, Command};
 use gds_gate::{commands, gate};
 
-const HELP_TEMPLATE: &str = "{before-help}{about-with-newline}\n{usage-heading} {usage}\n\n{all-args}{after-help}";
+const HELP_TEMPLATE: &str =
+    "{before-help}{about-with-newline}\n{usage-heading} {usage}\n\n{all-args}{after-help}";
 
 fn main() -> ExitCode {
     // `gds-gate --list | head` should end quietly, as other command-line tools do.

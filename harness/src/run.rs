@@ -7,8 +7,8 @@ use rayon::prelude::*;
 
 use crate::cache;
 use crate::data::format_bytes;
-use crate::host::{self, HostFacts};
 use crate::hex;
+use crate::host::{self, HostFacts};
 use crate::integrity::{self, IntegrityResult};
 use crate::plan::ReadPlan;
 use crate::prepare::DataSet;
@@ -50,6 +50,7 @@ pub fn run(spec: TrialSpec, data: &DataSet) -> TrialRecord {
 struct Failure {
     reason: String,
     details: String,
+    measurement: Option<Measurement>,
 }
 
 fn run_posix(spec: TrialSpec, data: &DataSet) -> TrialRecord {
@@ -79,8 +80,8 @@ fn run_posix(spec: TrialSpec, data: &DataSet) -> TrialRecord {
             spec,
             measurement: Some(measurement),
         },
-        Err((failure, measurement)) => {
-            TrialRecord::failed(spec, failure.reason, failure.details, measurement)
+        Err(failure) => {
+            TrialRecord::failed(spec, failure.reason, failure.details, failure.measurement)
         }
     }
 }
@@ -89,16 +90,14 @@ fn measure(
     spec: &TrialSpec,
     plan: &ReadPlan,
     started: Instant,
-) -> Result<Measurement, (Failure, Option<Measurement>)> {
+) -> Result<Measurement, Box<Failure>> {
     let bytes = plan.total_bytes();
     let fail = |reason: String, next: &str| {
-        (
-            Failure {
-                reason,
-                details: format!("{}\n  next: {next}", where_(spec)),
-            },
-            None,
-        )
+        Box::new(Failure {
+            reason,
+            details: format!("{}\n  next: {next}", where_(spec)),
+            measurement: None,
+        })
     };
     if let Some(available) = host::available_memory().filter(|available| bytes > *available) {
         return Err(fail(
@@ -137,11 +136,12 @@ fn measure(
         gbps: Vec::new(),
         median_gbps: f64::NAN,
         path: "host".into(),
-        integrity: integrity::check(plan, &[], Integrity::None),
+        integrity: IntegrityResult::not_checked(Integrity::None),
         resident_after_drop: None,
         verify_seconds: 0.0,
         total_seconds: 0.0,
     };
+    let expected = integrity::expected_checksum(plan);
     let passes = spec.warmup + spec.repetitions;
     for pass in 0..passes {
         let warmup = pass < spec.warmup;
@@ -178,15 +178,21 @@ fn measure(
             m.seconds.push(seconds);
             m.gbps.push(bytes as f64 / seconds / 1e9);
         }
-        let integrity = integrity::check(plan, &buffer, spec.expect.integrity);
+        let Ok(integrity) = integrity::check(
+            plan,
+            &mut integrity::HostBuffer(&buffer),
+            spec.expect.integrity,
+            expected,
+        );
         m.verify_seconds += integrity.seconds;
         let passed = integrity.passed();
         m.integrity = integrity;
         if !passed {
             m.median_gbps = median(&m.gbps);
             m.total_seconds = started.elapsed().as_secs_f64();
-            let failure = integrity_failure(spec, &m.integrity, pass + 1, passes);
-            return Err((failure, Some(m)));
+            let mut failure = integrity_failure(spec, &m.integrity, pass + 1, passes);
+            failure.measurement = Some(m);
+            return Err(Box::new(failure));
         }
     }
     m.median_gbps = median(&m.gbps);
@@ -239,7 +245,11 @@ fn integrity_failure(
         "{}\n  {checksums}\n  next: the bytes that arrived in memory differ from the file. Run the trial again; if it repeats, the read path corrupts data: check `dmesg` for I/O errors and the storage's health. A file changed on purpose is regenerated or re-checksummed on the next run.",
         where_(spec)
     );
-    Failure { reason, details }
+    Failure {
+        reason,
+        details,
+        measurement: None,
+    }
 }
 
 /// `scenario `cold-read` at scenarios/smoke.yaml:12, reader posix`.

@@ -16,7 +16,9 @@ struct Scratch {
 
 impl Scratch {
     fn new() -> Scratch {
-        Scratch { dir: tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap() }
+        Scratch {
+            dir: tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap(),
+        }
     }
     fn path(&self, name: &str) -> PathBuf {
         self.dir.path().join(name)
@@ -70,7 +72,11 @@ impl From<Output> for Run {
 
 impl std::fmt::Debug for Run {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "exit {}\n--- stdout\n{}\n--- stderr\n{}", self.code, self.stdout, self.stderr)
+        write!(
+            f,
+            "exit {}\n--- stdout\n{}\n--- stderr\n{}",
+            self.code, self.stdout, self.stderr
+        )
     }
 }
 
@@ -85,8 +91,16 @@ fn smoke_suite_passes_and_writes_well_formed_reports() {
     let scratch = Scratch::new();
     let run = scratch.gate(&["--suite", "scenarios/smoke.yaml"]);
     assert_eq!(run.code, 0, "{run:?}");
-    assert!(run.stdout.contains("test [posix]  smoke::cold-read[reader=posix,nthreads=4]"), "{run:?}");
-    assert!(run.stdout.contains("GB/s median of 3, path host, checksum 0x"), "{run:?}");
+    assert!(
+        run.stdout
+            .contains("test [posix]  smoke::cold-read[reader=posix,nthreads=4]"),
+        "{run:?}"
+    );
+    assert!(
+        run.stdout
+            .contains("GB/s median of 3, path host, checksum 0x"),
+        "{run:?}"
+    );
 
     let report = scratch.report();
     assert_eq!(report["schema_version"], 1);
@@ -97,18 +111,34 @@ fn smoke_suite_passes_and_writes_well_formed_reports() {
         let m = &trial["measurement"];
         assert_eq!(m["gbps"].as_array().unwrap().len(), 3, "{trial}");
         assert_eq!(m["integrity"]["bad_words"], 0);
-        assert_eq!(m["integrity"]["checksum"], m["integrity"]["expected_checksum"]);
+        assert_eq!(
+            m["integrity"]["checksum"],
+            m["integrity"]["expected_checksum"]
+        );
         assert!(m["median_gbps"].as_f64().unwrap() > 0.0);
     }
     let junit = fs::read_to_string(scratch.out().join("junit.xml")).unwrap();
-    assert!(junit.starts_with("<?xml") && junit.contains("<testsuite name=\"smoke\" tests=\"16\""), "{junit}");
+    assert!(
+        junit.starts_with("<?xml") && junit.contains("<testsuite name=\"smoke\" tests=\"16\""),
+        "{junit}"
+    );
     let summary = fs::read_to_string(scratch.out().join("summary.md")).unwrap();
-    assert!(summary.contains("| `smoke::multi-file` | ok |"), "{summary}");
+    assert!(
+        summary.contains("| `smoke::multi-file` | ok |"),
+        "{summary}"
+    );
 
     if !has_nvidia_driver() {
         assert_eq!(report["totals"]["ignored"], 11);
-        assert!(run.stdout.contains("ignored (no NVIDIA driver (libcuda.so.1 not found))"), "{run:?}");
-        assert!(run.stderr.contains("the GPU part of the gate did not run"), "{run:?}");
+        assert!(
+            run.stdout
+                .contains("ignored (no NVIDIA driver (libcuda.so.1 not found))"),
+            "{run:?}"
+        );
+        assert!(
+            run.stderr.contains("the GPU part of the gate did not run"),
+            "{run:?}"
+        );
         assert!(summary.contains("the GPU part of the gate did not run"));
     }
 }
@@ -128,7 +158,12 @@ fn cached_files_are_reused_and_regenerated_after_a_change() {
 
     // Writing to the file changes its mtime: the cache must not trust it any more.
     let file = scratch.data().join("gds-gate-s5-3145728.bin");
-    fs::OpenOptions::new().write(true).open(&file).unwrap().write_at(b"X", 12345).unwrap();
+    fs::OpenOptions::new()
+        .write(true)
+        .open(&file)
+        .unwrap()
+        .write_at(b"X", 12345)
+        .unwrap();
     let third = scratch.gate(&["--suite", suite]);
     assert_eq!(third.code, 0, "{third:?}");
     assert!(third.stderr.contains("data: generated"), "{third:?}");
@@ -145,8 +180,16 @@ fn corruption_that_slips_past_the_cache_fails_the_trial_at_its_offset() {
     // the cached one, so only the read verification can notice.
     let file = scratch.data().join("gds-gate-s5-3145728.bin");
     let spots = gds_gate::data::spot_check_offsets(5, 3 << 20);
-    let offset = (0..3u64 << 20).step_by(4096).find(|block| !spots.contains(block)).unwrap() + 1001;
-    let handle = fs::OpenOptions::new().read(true).write(true).open(&file).unwrap();
+    let offset = (0..3u64 << 20)
+        .step_by(4096)
+        .find(|block| !spots.contains(block))
+        .unwrap()
+        + 1001;
+    let handle = fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&file)
+        .unwrap();
     let mtime = handle.metadata().unwrap().modified().unwrap();
     let mut byte = [0u8];
     handle.read_at(&mut byte, offset).unwrap();
@@ -156,12 +199,18 @@ fn corruption_that_slips_past_the_cache_fails_the_trial_at_its_offset() {
 
     let run = scratch.gate(&["--suite", suite]);
     assert_eq!(run.code, 1, "{run:?}");
-    let expected = format!("first wrong byte at offset {offset} of `{}`", file.display());
+    let expected = format!(
+        "first wrong byte at offset {offset} of `{}`",
+        file.display()
+    );
     assert!(run.stdout.contains(&expected), "{expected}\n{run:?}");
     assert!(run.stdout.contains("scenario: `read` at "), "{run:?}");
     let report = scratch.report();
     assert_eq!(report["trials"][0]["status"], "failed");
-    assert_eq!(report["trials"][0]["measurement"]["integrity"]["first_bad"]["file_offset"], offset);
+    assert_eq!(
+        report["trials"][0]["measurement"]["integrity"]["first_bad"]["file_offset"],
+        offset
+    );
 }
 
 #[test]
@@ -174,7 +223,13 @@ fn a_generation_killed_mid_write_is_regenerated_by_the_next_run() {
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    let partial = || fs::read_dir(scratch.data()).into_iter().flatten().flatten().any(|entry| entry.file_name().to_string_lossy().contains(".partial-"));
+    let partial = || {
+        fs::read_dir(scratch.data())
+            .into_iter()
+            .flatten()
+            .flatten()
+            .any(|entry| entry.file_name().to_string_lossy().contains(".partial-"))
+    };
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
     while !partial() && std::time::Instant::now() < deadline {
         std::thread::sleep(std::time::Duration::from_millis(2));
@@ -183,13 +238,27 @@ fn a_generation_killed_mid_write_is_regenerated_by_the_next_run() {
     child.kill().unwrap();
     child.wait().unwrap();
     let final_name = scratch.data().join("gds-gate-s9-805306368.bin");
-    assert!(!final_name.exists() || !scratch.data().join("gds-gate-s9-805306368.bin.id.json").exists(), "a killed generation left a file that looks valid");
+    assert!(
+        !final_name.exists()
+            || !scratch
+                .data()
+                .join("gds-gate-s9-805306368.bin.id.json")
+                .exists(),
+        "a killed generation left a file that looks valid"
+    );
 
     let run = scratch.gate(&["--suite", suite.to_str().unwrap()]);
     assert_eq!(run.code, 0, "{run:?}");
     assert!(run.stderr.contains("data: generated"), "{run:?}");
-    let leftovers: Vec<_> = fs::read_dir(scratch.data()).unwrap().flatten().filter(|e| e.file_name().to_string_lossy().contains(".partial-")).collect();
-    assert!(leftovers.is_empty(), "temporary files left behind: {leftovers:?}");
+    let leftovers: Vec<_> = fs::read_dir(scratch.data())
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().contains(".partial-"))
+        .collect();
+    assert!(
+        leftovers.is_empty(),
+        "temporary files left behind: {leftovers:?}"
+    );
 }
 
 #[test]
@@ -200,16 +269,31 @@ fn exit_codes_say_what_happened() {
 
     let nothing = scratch.gate(&["--suite", suite, "no-such-trial"]);
     assert_eq!(nothing.code, 5, "{nothing:?}");
-    assert!(nothing.stderr.contains("matches none of the 1 trials"), "{nothing:?}");
+    assert!(
+        nothing.stderr.contains("matches none of the 1 trials"),
+        "{nothing:?}"
+    );
 
     let bad = scratch.suite("scenarios:\n  - name: a\n    files: { size: 4GB }\n");
     let bad = scratch.gate(&["--suite", bad.to_str().unwrap()]);
     assert_eq!(bad.code, 2, "{bad:?}");
-    assert!(bad.stderr.contains("suite.yaml:3:") && bad.stderr.contains("did you mean `GiB`?"), "{bad:?}");
+    assert!(
+        bad.stderr.contains("suite.yaml:3:") && bad.stderr.contains("did you mean `GiB`?"),
+        "{bad:?}"
+    );
 
-    let listed = scratch.gate(&["--suite", "scenarios/smoke.yaml", "--list", "--format", "terse"]);
+    let listed = scratch.gate(&[
+        "--suite",
+        "scenarios/smoke.yaml",
+        "--list",
+        "--format",
+        "terse",
+    ]);
     assert_eq!(listed.code, 0, "{listed:?}");
-    assert!(listed.stdout.lines().all(|line| line.ends_with(": test")), "{listed:?}");
+    assert!(
+        listed.stdout.lines().all(|line| line.ends_with(": test")),
+        "{listed:?}"
+    );
     assert_eq!(listed.stdout.lines().count(), 16);
 }
 
@@ -233,15 +317,28 @@ fn validate_checks_files_without_running() {
     assert!(run.stdout.contains("(1 scenarios, 1 trials)"), "{run:?}");
     assert!(!scratch.data().exists(), "validate must not generate data");
     let typo = scratch.path("typo.yaml");
-    fs::write(&typo, "scenarios:\n  - name: a\n    files: { size: 1MiB }\n    repetitons: 3\n").unwrap();
+    fs::write(
+        &typo,
+        "scenarios:\n  - name: a\n    files: { size: 1MiB }\n    repetitons: 3\n",
+    )
+    .unwrap();
     let run = scratch.gate_plain(&["validate", typo.to_str().unwrap()]);
     assert_eq!(run.code, 2, "{run:?}");
-    assert!(run.stderr.contains("typo.yaml:4:5:") && run.stderr.contains("did you mean the key `repetitions`?"), "{run:?}");
+    assert!(
+        run.stderr.contains("typo.yaml:4:5:")
+            && run.stderr.contains("did you mean the key `repetitions`?"),
+        "{run:?}"
+    );
 }
 
 impl Scratch {
     /// Runs the gate with only `args` (subcommands that take no --out).
     fn gate_plain(&self, args: &[&str]) -> Run {
-        Command::new(GATE).args(args).current_dir(env!("CARGO_MANIFEST_DIR").to_owned() + "/..").output().unwrap().into()
+        Command::new(GATE)
+            .args(args)
+            .current_dir(env!("CARGO_MANIFEST_DIR").to_owned() + "/..")
+            .output()
+            .unwrap()
+            .into()
     }
 }

@@ -10,7 +10,10 @@ use clap::{Parser, Subcommand};
 use xshell::{Shell, cmd};
 
 #[derive(Parser)]
-#[command(name = "cargo xtask", about = "gds-gate tasks; paths are relative to the repository root")]
+#[command(
+    name = "cargo xtask",
+    about = "gds-gate tasks; paths are relative to the repository root"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -41,7 +44,12 @@ fn main() -> Result<()> {
         Command::GdsGate { args } => (None, args),
         Command::Bench { args } => (Some("bench"), args),
     };
-    cmd!(sh, "cargo build --release --package gds-gate --bin gds-gate").run().context("building the gate failed")?;
+    cmd!(
+        sh,
+        "cargo build --release --package gds-gate --bin gds-gate"
+    )
+    .run()
+    .context("building the gate failed")?;
     let gate = target_dir(&root).join("release/gds-gate");
     let mut command = std::process::Command::new(&gate);
     command.current_dir(&root).args(subcommand).args(args);
@@ -51,7 +59,10 @@ fn main() -> Result<()> {
 }
 
 fn project_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from("."))
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from("."))
 }
 
 fn target_dir(root: &Path) -> PathBuf {

@@ -132,7 +132,7 @@ pub(crate) fn free_space(dir: &Path) -> io::Result<u64> {
 /// Exclusive `flock` on the data directory's lock file, released on drop (or when the process
 /// dies, so a killed run never leaves it held).
 pub(crate) struct DirLock {
-    _file: Option<File>,
+    file: Option<File>,
 }
 
 impl DirLock {
@@ -148,13 +148,13 @@ impl DirLock {
         loop {
             // SAFETY: flock on a descriptor we own.
             if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } == 0 {
-                return Ok(DirLock { _file: Some(file) });
+                return Ok(DirLock { file: Some(file) });
             }
             let err = io::Error::last_os_error();
             match err.raw_os_error() {
                 Some(libc::EINTR) => continue,
                 Some(libc::ENOLCK | libc::ENOSYS | libc::EOPNOTSUPP) => {
-                    return Ok(DirLock { _file: None });
+                    return Ok(DirLock { file: None });
                 }
                 _ => return Err(err),
             }
@@ -162,7 +162,7 @@ impl DirLock {
     }
 
     pub(crate) fn held(&self) -> bool {
-        self._file.is_some()
+        self.file.is_some()
     }
 }
 
@@ -180,10 +180,9 @@ fn process_alive(pid: i32) -> bool {
 /// With the directory lock held nobody else can be writing, so every one is stale; without it
 /// only those whose writer process is gone are removed. Failures are ignored: a leftover costs
 /// space, never trust, since no temporary name is ever read as data.
-pub(crate) fn remove_stale_partials(dir: &Path, lock_held: bool) -> Vec<String> {
-    let mut removed = Vec::new();
+pub(crate) fn remove_stale_partials(dir: &Path, lock_held: bool) {
     let Ok(entries) = fs::read_dir(dir) else {
-        return removed;
+        return;
     };
     for entry in entries.flatten() {
         let name = entry.file_name().to_string_lossy().into_owned();
@@ -198,11 +197,10 @@ pub(crate) fn remove_stale_partials(dir: &Path, lock_held: bool) -> Vec<String> 
                 Ok(pid) if pid > 0 => !process_alive(pid),
                 _ => true,
             };
-        if stale && fs::remove_file(entry.path()).is_ok() {
-            removed.push(name);
+        if stale {
+            let _ = fs::remove_file(entry.path());
         }
     }
-    removed
 }
 
 /// Temporary name for `name` in the same directory, so the final rename is atomic.

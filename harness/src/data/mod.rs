@@ -15,15 +15,16 @@
 mod direct;
 mod generate;
 mod progress;
+mod reuse;
 mod sidecar;
 #[cfg(test)]
 mod tests;
 mod user;
 mod write;
 
-use std::fs::{self, File};
+use std::fs;
 use std::io;
-use std::os::unix::fs::{FileExt, MetadataExt};
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -32,9 +33,10 @@ use serde::{Serialize, Serializer};
 pub use direct::LOCK_NAME as LOCK_FILE_NAME;
 pub use generate::{fill, fill_parallel};
 pub use progress::{BarProgress, LineProgress, NoProgress, Progress, stderr_progress};
+pub use reuse::spot_check_offsets;
 pub use user::{UserFile, ensure_user_checksum};
 
-use crate::verify::{exact_compare_serial, expected_file_checksum, finish_checksum, mix64};
+use crate::verify::finish_checksum;
 use direct::{ALIGN, DirLock, partial_name, remove_stale_partials};
 use sidecar::{GENERATED_BY, GeneratedIdentity, Stamp};
 
@@ -44,8 +46,6 @@ pub const GENERATOR_VERSION: u32 = 1;
 
 /// Size of the blocks compared by the reuse spot check.
 pub const SPOT_BLOCK: u64 = 4096;
-/// Blocks at seed-derived offsets in the spot check, besides the first and the last.
-const SPOT_RANDOM_BLOCKS: u64 = 6;
 
 /// Errors of the data layer. Each names the file, what was expected and the fix.
 #[derive(Debug, thiserror::Error)]
@@ -178,16 +178,12 @@ pub struct Prepared {
     pub size: u64,
     pub seed: u64,
     /// Whole-file checksum ([`crate::verify::finish_checksum`]).
-    #[serde(serialize_with = "serialize_hex")]
+    #[serde(serialize_with = "crate::hex::serialize")]
     pub checksum: u64,
     #[serde(flatten)]
     pub action: Action,
     #[serde(rename = "elapsed_s", serialize_with = "serialize_secs")]
     pub elapsed: Duration,
-}
-
-fn serialize_hex<S: Serializer>(value: &u64, s: S) -> Result<S::Ok, S::Error> {
-    sidecar::hex_u64::serialize(value, s)
 }
 
 fn serialize_secs<S: Serializer>(value: &Duration, s: S) -> Result<S::Ok, S::Error> {
@@ -244,7 +240,7 @@ pub fn ensure_generated(
         elapsed: started.elapsed(),
     };
 
-    let reason = match check_reusable(&path, &sidecar_path, spec) {
+    let reason = match reuse::check_reusable(&path, &sidecar_path, spec) {
         Ok(checksum) => return Ok(prepared(checksum, Action::Reused)),
         Err(reason) => reason,
     };
@@ -323,84 +319,6 @@ pub(crate) fn check_free_space(
             needed,
             free,
         });
-    }
-    Ok(())
-}
-
-/// The checksum of the file at `path` when it can be trusted, else why not.
-fn check_reusable(path: &Path, sidecar_path: &Path, spec: GeneratedFile) -> Result<u64, String> {
-    let meta = match fs::metadata(path) {
-        Ok(meta) => meta,
-        Err(err) if err.kind() == io::ErrorKind::NotFound => return Err("no data file".into()),
-        Err(err) => return Err(format!("cannot stat the data file ({err})")),
-    };
-    let identity: GeneratedIdentity =
-        sidecar::read(sidecar_path)?.ok_or_else(|| "no identity sidecar".to_owned())?;
-    if identity.generator_version != GENERATOR_VERSION {
-        return Err(format!(
-            "generator version {} != {GENERATOR_VERSION}",
-            identity.generator_version
-        ));
-    }
-    if (identity.seed, identity.size) != (spec.seed, spec.size) {
-        return Err(format!(
-            "identity sidecar describes seed {} size {}",
-            identity.seed, identity.size
-        ));
-    }
-    let stamp = Stamp::of(&meta);
-    if stamp.size != spec.size {
-        return Err(format!(
-            "file size changed ({} != {})",
-            stamp.size, spec.size
-        ));
-    }
-    for (field, now, then) in [
-        ("mtime", stamp.mtime_ns as u64, identity.mtime_ns as u64),
-        ("inode", stamp.inode, identity.inode),
-        ("device", stamp.device, identity.device),
-    ] {
-        if now != then {
-            return Err(format!("file changed since generation ({field})"));
-        }
-    }
-    let expected = expected_file_checksum(spec.seed, spec.size);
-    if identity.checksum != expected {
-        return Err(format!(
-            "identity sidecar checksum {:#018x} != {expected:#018x}",
-            identity.checksum
-        ));
-    }
-    spot_check(path, spec)?;
-    Ok(expected)
-}
-
-/// File offsets of the 4 KiB blocks the reuse spot check compares: the first, the last, and a
-/// few at offsets derived from the seed (so that different files probe different places).
-pub fn spot_check_offsets(seed: u64, size: u64) -> Vec<u64> {
-    let blocks = size.div_ceil(SPOT_BLOCK);
-    if blocks == 0 {
-        return Vec::new();
-    }
-    let mut offsets = vec![0, (blocks - 1) * SPOT_BLOCK];
-    for k in 1..=SPOT_RANDOM_BLOCKS {
-        offsets.push(mix64(seed ^ mix64(k)) % blocks * SPOT_BLOCK);
-    }
-    offsets.sort_unstable();
-    offsets.dedup();
-    offsets
-}
-
-fn spot_check(path: &Path, spec: GeneratedFile) -> Result<(), String> {
-    let file = File::open(path).map_err(|err| format!("cannot open for the spot check ({err})"))?;
-    let mut buf = vec![0u8; SPOT_BLOCK as usize];
-    for offset in spot_check_offsets(spec.seed, spec.size) {
-        let len = SPOT_BLOCK.min(spec.size - offset) as usize;
-        file.read_exact_at(&mut buf[..len], offset)
-            .map_err(|err| format!("spot check could not read byte {offset} ({err})"))?;
-        if let Some(bad) = exact_compare_serial(spec.seed, offset, &buf[..len]).first_bad_offset {
-            return Err(format!("spot check failed at byte {bad}"));
-        }
     }
     Ok(())
 }

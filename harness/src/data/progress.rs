@@ -122,7 +122,7 @@ impl<W: Write> LineProgress<W> {
     }
 }
 
-impl<W: Write + Send> Progress for LineProgress<W> {
+impl<W: Write> Progress for LineProgress<W> {
     fn start(&mut self, total_bytes: u64, label: &str) {
         let now = Instant::now();
         self.label = label.to_owned();

@@ -45,7 +45,7 @@ pub(crate) struct GeneratedIdentity {
     pub generator_version: u32,
     pub seed: u64,
     pub size: u64,
-    #[serde(with = "hex_u64")]
+    #[serde(with = "crate::hex")]
     pub checksum: u64,
     pub mtime_ns: i64,
     pub inode: u64,
@@ -63,31 +63,12 @@ pub(crate) struct UserIdentity {
     pub ctime_ns: i64,
     pub inode: u64,
     pub device: u64,
-    #[serde(with = "hex_u64")]
+    #[serde(with = "crate::hex")]
     pub checksum: u64,
 }
 
 pub(crate) const GENERATED_BY: &str =
     "gds-gate (identity of a data file; do not edit, delete it to force recomputation)";
-
-/// Checksums are written as `0x` + 16 hex digits: readable, and safe for JSON readers whose
-/// numbers are doubles (a u64 checksum would lose its low bits there).
-pub(crate) mod hex_u64 {
-    use serde::{Deserialize, Deserializer, Serializer, de::Error};
-
-    pub fn serialize<S: Serializer>(value: &u64, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(&format!("{value:#018x}"))
-    }
-
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
-        let text = String::deserialize(d)?;
-        let digits = text
-            .strip_prefix("0x")
-            .ok_or_else(|| D::Error::custom(format!("expected `0x` + hex digits, got `{text}`")))?;
-        u64::from_str_radix(digits, 16)
-            .map_err(|e| D::Error::custom(format!("bad hex checksum `{text}`: {e}")))
-    }
-}
 
 /// Reads a sidecar. `Ok(None)` when there is none; `Err(reason)` when it cannot be used, the
 /// reason being a fragment for "regenerating because …".

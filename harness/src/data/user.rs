@@ -26,7 +26,7 @@ pub struct UserFile {
     /// Canonical path.
     pub path: PathBuf,
     pub size: u64,
-    #[serde(serialize_with = "sidecar::hex_u64::serialize")]
+    #[serde(serialize_with = "crate::hex::serialize")]
     pub checksum: u64,
     #[serde(flatten)]
     pub action: Action,

@@ -43,14 +43,18 @@
 //! result counts bad words and names the *byte* offset of the first difference: the first bad
 //! word's offset plus `trailing_zeros(read ^ expected) / 8`.
 //!
-//! The serial functions are the literal reference; the `_parallel` ones split at 8-byte-aligned
-//! boundaries with rayon and must return identical results (the tests check both).
+//! The one-thread functions run the loops of [`kernels`] (one source, compiled per instruction
+//! set); the parallel ones split at 8-byte-aligned boundaries with rayon. All return identical
+//! results, and the tests check them against a literal transcription of this specification.
 
+pub(crate) mod kernels;
 #[cfg(test)]
 mod tests;
 
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
+
+use kernels::Isa;
 
 /// Weyl-sequence increment of the generator (the golden-ratio constant of SplitMix64).
 pub const GAMMA: u64 = 0x9E37_79B9_7F4A_7C15;
@@ -99,20 +103,6 @@ pub(crate) const fn low_bytes_mask(bytes: usize) -> u64 {
     (1u64 << (8 * bytes)) - 1
 }
 
-/// Reads up to 8 bytes little-endian, zero-padding the missing high bytes.
-#[inline(always)]
-fn padded_word(bytes: &[u8]) -> u64 {
-    let mut word = [0u8; 8];
-    word[..bytes.len()].copy_from_slice(bytes);
-    u64::from_le_bytes(word)
-}
-
-#[inline(always)]
-fn le_word(bytes: &[u8]) -> u64 {
-    // `chunks_exact(8)` guarantees the length, so this never fails and compiles to one load.
-    u64::from_le_bytes(bytes.try_into().unwrap_or_default())
-}
-
 #[track_caller]
 fn assert_word_aligned(file_offset: u64) {
     assert!(
@@ -121,38 +111,13 @@ fn assert_word_aligned(file_offset: u64) {
     );
 }
 
-/// Position-keyed sum of `buf`, the bytes of a file at `file_offset` (serial reference).
+/// Position-keyed sum of `buf`, the bytes of a file at `file_offset` (one thread).
 ///
 /// # Panics
 /// If `file_offset` is not a multiple of 8.
 pub fn checksum_range(buf: &[u8], file_offset: u64) -> u64 {
     assert_word_aligned(file_offset);
-    let first = file_offset / 8;
-    // Four independent lanes so that the two multiplies of each mix64 overlap with the next
-    // words' instead of waiting on one accumulator.
-    let mut acc = [0u64; 4];
-    let mut key = checksum_key(first);
-    let mut quads = buf.chunks_exact(32);
-    for quad in &mut quads {
-        for (lane, a) in acc.iter_mut().enumerate() {
-            let w = le_word(&quad[lane * 8..lane * 8 + 8]);
-            let k = key.wrapping_add((lane as u64).wrapping_mul(CHECKSUM_GAMMA));
-            *a = a.wrapping_add(mix64(w ^ k));
-        }
-        key = key.wrapping_add(CHECKSUM_GAMMA.wrapping_mul(4));
-    }
-    let mut sum = acc.iter().fold(0u64, |s, a| s.wrapping_add(*a));
-    let rest = quads.remainder();
-    let mut words = rest.chunks_exact(8);
-    for w in &mut words {
-        sum = sum.wrapping_add(mix64(le_word(w) ^ key));
-        key = key.wrapping_add(CHECKSUM_GAMMA);
-    }
-    let tail = words.remainder();
-    if !tail.is_empty() {
-        sum = sum.wrapping_add(mix64(padded_word(tail) ^ key));
-    }
-    sum
+    kernels::checksum(Isa::detected(), buf, file_offset / 8)
 }
 
 /// [`checksum_range`] on all rayon threads; identical result.
@@ -161,44 +126,18 @@ pub fn checksum_range(buf: &[u8], file_offset: u64) -> u64 {
 /// If `file_offset` is not a multiple of 8.
 pub fn checksum_range_parallel(buf: &[u8], file_offset: u64) -> u64 {
     assert_word_aligned(file_offset);
+    let isa = Isa::detected();
     buf.par_chunks(PAR_CHUNK)
         .enumerate()
-        .map(|(i, chunk)| checksum_range(chunk, file_offset + (i * PAR_CHUNK) as u64))
+        .map(|(i, chunk)| {
+            kernels::checksum(isa, chunk, file_offset / 8 + i as u64 * PAR_CHUNK_WORDS)
+        })
         .reduce(|| 0, u64::wrapping_add)
 }
 
 /// Whole-file checksum of a complete file held in memory.
 pub fn checksum_file_bytes(file: &[u8]) -> u64 {
     finish_checksum(checksum_range_parallel(file, 0), file.len() as u64)
-}
-
-/// Range sum of `words` consecutive generated words starting at word `first`, plus a final
-/// partial word of `tail_bytes` (0..8) bytes; the generator's bytes are never materialised.
-fn expected_sum_words(seed: u64, first: u64, words: u64, tail_bytes: usize) -> u64 {
-    let mut state = seed.wrapping_add(first.wrapping_add(1).wrapping_mul(GAMMA));
-    let mut key = checksum_key(first);
-    let mut acc = [0u64; 4];
-    for _ in 0..words / 4 {
-        for (lane, a) in acc.iter_mut().enumerate() {
-            let lane = lane as u64;
-            let w = mix64(state.wrapping_add(lane.wrapping_mul(GAMMA)));
-            let k = key.wrapping_add(lane.wrapping_mul(CHECKSUM_GAMMA));
-            *a = a.wrapping_add(mix64(w ^ k));
-        }
-        state = state.wrapping_add(GAMMA.wrapping_mul(4));
-        key = key.wrapping_add(CHECKSUM_GAMMA.wrapping_mul(4));
-    }
-    let mut sum = acc.iter().fold(0u64, |s, a| s.wrapping_add(*a));
-    for _ in 0..words % 4 {
-        sum = sum.wrapping_add(mix64(mix64(state) ^ key));
-        state = state.wrapping_add(GAMMA);
-        key = key.wrapping_add(CHECKSUM_GAMMA);
-    }
-    if tail_bytes > 0 {
-        let w = mix64(state) & low_bytes_mask(tail_bytes);
-        sum = sum.wrapping_add(mix64(w ^ key));
-    }
-    sum
 }
 
 /// Range sum that `len` generated bytes at `file_offset` of the file with `seed` must have,
@@ -208,6 +147,7 @@ fn expected_sum_words(seed: u64, first: u64, words: u64, tail_bytes: usize) -> u
 /// If `file_offset` is not a multiple of 8.
 pub fn expected_checksum_range(seed: u64, file_offset: u64, len: u64) -> u64 {
     assert_word_aligned(file_offset);
+    let isa = Isa::detected();
     let first = file_offset / 8;
     let words = len / 8;
     let tail = (len % 8) as usize;
@@ -219,7 +159,7 @@ pub fn expected_checksum_range(seed: u64, file_offset: u64, len: u64) -> u64 {
             let count = PAR_CHUNK_WORDS.min(words - start);
             // Only the last task owns the partial word at the end of the range.
             let tail = if t == tasks - 1 { tail } else { 0 };
-            expected_sum_words(seed, first + start, count, tail)
+            kernels::expected_sum(isa, seed, first + start, count, tail)
         })
         .reduce(|| 0, u64::wrapping_add)
 }
@@ -259,51 +199,26 @@ impl Mismatch {
 }
 
 /// Compares `buf`, the bytes of the file with `seed` at `file_offset`, with the generator
-/// (serial reference).
+/// (one thread).
 ///
 /// # Panics
 /// If `file_offset` is not a multiple of 8.
 pub fn exact_compare_serial(seed: u64, file_offset: u64, buf: &[u8]) -> Mismatch {
     assert_word_aligned(file_offset);
-    let first = file_offset / 8;
-    let start_state = seed.wrapping_add(first.wrapping_add(1).wrapping_mul(GAMMA));
-    let words = buf.chunks_exact(8);
-    let tail = words.remainder();
+    compare_chunk(Isa::detected(), seed, file_offset, buf)
+}
 
-    // Counting pass: branch-free, so a clean buffer (the common case) streams at full speed.
-    let mut state = start_state;
-    let mut bad = 0u64;
-    for w in words.clone() {
-        bad += u64::from(le_word(w) != mix64(state));
-        state = state.wrapping_add(GAMMA);
-    }
-    let tail_diff = if tail.is_empty() {
-        0
-    } else {
-        (padded_word(tail) ^ mix64(state)) & low_bytes_mask(tail.len())
-    };
-    bad += u64::from(tail_diff != 0);
-    if bad == 0 {
+fn compare_chunk(isa: Isa, seed: u64, file_offset: u64, buf: &[u8]) -> Mismatch {
+    let bad_words = kernels::count_bad(isa, seed, file_offset / 8, buf);
+    if bad_words == 0 {
         return Mismatch::default();
     }
-
-    // Locating pass, only when something is wrong; it stops at the first bad word.
-    let mut state = start_state;
-    for (j, w) in words.enumerate() {
-        let diff = le_word(w) ^ mix64(state);
-        if diff != 0 {
-            let offset = file_offset + 8 * j as u64 + u64::from(diff.trailing_zeros() / 8);
-            return Mismatch {
-                bad_words: bad,
-                first_bad_offset: Some(offset),
-            };
-        }
-        state = state.wrapping_add(GAMMA);
-    }
-    let tail_start = file_offset + (buf.len() - tail.len()) as u64;
+    // Locating is a second pass, only when something is wrong; it stops at the first bad word.
+    let first_bad_offset =
+        kernels::first_bad_byte(seed, file_offset / 8, buf).map(|index| file_offset + index as u64);
     Mismatch {
-        bad_words: bad,
-        first_bad_offset: Some(tail_start + u64::from(tail_diff.trailing_zeros() / 8)),
+        bad_words,
+        first_bad_offset,
     }
 }
 
@@ -313,8 +228,9 @@ pub fn exact_compare_serial(seed: u64, file_offset: u64, buf: &[u8]) -> Mismatch
 /// If `file_offset` is not a multiple of 8.
 pub fn exact_compare(seed: u64, file_offset: u64, buf: &[u8]) -> Mismatch {
     assert_word_aligned(file_offset);
+    let isa = Isa::detected();
     buf.par_chunks(PAR_CHUNK)
         .enumerate()
-        .map(|(i, chunk)| exact_compare_serial(seed, file_offset + (i * PAR_CHUNK) as u64, chunk))
+        .map(|(i, chunk)| compare_chunk(isa, seed, file_offset + (i * PAR_CHUNK) as u64, chunk))
         .reduce(Mismatch::default, Mismatch::merge)
 }

@@ -232,3 +232,110 @@ fn mismatch_serialises_to_plain_json() {
 fn unaligned_offsets_are_refused() {
     checksum_range(&[0u8; 8], 4);
 }
+
+/// The specification transcribed literally, one word at a time, sharing no code with the kernels.
+mod reference {
+    use super::super::{CHECKSUM_GAMMA, GAMMA, LEN_TAG};
+
+    pub fn mix(mut z: u64) -> u64 {
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    pub fn bytes(seed: u64, offset: u64, len: usize) -> Vec<u8> {
+        let mut out = Vec::with_capacity(len + 8);
+        let mut i = offset / 8;
+        while out.len() < len {
+            out.extend_from_slice(
+                &mix(seed.wrapping_add((i + 1).wrapping_mul(GAMMA))).to_le_bytes(),
+            );
+            i += 1;
+        }
+        out.truncate(len);
+        out
+    }
+
+    pub fn range_sum(buf: &[u8], offset: u64) -> u64 {
+        let mut sum = 0u64;
+        for (j, chunk) in buf.chunks(8).enumerate() {
+            let mut word = [0u8; 8];
+            word[..chunk.len()].copy_from_slice(chunk);
+            let key = (offset / 8 + j as u64 + 1).wrapping_mul(CHECKSUM_GAMMA);
+            sum = sum.wrapping_add(mix(u64::from_le_bytes(word) ^ key));
+        }
+        sum
+    }
+
+    pub fn file_checksum(buf: &[u8]) -> u64 {
+        range_sum(buf, 0).wrapping_add(mix(buf.len() as u64 ^ LEN_TAG))
+    }
+}
+
+#[test]
+fn every_instruction_set_variant_matches_the_literal_specification() {
+    let isas = kernels::Isa::available();
+    eprintln!("variants tested: {isas:?}");
+    let mut rng = StdRng::seed_from_u64(40);
+    for len in [
+        0usize,
+        1,
+        7,
+        8,
+        9,
+        63,
+        64,
+        65,
+        4095,
+        4097,
+        10_000 + 5,
+        70_001,
+    ] {
+        let offset = 8 * rng.random_range(0..1000u64);
+        let seed: u64 = rng.random();
+        let want = reference::bytes(seed, offset, len);
+        let want_sum = reference::range_sum(&want, offset);
+        let mut noisy = want.clone();
+        if len > 0 {
+            let pos = rng.random_range(0..len);
+            noisy[pos] ^= 0x40;
+        }
+        for &isa in &isas {
+            let mut buf = vec![0xAAu8; len];
+            kernels::fill(isa, seed, offset / 8, &mut buf);
+            assert_eq!(buf, want, "{isa:?} fill len {len}");
+            let mut buf = vec![0x55u8; len];
+            let sum = kernels::fill_checksum(isa, seed, offset / 8, &mut buf);
+            assert_eq!(
+                (&buf, sum),
+                (&want, want_sum),
+                "{isa:?} fill_checksum len {len}"
+            );
+            assert_eq!(
+                kernels::checksum(isa, &want, offset / 8),
+                want_sum,
+                "{isa:?} len {len}"
+            );
+            let (words, tail) = (len as u64 / 8, len % 8);
+            assert_eq!(
+                kernels::expected_sum(isa, seed, offset / 8, words, tail),
+                want_sum
+            );
+            assert_eq!(
+                kernels::count_bad(isa, seed, offset / 8, &want),
+                0,
+                "{isa:?}"
+            );
+            assert_eq!(
+                kernels::count_bad(isa, seed, offset / 8, &noisy),
+                u64::from(len > 0)
+            );
+        }
+    }
+    let file = reference::bytes(77, 0, 100_003);
+    assert_eq!(checksum_file_bytes(&file), reference::file_checksum(&file));
+    assert_eq!(
+        expected_file_checksum(77, 100_003),
+        reference::file_checksum(&file)
+    );
+}

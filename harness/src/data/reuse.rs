@@ -1,0 +1,96 @@
+//! Whether a generated file found on disk can be trusted: its identity sidecar must match
+//! `stat`, and a few 4 KiB blocks must match the generator.
+
+use std::fs::{self, File};
+use std::io;
+use std::os::unix::fs::FileExt;
+use std::path::Path;
+
+use super::sidecar::{self, GeneratedIdentity, Stamp};
+use super::{GENERATOR_VERSION, GeneratedFile, SPOT_BLOCK};
+use crate::verify::{exact_compare_serial, expected_file_checksum, mix64};
+
+/// Blocks at seed-derived offsets in the spot check, besides the first and the last.
+const SPOT_RANDOM_BLOCKS: u64 = 6;
+
+/// The checksum of the file at `path` when it can be trusted, else why not.
+pub(super) fn check_reusable(
+    path: &Path,
+    sidecar_path: &Path,
+    spec: GeneratedFile,
+) -> Result<u64, String> {
+    let meta = match fs::metadata(path) {
+        Ok(meta) => meta,
+        Err(err) if err.kind() == io::ErrorKind::NotFound => return Err("no data file".into()),
+        Err(err) => return Err(format!("cannot stat the data file ({err})")),
+    };
+    let identity: GeneratedIdentity =
+        sidecar::read(sidecar_path)?.ok_or_else(|| "no identity sidecar".to_owned())?;
+    if identity.generator_version != GENERATOR_VERSION {
+        return Err(format!(
+            "generator version {} != {GENERATOR_VERSION}",
+            identity.generator_version
+        ));
+    }
+    if (identity.seed, identity.size) != (spec.seed, spec.size) {
+        return Err(format!(
+            "identity sidecar describes seed {} size {}",
+            identity.seed, identity.size
+        ));
+    }
+    let stamp = Stamp::of(&meta);
+    if stamp.size != spec.size {
+        return Err(format!(
+            "file size changed ({} != {})",
+            stamp.size, spec.size
+        ));
+    }
+    for (field, now, then) in [
+        ("mtime", stamp.mtime_ns as u64, identity.mtime_ns as u64),
+        ("inode", stamp.inode, identity.inode),
+        ("device", stamp.device, identity.device),
+    ] {
+        if now != then {
+            return Err(format!("file changed since generation ({field})"));
+        }
+    }
+    let expected = expected_file_checksum(spec.seed, spec.size);
+    if identity.checksum != expected {
+        return Err(format!(
+            "identity sidecar checksum {:#018x} != {expected:#018x}",
+            identity.checksum
+        ));
+    }
+    spot_check(path, spec)?;
+    Ok(expected)
+}
+
+/// File offsets of the 4 KiB blocks the reuse spot check compares: the first, the last, and a
+/// few at offsets derived from the seed (so that different files probe different places).
+pub fn spot_check_offsets(seed: u64, size: u64) -> Vec<u64> {
+    let blocks = size.div_ceil(SPOT_BLOCK);
+    if blocks == 0 {
+        return Vec::new();
+    }
+    let mut offsets = vec![0, (blocks - 1) * SPOT_BLOCK];
+    for k in 1..=SPOT_RANDOM_BLOCKS {
+        offsets.push(mix64(seed ^ mix64(k)) % blocks * SPOT_BLOCK);
+    }
+    offsets.sort_unstable();
+    offsets.dedup();
+    offsets
+}
+
+fn spot_check(path: &Path, spec: GeneratedFile) -> Result<(), String> {
+    let file = File::open(path).map_err(|err| format!("cannot open for the spot check ({err})"))?;
+    let mut buf = vec![0u8; SPOT_BLOCK as usize];
+    for offset in spot_check_offsets(spec.seed, spec.size) {
+        let len = SPOT_BLOCK.min(spec.size - offset) as usize;
+        file.read_exact_at(&mut buf[..len], offset)
+            .map_err(|err| format!("spot check could not read byte {offset} ({err})"))?;
+        if let Some(bad) = exact_compare_serial(spec.seed, offset, &buf[..len]).first_bad_offset {
+            return Err(format!("spot check failed at byte {bad}"));
+        }
+    }
+    Ok(())
+}

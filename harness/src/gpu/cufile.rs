@@ -1,0 +1,753 @@
+//! libcufile, loaded by hand. cudarc looks for `libcufile.so`, a symlink only development packages
+//! ship; the runtime's soname is `libcufile.so.0`. Loading it ourselves also lets every call keep
+//! cuFile's raw integer status (newer libraries return codes no enum of ours knows), makes symbols
+//! that older libraries lack optional instead of a panic, and lets the statistics layout follow the
+//! library's version rather than the headers this gate was built with.
+
+use std::ffi::{c_int, c_uint, c_void};
+use std::path::PathBuf;
+
+use libloading::Library;
+use serde::{Deserialize, Serialize};
+
+/// Where the gate looks for libcufile, in order. `GDS_GATE_LIBCUFILE` overrides them all.
+pub const SEARCH: &[&str] = &[
+    "libcufile.so.0",
+    "/usr/local/cuda/targets/x86_64-linux/lib/libcufile.so.0",
+    "/usr/local/cuda/targets/sbsa-linux/lib/libcufile.so.0",
+    "/usr/local/cuda/lib64/libcufile.so.0",
+    "/usr/lib/x86_64-linux-gnu/libcufile.so.0",
+    "/usr/lib/aarch64-linux-gnu/libcufile.so.0",
+    "/usr/lib64/libcufile.so.0",
+];
+
+#[derive(Debug, thiserror::Error)]
+pub enum CufileError {
+    #[error("libcufile not found; looked for {}; install the CUDA toolkit's cuFile (libcufile) or set GDS_GATE_LIBCUFILE to its path", searched.join(", "))]
+    NotFound { searched: Vec<String> },
+    #[error("`{path}` lacks the symbol `{symbol}`; is it a libcufile older than 1.8 (CUDA 12.3)?")]
+    MissingSymbol { path: String, symbol: &'static str },
+    #[error("{call} failed: {} ({code})", describe(*code))]
+    Call { call: &'static str, code: i32 },
+    #[error(
+        "cuFile {found} keeps its statistics in a layout this gate does not know (known: 1.15–1.19); upgrade gds-gate rather than read them wrong"
+    )]
+    UnknownStatsLayout { found: Version },
+    #[error("cuFile {found} has no statistics API (it needs cuFile 1.15, CUDA 13.0, or newer)")]
+    NoStatsApi { found: Version },
+}
+
+/// `cuFileGetVersion`: 1000 × major + 10 × minor (1.15.1 reports 1150).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct Version(pub i32);
+
+impl std::fmt::Display for Version {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}.{}", self.0 / 1000, (self.0 % 1000) / 10)
+    }
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+struct Status {
+    err: c_int,
+    cu_err: c_int,
+}
+
+#[repr(C)]
+struct Descr {
+    kind: c_int,
+    handle: DescrHandle,
+    fs_ops: *const c_void,
+}
+
+#[repr(C)]
+union DescrHandle {
+    fd: c_int,
+    _handle: *mut c_void,
+}
+
+const HANDLE_TYPE_OPAQUE_FD: c_int = 1;
+
+/// `CUfileDrvProps_t` (56 bytes; unchanged from CUDA 11.6 through 13.4).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+struct RawProperties {
+    major_version: c_uint,
+    minor_version: c_uint,
+    poll_thresh_size: usize,
+    max_direct_io_size: usize,
+    dstatusflags: c_uint,
+    dcontrolflags: c_uint,
+    fflags: c_uint,
+    max_device_cache_size: c_uint,
+    per_buffer_cache_size: c_uint,
+    max_device_pinned_mem_size: c_uint,
+    max_batch_io_size: c_uint,
+    max_batch_io_timeout_msecs: c_uint,
+}
+
+/// What `cuFileDriverGetProperties` says about the driver, as recorded in results.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DriverProperties {
+    /// nvidia-fs version as `major.minor`; `0.0` when the module is not loaded.
+    pub nvfs_version: String,
+    pub nvfs_loaded: bool,
+    /// Names of the set bits of `dstatusflags` (file systems and devices nvidia-fs supports).
+    pub status_flags: Vec<String>,
+    /// `use_poll_mode`, `allow_compat_mode` when set.
+    pub control_flags: Vec<String>,
+    pub poll_thresh_size_kb: u64,
+    pub max_direct_io_size_kb: u64,
+    pub max_device_cache_size_kb: u64,
+    pub per_buffer_cache_size_kb: u64,
+    pub max_device_pinned_mem_size_kb: u64,
+}
+
+const STATUS_FLAGS: &[(u32, &str)] = &[
+    (0, "lustre"),
+    (1, "wekafs"),
+    (2, "nfs"),
+    (3, "gpfs"),
+    (4, "nvme"),
+    (5, "nvmeof"),
+    (6, "scsi"),
+    (7, "scaleflux_csd"),
+    (8, "nvmesh"),
+    (9, "beegfs"),
+    (12, "scatefs"),
+];
+
+type Fn0 = unsafe extern "C" fn() -> Status;
+
+/// The loaded library and the entry points the gate uses.
+pub struct Cufile {
+    pub path: PathBuf,
+    pub version: Version,
+    driver_open: Fn0,
+    driver_get_properties: unsafe extern "C" fn(*mut RawProperties) -> Status,
+    handle_register: unsafe extern "C" fn(*mut *mut c_void, *mut Descr) -> Status,
+    handle_deregister: unsafe extern "C" fn(*mut c_void),
+    buf_register: unsafe extern "C" fn(*const c_void, usize, c_int) -> Status,
+    buf_deregister: unsafe extern "C" fn(*const c_void) -> Status,
+    read: unsafe extern "C" fn(*mut c_void, *mut c_void, usize, i64, i64) -> isize,
+    stats: Option<StatsApi>,
+    _library: Library,
+}
+
+struct StatsApi {
+    set_level: unsafe extern "C" fn(c_int) -> Status,
+    start: Fn0,
+    get_l3: unsafe extern "C" fn(*mut c_void) -> Status,
+}
+
+impl Cufile {
+    /// Loads libcufile from `GDS_GATE_LIBCUFILE` or the first of [`SEARCH`] that opens.
+    pub fn load() -> Result<Cufile, CufileError> {
+        let candidates: Vec<String> = match std::env::var("GDS_GATE_LIBCUFILE") {
+            Ok(path) if !path.is_empty() => vec![path],
+            _ => SEARCH.iter().map(|s| s.to_string()).collect(),
+        };
+        for candidate in &candidates {
+            // SAFETY: loading libcufile runs its initialisers, which is what using it requires.
+            if let Ok(library) = unsafe { Library::new(candidate) } {
+                return Cufile::from_library(library, candidate);
+            }
+        }
+        Err(CufileError::NotFound {
+            searched: candidates,
+        })
+    }
+
+    fn from_library(library: Library, name: &str) -> Result<Cufile, CufileError> {
+        let path = loaded_path("libcufile").unwrap_or_else(|| PathBuf::from(name));
+        let shown = path.display().to_string();
+        macro_rules! symbol {
+            ($name:literal) => {{
+                // SAFETY: the type matches the declaration in cufile.h for this symbol.
+                let symbol = unsafe { library.get(concat!($name, "\0").as_bytes()) };
+                match symbol {
+                    Ok(symbol) => *symbol,
+                    Err(_) => {
+                        return Err(CufileError::MissingSymbol {
+                            path: shown.clone(),
+                            symbol: $name,
+                        });
+                    }
+                }
+            }};
+        }
+        macro_rules! optional {
+            ($name:literal) => {{
+                // SAFETY: as above.
+                unsafe { library.get(concat!($name, "\0").as_bytes()) }
+                    .ok()
+                    .map(|symbol| *symbol)
+            }};
+        }
+        let get_version: unsafe extern "C" fn(*mut c_int) -> Status = symbol!("cuFileGetVersion");
+        let mut version = 0;
+        // SAFETY: a valid out-pointer; works before the driver is opened.
+        check("cuFileGetVersion", unsafe { get_version(&mut version) })?;
+        let stats = match (
+            optional!("cuFileSetStatsLevel"),
+            optional!("cuFileStatsStart"),
+            optional!("cuFileGetStatsL3"),
+        ) {
+            (Some(set_level), Some(start), Some(get_l3)) => Some(StatsApi {
+                set_level,
+                start,
+                get_l3,
+            }),
+            _ => None,
+        };
+        Ok(Cufile {
+            path,
+            version: Version(version),
+            driver_open: symbol!("cuFileDriverOpen"),
+            driver_get_properties: symbol!("cuFileDriverGetProperties"),
+            handle_register: symbol!("cuFileHandleRegister"),
+            handle_deregister: symbol!("cuFileHandleDeregister"),
+            buf_register: symbol!("cuFileBufRegister"),
+            buf_deregister: symbol!("cuFileBufDeregister"),
+            read: symbol!("cuFileRead"),
+            stats,
+            _library: library,
+        })
+    }
+
+    /// `cuFileDriverOpen`. Without nvidia-fs it still succeeds, "in compatible mode", when
+    /// `allow_compat_mode` is true: the properties tell which.
+    pub fn open_driver(&self) -> Result<(), CufileError> {
+        // SAFETY: no arguments.
+        check("cuFileDriverOpen", unsafe { (self.driver_open)() })
+    }
+
+    pub fn properties(&self) -> Result<DriverProperties, CufileError> {
+        let mut raw = RawProperties::default();
+        // SAFETY: a valid out-pointer to a struct of the documented size.
+        check("cuFileDriverGetProperties", unsafe {
+            (self.driver_get_properties)(&mut raw)
+        })?;
+        let bits = |flags: u32, names: &[(u32, &str)]| {
+            names
+                .iter()
+                .filter(|(bit, _)| flags & (1 << bit) != 0)
+                .map(|(_, name)| name.to_string())
+                .collect()
+        };
+        Ok(DriverProperties {
+            nvfs_version: format!("{}.{}", raw.major_version, raw.minor_version),
+            nvfs_loaded: raw.major_version != 0 || raw.minor_version != 0,
+            status_flags: bits(raw.dstatusflags, STATUS_FLAGS),
+            control_flags: bits(
+                raw.dcontrolflags,
+                &[(0, "use_poll_mode"), (1, "allow_compat_mode")],
+            ),
+            poll_thresh_size_kb: raw.poll_thresh_size as u64,
+            max_direct_io_size_kb: raw.max_direct_io_size as u64,
+            max_device_cache_size_kb: u64::from(raw.max_device_cache_size),
+            per_buffer_cache_size_kb: u64::from(raw.per_buffer_cache_size),
+            max_device_pinned_mem_size_kb: u64::from(raw.max_device_pinned_mem_size),
+        })
+    }
+
+    /// Registers an open (`O_DIRECT`) descriptor.
+    pub fn register_handle(&self, fd: c_int) -> Result<Handle<'_>, CufileError> {
+        let mut descr = Descr {
+            kind: HANDLE_TYPE_OPAQUE_FD,
+            handle: DescrHandle { fd },
+            fs_ops: std::ptr::null(),
+        };
+        let mut handle = std::ptr::null_mut();
+        // SAFETY: valid pointers; `descr` outlives the call.
+        check("cuFileHandleRegister", unsafe {
+            (self.handle_register)(&mut handle, &mut descr)
+        })?;
+        Ok(Handle {
+            cufile: self,
+            raw: handle,
+        })
+    }
+
+    /// `cuFileBufRegister` of a device allocation, deregistered on drop.
+    pub fn register_buffer(
+        &self,
+        device_ptr: u64,
+        len: usize,
+    ) -> Result<RegisteredBuffer<'_>, CufileError> {
+        // SAFETY: `device_ptr` is a live device allocation of at least `len` bytes (caller's contract).
+        check("cuFileBufRegister", unsafe {
+            (self.buf_register)(device_ptr as *const c_void, len, 0)
+        })?;
+        Ok(RegisteredBuffer {
+            cufile: self,
+            ptr: device_ptr,
+        })
+    }
+
+    /// Enables level-3 statistics and starts counting. Needs the driver open.
+    pub fn start_stats(&self) -> Result<(), CufileError> {
+        let stats = self.stats_api()?;
+        StatsLayout::for_version(self.version)?;
+        // SAFETY: plain calls with documented arguments.
+        check("cuFileSetStatsLevel", unsafe { (stats.set_level)(3) })?;
+        check("cuFileStatsStart", unsafe { (stats.start)() })
+    }
+
+    /// Level-3 statistics, read into a buffer sized for this library's layout.
+    pub fn stats(&self) -> Result<Stats, CufileError> {
+        let api = self.stats_api()?;
+        let layout = StatsLayout::for_version(self.version)?;
+        // Larger than any known layout and zeroed, so a mistaken size cannot overrun.
+        let mut buffer = vec![0u8; 8192];
+        // SAFETY: the buffer is larger than the level-3 struct of this library version.
+        check("cuFileGetStatsL3", unsafe {
+            (api.get_l3)(buffer.as_mut_ptr().cast())
+        })?;
+        Ok(layout.decode(&buffer))
+    }
+
+    fn stats_api(&self) -> Result<&StatsApi, CufileError> {
+        self.stats.as_ref().ok_or(CufileError::NoStatsApi {
+            found: self.version,
+        })
+    }
+}
+
+/// A registered file, deregistered on drop.
+pub struct Handle<'a> {
+    cufile: &'a Cufile,
+    raw: *mut c_void,
+}
+
+// SAFETY: cuFile handles may be used from any thread (cuFileRead is thread-safe per the API guide).
+unsafe impl Send for Handle<'_> {}
+unsafe impl Sync for Handle<'_> {}
+
+impl Handle<'_> {
+    /// One `cuFileRead` of `len` bytes at `file_offset` into `device_ptr + buffer_offset`; retries
+    /// short reads. Errors carry cuFile's (negative) status or the errno.
+    pub fn read_exact(
+        &self,
+        device_ptr: u64,
+        buffer_offset: u64,
+        file_offset: u64,
+        len: u64,
+    ) -> Result<(), ReadFailure> {
+        let mut done = 0u64;
+        while done < len {
+            // SAFETY: the device range [ptr+buffer_offset, +len) lies in the allocation (caller's contract).
+            let n = unsafe {
+                (self.cufile.read)(
+                    self.raw,
+                    device_ptr as *mut c_void,
+                    (len - done) as usize,
+                    (file_offset + done) as i64,
+                    (buffer_offset + done) as i64,
+                )
+            };
+            match n {
+                n if n > 0 => done += n as u64,
+                0 => {
+                    return Err(ReadFailure::EndOfFile {
+                        at: file_offset + done,
+                    });
+                }
+                -1 => return Err(ReadFailure::Errno(std::io::Error::last_os_error())),
+                n => return Err(ReadFailure::Cufile { code: -(n as i32) }),
+            }
+        }
+        Ok(())
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ReadFailure {
+    #[error("cuFileRead returned end of file at byte {at}")]
+    EndOfFile { at: u64 },
+    #[error("cuFileRead failed: {0}")]
+    Errno(std::io::Error),
+    #[error("cuFileRead failed: {} ({code})", describe(*code))]
+    Cufile { code: i32 },
+}
+
+impl Drop for Handle<'_> {
+    fn drop(&mut self) {
+        // SAFETY: a handle registered by this library, deregistered once.
+        unsafe { (self.cufile.handle_deregister)(self.raw) }
+    }
+}
+
+pub struct RegisteredBuffer<'a> {
+    cufile: &'a Cufile,
+    ptr: u64,
+}
+
+impl Drop for RegisteredBuffer<'_> {
+    fn drop(&mut self) {
+        // SAFETY: a pointer registered by this library, deregistered once.
+        let _ = unsafe { (self.cufile.buf_deregister)(self.ptr as *const c_void) };
+    }
+}
+
+fn check(call: &'static str, status: Status) -> Result<(), CufileError> {
+    if status.err == 0 {
+        Ok(())
+    } else {
+        Err(CufileError::Call {
+            call,
+            code: status.err,
+        })
+    }
+}
+
+/// cuFile's status codes (cufile.h `CUFILEOP_STATUS_ENTRIES`), by name and meaning.
+pub fn describe(code: i32) -> String {
+    let code = code.abs();
+    let known: &[(i32, &str, &str)] = &[
+        (
+            5001,
+            "CU_FILE_DRIVER_NOT_INITIALIZED",
+            "nvidia-fs driver is not loaded; set allow_compat_mode to true in cufile.json to enable compatible mode",
+        ),
+        (
+            5004,
+            "CU_FILE_DRIVER_VERSION_MISMATCH",
+            "nvidia-fs driver version mismatch",
+        ),
+        (
+            5007,
+            "CU_FILE_PLATFORM_NOT_SUPPORTED",
+            "GPUDirect Storage not supported on this platform",
+        ),
+        (
+            5008,
+            "CU_FILE_IO_NOT_SUPPORTED",
+            "GPUDirect Storage not supported on this file",
+        ),
+        (
+            5009,
+            "CU_FILE_DEVICE_NOT_SUPPORTED",
+            "GPUDirect Storage not supported on this GPU",
+        ),
+        (
+            5010,
+            "CU_FILE_NVFS_DRIVER_ERROR",
+            "nvidia-fs driver ioctl error",
+        ),
+        (5011, "CU_FILE_CUDA_DRIVER_ERROR", "CUDA driver API error"),
+        (
+            5012,
+            "CU_FILE_CUDA_POINTER_INVALID",
+            "invalid device pointer",
+        ),
+        (5018, "CU_FILE_INVALID_FILE_TYPE", "unsupported file type"),
+        (
+            5019,
+            "CU_FILE_INVALID_FILE_OPEN_FLAG",
+            "unsupported file open flags",
+        ),
+        (
+            5020,
+            "CU_FILE_DIO_NOT_SET",
+            "file descriptor not opened with O_DIRECT",
+        ),
+        (5022, "CU_FILE_INVALID_VALUE", "invalid arguments"),
+        (
+            5023,
+            "CU_FILE_MEMORY_ALREADY_REGISTERED",
+            "device pointer already registered",
+        ),
+        (
+            5024,
+            "CU_FILE_MEMORY_NOT_REGISTERED",
+            "device pointer lookup failure",
+        ),
+        (
+            5025,
+            "CU_FILE_PERMISSION_DENIED",
+            "driver or file access error",
+        ),
+        (
+            5026,
+            "CU_FILE_DRIVER_ALREADY_OPEN",
+            "driver is already open",
+        ),
+        (
+            5027,
+            "CU_FILE_HANDLE_NOT_REGISTERED",
+            "file descriptor is not registered",
+        ),
+        (5030, "CU_FILE_INTERNAL_ERROR", "internal error"),
+        (
+            5033,
+            "CU_FILE_NVFS_SETUP_ERROR",
+            "nvidia-fs driver initialization error",
+        ),
+        (
+            5034,
+            "CU_FILE_IO_DISABLED",
+            "GPUDirect Storage disabled by config on this file",
+        ),
+        (
+            5036,
+            "CU_FILE_GPU_MEMORY_PINNING_FAILED",
+            "failed to pin GPU memory",
+        ),
+        (5044, "CU_FILE_IO_ERROR", "cuFile I/O error"),
+    ];
+    match known.iter().find(|(number, _, _)| *number == code) {
+        Some((_, name, meaning)) => format!("{name}: {meaning}"),
+        None if code < 5000 => format!("errno {code}: {}", std::io::Error::from_raw_os_error(code)),
+        None => "unknown cuFile status".into(),
+    }
+}
+
+/// The path of a loaded shared object whose file name starts with `prefix`, from /proc/self/maps.
+pub fn loaded_path(prefix: &str) -> Option<PathBuf> {
+    loaded_paths(prefix).into_iter().next()
+}
+
+/// Every distinct loaded object whose file name starts with `prefix` (two libcufile copies in one
+/// process are two cuFile drivers, and statistics of one miss the other's reads).
+pub fn loaded_paths(prefix: &str) -> Vec<PathBuf> {
+    let maps = std::fs::read_to_string("/proc/self/maps").unwrap_or_default();
+    let mut paths: Vec<PathBuf> = maps
+        .lines()
+        .filter_map(|line| line.split_whitespace().nth(5))
+        .map(PathBuf::from)
+        .filter(|path| {
+            path.file_name()
+                .is_some_and(|name| name.to_string_lossy().starts_with(prefix))
+        })
+        .collect();
+    paths.sort();
+    paths.dedup();
+    paths
+}
+
+/// Per-GPU read counters and the process totals.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Stats {
+    pub read_ops_ok: u64,
+    pub read_ops_err: u64,
+    pub read_bytes: u64,
+    pub gpus: Vec<GpuCounters>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GpuCounters {
+    pub index: u32,
+    pub uuid: String,
+    pub read_bytes: u64,
+    pub n_total_reads: u64,
+    pub n_p2p_reads: u64,
+    pub n_nvfs_reads: u64,
+    pub n_posix_reads: u64,
+    pub n_unaligned_reads: u64,
+    pub n_dr_reads: u64,
+    pub n_reads_err: u64,
+}
+
+impl Stats {
+    /// What happened between `before` and `self` (counters only grow while stats run).
+    pub fn since(&self, before: &Stats) -> Stats {
+        let gpus = self
+            .gpus
+            .iter()
+            .map(|after| {
+                let zero = GpuCounters::default();
+                let b = before
+                    .gpus
+                    .iter()
+                    .find(|b| b.uuid == after.uuid)
+                    .unwrap_or(&zero);
+                GpuCounters {
+                    index: after.index,
+                    uuid: after.uuid.clone(),
+                    read_bytes: after.read_bytes.saturating_sub(b.read_bytes),
+                    n_total_reads: after.n_total_reads.saturating_sub(b.n_total_reads),
+                    n_p2p_reads: after.n_p2p_reads.saturating_sub(b.n_p2p_reads),
+                    n_nvfs_reads: after.n_nvfs_reads.saturating_sub(b.n_nvfs_reads),
+                    n_posix_reads: after.n_posix_reads.saturating_sub(b.n_posix_reads),
+                    n_unaligned_reads: after.n_unaligned_reads.saturating_sub(b.n_unaligned_reads),
+                    n_dr_reads: after.n_dr_reads.saturating_sub(b.n_dr_reads),
+                    n_reads_err: after.n_reads_err.saturating_sub(b.n_reads_err),
+                }
+            })
+            .collect();
+        Stats {
+            read_ops_ok: self.read_ops_ok.saturating_sub(before.read_ops_ok),
+            read_ops_err: self.read_ops_err.saturating_sub(before.read_ops_err),
+            read_bytes: self.read_bytes.saturating_sub(before.read_bytes),
+            gpus,
+        }
+    }
+}
+
+/// Byte offsets of `CUfileStatsLevel3_t` for one library version. Only `CUfileStatsLevel1_t`
+/// changed so far: 512 bytes up to cuFile 1.18 (CUDA 13.3), 624 from 1.19 (CUDA 13.4, readv/writev
+/// counters appended), which shifts everything after it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StatsLayout {
+    level1_size: usize,
+}
+
+const MAX_GPUS: usize = 16;
+const PER_GPU_SIZE: usize = 248;
+
+impl StatsLayout {
+    pub fn for_version(version: Version) -> Result<StatsLayout, CufileError> {
+        match version.0 {
+            v if v < 1150 => Err(CufileError::NoStatsApi { found: version }),
+            1150..=1189 => Ok(StatsLayout { level1_size: 512 }),
+            1190..=1199 => Ok(StatsLayout { level1_size: 624 }),
+            _ => Err(CufileError::UnknownStatsLayout { found: version }),
+        }
+    }
+
+    /// Size of `CUfileStatsLevel3_t` in this layout.
+    pub fn level3_size(self) -> usize {
+        self.per_gpu_offset() + MAX_GPUS * PER_GPU_SIZE
+    }
+
+    fn num_gpus_offset(self) -> usize {
+        // Level 2 = level 1 + two histograms of 32 u64.
+        self.level1_size + 2 * 32 * 8
+    }
+
+    fn per_gpu_offset(self) -> usize {
+        self.num_gpus_offset() + 8
+    }
+
+    pub fn decode(self, buffer: &[u8]) -> Stats {
+        let u64_at = |offset: usize| {
+            buffer
+                .get(offset..offset + 8)
+                .map_or(0, |b| u64::from_le_bytes(b.try_into().unwrap_or([0; 8])))
+        };
+        let num_gpus = buffer
+            .get(self.num_gpus_offset()..self.num_gpus_offset() + 4)
+            .map_or(0, |b| u32::from_le_bytes(b.try_into().unwrap_or([0; 4])));
+        let gpus = (0..(num_gpus as usize).min(MAX_GPUS))
+            .map(|i| {
+                let base = self.per_gpu_offset() + i * PER_GPU_SIZE;
+                let uuid: String = buffer
+                    .get(base..base + 16)
+                    .unwrap_or_default()
+                    .iter()
+                    .map(|b| format!("{b:02x}"))
+                    .collect();
+                GpuCounters {
+                    index: i as u32,
+                    uuid,
+                    read_bytes: u64_at(base + 16),
+                    n_total_reads: u64_at(base + 48),
+                    n_p2p_reads: u64_at(base + 56),
+                    n_nvfs_reads: u64_at(base + 64),
+                    n_posix_reads: u64_at(base + 72),
+                    n_unaligned_reads: u64_at(base + 80),
+                    n_dr_reads: u64_at(base + 88),
+                    n_reads_err: u64_at(base + 112),
+                }
+            })
+            .collect();
+        Stats {
+            read_ops_ok: u64_at(0),
+            read_ops_err: u64_at(8),
+            read_bytes: u64_at(96),
+            gpus,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn layouts_match_the_sizes_of_the_real_headers() {
+        // sizeof(CUfileStatsLevel3_t): 5000 with the CUDA 13.0 header, 5112 with 13.4.
+        assert_eq!(
+            StatsLayout::for_version(Version(1150))
+                .unwrap()
+                .level3_size(),
+            5000
+        );
+        assert_eq!(
+            StatsLayout::for_version(Version(1180))
+                .unwrap()
+                .level3_size(),
+            5000
+        );
+        assert_eq!(
+            StatsLayout::for_version(Version(1190))
+                .unwrap()
+                .level3_size(),
+            5112
+        );
+        assert!(matches!(
+            StatsLayout::for_version(Version(1140)),
+            Err(CufileError::NoStatsApi { .. })
+        ));
+        let newer = StatsLayout::for_version(Version(1200))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            newer.contains("cuFile 1.20") && newer.contains("upgrade gds-gate"),
+            "{newer}"
+        );
+    }
+
+    #[test]
+    fn decodes_per_gpu_counters_at_their_offsets() {
+        let layout = StatsLayout::for_version(Version(1150)).unwrap();
+        let mut buffer = vec![0u8; 8192];
+        let put = |buffer: &mut Vec<u8>, offset: usize, value: u64| {
+            buffer[offset..offset + 8].copy_from_slice(&value.to_le_bytes())
+        };
+        put(&mut buffer, 96, 1 << 30);
+        buffer[1024..1028].copy_from_slice(&2u32.to_le_bytes());
+        let gpu1 = 1032 + 248;
+        put(&mut buffer, gpu1 + 16, 1 << 30);
+        put(&mut buffer, gpu1 + 48, 256);
+        put(&mut buffer, gpu1 + 72, 256);
+        let stats = layout.decode(&buffer);
+        assert_eq!(stats.read_bytes, 1 << 30);
+        assert_eq!(stats.gpus.len(), 2);
+        assert_eq!(
+            (
+                stats.gpus[1].n_total_reads,
+                stats.gpus[1].n_posix_reads,
+                stats.gpus[1].n_nvfs_reads
+            ),
+            (256, 256, 0)
+        );
+        let delta = stats.since(&Stats::default());
+        assert_eq!(delta.gpus[1].read_bytes, 1 << 30);
+    }
+
+    #[test]
+    fn describes_codes_by_name() {
+        assert!(describe(5027).starts_with("CU_FILE_HANDLE_NOT_REGISTERED"));
+        assert!(describe(-5027).starts_with("CU_FILE_HANDLE_NOT_REGISTERED"));
+        assert!(describe(5).starts_with("errno 5"));
+        assert_eq!(Version(1150).to_string(), "1.15");
+    }
+
+    #[test]
+    fn a_missing_library_says_where_it_looked() {
+        // SAFETY: setting a variable in a single-threaded test section; no other test reads it.
+        unsafe { std::env::set_var("GDS_GATE_LIBCUFILE", "/nonexistent/libcufile.so.0") };
+        let error = Cufile::load()
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        unsafe { std::env::remove_var("GDS_GATE_LIBCUFILE") };
+        assert!(
+            error.contains("/nonexistent/libcufile.so.0") && error.contains("GDS_GATE_LIBCUFILE"),
+            "{error}"
+        );
+    }
+}

@@ -1,0 +1,136 @@
+// GPU side of gds-gate's verification: the same functions as harness/src/verify (the CPU
+// reference), bit for bit, run over the device buffer where the bytes landed. Compiled at run time
+// with NVRTC (by the Rust worker through cudarc, by the KvikIO worker through cupy.RawKernel).
+//
+// Word i (8 bytes, little-endian) of a generated file with seed s is mix64(s + (i + 1) * GAMMA).
+// The checksum of a range is the wrapping sum of mix64(w_i ^ (i + 1) * CHECKSUM_GAMMA), a final
+// partial word zero-padded. Each kernel takes the range's start in the buffer, its length in bytes
+// and the file word index of its first byte (file offset / 8; ranges start 8-aligned in the file).
+//
+// Layout: a grid-stride loop, 16-byte loads when the range start is 16-byte aligned (two words per
+// thread per step), warp-shuffle reductions and one atomic per warp.
+
+typedef unsigned long long u64;
+
+#define GAMMA 0x9E3779B97F4A7C15ULL
+#define CHECKSUM_GAMMA 0xD1B54A32D192ED03ULL
+
+__device__ __forceinline__ u64 mix64(u64 z) {
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+}
+
+__device__ __forceinline__ u64 generated_word(u64 seed, u64 index) {
+    return mix64(seed + (index + 1) * GAMMA);
+}
+
+__device__ __forceinline__ u64 checksum_term(u64 word, u64 index) {
+    return mix64(word ^ ((index + 1) * CHECKSUM_GAMMA));
+}
+
+// Little-endian word from bytes, `count` of them present (the rest zero).
+__device__ __forceinline__ u64 load_bytes(const unsigned char* p, unsigned count) {
+    u64 w = 0;
+    for (unsigned b = 0; b < count; ++b) w |= ((u64)p[b]) << (8 * b);
+    return w;
+}
+
+__device__ __forceinline__ u64 warp_sum(u64 v) {
+    for (int d = 16; d > 0; d >>= 1) v += __shfl_down_sync(0xffffffffu, v, d);
+    return v;
+}
+
+__device__ __forceinline__ u64 warp_min(u64 v) {
+    for (int d = 16; d > 0; d >>= 1) {
+        u64 other = __shfl_down_sync(0xffffffffu, v, d);
+        v = other < v ? other : v;
+    }
+    return v;
+}
+
+// Byte offset (relative to the range) of the first differing byte of word `w`, or ~0 if equal.
+__device__ __forceinline__ u64 first_bad_byte(u64 found, u64 expected, u64 w, u64 valid_mask) {
+    u64 diff = (found ^ expected) & valid_mask;
+    return diff ? w * 8 + (__ffsll((long long)diff) - 1) / 8 : ~0ULL;
+}
+
+// out[0] += bad words, out[1] = min(first bad byte offset within the range). out[1] starts at ~0.
+extern "C" __global__ void exact_compare(const unsigned char* buf, u64 len, u64 seed, u64 first_word, u64* out) {
+    const u64 full = len / 8;
+    const unsigned tail = (unsigned)(len % 8);
+    const u64 stride = (u64)gridDim.x * blockDim.x;
+    u64 bad = 0, first = ~0ULL;
+    u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (((size_t)buf & 15) == 0) {
+        const ulonglong2* pairs = (const ulonglong2*)buf;
+        for (u64 p = i; p < full / 2; p += stride) {
+            ulonglong2 v = pairs[p];
+            u64 w = 2 * p;
+            u64 f0 = first_bad_byte(v.x, generated_word(seed, first_word + w), w, ~0ULL);
+            u64 f1 = first_bad_byte(v.y, generated_word(seed, first_word + w + 1), w + 1, ~0ULL);
+            bad += (f0 != ~0ULL) + (f1 != ~0ULL);
+            first = min(first, min(f0, f1));
+        }
+        if (i == 0 && (full & 1)) {
+            u64 w = full - 1;
+            u64 f = first_bad_byte(((const u64*)buf)[w], generated_word(seed, first_word + w), w, ~0ULL);
+            bad += f != ~0ULL;
+            first = min(first, f);
+        }
+    } else {
+        for (u64 w = i; w < full; w += stride) {
+            u64 f = first_bad_byte(load_bytes(buf + 8 * w, 8), generated_word(seed, first_word + w), w, ~0ULL);
+            bad += f != ~0ULL;
+            first = min(first, f);
+        }
+    }
+    if (i == 0 && tail) {
+        u64 mask = (1ULL << (8 * tail)) - 1;
+        u64 f = first_bad_byte(load_bytes(buf + 8 * full, tail), generated_word(seed, first_word + full), full, mask);
+        bad += f != ~0ULL;
+        first = min(first, f);
+    }
+    bad = warp_sum(bad);
+    first = warp_min(first);
+    if ((threadIdx.x & 31) == 0) {
+        if (bad) atomicAdd(&out[0], bad);
+        if (first != ~0ULL) atomicMin(&out[1], first);
+    }
+}
+
+// out[0] += the range's checksum sum (wrapping).
+extern "C" __global__ void checksum(const unsigned char* buf, u64 len, u64 first_word, u64* out) {
+    const u64 full = len / 8;
+    const unsigned tail = (unsigned)(len % 8);
+    const u64 stride = (u64)gridDim.x * blockDim.x;
+    const u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+    u64 sum = 0;
+    if (((size_t)buf & 15) == 0) {
+        const ulonglong2* pairs = (const ulonglong2*)buf;
+        for (u64 p = i; p < full / 2; p += stride) {
+            ulonglong2 v = pairs[p];
+            sum += checksum_term(v.x, first_word + 2 * p) + checksum_term(v.y, first_word + 2 * p + 1);
+        }
+        if (i == 0 && (full & 1)) sum += checksum_term(((const u64*)buf)[full - 1], first_word + full - 1);
+    } else {
+        for (u64 w = i; w < full; w += stride) sum += checksum_term(load_bytes(buf + 8 * w, 8), first_word + w);
+    }
+    if (i == 0 && tail) sum += checksum_term(load_bytes(buf + 8 * full, tail), first_word + full);
+    sum = warp_sum(sum);
+    if ((threadIdx.x & 31) == 0 && sum) atomicAdd(&out[0], sum);
+}
+
+// The bandwidth reference for `bench --gpu`: read every byte, as the kernels above do, and nothing
+// else. out[0] ^= a fold of the data so that the loads cannot be optimised away.
+extern "C" __global__ void plain_read(const unsigned char* buf, u64 len, u64* out) {
+    const ulonglong2* pairs = (const ulonglong2*)buf;
+    const u64 stride = (u64)gridDim.x * blockDim.x;
+    u64 fold = 0;
+    for (u64 p = (u64)blockIdx.x * blockDim.x + threadIdx.x; p < len / 16; p += stride) {
+        ulonglong2 v = pairs[p];
+        fold ^= v.x ^ v.y;
+    }
+    for (int d = 16; d > 0; d >>= 1) fold ^= __shfl_down_sync(0xffffffffu, fold, d);
+    if ((threadIdx.x & 31) == 0 && fold) atomicXor(&out[0], fold);
+}

@@ -1,0 +1,309 @@
+//! The GPU side of a worker: one CUDA context on the trial's GPU, a plain device allocation for the
+//! bytes, the verification kernels (NVRTC), pinned host memory for the bounce path, and libcufile.
+//!
+//! Everything here loads its libraries at run time and checks that they exist before the first
+//! call: cudarc panics on a missing library, so [`Gpu::open`] asks `is_culib_present` first.
+
+pub mod cufile;
+
+use std::sync::Arc;
+
+use cudarc::driver::{
+    CudaContext, CudaFunction, CudaStream, DriverError, LaunchConfig, PushKernelArg, result, sys,
+};
+use cudarc::nvrtc::{CompileOptions, compile_ptx_with_opts};
+
+/// The kernels' source, shared with the KvikIO worker (which compiles it with cupy).
+pub const KERNELS: &str = include_str!("kernels.cu");
+
+#[derive(Debug, thiserror::Error)]
+pub enum GpuError {
+    #[error("no NVIDIA driver (libcuda.so.1 not found)")]
+    NoDriver,
+    #[error(
+        "NVRTC (libnvrtc.so) not found; install the CUDA toolkit's NVRTC, which the GPU verification compiles its kernels with"
+    )]
+    NoNvrtc,
+    #[error("CUDA call failed: {context}")]
+    Driver {
+        context: String,
+        #[source]
+        source: DriverError,
+    },
+    #[error("compiling the verification kernels failed: {0}")]
+    Compile(String),
+}
+
+trait Context<T> {
+    fn context(self, what: impl FnOnce() -> String) -> Result<T, GpuError>;
+}
+
+impl<T> Context<T> for Result<T, DriverError> {
+    fn context(self, what: impl FnOnce() -> String) -> Result<T, GpuError> {
+        self.map_err(|source| GpuError::Driver {
+            context: what(),
+            source,
+        })
+    }
+}
+
+/// The GPU a worker reads into.
+pub struct Gpu {
+    pub ordinal: u32,
+    pub name: String,
+    ctx: Arc<CudaContext>,
+    stream: Arc<CudaStream>,
+    kernels: Option<Kernels>,
+}
+
+struct Kernels {
+    exact_compare: CudaFunction,
+    checksum: CudaFunction,
+    plain_read: CudaFunction,
+}
+
+impl Gpu {
+    pub fn open(ordinal: u32) -> Result<Gpu, GpuError> {
+        // SAFETY: only probes whether the library can be loaded.
+        if !unsafe { sys::is_culib_present() } {
+            return Err(GpuError::NoDriver);
+        }
+        let ctx = CudaContext::new(ordinal as usize).context(|| format!("open GPU {ordinal}"))?;
+        let name = ctx.name().context(|| "read the GPU name".into())?;
+        let stream = ctx.default_stream();
+        Ok(Gpu {
+            ordinal,
+            name,
+            ctx,
+            stream,
+            kernels: None,
+        })
+    }
+
+    /// Makes the context current on the calling thread (cuFile needs it on every reader thread).
+    pub fn bind(&self) -> Result<(), GpuError> {
+        self.ctx
+            .bind_to_thread()
+            .context(|| "bind the CUDA context to a reader thread".into())
+    }
+
+    pub fn alloc(&self, len: usize) -> Result<DeviceBuffer, GpuError> {
+        self.bind()?;
+        // A plain cuMemAlloc, not cudarc's stream-ordered pool: pool memory cannot be mapped for
+        // GPUDirect DMA by nvidia-fs.
+        // SAFETY: allocation of `len` bytes; freed in Drop.
+        let ptr = unsafe { result::malloc_sync(len.max(1)) }
+            .context(|| format!("allocate {len} bytes on GPU {}", self.ordinal))?;
+        Ok(DeviceBuffer { ptr, len })
+    }
+
+    /// Fills the buffer with a byte no generated word is made of alone, so that a read that
+    /// silently did not happen cannot pass verification with the previous pass's data.
+    pub fn poison(&self, buffer: &DeviceBuffer) -> Result<(), GpuError> {
+        // SAFETY: the whole live allocation.
+        unsafe { result::memset_d8_sync(buffer.ptr, 0xA5, buffer.len) }
+            .context(|| "clear the device buffer".into())
+    }
+
+    pub fn pinned(&self, len: usize) -> Result<PinnedBuffer, GpuError> {
+        self.bind()?;
+        // SAFETY: allocation of `len` bytes of page-locked host memory; freed in Drop.
+        let ptr = unsafe { result::malloc_host(len.max(1), 0) }
+            .context(|| format!("allocate {len} bytes of pinned host memory"))?;
+        Ok(PinnedBuffer {
+            ptr: ptr.cast(),
+            len,
+        })
+    }
+
+    /// Synchronous host → device copy of the whole pinned buffer to the start of `dst`.
+    pub fn copy_to_device(&self, src: &PinnedBuffer, dst: &DeviceBuffer) -> Result<(), GpuError> {
+        // SAFETY: `src` and `dst` are live allocations and `dst` holds at least `src.len` bytes.
+        unsafe { result::memcpy_htod_sync(dst.ptr, src.as_slice()) }
+            .context(|| "copy the bounce buffer to the GPU".into())
+    }
+
+    pub fn synchronize(&self) -> Result<(), GpuError> {
+        self.stream
+            .synchronize()
+            .context(|| "synchronize the GPU".into())
+    }
+
+    /// Compiles the kernels once per process; kept out of the first read so that start-up time
+    /// to the first byte stays small.
+    fn kernels(&mut self) -> Result<&Kernels, GpuError> {
+        if self.kernels.is_none() {
+            // SAFETY: only probes whether the library can be loaded.
+            if !unsafe { cudarc::nvrtc::sys::is_culib_present() } {
+                return Err(GpuError::NoNvrtc);
+            }
+            let (major, minor) = self
+                .ctx
+                .compute_capability()
+                .context(|| "read the compute capability".into())?;
+            let arch: &'static str = Box::leak(format!("compute_{major}{minor}").into_boxed_str());
+            let options = CompileOptions {
+                arch: Some(arch),
+                ..Default::default()
+            };
+            let ptx = compile_ptx_with_opts(KERNELS, options)
+                .map_err(|error| GpuError::Compile(error.to_string()))?;
+            let module = self
+                .ctx
+                .load_module(ptx)
+                .context(|| "load the verification kernels".into())?;
+            let load = |name: &str| {
+                module
+                    .load_function(name)
+                    .context(|| format!("find kernel `{name}`"))
+            };
+            self.kernels = Some(Kernels {
+                exact_compare: load("exact_compare")?,
+                checksum: load("checksum")?,
+                plain_read: load("plain_read")?,
+            });
+        }
+        Ok(self.kernels.as_ref().expect("set above"))
+    }
+
+    fn launch_config(&self) -> Result<LaunchConfig, GpuError> {
+        let sms = self
+            .ctx
+            .attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
+            .context(|| "read the SM count".into())?;
+        // 16 blocks of 256 threads per SM keeps every SM's memory pipeline full (measured on H200).
+        Ok(LaunchConfig {
+            grid_dim: (sms.max(1) as u32 * 16, 1, 1),
+            block_dim: (256, 1, 1),
+            shared_mem_bytes: 0,
+        })
+    }
+
+    /// Exact compare of `len` bytes at `offset` in `buffer` against the generator: (bad words,
+    /// first bad byte relative to the range).
+    pub fn exact_compare(
+        &mut self,
+        buffer: &DeviceBuffer,
+        offset: u64,
+        len: u64,
+        seed: u64,
+        first_word: u64,
+    ) -> Result<(u64, Option<u64>), GpuError> {
+        let out = self.run(
+            buffer,
+            offset,
+            len,
+            [0, u64::MAX],
+            |kernels| &kernels.exact_compare,
+            &[seed, first_word],
+        )?;
+        Ok((out[0], (out[1] != u64::MAX).then_some(out[1])))
+    }
+
+    /// The checksum sum of `len` bytes at `offset` in `buffer`, positions keyed from `first_word`.
+    pub fn checksum(
+        &mut self,
+        buffer: &DeviceBuffer,
+        offset: u64,
+        len: u64,
+        first_word: u64,
+    ) -> Result<u64, GpuError> {
+        Ok(self.run(
+            buffer,
+            offset,
+            len,
+            [0, 0],
+            |kernels| &kernels.checksum,
+            &[first_word],
+        )?[0])
+    }
+
+    /// Seconds a kernel that only reads `buffer` takes (the bandwidth reference of `bench --gpu`).
+    pub fn time_plain_read(&mut self, buffer: &DeviceBuffer) -> Result<f64, GpuError> {
+        let start = std::time::Instant::now();
+        self.run(
+            buffer,
+            0,
+            buffer.len as u64,
+            [0, 0],
+            |kernels| &kernels.plain_read,
+            &[],
+        )?;
+        Ok(start.elapsed().as_secs_f64())
+    }
+
+    /// Launches `kernel(buf + offset, len, extra..., out)` and returns `out`.
+    fn run(
+        &mut self,
+        buffer: &DeviceBuffer,
+        offset: u64,
+        len: u64,
+        init: [u64; 2],
+        kernel: impl Fn(&Kernels) -> &CudaFunction,
+        extra: &[u64],
+    ) -> Result<[u64; 2], GpuError> {
+        assert!(
+            offset + len <= buffer.len as u64,
+            "range outside the device buffer"
+        );
+        self.bind()?;
+        let config = self.launch_config()?;
+        let mut out = self
+            .stream
+            .clone_htod(&init)
+            .context(|| "allocate the kernel result".into())?;
+        let function = kernel(self.kernels()?).clone();
+        let start = buffer.ptr + offset;
+        let mut launch = self.stream.launch_builder(&function);
+        launch.arg(&start).arg(&len);
+        for value in extra {
+            launch.arg(value);
+        }
+        launch.arg(&mut out);
+        // SAFETY: the arguments match the kernel's signature in kernels.cu, and [start, start+len)
+        // lies inside the live allocation (asserted above).
+        unsafe { launch.launch(config) }.context(|| "launch a verification kernel".into())?;
+        let host = self
+            .stream
+            .clone_dtoh(&out)
+            .context(|| "read the kernel result".into())?;
+        Ok([host[0], host[1]])
+    }
+}
+
+/// A `cuMemAlloc`ed device buffer.
+pub struct DeviceBuffer {
+    pub ptr: u64,
+    pub len: usize,
+}
+
+impl Drop for DeviceBuffer {
+    fn drop(&mut self) {
+        // SAFETY: allocated by malloc_sync and freed once.
+        let _ = unsafe { result::free_sync(self.ptr) };
+    }
+}
+
+/// Page-locked host memory (`cuMemHostAlloc`).
+pub struct PinnedBuffer {
+    ptr: *mut u8,
+    len: usize,
+}
+
+impl PinnedBuffer {
+    pub fn as_slice(&self) -> &[u8] {
+        // SAFETY: `len` bytes allocated at `ptr`, alive until Drop.
+        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
+    }
+    pub fn as_mut_slice(&mut self) -> &mut [u8] {
+        // SAFETY: as above, and `&mut self` makes the borrow unique.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) }
+    }
+}
+
+impl Drop for PinnedBuffer {
+    fn drop(&mut self) {
+        // SAFETY: allocated by malloc_host and freed once.
+        let _ = unsafe { result::free_host(self.ptr.cast()) };
+    }
+}
