@@ -52,6 +52,14 @@ pub enum Command {
         #[command(flatten)]
         inputs: Inputs,
     },
+    /// Run one trial in this process (started by the gate; not for people).
+    #[command(hide = true)]
+    Worker {
+        #[arg(long)]
+        spec: PathBuf,
+        #[arg(long)]
+        result: PathBuf,
+    },
     /// Measure the gate's own costs: data generation, writing, CPU verification.
     Bench {
         /// File size, e.g. `4GiB`.
@@ -116,6 +124,12 @@ pub struct RunArgs {
     /// Fail GPU trials that cannot run here instead of ignoring them.
     #[arg(long, env = "GDS_GATE_REQUIRE_GPU")]
     pub require_gpu: bool,
+    /// Fail trials that only warn, such as a worker that crashed after a complete result.
+    #[arg(long, env = "GDS_GATE_STRICT")]
+    pub strict: bool,
+    /// Seconds a trial's worker may run (default: a minute plus every pass at 50 MB/s).
+    #[arg(long, value_name = "SECONDS", env = "GDS_GATE_TIMEOUT")]
+    pub timeout: Option<u64>,
     /// libtest's own arguments: FILTER, --exact, --skip, --list, --ignored, --format, ...
     #[command(flatten)]
     pub libtest: libtest_mimic::Arguments,

@@ -14,7 +14,10 @@ use crate::prepare::DataSet;
 use crate::record::{Status, TrialRecord};
 use crate::report::{self, PreparedFileRecord, Report, SuiteRef, Totals};
 use crate::scenario::{self, Suite, TrialSpec};
-use crate::{error_chain, run};
+use crate::error_chain;
+use crate::plan::ReadPlan;
+use crate::scenario::Reader;
+use crate::worker::Launcher;
 
 /// Loads every suite, printing each error; `None` when any is invalid.
 pub fn load_suites(paths: &[std::path::PathBuf]) -> Option<Vec<Suite>> {
@@ -71,8 +74,17 @@ pub fn run_gate(mut args: RunArgs, command: Vec<String>) -> u8 {
     let runnable = selected
         .iter()
         .copied()
-        .filter(|spec| run::unavailable(spec, &host).is_none());
-    let data = Arc::new(DataSet::prepare(&args.inputs.data_dir, runnable));
+        .filter(|spec| unavailable(spec, &host).is_none());
+    let data = DataSet::prepare(&args.inputs.data_dir, runnable);
+    let gate = match std::env::current_exe() {
+        Ok(path) => path,
+        Err(error) => {
+            eprintln!("error: cannot find the gate's own binary to start workers: {error}");
+            return exit::SETUP;
+        }
+    };
+    let launcher = Launcher { gate, trials_dir: args.out.join("trials"), strict: args.strict, timeout: args.timeout.map(std::time::Duration::from_secs) };
+    let executor = Arc::new(Executor { data, host: host.clone(), require_gpu: args.require_gpu, launcher });
 
     let records: Arc<Mutex<Vec<TrialRecord>>> = Arc::default();
     let show_summary =
@@ -80,16 +92,10 @@ pub fn run_gate(mut args: RunArgs, command: Vec<String>) -> u8 {
     let trials = specs
         .iter()
         .map(|spec| {
-            let (spec, data, records, host) = (
-                spec.clone(),
-                Arc::clone(&data),
-                Arc::clone(&records),
-                host.clone(),
-            );
-            let (require_gpu, kind, name) =
-                (args.require_gpu, spec.reader.name(), spec.name.clone());
+            let (spec, executor, records) = (spec.clone(), Arc::clone(&executor), Arc::clone(&records));
+            let (kind, name) = (spec.reader.name(), spec.name.clone());
             Trial::ignorable_test(name, move || {
-                let record = execute_catching_panics(spec, &data, &host, require_gpu);
+                let record = executor.execute_catching_panics(spec);
                 if show_summary && record.status != Status::Ignored {
                     print!("{} ", record.summary());
                     let _ = std::io::stdout().flush();
@@ -128,7 +134,7 @@ pub fn run_gate(mut args: RunArgs, command: Vec<String>) -> u8 {
                 path: suite.path.clone(),
             })
             .collect(),
-        data: data.log.iter().map(PreparedFileRecord::from).collect(),
+        data: executor.data.log.iter().map(PreparedFileRecord::from).collect(),
         trials,
         totals,
         notes,
@@ -159,45 +165,56 @@ pub fn run_gate(mut args: RunArgs, command: Vec<String>) -> u8 {
     exit_code(&report.totals)
 }
 
-/// A panic in the gate fails that trial with a record, instead of leaving a hole in the reports.
-fn execute_catching_panics(
-    spec: TrialSpec,
-    data: &DataSet,
-    host: &HostFacts,
+/// What every trial needs to run: the prepared data, the host's facts, how to start workers.
+struct Executor {
+    data: DataSet,
+    host: HostFacts,
     require_gpu: bool,
-) -> TrialRecord {
-    let copy = spec.clone();
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        execute(spec, data, host, require_gpu)
-    }))
-    .unwrap_or_else(|panic| {
-        let message = panic
-            .downcast_ref::<String>()
-            .cloned()
-            .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
-            .unwrap_or_default();
-        let details =
-            "  next: this is a bug in gds-gate; please report it with report.json".to_string();
-        TrialRecord::failed(copy, format!("the gate panicked: {message}"), details, None)
-    })
+    launcher: Launcher,
 }
 
-fn execute(spec: TrialSpec, data: &DataSet, host: &HostFacts, require_gpu: bool) -> TrialRecord {
-    match run::unavailable(&spec, host) {
-        None => run::run(spec, data),
-        Some(reason) if require_gpu && spec.reader.uses_gpu() => {
-            let details = format!(
-                "  the run was started with --require-gpu, and reader `{}` needs a GPU\n  next: run on a host with the NVIDIA driver and GDS installed (check it with `cargo xtask doctor`), or drop --require-gpu",
-                spec.reader.name()
-            );
-            TrialRecord::failed(
-                spec,
-                format!("GPU trial could not run: {reason}"),
-                details,
-                None,
-            )
+impl Executor {
+    /// A panic in the gate fails that trial with a record, instead of leaving a hole in the reports.
+    fn execute_catching_panics(&self, spec: TrialSpec) -> TrialRecord {
+        let copy = spec.clone();
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.execute(spec))).unwrap_or_else(|panic| {
+            let message = panic.downcast_ref::<String>().cloned().or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string())).unwrap_or_default();
+            let details = "  next: this is a bug in gds-gate; please report it with report.json".to_string();
+            TrialRecord::failed(copy, format!("the gate panicked: {message}"), details, None)
+        })
+    }
+
+    fn execute(&self, spec: TrialSpec) -> TrialRecord {
+        match unavailable(&spec, &self.host) {
+            None => match self.data.files_for(&spec.files) {
+                Ok(files) => {
+                    let plan = ReadPlan::new(files, &spec.pattern);
+                    self.launcher.run_trial(spec, plan)
+                }
+                Err(error) => {
+                    let details = format!("{}\n  next: fix the data problem above and run again", crate::worker::where_(&spec));
+                    TrialRecord::failed(spec, format!("test data unavailable: {error}"), details, None)
+                }
+            },
+            Some(reason) if self.require_gpu && spec.reader.uses_gpu() => {
+                let details = format!(
+                    "  the run was started with --require-gpu, and reader `{}` needs a GPU\n  next: run on a host with the NVIDIA driver and GDS installed (check it with `cargo xtask doctor`), or drop --require-gpu",
+                    spec.reader.name()
+                );
+                TrialRecord::failed(spec, format!("GPU trial could not run: {reason}"), details, None)
+            }
+            Some(reason) => TrialRecord::ignored(spec, reason),
         }
-        Some(reason) => TrialRecord::ignored(spec, reason),
+    }
+}
+
+/// Why a trial cannot run on this host or build, if it cannot.
+fn unavailable(spec: &TrialSpec, host: &HostFacts) -> Option<String> {
+    match spec.reader {
+        Reader::Posix => None,
+        _ if host.gpu_unavailable.is_some() => host.gpu_unavailable.clone(),
+        Reader::H2d | Reader::Cufile => None,
+        Reader::Kvikio => Some("reader `kvikio` is not available in this build of the gate".into()),
     }
 }
 

@@ -3,11 +3,13 @@
 //! Data flows one way: scenario → trial → data file → reader → verification → verdict → reports.
 //! Everything but the readers is pure CPU logic and is tested without a GPU.
 
+pub mod baseline;
 pub mod bench;
 pub mod cache;
 pub mod cli;
 pub mod commands;
 pub mod data;
+pub mod evidence;
 pub mod gate;
 pub mod hex;
 pub mod host;
@@ -17,7 +19,6 @@ pub mod prepare;
 pub mod reader;
 pub mod record;
 pub mod report;
-pub mod run;
 pub mod scenario;
 pub mod verify;
 
@@ -33,3 +34,5 @@ pub fn error_chain(error: &dyn std::error::Error) -> String {
     text
 }
 pub mod gpu;
+pub mod cufile_config;
+pub mod worker;

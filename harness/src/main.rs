@@ -20,6 +20,7 @@ fn main() -> ExitCode {
         None => gate::run_gate(cli.run, std::env::args().collect()),
         Some(Command::Validate { paths }) => commands::validate(&paths),
         Some(Command::Gen { inputs }) => commands::gen_data(&inputs),
+        Some(Command::Worker { spec, result }) => gds_gate::worker::worker_main(&spec, &result),
         Some(Command::Bench { size, runs, dir }) => commands::bench(size, runs, &dir),
     };
     ExitCode::from(code)

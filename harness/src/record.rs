@@ -3,6 +3,8 @@
 use serde::{Deserialize, Serialize};
 
 use crate::integrity::IntegrityResult;
+use crate::worker::CufileEvidence;
+use crate::worker::process::Ending;
 use crate::plan::PlannedFile;
 use crate::scenario::TrialSpec;
 
@@ -25,6 +27,19 @@ pub struct TrialRecord {
     pub details: Option<String>,
     pub spec: TrialSpec,
     pub measurement: Option<Measurement>,
+    /// Things that did not fail the trial but should be seen (a crash after a complete result).
+    #[serde(default)]
+    pub warnings: Vec<String>,
+    /// How the worker process ran.
+    pub worker: Option<WorkerRun>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct WorkerRun {
+    /// The trial's folder: spec.json, result.json, stdout.log, stderr.log, cufile.json, cufile.log.
+    pub dir: std::path::PathBuf,
+    pub ending: Ending,
+    pub seconds: f64,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -36,7 +51,8 @@ pub struct Measurement {
     pub seconds: Vec<f64>,
     /// Throughput of each measured repetition, GB/s (10^9 bytes per second).
     pub gbps: Vec<f64>,
-    pub median_gbps: f64,
+    /// `None` when no measured pass completed.
+    pub median_gbps: Option<f64>,
     /// The path the bytes took (`host` for the posix reader).
     pub path: String,
     /// The last verification (every repetition is verified; the first failure stops the trial).
@@ -44,10 +60,29 @@ pub struct Measurement {
     /// Largest fraction of a file still in the page cache after dropping it (cold trials).
     pub resident_after_drop: Option<f64>,
     pub verify_seconds: f64,
+    /// Wall time of the trial inside the worker (opening, reading, verifying).
     pub total_seconds: f64,
+    /// From the orchestrator starting the worker to the first read: never part of a throughput.
+    pub startup_seconds: Option<f64>,
+    /// The GPU read into (`h2d`, `cufile`, `kvikio`).
+    pub gpu: Option<String>,
+    pub cufile: Option<CufileEvidence>,
 }
 
 impl TrialRecord {
+    pub fn passed(spec: TrialSpec, measurement: Measurement) -> TrialRecord {
+        TrialRecord {
+            name: spec.name.clone(),
+            status: Status::Passed,
+            reason: None,
+            details: None,
+            spec,
+            measurement: Some(measurement),
+            warnings: Vec::new(),
+            worker: None,
+        }
+    }
+
     pub fn ignored(spec: TrialSpec, reason: String) -> TrialRecord {
         TrialRecord {
             name: spec.name.clone(),
@@ -56,6 +91,8 @@ impl TrialRecord {
             details: None,
             spec,
             measurement: None,
+            warnings: Vec::new(),
+            worker: None,
         }
     }
 
@@ -72,6 +109,8 @@ impl TrialRecord {
             details: Some(details),
             spec,
             measurement,
+            warnings: Vec::new(),
+            worker: None,
         }
     }
 
@@ -84,16 +123,13 @@ impl TrialRecord {
             || "not verified".into(),
             |c| format!("checksum {}", crate::hex::format(c)),
         );
-        format!(
-            "{:.2} GB/s median of {}, path {}, {checksum}",
-            m.median_gbps,
-            m.gbps.len(),
-            m.path
-        )
+        let speed = m.median_gbps.map_or_else(|| "no measured pass".into(), |g| format!("{g:.2} GB/s median of {}", m.gbps.len()));
+        let startup = m.startup_seconds.map_or_else(String::new, |s| format!(", start {:.0} ms", s * 1e3));
+        format!("{speed}, path {}, {checksum}{startup}", m.path)
     }
 }
 
-/// Median of samples (mean of the middle two for an even count).
+/// Median of samples (mean of the middle two for an even count); NaN for no samples.
 pub fn median(samples: &[f64]) -> f64 {
     if samples.is_empty() {
         return f64::NAN;
@@ -101,11 +137,7 @@ pub fn median(samples: &[f64]) -> f64 {
     let mut sorted = samples.to_vec();
     sorted.sort_by(f64::total_cmp);
     let mid = sorted.len() / 2;
-    if sorted.len() % 2 == 1 {
-        sorted[mid]
-    } else {
-        (sorted[mid - 1] + sorted[mid]) / 2.0
-    }
+    if sorted.len() % 2 == 1 { sorted[mid] } else { (sorted[mid - 1] + sorted[mid]) / 2.0 }
 }
 
 #[cfg(test)]

@@ -13,6 +13,11 @@ use cudarc::driver::{
 };
 use cudarc::nvrtc::{CompileOptions, compile_ptx_with_opts};
 
+use crate::integrity::{self, IntegrityResult, RangeVerifier};
+use crate::plan::ReadPlan;
+use crate::scenario::Integrity;
+use crate::verify::Mismatch;
+
 /// The kernels' source, shared with the KvikIO worker (which compiles it with cupy).
 pub const KERNELS: &str = include_str!("kernels.cu");
 
@@ -80,6 +85,16 @@ impl Gpu {
         })
     }
 
+    /// The context, for reader threads to bind.
+    pub fn context(&self) -> Arc<CudaContext> {
+        Arc::clone(&self.ctx)
+    }
+
+    /// Verifies one pass of `plan` in `buffer` with the GPU kernels.
+    pub fn verify(&mut self, buffer: &DeviceBuffer, plan: &ReadPlan, method: Integrity, expected: u64) -> Result<IntegrityResult, GpuError> {
+        integrity::check(plan, &mut DeviceVerifier { gpu: self, buffer }, method, expected)
+    }
+
     /// Makes the context current on the calling thread (cuFile needs it on every reader thread).
     pub fn bind(&self) -> Result<(), GpuError> {
         self.ctx
@@ -114,13 +129,6 @@ impl Gpu {
             ptr: ptr.cast(),
             len,
         })
-    }
-
-    /// Synchronous host → device copy of the whole pinned buffer to the start of `dst`.
-    pub fn copy_to_device(&self, src: &PinnedBuffer, dst: &DeviceBuffer) -> Result<(), GpuError> {
-        // SAFETY: `src` and `dst` are live allocations and `dst` holds at least `src.len` bytes.
-        unsafe { result::memcpy_htod_sync(dst.ptr, src.as_slice()) }
-            .context(|| "copy the bounce buffer to the GPU".into())
     }
 
     pub fn synchronize(&self) -> Result<(), GpuError> {
@@ -271,6 +279,30 @@ impl Gpu {
     }
 }
 
+/// Synchronous copy of the first `len` bytes of `src` to `dst` at `offset`.
+pub fn copy_to_device(src: &PinnedBuffer, len: usize, dst: &DeviceBuffer, offset: u64) -> Result<(), GpuError> {
+    assert!(len <= src.len && offset + len as u64 <= dst.len as u64, "copy outside its buffers");
+    // SAFETY: both ranges lie inside live allocations (asserted above).
+    unsafe { result::memcpy_htod_sync(dst.ptr + offset, &src.as_slice()[..len]) }.context(|| "copy a bounce buffer to the GPU".into())
+}
+
+/// The verification kernels as a [`RangeVerifier`] over a device buffer.
+struct DeviceVerifier<'a> {
+    gpu: &'a mut Gpu,
+    buffer: &'a DeviceBuffer,
+}
+
+impl RangeVerifier for DeviceVerifier<'_> {
+    type Error = GpuError;
+    fn exact(&mut self, seed: u64, file_offset: u64, buffer_offset: u64, len: u64) -> Result<Mismatch, GpuError> {
+        let (bad_words, first) = self.gpu.exact_compare(self.buffer, buffer_offset, len, seed, file_offset / 8)?;
+        Ok(Mismatch { bad_words, first_bad_offset: first.map(|relative| file_offset + relative) })
+    }
+    fn checksum(&mut self, file_offset: u64, buffer_offset: u64, len: u64) -> Result<u64, GpuError> {
+        self.gpu.checksum(self.buffer, buffer_offset, len, file_offset / 8)
+    }
+}
+
 /// A `cuMemAlloc`ed device buffer.
 pub struct DeviceBuffer {
     pub ptr: u64,
@@ -300,6 +332,10 @@ impl PinnedBuffer {
         unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) }
     }
 }
+
+// SAFETY: the buffer is plain host memory owned by this value; moving it to another thread moves
+// the only handle to it.
+unsafe impl Send for PinnedBuffer {}
 
 impl Drop for PinnedBuffer {
     fn drop(&mut self) {

@@ -1,4 +1,133 @@
-//! Readers: each executes a [`ReadPlan`](crate::plan::ReadPlan) into a destination buffer and times
-//! only the read section.
+//! Readers: each executes a [`ReadPlan`] into its destination (host memory, the GPU through a
+//! bounce buffer, the GPU through cuFile), times only the read section, and verifies the
+//! destination where it is.
 
+pub mod bounce;
+pub mod cufile;
 pub mod posix;
+
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use crate::gpu::GpuError;
+use crate::gpu::cufile::{CufileError, ReadFailure};
+use crate::integrity::IntegrityResult;
+use crate::plan::ReadPlan;
+use crate::scenario::Integrity;
+
+/// One reader's destination and way of reading.
+pub trait Reader {
+    /// The path the bytes take when nothing else is known (`host`, `bounce`, `cufile`).
+    fn path(&self) -> &'static str;
+    /// Before each pass: clear the destination so that a read that did not happen cannot pass.
+    fn prepare(&mut self) -> Result<(), ReaderError>;
+    /// One pass of the plan; returns the read-section time.
+    fn read(&mut self, plan: &ReadPlan, nthreads: u32, task_size: u64) -> Result<Duration, ReaderError>;
+    /// Verifies the destination after a pass.
+    fn verify(&mut self, plan: &ReadPlan, method: Integrity, expected: u64) -> Result<IntegrityResult, ReaderError>;
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ReaderError {
+    #[error("read of {len} bytes at offset {offset} of `{path}` failed")]
+    Io {
+        path: String,
+        offset: u64,
+        len: u64,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("`{path}` ended at byte {at}, but the plan reads up to byte {expected_end}; the file shrank while the gate ran")]
+    ShortFile { path: String, at: u64, expected_end: u64 },
+    #[error("cannot open `{path}` with O_DIRECT (cuFile needs it)")]
+    OpenDirect {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cuFileRead of {len} bytes at offset {offset} of `{path}` failed")]
+    CufileRead {
+        path: String,
+        offset: u64,
+        len: u64,
+        #[source]
+        source: ReadFailure,
+    },
+    #[error("cuFile could not register `{path}`")]
+    Register {
+        path: String,
+        #[source]
+        source: CufileError,
+    },
+    #[error(transparent)]
+    Cufile(#[from] CufileError),
+    #[error(transparent)]
+    Gpu(#[from] GpuError),
+}
+
+impl ReaderError {
+    /// What to do about it, for the failure message.
+    pub fn next_step(&self) -> String {
+        let text = crate::error_chain(self);
+        if text.contains("CU_FILE_HANDLE_NOT_REGISTERED") || text.contains("5027") {
+            return "cuFile refused the file. On containers and some VMs udev has no record of the block device (`udev property not found` in cufile.log): run udev, mount /run/udev into the container (--volume /run/udev:/run/udev:ro), or check the file system is supported; `cargo xtask doctor` shows which".into();
+        }
+        match self {
+            ReaderError::OpenDirect { .. } => "the file system refuses O_DIRECT (tmpfs and some FUSE mounts do): put --data-dir on a local NVMe or parallel file system".into(),
+            ReaderError::CufileRead { .. } | ReaderError::Register { .. } | ReaderError::Cufile(_) => "read the trial's cufile.log (in its folder under the reports directory) and check nvidia-fs, cufile.json and the mount".into(),
+            ReaderError::Gpu(_) => "check the GPU with nvidia-smi and the CUDA installation".into(),
+            ReaderError::Io { .. } | ReaderError::ShortFile { .. } => "check the storage (dmesg) and that the files are not being modified".into(),
+        }
+    }
+}
+
+/// Runs `work` over `items` with one thread per element of `states`, items handed out in order,
+/// and returns the wall time of the whole. Per-thread state (a bounce buffer) is allocated by the
+/// caller, outside the timed section.
+pub fn run_parallel<T, S, E, W>(items: Vec<T>, states: &mut [S], work: W) -> Result<Duration, E>
+where
+    T: Send,
+    S: Send,
+    E: Send,
+    W: Fn(&mut S, T) -> Result<(), E> + Sync,
+{
+    let mut items = items;
+    items.reverse(); // popped from the back: handed out in plan order
+    let queue = Mutex::new(items);
+    let start = Instant::now();
+    let result = std::thread::scope(|scope| {
+        let workers: Vec<_> = states
+            .iter_mut()
+            .map(|state| {
+                let (queue, work) = (&queue, &work);
+                scope.spawn(move || loop {
+                    let next = queue.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).pop();
+                    let Some(item) = next else { return Ok(()) };
+                    work(state, item)?;
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .map(|worker| worker.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
+            .collect::<Result<Vec<()>, E>>()
+    });
+    let elapsed = start.elapsed();
+    result.map(|_| elapsed)
+}
+
+/// `pread` until `buffer` is full.
+pub fn pread_exact(file: &std::fs::File, path: &std::path::Path, offset: u64, buffer: &mut [u8]) -> Result<(), ReaderError> {
+    use std::os::unix::fs::FileExt;
+    let mut done = 0usize;
+    while done < buffer.len() {
+        let at = offset + done as u64;
+        match file.read_at(&mut buffer[done..], at) {
+            Ok(0) => return Err(ReaderError::ShortFile { path: path.display().to_string(), at, expected_end: offset + buffer.len() as u64 }),
+            Ok(n) => done += n,
+            Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(source) => return Err(ReaderError::Io { path: path.display().to_string(), offset: at, len: buffer.len() as u64, source }),
+        }
+    }
+    Ok(())
+}

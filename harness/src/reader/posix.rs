@@ -2,125 +2,72 @@
 //! as KvikIO's POSIX path does. The CPU baseline every GPU path is compared with.
 
 use std::fs::File;
-use std::os::unix::fs::FileExt;
-use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use rayon::prelude::*;
+
+use super::{Reader, ReaderError, pread_exact, run_parallel};
+use crate::integrity::{self, HostBuffer, IntegrityResult};
 use crate::plan::{ReadPlan, Segment};
+use crate::scenario::Integrity;
 
-#[derive(Debug, thiserror::Error)]
-pub enum ReadError {
-    #[error("read of {len} bytes at offset {offset} of `{path}` failed")]
-    Io {
-        path: String,
-        offset: u64,
-        len: u64,
-        #[source]
-        source: std::io::Error,
-    },
-    #[error(
-        "`{path}` ended at byte {at}, but the plan reads up to byte {expected_end}; the file shrank while the gate ran"
-    )]
-    ShortFile {
-        path: String,
-        at: u64,
-        expected_end: u64,
-    },
-    #[error("the buffer holds {buffer} bytes but the plan reads {planned}")]
-    BufferSize { buffer: usize, planned: u64 },
+pub struct Posix {
+    files: Vec<File>,
+    buffer: Vec<u8>,
 }
 
-/// Reads `plan` into `buffer` through `files` (opened in plan order); returns the wall time of the
-/// read section: from handing out the first task to the last task's completion.
-pub fn read(
-    plan: &ReadPlan,
-    files: &[File],
-    buffer: &mut [u8],
-    nthreads: u32,
-    task_size: u64,
-) -> Result<Duration, ReadError> {
-    if buffer.len() as u64 != plan.total_bytes() {
-        return Err(ReadError::BufferSize {
-            buffer: buffer.len(),
-            planned: plan.total_bytes(),
-        });
+impl Posix {
+    pub fn open(plan: &ReadPlan) -> Result<Posix, ReaderError> {
+        Ok(Posix { files: open_all(plan)?, buffer: vec![0u8; plan.total_bytes() as usize] })
     }
-    // Tasks are contiguous in buffer order, so the buffer splits into one disjoint slice per task
-    // and threads need no unsafe sharing.
-    let mut queue: Vec<(Segment, &mut [u8])> = Vec::new();
+
+    pub fn buffer(&self) -> &[u8] {
+        &self.buffer
+    }
+}
+
+/// Opens every file of the plan for buffered reads.
+pub fn open_all(plan: &ReadPlan) -> Result<Vec<File>, ReaderError> {
+    plan.files
+        .iter()
+        .map(|file| File::open(&file.path).map_err(|source| ReaderError::Io { path: file.path.display().to_string(), offset: 0, len: 0, source }))
+        .collect()
+}
+
+impl Reader for Posix {
+    fn path(&self) -> &'static str {
+        "host"
+    }
+
+    fn prepare(&mut self) -> Result<(), ReaderError> {
+        // Also touches every page, so page faults of the fresh allocation never land in a timed read.
+        self.buffer.par_chunks_mut(1 << 20).for_each(|chunk| chunk.fill(0xA5));
+        Ok(())
+    }
+
+    fn read(&mut self, plan: &ReadPlan, nthreads: u32, task_size: u64) -> Result<Duration, ReaderError> {
+        read_into(plan, &self.files, &mut self.buffer, nthreads, task_size)
+    }
+
+    fn verify(&mut self, plan: &ReadPlan, method: Integrity, expected: u64) -> Result<IntegrityResult, ReaderError> {
+        let Ok(result) = integrity::check(plan, &mut HostBuffer(&self.buffer), method, expected);
+        Ok(result)
+    }
+}
+
+/// Reads `plan` into `buffer` (one pass) with `nthreads` threads.
+pub fn read_into(plan: &ReadPlan, files: &[File], buffer: &mut [u8], nthreads: u32, task_size: u64) -> Result<Duration, ReaderError> {
+    assert_eq!(buffer.len() as u64, plan.total_bytes(), "the buffer must hold one pass of the plan");
+    // Tasks are contiguous in buffer order, so the buffer splits into one disjoint slice per task.
+    let mut items: Vec<(Segment, &mut [u8])> = Vec::new();
     let mut rest = buffer;
     for task in plan.tasks(task_size) {
         let (head, tail) = rest.split_at_mut(task.len as usize);
-        queue.push((task, head));
+        items.push((task, head));
         rest = tail;
     }
-    queue.reverse(); // popped from the back: tasks start in file order
-    let queue = Mutex::new(queue);
-    let threads = nthreads.max(1) as usize;
-
-    let start = Instant::now();
-    let result = std::thread::scope(|scope| {
-        let workers: Vec<_> = (0..threads)
-            .map(|_| {
-                scope.spawn(|| {
-                    loop {
-                        let next = queue
-                            .lock()
-                            .unwrap_or_else(|poisoned| poisoned.into_inner())
-                            .pop();
-                        let Some((task, slice)) = next else {
-                            return Ok(());
-                        };
-                        read_task(plan, files, task, slice)?;
-                    }
-                })
-            })
-            .collect();
-        workers
-            .into_iter()
-            .map(|worker| {
-                worker
-                    .join()
-                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-            })
-            .collect::<Result<Vec<()>, ReadError>>()
-    });
-    let elapsed = start.elapsed();
-    result.map(|_| elapsed)
-}
-
-fn read_task(
-    plan: &ReadPlan,
-    files: &[File],
-    task: Segment,
-    slice: &mut [u8],
-) -> Result<(), ReadError> {
-    let path = || plan.files[task.file].path.display().to_string();
-    let file = &files[task.file];
-    let mut done = 0usize;
-    while done < slice.len() {
-        let offset = task.offset + done as u64;
-        match file.read_at(&mut slice[done..], offset) {
-            Ok(0) => {
-                return Err(ReadError::ShortFile {
-                    path: path(),
-                    at: offset,
-                    expected_end: task.offset + task.len,
-                });
-            }
-            Ok(n) => done += n,
-            Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(source) => {
-                return Err(ReadError::Io {
-                    path: path(),
-                    offset,
-                    len: task.len,
-                    source,
-                });
-            }
-        }
-    }
-    Ok(())
+    let mut threads = vec![(); nthreads.max(1) as usize];
+    run_parallel(items, &mut threads, |_, (task, slice)| pread_exact(&files[task.file], &plan.files[task.file].path, task.offset, slice))
 }
 
 #[cfg(test)]
@@ -135,34 +82,20 @@ mod tests {
     fn temp_file(bytes: &[u8]) -> (tempfile::NamedTempFile, PlannedFile) {
         let mut file = tempfile::NamedTempFile::new().unwrap();
         file.write_all(bytes).unwrap();
-        let planned = PlannedFile {
-            path: file.path().into(),
-            size: bytes.len() as u64,
-            seed: None,
-            checksum: 0,
-        };
+        let planned = PlannedFile { path: file.path().into(), size: bytes.len() as u64, seed: None, checksum: 0 };
         (file, planned)
     }
 
     #[test]
     fn reads_every_byte_with_many_threads_and_odd_tasks() {
         let bytes: Vec<u8> = (0..1_000_003u32).map(|i| (i * 7 + i / 251) as u8).collect();
-        let (file, planned) = temp_file(&bytes);
-        for pattern in [
-            Pattern::Whole,
-            Pattern::Chunks(PositiveSize(ByteSize(65_537))),
-        ] {
+        let (_file, planned) = temp_file(&bytes);
+        for pattern in [Pattern::Whole, Pattern::Chunks(PositiveSize(ByteSize(65_537)))] {
             let plan = ReadPlan::new(vec![planned.clone()], &pattern);
-            let mut buffer = vec![0u8; bytes.len()];
-            read(
-                &plan,
-                &[File::open(file.path()).unwrap()],
-                &mut buffer,
-                5,
-                4099,
-            )
-            .unwrap();
-            assert!(buffer == bytes, "{pattern:?}");
+            let mut reader = Posix::open(&plan).unwrap();
+            reader.prepare().unwrap();
+            reader.read(&plan, 5, 4099).unwrap();
+            assert!(reader.buffer() == bytes, "{pattern:?}");
         }
     }
 
@@ -171,23 +104,8 @@ mod tests {
         let (file, mut planned) = temp_file(&[1u8; 1000]);
         planned.size = 2000;
         let plan = ReadPlan::new(vec![planned], &Pattern::Whole);
-        let mut buffer = vec![0u8; 2000];
-        let error = read(
-            &plan,
-            &[File::open(file.path()).unwrap()],
-            &mut buffer,
-            2,
-            512,
-        )
-        .unwrap_err();
-        assert!(
-            matches!(error, ReadError::ShortFile { at: 1000, .. }),
-            "{error}"
-        );
-        assert!(
-            error
-                .to_string()
-                .contains(&file.path().display().to_string())
-        );
+        let error = Posix::open(&plan).unwrap().read(&plan, 2, 512).unwrap_err();
+        assert!(matches!(error, ReaderError::ShortFile { at: 1000, .. }), "{error}");
+        assert!(error.to_string().contains(&file.path().display().to_string()));
     }
 }

@@ -46,7 +46,7 @@ pub fn render(report: &Report) -> String {
                 let min = m.gbps.iter().copied().fold(f64::INFINITY, f64::min);
                 let max = m.gbps.iter().copied().fold(0.0, f64::max);
                 (
-                    format!("{:.2}", m.median_gbps),
+                    m.median_gbps.map_or("-".into(), |g| format!("{g:.2}")),
                     format!("{min:.2}–{max:.2}"),
                     m.path.clone(),
                     m.integrity.checksum.map_or("-".into(), hex::format),

@@ -235,6 +235,11 @@ impl Validator<'_> {
         let mut cufile = defaults.cufile.clone().unwrap_or_default();
         cufile.extend(fields.cufile.clone().unwrap_or_default());
 
+        for key in cufile.keys() {
+            if let Err(error) = crate::cufile_config::check_key(key) {
+                return Err(self.error(here(key), format!("{context}: {error}"), "the keys are those of NVIDIA's cufile.json, written as dotted paths"));
+            }
+        }
         if let Pattern::Random(random) = &pattern {
             self.random_pattern(random, &files, &context, here("pattern"))?;
         }

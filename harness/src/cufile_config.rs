@@ -1,0 +1,220 @@
+//! The trial's own `cufile.json`: the host's file in effect (`CUFILE_ENV_PATH_JSON`, else
+//! `/etc/cufile.json`; JSON with `//` comments), the scenario's overrides applied by dotted path,
+//! statistics on and the log in the trial's folder. cuFile reads its config once per process, so
+//! each worker gets its own file through `CUFILE_ENV_PATH_JSON`.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Map, Value};
+
+/// Every key of NVIDIA's documented `cufile.json` (the file shipped with the CUDA toolkit and the
+/// GDS configuration guide). An override outside this list is a typo until proven otherwise.
+pub const KNOWN_KEYS: &[&str] = &[
+    "logging.dir",
+    "logging.level",
+    "profile.nvtx",
+    "profile.cufile_stats",
+    "profile.io_batchsize",
+    "execution.max_io_queue_depth",
+    "execution.max_io_threads",
+    "execution.parallel_io",
+    "execution.min_io_threshold_size_kb",
+    "execution.max_request_parallelism",
+    "properties.max_direct_io_size_kb",
+    "properties.max_device_cache_size_kb",
+    "properties.per_buffer_cache_size_kb",
+    "properties.max_device_pinned_mem_size_kb",
+    "properties.use_poll_mode",
+    "properties.poll_mode_max_size_kb",
+    "properties.use_pci_p2pdma",
+    "properties.allow_compat_mode",
+    "properties.force_compat_mode",
+    "properties.gds_rdma_write_support",
+    "properties.io_batchsize",
+    "properties.io_priority",
+    "properties.rdma_dev_addr_list",
+    "properties.rdma_load_balancing_policy",
+    "properties.rdma_dynamic_routing",
+    "properties.rdma_dynamic_routing_order",
+    "properties.rdma_peer_affinity_policy",
+    "properties.rdma_access_mask",
+    "properties.posix_pool_slab_size_kb",
+    "properties.posix_pool_slab_count",
+    "properties.batch_io_timeout_ms",
+    "fs.generic.posix_unaligned_writes",
+    "fs.lustre.posix_gds_min_kb",
+    "fs.lustre.rdma_dev_addr_list",
+    "fs.lustre.mount_table",
+    "fs.nfs.rdma_dev_addr_list",
+    "fs.nfs.mount_table",
+    "fs.beegfs.posix_gds_min_kb",
+    "fs.beegfs.rdma_dev_addr_list",
+    "fs.beegfs.mount_table",
+    "fs.gpfs.gds_write_support",
+    "fs.gpfs.gds_async_support",
+    "fs.gpfs.rdma_dev_addr_list",
+    "fs.weka.rdma_write_support",
+    "denylist.drivers",
+    "denylist.devices",
+    "denylist.mounts",
+    "denylist.filesystems",
+    "miscellaneous.api_check_aggressive",
+];
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read cufile.json `{}`", path.display())]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{}:{line}:{column}: {message}; fix the file or point CUFILE_ENV_PATH_JSON at a valid one", path.display())]
+    Syntax { path: PathBuf, line: usize, column: usize, message: String },
+    #[error("`{}` is not a JSON object at its top level", path.display())]
+    NotAnObject { path: PathBuf },
+    #[error("`cufile.{key}` is not a cufile.json setting NVIDIA documents{}", suggestion.as_ref().map(|s| format!("; did you mean `{s}`?")).unwrap_or_default())]
+    UnknownKey { key: String, suggestion: Option<String> },
+}
+
+/// Checks an override key against [`KNOWN_KEYS`] (used when suites are validated).
+pub fn check_key(key: &str) -> Result<(), ConfigError> {
+    if KNOWN_KEYS.contains(&key) {
+        return Ok(());
+    }
+    let suggestion = crate::scenario::nearest(key, KNOWN_KEYS).map(str::to_owned).or_else(|| {
+        // A right leaf under the wrong section (`execution.allow_compat_mode`) is a common slip.
+        let leaf = key.rsplit('.').next().unwrap_or(key);
+        KNOWN_KEYS.iter().find(|known| known.rsplit('.').next() == Some(leaf)).map(|k| k.to_string())
+    });
+    Err(ConfigError::UnknownKey { key: key.to_string(), suggestion })
+}
+
+/// The host's cufile.json in effect and why: (path, source), or `None` when there is none.
+pub fn host_config_path() -> Option<(PathBuf, &'static str)> {
+    if let Some(path) = std::env::var_os("CUFILE_ENV_PATH_JSON").filter(|p| !p.is_empty()) {
+        return Some((PathBuf::from(path), "CUFILE_ENV_PATH_JSON"));
+    }
+    let etc = PathBuf::from("/etc/cufile.json");
+    etc.exists().then_some((etc, "/etc/cufile.json"))
+}
+
+/// Parses a cufile.json (JSONC: comments and trailing commas allowed).
+pub fn parse(path: &Path, text: &str) -> Result<Map<String, Value>, ConfigError> {
+    // Comments as cuFile allows them; nothing looser (a missing comma is an error, not a guess).
+    let options = jsonc_parser::ParseOptions { allow_comments: true, allow_trailing_commas: true, allow_missing_commas: false, allow_loose_object_property_names: false, ..Default::default() };
+    let value: Option<Value> = jsonc_parser::parse_to_serde_value(text, &options).map_err(|error| ConfigError::Syntax {
+        path: path.to_path_buf(),
+        line: error.line_display(),
+        column: error.column_display(),
+        message: error.kind().to_string(),
+    })?;
+    match value {
+        Some(Value::Object(map)) => Ok(map),
+        None => Ok(Map::new()),
+        Some(_) => Err(ConfigError::NotAnObject { path: path.to_path_buf() }),
+    }
+}
+
+/// The trial's configuration: `base` with `overrides` applied, level-3 statistics on, and the log
+/// written to `log_dir`.
+pub fn overlay(mut base: Map<String, Value>, overrides: &std::collections::BTreeMap<String, Value>, log_dir: &Path) -> Result<Map<String, Value>, ConfigError> {
+    for (key, value) in overrides {
+        check_key(key)?;
+        set(&mut base, key, value.clone());
+    }
+    // Level 3 feeds both the stats API and gds_stats; an explicit override of it wins.
+    if !overrides.contains_key("profile.cufile_stats") {
+        set(&mut base, "profile.cufile_stats", Value::from(3));
+    }
+    set(&mut base, "logging.dir", Value::from(log_dir.display().to_string()));
+    Ok(base)
+}
+
+/// The host's file in effect overlaid for a trial, written to `dir/cufile.json`; returns its path.
+pub fn write_for_trial(overrides: &std::collections::BTreeMap<String, Value>, dir: &Path) -> Result<PathBuf, ConfigError> {
+    let base = match host_config_path() {
+        Some((path, _)) => {
+            let text = std::fs::read_to_string(&path).map_err(|source| ConfigError::Read { path: path.clone(), source })?;
+            parse(&path, &text)?
+        }
+        None => Map::new(),
+    };
+    let config = overlay(base, overrides, dir)?;
+    let path = dir.join("cufile.json");
+    let text = serde_json::to_string_pretty(&Value::Object(config)).unwrap_or_default() + "\n";
+    crate::report::write_atomically(&path, text.as_bytes()).map_err(|source| ConfigError::Read { path: path.clone(), source })?;
+    Ok(path)
+}
+
+fn set(map: &mut Map<String, Value>, dotted: &str, value: Value) {
+    let mut parts = dotted.split('.').peekable();
+    let mut node = map;
+    while let Some(part) = parts.next() {
+        if parts.peek().is_none() {
+            node.insert(part.to_string(), value);
+            return;
+        }
+        let entry = node.entry(part.to_string()).or_insert_with(|| Value::Object(Map::new()));
+        if !entry.is_object() {
+            *entry = Value::Object(Map::new());
+        }
+        node = entry.as_object_mut().expect("made an object above");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+
+    /// Constructed in the style of NVIDIA's shipped cufile.json: comments, nested sections.
+    const HOST: &str = r#"{
+    // NOTE : Application can override custom configuration via export CUFILE_ENV_PATH_JSON=<filepath>
+    "logging": {
+        // "dir": "/home/<xxxx>",
+        "level": "ERROR"
+    },
+    "profile": { "nvtx": false, "cufile_stats": 0 },
+    "execution": {
+        "max_io_threads": 4, // per process
+        "parallel_io": true,
+    },
+    "properties": { "allow_compat_mode": true, "max_direct_io_size_kb": 16384 }
+}"#;
+
+    #[test]
+    fn overrides_apply_by_path_and_keep_the_rest() {
+        let base = parse(Path::new("/etc/cufile.json"), HOST).unwrap();
+        let overrides = BTreeMap::from([
+            ("execution.max_io_threads".to_string(), Value::from(8)),
+            ("properties.allow_compat_mode".to_string(), Value::from(false)),
+        ]);
+        let config = Value::Object(overlay(base, &overrides, Path::new("/trial")).unwrap());
+        assert_eq!(config["execution"]["max_io_threads"], 8);
+        assert_eq!(config["execution"]["parallel_io"], true);
+        assert_eq!(config["properties"]["allow_compat_mode"], false);
+        assert_eq!(config["properties"]["max_direct_io_size_kb"], 16384);
+        assert_eq!(config["profile"]["cufile_stats"], 3);
+        assert_eq!(config["logging"]["dir"], "/trial");
+        assert_eq!(config["logging"]["level"], "ERROR");
+    }
+
+    #[test]
+    fn an_unknown_key_is_rejected_with_the_nearest_one() {
+        let overrides = BTreeMap::from([("execution.max_io_thread".to_string(), Value::from(8))]);
+        let error = overlay(Map::new(), &overrides, Path::new("/t")).unwrap_err().to_string();
+        assert!(error.contains("did you mean `execution.max_io_threads`?"), "{error}");
+        let error = check_key("execution.allow_compat_mode").unwrap_err().to_string();
+        assert!(error.contains("`properties.allow_compat_mode`"), "{error}");
+    }
+
+    #[test]
+    fn a_malformed_file_is_reported_with_its_line() {
+        let text = "{\n  \"logging\": {\n    \"level\": \"ERROR\"\n  \n  \"profile\": {}\n}";
+        let error = parse(Path::new("/etc/cufile.json"), text).unwrap_err().to_string();
+        assert!(error.starts_with("/etc/cufile.json:3:21: Expected comma"), "{error}");
+        assert!(matches!(parse(Path::new("x"), "[1, 2]"), Err(ConfigError::NotAnObject { .. })));
+    }
+}

@@ -1,0 +1,199 @@
+//! Inside the worker: open the reader the trial names, run `warmup + repetitions` passes (cold
+//! cache dropped before each when asked), verify every pass where the bytes are, and gather the
+//! path evidence the reader can give.
+
+use std::time::Instant;
+
+use crate::cache;
+use crate::gpu::Gpu;
+use crate::gpu::cufile::{self, Cufile, Stats};
+use crate::hex;
+use crate::integrity::{self, IntegrityResult};
+use crate::plan::ReadPlan;
+use crate::reader::bounce::Bounce;
+use crate::reader::cufile::CufileReader;
+use crate::reader::posix::{self, Posix};
+use crate::reader::{Reader, ReaderError};
+use crate::record::{Measurement, median};
+use crate::scenario::{Cache, Integrity, Reader as ReaderKind};
+
+use super::protocol::{CufileEvidence, WorkerFailure, WorkerResult, WorkerSpec};
+
+/// A cold read that finds more than this fraction of a file cached measures memory, not storage.
+const MAX_RESIDENT_AFTER_DROP: f64 = 0.05;
+
+pub fn measure(spec: &WorkerSpec) -> WorkerResult {
+    let started = Instant::now();
+    let mut m = Measurement {
+        files: spec.plan.files.clone(),
+        bytes_per_repetition: spec.plan.total_bytes(),
+        warmup_seconds: Vec::new(),
+        seconds: Vec::new(),
+        gbps: Vec::new(),
+        median_gbps: None,
+        path: String::new(),
+        integrity: IntegrityResult::not_checked(Integrity::None),
+        resident_after_drop: None,
+        verify_seconds: 0.0,
+        total_seconds: 0.0,
+        startup_seconds: None,
+        gpu: None,
+        cufile: None,
+    };
+    let failure = match spec.trial.reader {
+        ReaderKind::Posix => open_posix(spec).and_then(|mut reader| passes(spec, &mut reader, &mut m)),
+        ReaderKind::H2d => with_gpu(spec, &mut m, |gpu, m| {
+            let t = &spec.trial;
+            let mut reader = Bounce::open(gpu, &spec.plan, t.nthreads, t.bounce_buffer_size, t.task_size).map_err(fail)?;
+            passes(spec, &mut reader, m)
+        }),
+        ReaderKind::Cufile => with_gpu(spec, &mut m, |gpu, m| with_cufile(spec, gpu, m)),
+        ReaderKind::Kvikio => Err(WorkerFailure { reason: "the Rust worker does not run KvikIO trials".into(), next: "this is a bug in gds-gate: KvikIO trials go to the Python worker".into() }),
+    }
+    .err();
+    m.median_gbps = (!m.gbps.is_empty()).then(|| median(&m.gbps));
+    m.total_seconds = started.elapsed().as_secs_f64();
+    WorkerResult { protocol: super::protocol::PROTOCOL_VERSION, measurement: Some(m), failure }
+}
+
+fn fail(error: ReaderError) -> WorkerFailure {
+    WorkerFailure { reason: crate::error_chain(&error), next: error.next_step() }
+}
+
+fn open_posix(spec: &WorkerSpec) -> Result<Posix, WorkerFailure> {
+    Posix::open(&spec.plan).map_err(fail)
+}
+
+fn with_gpu(spec: &WorkerSpec, m: &mut Measurement, body: impl FnOnce(&mut Gpu, &mut Measurement) -> Result<(), WorkerFailure>) -> Result<(), WorkerFailure> {
+    let mut gpu = Gpu::open(spec.trial.gpu).map_err(|error| fail(error.into()))?;
+    m.gpu = Some(format!("{} (GPU {})", gpu.name, gpu.ordinal));
+    body(&mut gpu, m)
+}
+
+/// cuFile's driver and statistics around the reads: the counters are the only witness of which
+/// path cuFile took.
+fn with_cufile(spec: &WorkerSpec, gpu: &mut Gpu, m: &mut Measurement) -> Result<(), WorkerFailure> {
+    let library = Cufile::load().map_err(|error| fail(error.into()))?;
+    let mut evidence = CufileEvidence {
+        library: library.path.clone(),
+        version: library.version.to_string(),
+        requested_bytes: spec.plan.total_bytes() * u64::from(spec.trial.warmup + spec.trial.repetitions),
+        ..Default::default()
+    };
+    let result = (|| {
+        library.open_driver().map_err(|error| fail(error.into()))?;
+        evidence.properties = library.properties().ok();
+        let before = match library.start_stats().and_then(|()| library.stats()) {
+            Ok(stats) => Some(stats),
+            Err(error) => {
+                evidence.stats_unavailable = Some(error.to_string());
+                None
+            }
+        };
+        let outcome = {
+            let mut reader = CufileReader::open(gpu, &library, &spec.plan, spec.trial.buffer).map_err(fail)?;
+            passes(spec, &mut reader, m)
+        };
+        if let Some(before) = before {
+            match library.stats() {
+                Ok(after) => evidence.stats = Some(after.since(&before)),
+                Err(error) => evidence.stats_unavailable = Some(error.to_string()),
+            }
+        }
+        outcome
+    })();
+    evidence.loaded_copies = cufile::loaded_paths("libcufile.so");
+    m.path = cufile_path(evidence.stats.as_ref());
+    m.cufile = Some(evidence);
+    result
+}
+
+/// The path as far as cuFile's own counters tell it (the verdict cross-checks it with the rest).
+fn cufile_path(stats: Option<&Stats>) -> String {
+    let Some(stats) = stats else { return "cufile (unconfirmed: no cuFile statistics)".into() };
+    let sum = |f: fn(&cufile::GpuCounters) -> u64| stats.gpus.iter().map(f).sum::<u64>();
+    match (sum(|g| g.n_nvfs_reads), sum(|g| g.n_p2p_reads), sum(|g| g.n_posix_reads)) {
+        (0, 0, 0) => "cufile (no reads counted)".into(),
+        (_, 0, 0) => "nvfs".into(),
+        (0, _, 0) => "p2p".into(),
+        (0, 0, _) => "cufile-posix".into(),
+        _ => "mixed".into(),
+    }
+}
+
+/// Warmup and measured passes: drop the cache, clear the destination, read (timed), verify.
+fn passes(spec: &WorkerSpec, reader: &mut dyn Reader, m: &mut Measurement) -> Result<(), WorkerFailure> {
+    let (trial, plan) = (&spec.trial, &spec.plan);
+    if m.path.is_empty() {
+        m.path = reader.path().to_string();
+    }
+    let cache_files = posix::open_all(plan).map_err(fail)?;
+    let expected = integrity::expected_checksum(plan);
+    let total = trial.warmup + trial.repetitions;
+    for pass in 0..total {
+        if trial.cache == Cache::Cold {
+            let resident = drop_cache(plan, &cache_files)?;
+            m.resident_after_drop = Some(m.resident_after_drop.unwrap_or(0.0).max(resident));
+        }
+        reader.prepare().map_err(fail)?;
+        if pass == 0 {
+            m.startup_seconds = Some(super::protocol::now_unix_ns().saturating_sub(spec.spawned_at_unix_ns) as f64 / 1e9);
+        }
+        let seconds = reader.read(plan, trial.nthreads, trial.task_size).map_err(fail)?.as_secs_f64();
+        if pass < trial.warmup {
+            m.warmup_seconds.push(seconds);
+        } else {
+            m.seconds.push(seconds);
+            m.gbps.push(plan.total_bytes() as f64 / seconds / 1e9);
+        }
+        let result = reader.verify(plan, trial.expect.integrity, expected).map_err(fail)?;
+        m.verify_seconds += result.seconds;
+        let passed = result.passed();
+        m.integrity = result;
+        if !passed {
+            return Err(integrity_failure(&m.integrity, pass + 1, total));
+        }
+    }
+    Ok(())
+}
+
+/// Drops every file's pages; fails when they stay cached (tmpfs), since a cold trial would then
+/// measure memory.
+fn drop_cache(plan: &ReadPlan, files: &[std::fs::File]) -> Result<f64, WorkerFailure> {
+    let mut worst: f64 = 0.0;
+    for (planned, file) in plan.files.iter().zip(files) {
+        let path = planned.path.display();
+        let resident = cache::drop_pages(file)
+            .and_then(|()| cache::resident_fraction(file, planned.size))
+            .map_err(|error| WorkerFailure { reason: format!("cannot drop the page cache of `{path}`: {error}"), next: "check that the data dir is on a disk-backed file system".into() })?;
+        worst = worst.max(resident);
+    }
+    if worst > MAX_RESIDENT_AFTER_DROP {
+        return Err(WorkerFailure {
+            reason: format!("cold cache not reached: {:.0}% of the data was still in the page cache after dropping it", worst * 100.0),
+            next: "put --data-dir (GDS_GATE_DATA_DIR) on a disk-backed file system (tmpfs cannot drop pages), or use `cache: warm`".into(),
+        });
+    }
+    Ok(worst)
+}
+
+fn integrity_failure(result: &IntegrityResult, pass: u32, passes: u32) -> WorkerFailure {
+    let checksums = format!(
+        "checksum expected {}, got {}",
+        result.expected_checksum.map_or("-".into(), hex::format),
+        result.checksum.map_or("-".into(), hex::format)
+    );
+    let reason = match &result.first_bad {
+        Some(bad) => format!(
+            "integrity: {} bad 8-byte word(s); first wrong byte at offset {} of `{}` (pass {pass} of {passes}; {checksums})",
+            result.bad_words,
+            bad.file_offset,
+            bad.file.display()
+        ),
+        None => format!("integrity: checksum mismatch (pass {pass} of {passes}; {checksums})"),
+    };
+    WorkerFailure {
+        reason,
+        next: "the bytes that arrived differ from the file. Run the trial again; if it repeats, the read path corrupts data: check `dmesg` for I/O errors and the storage's health. A file changed on purpose is regenerated or re-checksummed on the next run.".into(),
+    }
+}

@@ -1,0 +1,190 @@
+//! Runs one worker process the way nextest runs a test: stdin closed, its own process group,
+//! stdout and stderr captured to files, a timeout enforced with SIGTERM, a grace period, then
+//! SIGKILL to the whole group, and the way it ended told apart (exit code, signal, timeout).
+
+use std::ffi::OsString;
+use std::fs::File;
+use std::io::{self, Read, Seek, SeekFrom};
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+/// How long a worker gets between SIGTERM and SIGKILL.
+const GRACE: Duration = Duration::from_secs(5);
+
+pub struct Job {
+    pub program: PathBuf,
+    pub args: Vec<OsString>,
+    pub env: Vec<(String, String)>,
+    /// stdout.log and stderr.log are written here.
+    pub dir: PathBuf,
+    pub timeout: Duration,
+}
+
+/// How a worker process ended.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Ending {
+    Exited { code: i32 },
+    Signalled { signal: i32, name: String, core_dumped: bool },
+    TimedOut { after_seconds: u64 },
+}
+
+impl Ending {
+    pub fn is_clean(&self) -> bool {
+        *self == Ending::Exited { code: 0 }
+    }
+}
+
+impl std::fmt::Display for Ending {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Ending::Exited { code } => write!(f, "exited with status {code}"),
+            Ending::Signalled { signal, name, core_dumped } => {
+                write!(f, "killed by signal {signal} ({name}){}", if *core_dumped { ", core dumped" } else { "" })
+            }
+            Ending::TimedOut { after_seconds } => write!(f, "did not finish within {after_seconds} s and was killed (SIGTERM, then SIGKILL)"),
+        }
+    }
+}
+
+pub struct Finished {
+    pub ending: Ending,
+    pub elapsed: Duration,
+    pub stdout: PathBuf,
+    pub stderr: PathBuf,
+}
+
+impl Finished {
+    /// The last lines of stderr (then stdout), for a failure message.
+    pub fn tail(&self, lines: usize) -> String {
+        let mut text = tail_of(&self.stderr, lines);
+        if text.trim().is_empty() {
+            text = tail_of(&self.stdout, lines);
+        }
+        text
+    }
+}
+
+pub fn run(job: &Job) -> io::Result<Finished> {
+    let stdout = job.dir.join("stdout.log");
+    let stderr = job.dir.join("stderr.log");
+    let mut command = Command::new(&job.program);
+    command
+        .args(&job.args)
+        .envs(job.env.iter().map(|(k, v)| (k, v)))
+        .stdin(Stdio::null())
+        .stdout(File::create(&stdout)?)
+        .stderr(File::create(&stderr)?)
+        .process_group(0);
+    let start = Instant::now();
+    let mut child = command.spawn()?;
+    let pgid = child.id() as i32;
+    let ending = loop {
+        if let Some(status) = child.try_wait()? {
+            break match (status.code(), status.signal()) {
+                (Some(code), _) => Ending::Exited { code },
+                (None, Some(signal)) => Ending::Signalled { signal, name: signal_name(signal), core_dumped: status.core_dumped() },
+                (None, None) => Ending::Exited { code: -1 },
+            };
+        }
+        if start.elapsed() >= job.timeout {
+            terminate(&mut child, pgid)?;
+            break Ending::TimedOut { after_seconds: job.timeout.as_secs() };
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    // Whatever the worker left running in its group (helper threads are gone with it, but a
+    // spawned tool might not be) must not outlive the trial.
+    kill_group(pgid, libc::SIGKILL);
+    Ok(Finished { ending, elapsed: start.elapsed(), stdout, stderr })
+}
+
+fn terminate(child: &mut std::process::Child, pgid: i32) -> io::Result<()> {
+    kill_group(pgid, libc::SIGTERM);
+    let deadline = Instant::now() + GRACE;
+    while Instant::now() < deadline {
+        if child.try_wait()?.is_some() {
+            return Ok(());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    kill_group(pgid, libc::SIGKILL);
+    child.wait().map(|_| ())
+}
+
+fn kill_group(pgid: i32, signal: i32) {
+    // SAFETY: signalling a process group we created; ESRCH (already gone) is fine.
+    unsafe { libc::kill(-pgid, signal) };
+}
+
+fn signal_name(signal: i32) -> String {
+    let name = match signal {
+        libc::SIGSEGV => "SIGSEGV",
+        libc::SIGABRT => "SIGABRT",
+        libc::SIGBUS => "SIGBUS",
+        libc::SIGILL => "SIGILL",
+        libc::SIGFPE => "SIGFPE",
+        libc::SIGKILL => "SIGKILL",
+        libc::SIGTERM => "SIGTERM",
+        libc::SIGINT => "SIGINT",
+        _ => "signal",
+    };
+    name.to_string()
+}
+
+/// The last `lines` lines of a file, reading at most its last 64 KiB.
+fn tail_of(path: &Path, lines: usize) -> String {
+    let Ok(mut file) = File::open(path) else { return String::new() };
+    let len = file.metadata().map(|m| m.len()).unwrap_or(0);
+    let _ = file.seek(SeekFrom::Start(len.saturating_sub(64 << 10)));
+    let mut bytes = Vec::new();
+    let _ = file.read_to_end(&mut bytes);
+    let text = String::from_utf8_lossy(&bytes);
+    let all: Vec<&str> = text.lines().collect();
+    all[all.len().saturating_sub(lines)..].join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sh(script: &str, timeout: Duration) -> (tempfile::TempDir, Finished) {
+        let dir = tempfile::tempdir().unwrap();
+        let job = Job {
+            program: "/bin/sh".into(),
+            args: vec!["-c".into(), script.into()],
+            env: vec![("GDS_GATE_TEST_VALUE".into(), "42".into())],
+            dir: dir.path().to_path_buf(),
+            timeout,
+        };
+        let finished = run(&job).unwrap();
+        (dir, finished)
+    }
+
+    #[test]
+    fn exit_codes_and_output_are_captured() {
+        let (_dir, finished) = sh("echo out; echo \"err $GDS_GATE_TEST_VALUE\" >&2; exit 3", Duration::from_secs(10));
+        assert_eq!(finished.ending, Ending::Exited { code: 3 });
+        assert_eq!(finished.tail(5), "err 42");
+    }
+
+    #[test]
+    fn an_abort_is_reported_as_its_signal() {
+        let (_dir, finished) = sh("echo dying >&2; kill -ABRT $$", Duration::from_secs(10));
+        assert!(matches!(&finished.ending, Ending::Signalled { signal, name, .. } if *signal == libc::SIGABRT && name == "SIGABRT"), "{}", finished.ending);
+        assert!(finished.ending.to_string().contains("SIGABRT"));
+        assert_eq!(finished.tail(1), "dying");
+    }
+
+    #[test]
+    fn a_hang_is_killed_after_the_timeout_with_its_children() {
+        let started = Instant::now();
+        let (_dir, finished) = sh("trap '' TERM; sleep 30 & sleep 30; wait", Duration::from_millis(300));
+        assert_eq!(finished.ending, Ending::TimedOut { after_seconds: 0 });
+        assert!(started.elapsed() < Duration::from_secs(20), "SIGKILL after the grace period must end it");
+    }
+}
