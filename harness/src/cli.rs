@@ -70,11 +70,15 @@ pub enum Command {
         runs: usize,
         /// Directory on the disk to measure.
         #[arg(
-            long,
+            long = "data-dir",
+            value_name = "DIR",
             env = "GDS_GATE_DATA_DIR",
             default_value = "target/gds-gate/data"
         )]
         dir: PathBuf,
+        /// Measure the GPU side instead: verification kernels and the cufile reader against dd.
+        #[arg(long)]
+        gpu: bool,
     },
 }
 

@@ -75,7 +75,19 @@ pub fn gen_data(inputs: &Inputs) -> u8 {
     if failed { exit::SETUP } else { exit::PASSED }
 }
 
-pub fn bench(size: u64, runs: usize, dir: &Path) -> u8 {
+pub fn bench(size: u64, runs: usize, dir: &Path, gpu: bool) -> u8 {
+    if gpu {
+        return match crate::gpu::bench::run(size, runs, dir) {
+            Ok(table) => {
+                println!("{table}");
+                exit::PASSED
+            }
+            Err(error) => {
+                eprintln!("error: {error}");
+                exit::SETUP
+            }
+        };
+    }
     match bench::run(&bench::BenchOptions {
         size,
         runs,

@@ -70,11 +70,19 @@ pub enum ConfigError {
         source: std::io::Error,
     },
     #[error("{}:{line}:{column}: {message}; fix the file or point CUFILE_ENV_PATH_JSON at a valid one", path.display())]
-    Syntax { path: PathBuf, line: usize, column: usize, message: String },
+    Syntax {
+        path: PathBuf,
+        line: usize,
+        column: usize,
+        message: String,
+    },
     #[error("`{}` is not a JSON object at its top level", path.display())]
     NotAnObject { path: PathBuf },
     #[error("`cufile.{key}` is not a cufile.json setting NVIDIA documents{}", suggestion.as_ref().map(|s| format!("; did you mean `{s}`?")).unwrap_or_default())]
-    UnknownKey { key: String, suggestion: Option<String> },
+    UnknownKey {
+        key: String,
+        suggestion: Option<String>,
+    },
 }
 
 /// Checks an override key against [`KNOWN_KEYS`] (used when suites are validated).
@@ -82,12 +90,20 @@ pub fn check_key(key: &str) -> Result<(), ConfigError> {
     if KNOWN_KEYS.contains(&key) {
         return Ok(());
     }
-    let suggestion = crate::scenario::nearest(key, KNOWN_KEYS).map(str::to_owned).or_else(|| {
-        // A right leaf under the wrong section (`execution.allow_compat_mode`) is a common slip.
-        let leaf = key.rsplit('.').next().unwrap_or(key);
-        KNOWN_KEYS.iter().find(|known| known.rsplit('.').next() == Some(leaf)).map(|k| k.to_string())
-    });
-    Err(ConfigError::UnknownKey { key: key.to_string(), suggestion })
+    let suggestion = crate::scenario::nearest(key, KNOWN_KEYS)
+        .map(str::to_owned)
+        .or_else(|| {
+            // A right leaf under the wrong section (`execution.allow_compat_mode`) is a common slip.
+            let leaf = key.rsplit('.').next().unwrap_or(key);
+            KNOWN_KEYS
+                .iter()
+                .find(|known| known.rsplit('.').next() == Some(leaf))
+                .map(|k| k.to_string())
+        });
+    Err(ConfigError::UnknownKey {
+        key: key.to_string(),
+        suggestion,
+    })
 }
 
 /// The host's cufile.json in effect and why: (path, source), or `None` when there is none.
@@ -102,23 +118,38 @@ pub fn host_config_path() -> Option<(PathBuf, &'static str)> {
 /// Parses a cufile.json (JSONC: comments and trailing commas allowed).
 pub fn parse(path: &Path, text: &str) -> Result<Map<String, Value>, ConfigError> {
     // Comments as cuFile allows them; nothing looser (a missing comma is an error, not a guess).
-    let options = jsonc_parser::ParseOptions { allow_comments: true, allow_trailing_commas: true, allow_missing_commas: false, allow_loose_object_property_names: false, ..Default::default() };
-    let value: Option<Value> = jsonc_parser::parse_to_serde_value(text, &options).map_err(|error| ConfigError::Syntax {
-        path: path.to_path_buf(),
-        line: error.line_display(),
-        column: error.column_display(),
-        message: error.kind().to_string(),
-    })?;
+    let options = jsonc_parser::ParseOptions {
+        allow_comments: true,
+        allow_trailing_commas: true,
+        allow_missing_commas: false,
+        allow_loose_object_property_names: false,
+        ..Default::default()
+    };
+    let value: Option<Value> =
+        jsonc_parser::parse_to_serde_value(text, &options).map_err(|error| {
+            ConfigError::Syntax {
+                path: path.to_path_buf(),
+                line: error.line_display(),
+                column: error.column_display(),
+                message: error.kind().to_string(),
+            }
+        })?;
     match value {
         Some(Value::Object(map)) => Ok(map),
         None => Ok(Map::new()),
-        Some(_) => Err(ConfigError::NotAnObject { path: path.to_path_buf() }),
+        Some(_) => Err(ConfigError::NotAnObject {
+            path: path.to_path_buf(),
+        }),
     }
 }
 
 /// The trial's configuration: `base` with `overrides` applied, level-3 statistics on, and the log
 /// written to `log_dir`.
-pub fn overlay(mut base: Map<String, Value>, overrides: &std::collections::BTreeMap<String, Value>, log_dir: &Path) -> Result<Map<String, Value>, ConfigError> {
+pub fn overlay(
+    mut base: Map<String, Value>,
+    overrides: &std::collections::BTreeMap<String, Value>,
+    log_dir: &Path,
+) -> Result<Map<String, Value>, ConfigError> {
     for (key, value) in overrides {
         check_key(key)?;
         set(&mut base, key, value.clone());
@@ -127,15 +158,25 @@ pub fn overlay(mut base: Map<String, Value>, overrides: &std::collections::BTree
     if !overrides.contains_key("profile.cufile_stats") {
         set(&mut base, "profile.cufile_stats", Value::from(3));
     }
-    set(&mut base, "logging.dir", Value::from(log_dir.display().to_string()));
+    set(
+        &mut base,
+        "logging.dir",
+        Value::from(log_dir.display().to_string()),
+    );
     Ok(base)
 }
 
 /// The host's file in effect overlaid for a trial, written to `dir/cufile.json`; returns its path.
-pub fn write_for_trial(overrides: &std::collections::BTreeMap<String, Value>, dir: &Path) -> Result<PathBuf, ConfigError> {
+pub fn write_for_trial(
+    overrides: &std::collections::BTreeMap<String, Value>,
+    dir: &Path,
+) -> Result<PathBuf, ConfigError> {
     let base = match host_config_path() {
         Some((path, _)) => {
-            let text = std::fs::read_to_string(&path).map_err(|source| ConfigError::Read { path: path.clone(), source })?;
+            let text = std::fs::read_to_string(&path).map_err(|source| ConfigError::Read {
+                path: path.clone(),
+                source,
+            })?;
             parse(&path, &text)?
         }
         None => Map::new(),
@@ -143,7 +184,12 @@ pub fn write_for_trial(overrides: &std::collections::BTreeMap<String, Value>, di
     let config = overlay(base, overrides, dir)?;
     let path = dir.join("cufile.json");
     let text = serde_json::to_string_pretty(&Value::Object(config)).unwrap_or_default() + "\n";
-    crate::report::write_atomically(&path, text.as_bytes()).map_err(|source| ConfigError::Read { path: path.clone(), source })?;
+    crate::report::write_atomically(&path, text.as_bytes()).map_err(|source| {
+        ConfigError::Read {
+            path: path.clone(),
+            source,
+        }
+    })?;
     Ok(path)
 }
 
@@ -155,7 +201,9 @@ fn set(map: &mut Map<String, Value>, dotted: &str, value: Value) {
             node.insert(part.to_string(), value);
             return;
         }
-        let entry = node.entry(part.to_string()).or_insert_with(|| Value::Object(Map::new()));
+        let entry = node
+            .entry(part.to_string())
+            .or_insert_with(|| Value::Object(Map::new()));
         if !entry.is_object() {
             *entry = Value::Object(Map::new());
         }
@@ -189,7 +237,10 @@ mod tests {
         let base = parse(Path::new("/etc/cufile.json"), HOST).unwrap();
         let overrides = BTreeMap::from([
             ("execution.max_io_threads".to_string(), Value::from(8)),
-            ("properties.allow_compat_mode".to_string(), Value::from(false)),
+            (
+                "properties.allow_compat_mode".to_string(),
+                Value::from(false),
+            ),
         ]);
         let config = Value::Object(overlay(base, &overrides, Path::new("/trial")).unwrap());
         assert_eq!(config["execution"]["max_io_threads"], 8);
@@ -204,17 +255,69 @@ mod tests {
     #[test]
     fn an_unknown_key_is_rejected_with_the_nearest_one() {
         let overrides = BTreeMap::from([("execution.max_io_thread".to_string(), Value::from(8))]);
-        let error = overlay(Map::new(), &overrides, Path::new("/t")).unwrap_err().to_string();
-        assert!(error.contains("did you mean `execution.max_io_threads`?"), "{error}");
-        let error = check_key("execution.allow_compat_mode").unwrap_err().to_string();
+        let error = overlay(Map::new(), &overrides, Path::new("/t"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.contains("did you mean `execution.max_io_threads`?"),
+            "{error}"
+        );
+        let error = check_key("execution.allow_compat_mode")
+            .unwrap_err()
+            .to_string();
         assert!(error.contains("`properties.allow_compat_mode`"), "{error}");
     }
 
     #[test]
     fn a_malformed_file_is_reported_with_its_line() {
         let text = "{\n  \"logging\": {\n    \"level\": \"ERROR\"\n  \n  \"profile\": {}\n}";
-        let error = parse(Path::new("/etc/cufile.json"), text).unwrap_err().to_string();
-        assert!(error.starts_with("/etc/cufile.json:3:21: Expected comma"), "{error}");
-        assert!(matches!(parse(Path::new("x"), "[1, 2]"), Err(ConfigError::NotAnObject { .. })));
+        let error = parse(Path::new("/etc/cufile.json"), text)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.starts_with("/etc/cufile.json:3:21: Expected comma"),
+            "{error}"
+        );
+        assert!(matches!(
+            parse(Path::new("x"), "[1, 2]"),
+            Err(ConfigError::NotAnObject { .. })
+        ));
+    }
+}
+
+#[cfg(test)]
+mod shipped {
+    use super::*;
+
+    /// `/etc/cufile.json` as shipped with CUDA 13.0 (cuFile 1.15.1), copied verbatim from the GPU
+    /// test machine.
+    const SHIPPED: &str = include_str!("../tests/fixtures/cufile/h200-etc-cufile.json");
+
+    fn leaves(prefix: &str, value: &Value, out: &mut Vec<String>) {
+        match value {
+            Value::Object(map) => {
+                for (key, value) in map {
+                    let path = if prefix.is_empty() { key.clone() } else { format!("{prefix}.{key}") };
+                    leaves(&path, value, out);
+                }
+            }
+            _ => out.push(prefix.to_string()),
+        }
+    }
+
+    #[test]
+    fn every_key_of_the_shipped_file_is_known_and_it_overlays() {
+        let map = parse(Path::new("/etc/cufile.json"), SHIPPED).unwrap();
+        let mut keys = Vec::new();
+        leaves("", &Value::Object(map.clone()), &mut keys);
+        assert!(keys.len() > 30, "{keys:?}");
+        for key in &keys {
+            assert!(check_key(key).is_ok(), "shipped key `{key}` is not in KNOWN_KEYS");
+        }
+        let overrides = std::collections::BTreeMap::from([("properties.allow_compat_mode".to_string(), Value::from(false))]);
+        let config = Value::Object(overlay(map, &overrides, Path::new("/trial")).unwrap());
+        assert_eq!(config["properties"]["allow_compat_mode"], false);
+        assert_eq!(config["execution"]["max_io_threads"], 4);
+        assert_eq!(config["properties"]["posix_pool_slab_size_kb"], serde_json::json!([4, 1024, 16384]));
     }
 }

@@ -9,14 +9,14 @@ use std::time::{Instant, SystemTime};
 use libtest_mimic::{Completion, Failed, FormatSetting, Trial};
 
 use crate::cli::{RunArgs, exit};
+use crate::error_chain;
 use crate::host::HostFacts;
+use crate::plan::ReadPlan;
 use crate::prepare::DataSet;
 use crate::record::{Status, TrialRecord};
 use crate::report::{self, PreparedFileRecord, Report, SuiteRef, Totals};
-use crate::scenario::{self, Suite, TrialSpec};
-use crate::error_chain;
-use crate::plan::ReadPlan;
 use crate::scenario::Reader;
+use crate::scenario::{self, Suite, TrialSpec};
 use crate::worker::Launcher;
 
 /// Loads every suite, printing each error; `None` when any is invalid.
@@ -83,8 +83,18 @@ pub fn run_gate(mut args: RunArgs, command: Vec<String>) -> u8 {
             return exit::SETUP;
         }
     };
-    let launcher = Launcher { gate, trials_dir: args.out.join("trials"), strict: args.strict, timeout: args.timeout.map(std::time::Duration::from_secs) };
-    let executor = Arc::new(Executor { data, host: host.clone(), require_gpu: args.require_gpu, launcher });
+    let launcher = Launcher {
+        gate,
+        trials_dir: args.out.join("trials"),
+        strict: args.strict,
+        timeout: args.timeout.map(std::time::Duration::from_secs),
+    };
+    let executor = Arc::new(Executor {
+        data,
+        host: host.clone(),
+        require_gpu: args.require_gpu,
+        launcher,
+    });
 
     let records: Arc<Mutex<Vec<TrialRecord>>> = Arc::default();
     let show_summary =
@@ -92,7 +102,8 @@ pub fn run_gate(mut args: RunArgs, command: Vec<String>) -> u8 {
     let trials = specs
         .iter()
         .map(|spec| {
-            let (spec, executor, records) = (spec.clone(), Arc::clone(&executor), Arc::clone(&records));
+            let (spec, executor, records) =
+                (spec.clone(), Arc::clone(&executor), Arc::clone(&records));
             let (kind, name) = (spec.reader.name(), spec.name.clone());
             Trial::ignorable_test(name, move || {
                 let record = executor.execute_catching_panics(spec);
@@ -134,7 +145,12 @@ pub fn run_gate(mut args: RunArgs, command: Vec<String>) -> u8 {
                 path: suite.path.clone(),
             })
             .collect(),
-        data: executor.data.log.iter().map(PreparedFileRecord::from).collect(),
+        data: executor
+            .data
+            .log
+            .iter()
+            .map(PreparedFileRecord::from)
+            .collect(),
         trials,
         totals,
         notes,
@@ -177,11 +193,18 @@ impl Executor {
     /// A panic in the gate fails that trial with a record, instead of leaving a hole in the reports.
     fn execute_catching_panics(&self, spec: TrialSpec) -> TrialRecord {
         let copy = spec.clone();
-        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.execute(spec))).unwrap_or_else(|panic| {
-            let message = panic.downcast_ref::<String>().cloned().or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string())).unwrap_or_default();
-            let details = "  next: this is a bug in gds-gate; please report it with report.json".to_string();
-            TrialRecord::failed(copy, format!("the gate panicked: {message}"), details, None)
-        })
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.execute(spec)))
+            .unwrap_or_else(|panic| {
+                let message = panic
+                    .downcast_ref::<String>()
+                    .cloned()
+                    .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                    .unwrap_or_default();
+                let details =
+                    "  next: this is a bug in gds-gate; please report it with report.json"
+                        .to_string();
+                TrialRecord::failed(copy, format!("the gate panicked: {message}"), details, None)
+            })
     }
 
     fn execute(&self, spec: TrialSpec) -> TrialRecord {
@@ -192,8 +215,16 @@ impl Executor {
                     self.launcher.run_trial(spec, plan)
                 }
                 Err(error) => {
-                    let details = format!("{}\n  next: fix the data problem above and run again", crate::worker::where_(&spec));
-                    TrialRecord::failed(spec, format!("test data unavailable: {error}"), details, None)
+                    let details = format!(
+                        "{}\n  next: fix the data problem above and run again",
+                        crate::worker::where_(&spec)
+                    );
+                    TrialRecord::failed(
+                        spec,
+                        format!("test data unavailable: {error}"),
+                        details,
+                        None,
+                    )
                 }
             },
             Some(reason) if self.require_gpu && spec.reader.uses_gpu() => {
@@ -201,7 +232,12 @@ impl Executor {
                     "  the run was started with --require-gpu, and reader `{}` needs a GPU\n  next: run on a host with the NVIDIA driver and GDS installed (check it with `cargo xtask doctor`), or drop --require-gpu",
                     spec.reader.name()
                 );
-                TrialRecord::failed(spec, format!("GPU trial could not run: {reason}"), details, None)
+                TrialRecord::failed(
+                    spec,
+                    format!("GPU trial could not run: {reason}"),
+                    details,
+                    None,
+                )
             }
             Some(reason) => TrialRecord::ignored(spec, reason),
         }

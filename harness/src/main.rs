@@ -21,7 +21,12 @@ fn main() -> ExitCode {
         Some(Command::Validate { paths }) => commands::validate(&paths),
         Some(Command::Gen { inputs }) => commands::gen_data(&inputs),
         Some(Command::Worker { spec, result }) => gds_gate::worker::worker_main(&spec, &result),
-        Some(Command::Bench { size, runs, dir }) => commands::bench(size, runs, &dir),
+        Some(Command::Bench {
+            size,
+            runs,
+            dir,
+            gpu,
+        }) => commands::bench(size, runs, &dir, gpu),
     };
     ExitCode::from(code)
 }

@@ -3,10 +3,10 @@
 use serde::{Deserialize, Serialize};
 
 use crate::integrity::IntegrityResult;
-use crate::worker::CufileEvidence;
-use crate::worker::process::Ending;
 use crate::plan::PlannedFile;
 use crate::scenario::TrialSpec;
+use crate::worker::CufileEvidence;
+use crate::worker::process::Ending;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -64,6 +64,9 @@ pub struct Measurement {
     pub total_seconds: f64,
     /// From the orchestrator starting the worker to the first read: never part of a throughput.
     pub startup_seconds: Option<f64>,
+    /// Where the start-up time went, in order (`gpu context`, `libcufile load`, `cuFileDriverOpen`, ...).
+    #[serde(default)]
+    pub setup: Vec<(String, f64)>,
     /// The GPU read into (`h2d`, `cufile`, `kvikio`).
     pub gpu: Option<String>,
     pub cufile: Option<CufileEvidence>,
@@ -123,8 +126,13 @@ impl TrialRecord {
             || "not verified".into(),
             |c| format!("checksum {}", crate::hex::format(c)),
         );
-        let speed = m.median_gbps.map_or_else(|| "no measured pass".into(), |g| format!("{g:.2} GB/s median of {}", m.gbps.len()));
-        let startup = m.startup_seconds.map_or_else(String::new, |s| format!(", start {:.0} ms", s * 1e3));
+        let speed = m.median_gbps.map_or_else(
+            || "no measured pass".into(),
+            |g| format!("{g:.2} GB/s median of {}", m.gbps.len()),
+        );
+        let startup = m
+            .startup_seconds
+            .map_or_else(String::new, |s| format!(", start {:.0} ms", s * 1e3));
         format!("{speed}, path {}, {checksum}{startup}", m.path)
     }
 }
@@ -137,7 +145,11 @@ pub fn median(samples: &[f64]) -> f64 {
     let mut sorted = samples.to_vec();
     sorted.sort_by(f64::total_cmp);
     let mid = sorted.len() / 2;
-    if sorted.len() % 2 == 1 { sorted[mid] } else { (sorted[mid - 1] + sorted[mid]) / 2.0 }
+    if sorted.len() % 2 == 1 {
+        sorted[mid]
+    } else {
+        (sorted[mid - 1] + sorted[mid]) / 2.0
+    }
 }
 
 #[cfg(test)]

@@ -21,10 +21,6 @@ __device__ __forceinline__ u64 mix64(u64 z) {
     return z ^ (z >> 31);
 }
 
-__device__ __forceinline__ u64 generated_word(u64 seed, u64 index) {
-    return mix64(seed + (index + 1) * GAMMA);
-}
-
 __device__ __forceinline__ u64 checksum_term(u64 word, u64 index) {
     return mix64(word ^ ((index + 1) * CHECKSUM_GAMMA));
 }
@@ -56,38 +52,47 @@ __device__ __forceinline__ u64 first_bad_byte(u64 found, u64 expected, u64 w, u6
 }
 
 // out[0] += bad words, out[1] = min(first bad byte offset within the range). out[1] starts at ~0.
+// The generator's counter advances by a constant per step, so it is carried in a register rather
+// than multiplied out per word, and the detailed bookkeeping runs only for a mismatching pair.
 extern "C" __global__ void exact_compare(const unsigned char* buf, u64 len, u64 seed, u64 first_word, u64* out) {
     const u64 full = len / 8;
     const unsigned tail = (unsigned)(len % 8);
     const u64 stride = (u64)gridDim.x * blockDim.x;
+    const u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+    // Counter of word w: seed + (first_word + w + 1) * GAMMA.
+    const u64 base = seed + (first_word + 1) * GAMMA;
     u64 bad = 0, first = ~0ULL;
-    u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
     if (((size_t)buf & 15) == 0) {
         const ulonglong2* pairs = (const ulonglong2*)buf;
-        for (u64 p = i; p < full / 2; p += stride) {
+        u64 counter = base + 2 * i * GAMMA;
+        const u64 step = 2 * stride * GAMMA;
+        for (u64 p = i; p < full / 2; p += stride, counter += step) {
             ulonglong2 v = pairs[p];
-            u64 w = 2 * p;
-            u64 f0 = first_bad_byte(v.x, generated_word(seed, first_word + w), w, ~0ULL);
-            u64 f1 = first_bad_byte(v.y, generated_word(seed, first_word + w + 1), w + 1, ~0ULL);
-            bad += (f0 != ~0ULL) + (f1 != ~0ULL);
-            first = min(first, min(f0, f1));
+            u64 e0 = mix64(counter), e1 = mix64(counter + GAMMA);
+            if ((v.x ^ e0) | (v.y ^ e1)) {
+                u64 w = 2 * p;
+                u64 f0 = first_bad_byte(v.x, e0, w, ~0ULL);
+                u64 f1 = first_bad_byte(v.y, e1, w + 1, ~0ULL);
+                bad += (f0 != ~0ULL) + (f1 != ~0ULL);
+                first = min(first, min(f0, f1));
+            }
         }
         if (i == 0 && (full & 1)) {
             u64 w = full - 1;
-            u64 f = first_bad_byte(((const u64*)buf)[w], generated_word(seed, first_word + w), w, ~0ULL);
+            u64 f = first_bad_byte(((const u64*)buf)[w], mix64(base + w * GAMMA), w, ~0ULL);
             bad += f != ~0ULL;
             first = min(first, f);
         }
     } else {
         for (u64 w = i; w < full; w += stride) {
-            u64 f = first_bad_byte(load_bytes(buf + 8 * w, 8), generated_word(seed, first_word + w), w, ~0ULL);
+            u64 f = first_bad_byte(load_bytes(buf + 8 * w, 8), mix64(base + w * GAMMA), w, ~0ULL);
             bad += f != ~0ULL;
             first = min(first, f);
         }
     }
     if (i == 0 && tail) {
         u64 mask = (1ULL << (8 * tail)) - 1;
-        u64 f = first_bad_byte(load_bytes(buf + 8 * full, tail), generated_word(seed, first_word + full), full, mask);
+        u64 f = first_bad_byte(load_bytes(buf + 8 * full, tail), mix64(base + full * GAMMA), full, mask);
         bad += f != ~0ULL;
         first = min(first, f);
     }
@@ -99,18 +104,22 @@ extern "C" __global__ void exact_compare(const unsigned char* buf, u64 len, u64 
     }
 }
 
-// out[0] += the range's checksum sum (wrapping).
+// out[0] += the range's checksum sum (wrapping). The position key advances by a constant per step.
 extern "C" __global__ void checksum(const unsigned char* buf, u64 len, u64 first_word, u64* out) {
     const u64 full = len / 8;
     const unsigned tail = (unsigned)(len % 8);
     const u64 stride = (u64)gridDim.x * blockDim.x;
     const u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+    // Key of word w: (first_word + w + 1) * CHECKSUM_GAMMA.
+    const u64 base = (first_word + 1) * CHECKSUM_GAMMA;
     u64 sum = 0;
     if (((size_t)buf & 15) == 0) {
         const ulonglong2* pairs = (const ulonglong2*)buf;
-        for (u64 p = i; p < full / 2; p += stride) {
+        u64 key = base + 2 * i * CHECKSUM_GAMMA;
+        const u64 step = 2 * stride * CHECKSUM_GAMMA;
+        for (u64 p = i; p < full / 2; p += stride, key += step) {
             ulonglong2 v = pairs[p];
-            sum += checksum_term(v.x, first_word + 2 * p) + checksum_term(v.y, first_word + 2 * p + 1);
+            sum += mix64(v.x ^ key) + mix64(v.y ^ (key + CHECKSUM_GAMMA));
         }
         if (i == 0 && (full & 1)) sum += checksum_term(((const u64*)buf)[full - 1], first_word + full - 1);
     } else {

@@ -4,6 +4,7 @@
 //! Everything here loads its libraries at run time and checks that they exist before the first
 //! call: cudarc panics on a missing library, so [`Gpu::open`] asks `is_culib_present` first.
 
+pub mod bench;
 pub mod cufile;
 
 use std::sync::Arc;
@@ -59,6 +60,8 @@ pub struct Gpu {
     ctx: Arc<CudaContext>,
     stream: Arc<CudaStream>,
     kernels: Option<Kernels>,
+    /// GPU time of the last verification kernel (CUDA events), for `bench --gpu`.
+    pub last_kernel_seconds: f64,
 }
 
 struct Kernels {
@@ -82,6 +85,7 @@ impl Gpu {
             ctx,
             stream,
             kernels: None,
+            last_kernel_seconds: 0.0,
         })
     }
 
@@ -91,8 +95,19 @@ impl Gpu {
     }
 
     /// Verifies one pass of `plan` in `buffer` with the GPU kernels.
-    pub fn verify(&mut self, buffer: &DeviceBuffer, plan: &ReadPlan, method: Integrity, expected: u64) -> Result<IntegrityResult, GpuError> {
-        integrity::check(plan, &mut DeviceVerifier { gpu: self, buffer }, method, expected)
+    pub fn verify(
+        &mut self,
+        buffer: &DeviceBuffer,
+        plan: &ReadPlan,
+        method: Integrity,
+        expected: u64,
+    ) -> Result<IntegrityResult, GpuError> {
+        integrity::check(
+            plan,
+            &mut DeviceVerifier { gpu: self, buffer },
+            method,
+            expected,
+        )
     }
 
     /// Makes the context current on the calling thread (cuFile needs it on every reader thread).
@@ -226,18 +241,11 @@ impl Gpu {
         )?[0])
     }
 
-    /// Seconds a kernel that only reads `buffer` takes (the bandwidth reference of `bench --gpu`).
-    pub fn time_plain_read(&mut self, buffer: &DeviceBuffer) -> Result<f64, GpuError> {
-        let start = std::time::Instant::now();
-        self.run(
-            buffer,
-            0,
-            buffer.len as u64,
-            [0, 0],
-            |kernels| &kernels.plain_read,
-            &[],
-        )?;
-        Ok(start.elapsed().as_secs_f64())
+    /// Runs the kernel that only reads `buffer` (the bandwidth reference of `bench --gpu`).
+    pub fn plain_read(&mut self, buffer: &DeviceBuffer) -> Result<(), GpuError> {
+        let len = buffer.len as u64;
+        self.run(buffer, 0, len, [0, 0], |kernels| &kernels.plain_read, &[])
+            .map(|_| ())
     }
 
     /// Launches `kernel(buf + offset, len, extra..., out)` and returns `out`.
@@ -270,7 +278,21 @@ impl Gpu {
         launch.arg(&mut out);
         // SAFETY: the arguments match the kernel's signature in kernels.cu, and [start, start+len)
         // lies inside the live allocation (asserted above).
+        let timing = Some(sys::CUevent_flags::CU_EVENT_DEFAULT);
+        let start_event = self
+            .stream
+            .record_event(timing)
+            .context(|| "record a CUDA event".into())?;
         unsafe { launch.launch(config) }.context(|| "launch a verification kernel".into())?;
+        let end_event = self
+            .stream
+            .record_event(timing)
+            .context(|| "record a CUDA event".into())?;
+        self.last_kernel_seconds = f64::from(
+            start_event
+                .elapsed_ms(&end_event)
+                .context(|| "time a kernel".into())?,
+        ) / 1e3;
         let host = self
             .stream
             .clone_dtoh(&out)
@@ -280,10 +302,19 @@ impl Gpu {
 }
 
 /// Synchronous copy of the first `len` bytes of `src` to `dst` at `offset`.
-pub fn copy_to_device(src: &PinnedBuffer, len: usize, dst: &DeviceBuffer, offset: u64) -> Result<(), GpuError> {
-    assert!(len <= src.len && offset + len as u64 <= dst.len as u64, "copy outside its buffers");
+pub fn copy_to_device(
+    src: &PinnedBuffer,
+    len: usize,
+    dst: &DeviceBuffer,
+    offset: u64,
+) -> Result<(), GpuError> {
+    assert!(
+        len <= src.len && offset + len as u64 <= dst.len as u64,
+        "copy outside its buffers"
+    );
     // SAFETY: both ranges lie inside live allocations (asserted above).
-    unsafe { result::memcpy_htod_sync(dst.ptr + offset, &src.as_slice()[..len]) }.context(|| "copy a bounce buffer to the GPU".into())
+    unsafe { result::memcpy_htod_sync(dst.ptr + offset, &src.as_slice()[..len]) }
+        .context(|| "copy a bounce buffer to the GPU".into())
 }
 
 /// The verification kernels as a [`RangeVerifier`] over a device buffer.
@@ -294,12 +325,29 @@ struct DeviceVerifier<'a> {
 
 impl RangeVerifier for DeviceVerifier<'_> {
     type Error = GpuError;
-    fn exact(&mut self, seed: u64, file_offset: u64, buffer_offset: u64, len: u64) -> Result<Mismatch, GpuError> {
-        let (bad_words, first) = self.gpu.exact_compare(self.buffer, buffer_offset, len, seed, file_offset / 8)?;
-        Ok(Mismatch { bad_words, first_bad_offset: first.map(|relative| file_offset + relative) })
+    fn exact(
+        &mut self,
+        seed: u64,
+        file_offset: u64,
+        buffer_offset: u64,
+        len: u64,
+    ) -> Result<Mismatch, GpuError> {
+        let (bad_words, first) =
+            self.gpu
+                .exact_compare(self.buffer, buffer_offset, len, seed, file_offset / 8)?;
+        Ok(Mismatch {
+            bad_words,
+            first_bad_offset: first.map(|relative| file_offset + relative),
+        })
     }
-    fn checksum(&mut self, file_offset: u64, buffer_offset: u64, len: u64) -> Result<u64, GpuError> {
-        self.gpu.checksum(self.buffer, buffer_offset, len, file_offset / 8)
+    fn checksum(
+        &mut self,
+        file_offset: u64,
+        buffer_offset: u64,
+        len: u64,
+    ) -> Result<u64, GpuError> {
+        self.gpu
+            .checksum(self.buffer, buffer_offset, len, file_offset / 8)
     }
 }
 
@@ -343,3 +391,6 @@ impl Drop for PinnedBuffer {
         let _ = unsafe { result::free_host(self.ptr.cast()) };
     }
 }
+
+#[cfg(test)]
+mod tests;

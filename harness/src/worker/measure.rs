@@ -37,35 +37,61 @@ pub fn measure(spec: &WorkerSpec) -> WorkerResult {
         verify_seconds: 0.0,
         total_seconds: 0.0,
         startup_seconds: None,
+        setup: Vec::new(),
         gpu: None,
         cufile: None,
     };
     let failure = match spec.trial.reader {
-        ReaderKind::Posix => open_posix(spec).and_then(|mut reader| passes(spec, &mut reader, &mut m)),
+        ReaderKind::Posix => {
+            open_posix(spec).and_then(|mut reader| passes(spec, &mut reader, &mut m))
+        }
         ReaderKind::H2d => with_gpu(spec, &mut m, |gpu, m| {
             let t = &spec.trial;
-            let mut reader = Bounce::open(gpu, &spec.plan, t.nthreads, t.bounce_buffer_size, t.task_size).map_err(fail)?;
+            let mut reader = Bounce::open(
+                gpu,
+                &spec.plan,
+                t.nthreads,
+                t.bounce_buffer_size,
+                t.task_size,
+            )
+            .map_err(fail)?;
             passes(spec, &mut reader, m)
         }),
         ReaderKind::Cufile => with_gpu(spec, &mut m, |gpu, m| with_cufile(spec, gpu, m)),
-        ReaderKind::Kvikio => Err(WorkerFailure { reason: "the Rust worker does not run KvikIO trials".into(), next: "this is a bug in gds-gate: KvikIO trials go to the Python worker".into() }),
+        ReaderKind::Kvikio => Err(WorkerFailure {
+            reason: "the Rust worker does not run KvikIO trials".into(),
+            next: "this is a bug in gds-gate: KvikIO trials go to the Python worker".into(),
+        }),
     }
     .err();
     m.median_gbps = (!m.gbps.is_empty()).then(|| median(&m.gbps));
     m.total_seconds = started.elapsed().as_secs_f64();
-    WorkerResult { protocol: super::protocol::PROTOCOL_VERSION, measurement: Some(m), failure }
+    WorkerResult {
+        protocol: super::protocol::PROTOCOL_VERSION,
+        measurement: Some(m),
+        failure,
+    }
 }
 
 fn fail(error: ReaderError) -> WorkerFailure {
-    WorkerFailure { reason: crate::error_chain(&error), next: error.next_step() }
+    WorkerFailure {
+        reason: crate::error_chain(&error),
+        next: error.next_step(),
+    }
 }
 
 fn open_posix(spec: &WorkerSpec) -> Result<Posix, WorkerFailure> {
     Posix::open(&spec.plan).map_err(fail)
 }
 
-fn with_gpu(spec: &WorkerSpec, m: &mut Measurement, body: impl FnOnce(&mut Gpu, &mut Measurement) -> Result<(), WorkerFailure>) -> Result<(), WorkerFailure> {
+fn with_gpu(
+    spec: &WorkerSpec,
+    m: &mut Measurement,
+    body: impl FnOnce(&mut Gpu, &mut Measurement) -> Result<(), WorkerFailure>,
+) -> Result<(), WorkerFailure> {
+    let lap = Instant::now();
     let mut gpu = Gpu::open(spec.trial.gpu).map_err(|error| fail(error.into()))?;
+    m.setup.push(("gpu context".into(), lap.elapsed().as_secs_f64()));
     m.gpu = Some(format!("{} (GPU {})", gpu.name, gpu.ordinal));
     body(&mut gpu, m)
 }
@@ -73,15 +99,23 @@ fn with_gpu(spec: &WorkerSpec, m: &mut Measurement, body: impl FnOnce(&mut Gpu, 
 /// cuFile's driver and statistics around the reads: the counters are the only witness of which
 /// path cuFile took.
 fn with_cufile(spec: &WorkerSpec, gpu: &mut Gpu, m: &mut Measurement) -> Result<(), WorkerFailure> {
+    let mut lap = Instant::now();
+    let mut phase = |m: &mut Measurement, name: &str| {
+        m.setup.push((name.to_string(), lap.elapsed().as_secs_f64()));
+        lap = Instant::now();
+    };
     let library = Cufile::load().map_err(|error| fail(error.into()))?;
+    phase(m, "libcufile load");
     let mut evidence = CufileEvidence {
         library: library.path.clone(),
         version: library.version.to_string(),
-        requested_bytes: spec.plan.total_bytes() * u64::from(spec.trial.warmup + spec.trial.repetitions),
+        requested_bytes: spec.plan.total_bytes()
+            * u64::from(spec.trial.warmup + spec.trial.repetitions),
         ..Default::default()
     };
     let result = (|| {
         library.open_driver().map_err(|error| fail(error.into()))?;
+        phase(m, "cuFileDriverOpen");
         evidence.properties = library.properties().ok();
         let before = match library.start_stats().and_then(|()| library.stats()) {
             Ok(stats) => Some(stats),
@@ -90,8 +124,11 @@ fn with_cufile(spec: &WorkerSpec, gpu: &mut Gpu, m: &mut Measurement) -> Result<
                 None
             }
         };
+        phase(m, "cuFile statistics on");
         let outcome = {
-            let mut reader = CufileReader::open(gpu, &library, &spec.plan, spec.trial.buffer).map_err(fail)?;
+            let mut reader =
+                CufileReader::open(gpu, &library, &spec.plan, spec.trial.buffer).map_err(fail)?;
+            phase(m, "device buffer and file registration");
             passes(spec, &mut reader, m)
         };
         if let Some(before) = before {
@@ -110,9 +147,15 @@ fn with_cufile(spec: &WorkerSpec, gpu: &mut Gpu, m: &mut Measurement) -> Result<
 
 /// The path as far as cuFile's own counters tell it (the verdict cross-checks it with the rest).
 fn cufile_path(stats: Option<&Stats>) -> String {
-    let Some(stats) = stats else { return "cufile (unconfirmed: no cuFile statistics)".into() };
+    let Some(stats) = stats else {
+        return "cufile (unconfirmed: no cuFile statistics)".into();
+    };
     let sum = |f: fn(&cufile::GpuCounters) -> u64| stats.gpus.iter().map(f).sum::<u64>();
-    match (sum(|g| g.n_nvfs_reads), sum(|g| g.n_p2p_reads), sum(|g| g.n_posix_reads)) {
+    match (
+        sum(|g| g.n_nvfs_reads),
+        sum(|g| g.n_p2p_reads),
+        sum(|g| g.n_posix_reads),
+    ) {
         (0, 0, 0) => "cufile (no reads counted)".into(),
         (_, 0, 0) => "nvfs".into(),
         (0, _, 0) => "p2p".into(),
@@ -122,7 +165,11 @@ fn cufile_path(stats: Option<&Stats>) -> String {
 }
 
 /// Warmup and measured passes: drop the cache, clear the destination, read (timed), verify.
-fn passes(spec: &WorkerSpec, reader: &mut dyn Reader, m: &mut Measurement) -> Result<(), WorkerFailure> {
+fn passes(
+    spec: &WorkerSpec,
+    reader: &mut dyn Reader,
+    m: &mut Measurement,
+) -> Result<(), WorkerFailure> {
     let (trial, plan) = (&spec.trial, &spec.plan);
     if m.path.is_empty() {
         m.path = reader.path().to_string();
@@ -137,16 +184,23 @@ fn passes(spec: &WorkerSpec, reader: &mut dyn Reader, m: &mut Measurement) -> Re
         }
         reader.prepare().map_err(fail)?;
         if pass == 0 {
-            m.startup_seconds = Some(super::protocol::now_unix_ns().saturating_sub(spec.spawned_at_unix_ns) as f64 / 1e9);
+            m.startup_seconds = Some(
+                super::protocol::now_unix_ns().saturating_sub(spec.spawned_at_unix_ns) as f64 / 1e9,
+            );
         }
-        let seconds = reader.read(plan, trial.nthreads, trial.task_size).map_err(fail)?.as_secs_f64();
+        let seconds = reader
+            .read(plan, trial.nthreads, trial.task_size)
+            .map_err(fail)?
+            .as_secs_f64();
         if pass < trial.warmup {
             m.warmup_seconds.push(seconds);
         } else {
             m.seconds.push(seconds);
             m.gbps.push(plan.total_bytes() as f64 / seconds / 1e9);
         }
-        let result = reader.verify(plan, trial.expect.integrity, expected).map_err(fail)?;
+        let result = reader
+            .verify(plan, trial.expect.integrity, expected)
+            .map_err(fail)?;
         m.verify_seconds += result.seconds;
         let passed = result.passed();
         m.integrity = result;
@@ -165,7 +219,10 @@ fn drop_cache(plan: &ReadPlan, files: &[std::fs::File]) -> Result<f64, WorkerFai
         let path = planned.path.display();
         let resident = cache::drop_pages(file)
             .and_then(|()| cache::resident_fraction(file, planned.size))
-            .map_err(|error| WorkerFailure { reason: format!("cannot drop the page cache of `{path}`: {error}"), next: "check that the data dir is on a disk-backed file system".into() })?;
+            .map_err(|error| WorkerFailure {
+                reason: format!("cannot drop the page cache of `{path}`: {error}"),
+                next: "check that the data dir is on a disk-backed file system".into(),
+            })?;
         worst = worst.max(resident);
     }
     if worst > MAX_RESIDENT_AFTER_DROP {

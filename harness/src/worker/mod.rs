@@ -38,85 +38,181 @@ impl Launcher {
         match self.start(&spec, plan, &dir) {
             Ok((finished, result)) => self.judge(spec, &dir, finished, result),
             Err(reason) => {
-                let details = format!("{}\n  next: check that the reports directory is writable and the gate binary runs", where_(&spec));
+                let details = format!(
+                    "{}\n  next: check that the reports directory is writable and the gate binary runs",
+                    where_(&spec)
+                );
                 TrialRecord::failed(spec, reason, details, None)
             }
         }
     }
 
-    fn start(&self, spec: &TrialSpec, plan: ReadPlan, dir: &Path) -> Result<(process::Finished, Result<WorkerResult, String>), String> {
+    fn start(
+        &self,
+        spec: &TrialSpec,
+        plan: ReadPlan,
+        dir: &Path,
+    ) -> Result<(process::Finished, Result<WorkerResult, String>), String> {
         let _ = std::fs::remove_dir_all(dir);
-        std::fs::create_dir_all(dir).map_err(|error| format!("cannot create the trial folder `{}`: {error}", dir.display()))?;
+        std::fs::create_dir_all(dir).map_err(|error| {
+            format!(
+                "cannot create the trial folder `{}`: {error}",
+                dir.display()
+            )
+        })?;
         let mut env = Vec::new();
         if matches!(spec.reader, Reader::Cufile | Reader::Kvikio) {
-            let config = crate::cufile_config::write_for_trial(&spec.cufile, dir).map_err(|error| crate::error_chain(&error))?;
-            env.push(("CUFILE_ENV_PATH_JSON".to_string(), config.display().to_string()));
+            let config = crate::cufile_config::write_for_trial(&spec.cufile, dir)
+                .map_err(|error| crate::error_chain(&error))?;
+            env.push((
+                "CUFILE_ENV_PATH_JSON".to_string(),
+                config.display().to_string(),
+            ));
         }
         let timeout = self.timeout.unwrap_or_else(|| timeout_for(spec, &plan));
-        let worker_spec = WorkerSpec { protocol: PROTOCOL_VERSION, trial: spec.clone(), plan, spawned_at_unix_ns: protocol::now_unix_ns() };
+        let worker_spec = WorkerSpec {
+            protocol: PROTOCOL_VERSION,
+            trial: spec.clone(),
+            plan,
+            spawned_at_unix_ns: protocol::now_unix_ns(),
+        };
         let spec_path = dir.join("spec.json");
         let result_path = dir.join("result.json");
         let text = serde_json::to_string_pretty(&worker_spec).map_err(|error| error.to_string())?;
-        std::fs::write(&spec_path, text).map_err(|error| format!("cannot write `{}`: {error}", spec_path.display()))?;
+        std::fs::write(&spec_path, text)
+            .map_err(|error| format!("cannot write `{}`: {error}", spec_path.display()))?;
         let job = Job {
             program: self.gate.clone(),
-            args: vec!["worker".into(), "--spec".into(), spec_path.into(), "--result".into(), result_path.clone().into()],
+            args: vec![
+                "worker".into(),
+                "--spec".into(),
+                spec_path.into(),
+                "--result".into(),
+                result_path.clone().into(),
+            ],
             env,
             dir: dir.to_path_buf(),
             timeout,
         };
-        let finished = process::run(&job).map_err(|error| format!("cannot start the worker `{}`: {error}", self.gate.display()))?;
+        let finished = process::run(&job).map_err(|error| {
+            format!("cannot start the worker `{}`: {error}", self.gate.display())
+        })?;
         let result = match std::fs::read_to_string(&result_path) {
             Err(_) => Err("no result".to_string()),
-            Ok(text) => serde_json::from_str::<WorkerResult>(&text).map_err(|error| format!("the worker's answer is not a valid result: {error}")),
+            Ok(text) => serde_json::from_str::<WorkerResult>(&text)
+                .map_err(|error| format!("the worker's answer is not a valid result: {error}")),
         };
         Ok((finished, result))
     }
 
     /// Every way a worker can end, turned into one record.
-    fn judge(&self, spec: TrialSpec, dir: &Path, finished: process::Finished, result: Result<WorkerResult, String>) -> TrialRecord {
+    fn judge(
+        &self,
+        spec: TrialSpec,
+        dir: &Path,
+        finished: process::Finished,
+        result: Result<WorkerResult, String>,
+    ) -> TrialRecord {
         let tail = finished.tail(TAIL_LINES);
-        let shown_tail = if tail.trim().is_empty() { String::new() } else { format!("\n  last lines of the worker's output:\n{}", indent(&tail)) };
-        let run = WorkerRun { dir: dir.to_path_buf(), ending: finished.ending.clone(), seconds: finished.elapsed.as_secs_f64() };
+        let shown_tail = if tail.trim().is_empty() {
+            String::new()
+        } else {
+            format!("\n  last lines of the worker's output:\n{}", indent(&tail))
+        };
+        let run = WorkerRun {
+            dir: dir.to_path_buf(),
+            ending: finished.ending.clone(),
+            seconds: finished.elapsed.as_secs_f64(),
+        };
         let mut record = match result {
             Ok(result) if result.protocol != PROTOCOL_VERSION => TrialRecord::failed(
                 spec.clone(),
-                format!("the worker speaks protocol {}, the gate {PROTOCOL_VERSION}", result.protocol),
-                format!("{}\n  next: rebuild the gate so that both sides match", where_(&spec)),
+                format!(
+                    "the worker speaks protocol {}, the gate {PROTOCOL_VERSION}",
+                    result.protocol
+                ),
+                format!(
+                    "{}\n  next: rebuild the gate so that both sides match",
+                    where_(&spec)
+                ),
                 None,
             ),
-            Ok(WorkerResult { measurement, failure: Some(failure), .. }) => {
-                TrialRecord::failed(spec.clone(), failure.reason, format!("{}\n  next: {}{shown_tail}", where_(&spec), failure.next), measurement)
-            }
-            Ok(WorkerResult { measurement: Some(measurement), failure: None, .. }) => {
+            Ok(WorkerResult {
+                measurement,
+                failure: Some(failure),
+                ..
+            }) => TrialRecord::failed(
+                spec.clone(),
+                failure.reason,
+                format!("{}\n  next: {}{shown_tail}", where_(&spec), failure.next),
+                measurement,
+            ),
+            Ok(WorkerResult {
+                measurement: Some(measurement),
+                failure: None,
+                ..
+            }) => {
                 let mut record = TrialRecord::passed(spec.clone(), measurement);
                 if !finished.ending.is_clean() {
                     // Seen on real hardware: KvikIO with cuda.bindings loaded segfaults at
                     // interpreter exit, after a complete result.
-                    let warning = format!("the worker {} after writing a complete result", finished.ending);
+                    let warning = format!(
+                        "the worker {} after writing a complete result",
+                        finished.ending
+                    );
                     if self.strict {
-                        record = TrialRecord::failed(spec.clone(), warning, format!("{}\n  next: --strict turns a crash during teardown into a failure{shown_tail}", where_(&spec)), record.measurement);
+                        record = TrialRecord::failed(
+                            spec.clone(),
+                            warning,
+                            format!(
+                                "{}\n  next: --strict turns a crash during teardown into a failure{shown_tail}",
+                                where_(&spec)
+                            ),
+                            record.measurement,
+                        );
                     } else {
                         record.warnings.push(warning);
                     }
                 }
                 record
             }
-            Ok(WorkerResult { measurement: None, failure: None, .. }) => {
-                TrialRecord::failed(spec.clone(), "the worker answered with neither a measurement nor a failure".into(), format!("{}{shown_tail}", where_(&spec)), None)
-            }
+            Ok(WorkerResult {
+                measurement: None,
+                failure: None,
+                ..
+            }) => TrialRecord::failed(
+                spec.clone(),
+                "the worker answered with neither a measurement nor a failure".into(),
+                format!("{}{shown_tail}", where_(&spec)),
+                None,
+            ),
             Err(problem) => {
                 let reason = match (&finished.ending, problem.as_str()) {
                     (Ending::TimedOut { .. }, _) => format!("the worker {}", finished.ending),
-                    (Ending::Exited { code: 0 }, "no result") => "the worker exited without writing its result".to_string(),
+                    (Ending::Exited { code: 0 }, "no result") => {
+                        "the worker exited without writing its result".to_string()
+                    }
                     (ending, "no result") => format!("the worker {ending} without a result"),
                     (_, problem) => problem.to_string(),
                 };
                 let next = match finished.ending {
-                    Ending::TimedOut { .. } => "the stack under test hung or is far slower than expected: look at the worker's output and the trial's cufile.log",
-                    _ => "the stack under test crashed the worker: look at its output and the trial's cufile.log",
+                    Ending::TimedOut { .. } => {
+                        "the stack under test hung or is far slower than expected: look at the worker's output and the trial's cufile.log"
+                    }
+                    _ => {
+                        "the stack under test crashed the worker: look at its output and the trial's cufile.log"
+                    }
                 };
-                TrialRecord::failed(spec.clone(), reason, format!("{}\n  next: {next} (in `{}`){shown_tail}", where_(&spec), dir.display()), None)
+                TrialRecord::failed(
+                    spec.clone(),
+                    reason,
+                    format!(
+                        "{}\n  next: {next} (in `{}`){shown_tail}",
+                        where_(&spec),
+                        dir.display()
+                    ),
+                    None,
+                )
             }
         };
         record.worker = Some(run);
@@ -127,23 +223,42 @@ impl Launcher {
 /// The worker side: read the spec, measure, write the result atomically. The exit status only
 /// says whether a result was written.
 pub fn worker_main(spec_path: &Path, result_path: &Path) -> u8 {
-    let spec = match std::fs::read_to_string(spec_path).map_err(|e| e.to_string()).and_then(|text| serde_json::from_str::<WorkerSpec>(&text).map_err(|e| e.to_string())) {
+    let spec = match std::fs::read_to_string(spec_path)
+        .map_err(|e| e.to_string())
+        .and_then(|text| serde_json::from_str::<WorkerSpec>(&text).map_err(|e| e.to_string()))
+    {
         Ok(spec) => spec,
         Err(error) => {
-            eprintln!("error: cannot read the worker spec `{}`: {error}", spec_path.display());
+            eprintln!(
+                "error: cannot read the worker spec `{}`: {error}",
+                spec_path.display()
+            );
             return 2;
         }
     };
     let result = if spec.protocol == PROTOCOL_VERSION {
         measure::measure(&spec)
     } else {
-        WorkerResult { protocol: PROTOCOL_VERSION, measurement: None, failure: Some(WorkerFailure { reason: format!("the gate speaks protocol {}, this worker {PROTOCOL_VERSION}", spec.protocol), next: "rebuild the gate".into() }) }
+        WorkerResult {
+            protocol: PROTOCOL_VERSION,
+            measurement: None,
+            failure: Some(WorkerFailure {
+                reason: format!(
+                    "the gate speaks protocol {}, this worker {PROTOCOL_VERSION}",
+                    spec.protocol
+                ),
+                next: "rebuild the gate".into(),
+            }),
+        }
     };
     let text = serde_json::to_string_pretty(&result).unwrap_or_default();
     match crate::report::write_atomically(result_path, text.as_bytes()) {
         Ok(()) => 0,
         Err(error) => {
-            eprintln!("error: cannot write the worker result `{}`: {error}", result_path.display());
+            eprintln!(
+                "error: cannot write the worker result `{}`: {error}",
+                result_path.display()
+            );
             2
         }
     }
@@ -158,16 +273,33 @@ fn timeout_for(spec: &TrialSpec, plan: &ReadPlan) -> Duration {
 
 /// A trial name as a folder name.
 fn slug(name: &str) -> String {
-    name.chars().map(|c| if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '=' | ',') { c } else { '_' }).collect()
+    name.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '=' | ',') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
 }
 
 fn indent(text: &str) -> String {
-    text.lines().map(|line| format!("    {line}")).collect::<Vec<_>>().join("\n")
+    text.lines()
+        .map(|line| format!("    {line}"))
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// `scenario `cold-read` at scenarios/smoke.yaml:12, reader posix`.
 pub fn where_(spec: &TrialSpec) -> String {
-    format!("  scenario: `{}` at {}:{}, reader {}", spec.scenario, spec.source_file.display(), spec.source_line, spec.reader.name())
+    format!(
+        "  scenario: `{}` at {}:{}, reader {}",
+        spec.scenario,
+        spec.source_file.display(),
+        spec.source_line,
+        spec.reader.name()
+    )
 }
 
 #[cfg(test)]
@@ -185,11 +317,20 @@ mod tests {
         let path = dir.join("fake-gate");
         std::fs::write(&path, format!("#!/bin/sh\n{script}\n")).unwrap();
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
-        Launcher { gate: path, trials_dir: dir.join("trials"), strict, timeout: Some(Duration::from_millis(500)) }
+        Launcher {
+            gate: path,
+            trials_dir: dir.join("trials"),
+            strict,
+            timeout: Some(Duration::from_millis(500)),
+        }
     }
 
     fn trial() -> (TrialSpec, ReadPlan) {
-        let suite = crate::scenario::parse(Path::new("s.yaml"), "scenarios:\n  - name: t\n    files: { size: 1MiB }\n").unwrap();
+        let suite = crate::scenario::parse(
+            Path::new("s.yaml"),
+            "scenarios:\n  - name: t\n    files: { size: 1MiB }\n",
+        )
+        .unwrap();
         let spec = crate::scenario::expand(&suite).remove(0);
         (spec, ReadPlan::new(Vec::new(), &Pattern::Whole))
     }
@@ -208,10 +349,15 @@ mod tests {
             verify_seconds: 0.0,
             total_seconds: 1.0,
             startup_seconds: None,
+            setup: Vec::new(),
             gpu: None,
             cufile: None,
         };
-        let result = WorkerResult { protocol: PROTOCOL_VERSION, measurement: Some(measurement), failure: None };
+        let result = WorkerResult {
+            protocol: PROTOCOL_VERSION,
+            measurement: Some(measurement),
+            failure: None,
+        };
         let path = dir.join("canned-result.json");
         std::fs::write(&path, serde_json::to_string(&result).unwrap()).unwrap();
         path
@@ -229,7 +375,10 @@ mod tests {
     fn an_aborting_worker_fails_its_trial_with_the_signal_and_its_last_words() {
         let record = run("echo 'cuFile: driver exploded' >&2; kill -ABRT $$", false);
         assert_eq!(record.status, Status::Failed);
-        assert_eq!(record.reason.as_deref(), Some("the worker killed by signal 6 (SIGABRT) without a result"));
+        assert_eq!(
+            record.reason.as_deref(),
+            Some("the worker killed by signal 6 (SIGABRT) without a result")
+        );
         assert!(record.details.unwrap().contains("cuFile: driver exploded"));
     }
 
@@ -244,16 +393,27 @@ mod tests {
     fn garbage_instead_of_a_result_fails_the_trial() {
         let record = run("echo 'not json' > \"$5\"", false);
         assert_eq!(record.status, Status::Failed);
-        assert!(record.reason.unwrap().starts_with("the worker's answer is not a valid result"));
+        assert!(
+            record
+                .reason
+                .unwrap()
+                .starts_with("the worker's answer is not a valid result")
+        );
         let record = run("exit 0", false);
-        assert_eq!(record.reason.as_deref(), Some("the worker exited without writing its result"));
+        assert_eq!(
+            record.reason.as_deref(),
+            Some("the worker exited without writing its result")
+        );
     }
 
     #[test]
     fn a_crash_after_a_complete_result_warns_or_fails_under_strict() {
         let record = run("cp CANNED \"$5\"; kill -SEGV $$", false);
         assert_eq!(record.status, Status::Passed);
-        assert_eq!(record.warnings, ["the worker killed by signal 11 (SIGSEGV) after writing a complete result"]);
+        assert_eq!(
+            record.warnings,
+            ["the worker killed by signal 11 (SIGSEGV) after writing a complete result"]
+        );
         let record = run("cp CANNED \"$5\"; kill -SEGV $$", true);
         assert_eq!(record.status, Status::Failed);
         assert!(record.measurement.is_some());

@@ -28,9 +28,17 @@ pub struct Job {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Ending {
-    Exited { code: i32 },
-    Signalled { signal: i32, name: String, core_dumped: bool },
-    TimedOut { after_seconds: u64 },
+    Exited {
+        code: i32,
+    },
+    Signalled {
+        signal: i32,
+        name: String,
+        core_dumped: bool,
+    },
+    TimedOut {
+        after_seconds: u64,
+    },
 }
 
 impl Ending {
@@ -43,10 +51,21 @@ impl std::fmt::Display for Ending {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Ending::Exited { code } => write!(f, "exited with status {code}"),
-            Ending::Signalled { signal, name, core_dumped } => {
-                write!(f, "killed by signal {signal} ({name}){}", if *core_dumped { ", core dumped" } else { "" })
+            Ending::Signalled {
+                signal,
+                name,
+                core_dumped,
+            } => {
+                write!(
+                    f,
+                    "killed by signal {signal} ({name}){}",
+                    if *core_dumped { ", core dumped" } else { "" }
+                )
             }
-            Ending::TimedOut { after_seconds } => write!(f, "did not finish within {after_seconds} s and was killed (SIGTERM, then SIGKILL)"),
+            Ending::TimedOut { after_seconds } => write!(
+                f,
+                "did not finish within {after_seconds} s and was killed (SIGTERM, then SIGKILL)"
+            ),
         }
     }
 }
@@ -87,20 +106,31 @@ pub fn run(job: &Job) -> io::Result<Finished> {
         if let Some(status) = child.try_wait()? {
             break match (status.code(), status.signal()) {
                 (Some(code), _) => Ending::Exited { code },
-                (None, Some(signal)) => Ending::Signalled { signal, name: signal_name(signal), core_dumped: status.core_dumped() },
+                (None, Some(signal)) => Ending::Signalled {
+                    signal,
+                    name: signal_name(signal),
+                    core_dumped: status.core_dumped(),
+                },
                 (None, None) => Ending::Exited { code: -1 },
             };
         }
         if start.elapsed() >= job.timeout {
             terminate(&mut child, pgid)?;
-            break Ending::TimedOut { after_seconds: job.timeout.as_secs() };
+            break Ending::TimedOut {
+                after_seconds: job.timeout.as_secs(),
+            };
         }
         std::thread::sleep(Duration::from_millis(5));
     };
     // Whatever the worker left running in its group (helper threads are gone with it, but a
     // spawned tool might not be) must not outlive the trial.
     kill_group(pgid, libc::SIGKILL);
-    Ok(Finished { ending, elapsed: start.elapsed(), stdout, stderr })
+    Ok(Finished {
+        ending,
+        elapsed: start.elapsed(),
+        stdout,
+        stderr,
+    })
 }
 
 fn terminate(child: &mut std::process::Child, pgid: i32) -> io::Result<()> {
@@ -138,7 +168,9 @@ fn signal_name(signal: i32) -> String {
 
 /// The last `lines` lines of a file, reading at most its last 64 KiB.
 fn tail_of(path: &Path, lines: usize) -> String {
-    let Ok(mut file) = File::open(path) else { return String::new() };
+    let Ok(mut file) = File::open(path) else {
+        return String::new();
+    };
     let len = file.metadata().map(|m| m.len()).unwrap_or(0);
     let _ = file.seek(SeekFrom::Start(len.saturating_sub(64 << 10)));
     let mut bytes = Vec::new();
@@ -167,7 +199,10 @@ mod tests {
 
     #[test]
     fn exit_codes_and_output_are_captured() {
-        let (_dir, finished) = sh("echo out; echo \"err $GDS_GATE_TEST_VALUE\" >&2; exit 3", Duration::from_secs(10));
+        let (_dir, finished) = sh(
+            "echo out; echo \"err $GDS_GATE_TEST_VALUE\" >&2; exit 3",
+            Duration::from_secs(10),
+        );
         assert_eq!(finished.ending, Ending::Exited { code: 3 });
         assert_eq!(finished.tail(5), "err 42");
     }
@@ -175,7 +210,11 @@ mod tests {
     #[test]
     fn an_abort_is_reported_as_its_signal() {
         let (_dir, finished) = sh("echo dying >&2; kill -ABRT $$", Duration::from_secs(10));
-        assert!(matches!(&finished.ending, Ending::Signalled { signal, name, .. } if *signal == libc::SIGABRT && name == "SIGABRT"), "{}", finished.ending);
+        assert!(
+            matches!(&finished.ending, Ending::Signalled { signal, name, .. } if *signal == libc::SIGABRT && name == "SIGABRT"),
+            "{}",
+            finished.ending
+        );
         assert!(finished.ending.to_string().contains("SIGABRT"));
         assert_eq!(finished.tail(1), "dying");
     }
@@ -183,8 +222,14 @@ mod tests {
     #[test]
     fn a_hang_is_killed_after_the_timeout_with_its_children() {
         let started = Instant::now();
-        let (_dir, finished) = sh("trap '' TERM; sleep 30 & sleep 30; wait", Duration::from_millis(300));
+        let (_dir, finished) = sh(
+            "trap '' TERM; sleep 30 & sleep 30; wait",
+            Duration::from_millis(300),
+        );
         assert_eq!(finished.ending, Ending::TimedOut { after_seconds: 0 });
-        assert!(started.elapsed() < Duration::from_secs(20), "SIGKILL after the grace period must end it");
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "SIGKILL after the grace period must end it"
+        );
     }
 }

@@ -1,0 +1,147 @@
+//! `cargo xtask bench --gpu`: what verification costs on the GPU, and how the `cufile` reader
+//! compares with `dd iflag=direct` on the same cold file, in one run.
+//!
+//! Verification is judged against a kernel that only reads the same buffer: both are bound by
+//! memory bandwidth, so the ratio says how much the regeneration and mixing cost on top.
+
+use std::fmt::Write as _;
+use std::path::Path;
+use std::process::Command;
+
+use super::cufile::Cufile;
+use super::{Gpu, GpuError, copy_to_device};
+use crate::data::{self, GeneratedFile, NoProgress};
+use crate::plan::{PlannedFile, ReadPlan};
+use crate::reader::Reader;
+use crate::reader::cufile::CufileReader;
+use crate::record::median;
+use crate::scenario::{BufferKind, Pattern};
+
+pub fn run(size: u64, runs: usize, dir: &Path) -> Result<String, String> {
+    let mut gpu = Gpu::open(0).map_err(|error| error.to_string())?;
+    let mut out = format!(
+        "GPU {} — buffer {}, {runs} runs, medians\n\n",
+        gpu.name,
+        data::format_bytes(size, 2)
+    );
+    kernels(&mut gpu, size, runs, &mut out).map_err(|error| crate::error_chain(&error))?;
+    storage(&mut gpu, size, runs, dir, &mut out)?;
+    Ok(out)
+}
+
+fn kernels(gpu: &mut Gpu, size: u64, runs: usize, out: &mut String) -> Result<(), GpuError> {
+    let buffer = gpu.alloc(size as usize)?;
+    // Generated data, uploaded in slices through one pinned buffer.
+    let chunk = 256usize << 20;
+    let mut pinned = gpu.pinned(chunk)?;
+    let mut offset = 0u64;
+    while offset < size {
+        let len = chunk.min((size - offset) as usize);
+        data::fill_parallel(1, offset, &mut pinned.as_mut_slice()[..len]);
+        copy_to_device(&pinned, len, &buffer, offset)?;
+        offset += len as u64;
+    }
+    let measure = |gpu: &mut Gpu,
+                   kernel: &dyn Fn(&mut Gpu) -> Result<(), GpuError>|
+     -> Result<f64, GpuError> {
+        kernel(gpu)?; // warm-up, and the one-time NVRTC compile
+        let mut rates = Vec::new();
+        for _ in 0..runs {
+            kernel(gpu)?;
+            rates.push(size as f64 / gpu.last_kernel_seconds / 1e12);
+        }
+        Ok(median(&rates))
+    };
+    let plain = measure(gpu, &|gpu| gpu.plain_read(&buffer))?;
+    let exact = measure(gpu, &|gpu| {
+        gpu.exact_compare(&buffer, 0, size, 1, 0)
+            .map(|(bad, _)| assert_eq!(bad, 0, "generated data must verify"))
+    })?;
+    let checksum = measure(gpu, &|gpu| gpu.checksum(&buffer, 0, size, 0).map(|_| ()))?;
+    let _ = writeln!(
+        out,
+        "| kernel over the device buffer | TB/s | of plain read |\n|---|---:|---:|"
+    );
+    for (name, rate) in [
+        ("plain read (reference)", plain),
+        ("exact compare (regenerate + compare)", exact),
+        ("position-keyed checksum", checksum),
+    ] {
+        let _ = writeln!(out, "| {name} | {rate:.2} | {:.1}% |", rate / plain * 100.0);
+    }
+    out.push('\n');
+    Ok(())
+}
+
+/// The cufile reader and `dd iflag=direct bs=16M` on the same cold file.
+fn storage(
+    gpu: &mut Gpu,
+    size: u64,
+    runs: usize,
+    dir: &Path,
+    out: &mut String,
+) -> Result<(), String> {
+    let prepared = data::ensure_generated(dir, GeneratedFile { seed: 77, size }, &mut NoProgress)
+        .map_err(|error| crate::error_chain(&error))?;
+    let path = prepared.path.clone();
+    let drop_cache = || -> Result<(), String> {
+        let file = std::fs::File::open(&path).map_err(|error| error.to_string())?;
+        crate::cache::drop_pages(&file).map_err(|error| error.to_string())
+    };
+    let mut dd = Vec::new();
+    for _ in 0..runs {
+        drop_cache()?;
+        let start = std::time::Instant::now();
+        let status = Command::new("dd")
+            .arg(format!("if={}", path.display()))
+            .args(["of=/dev/null", "bs=16M", "iflag=direct", "status=none"])
+            .status()
+            .map_err(|error| format!("cannot run dd: {error}"))?;
+        if !status.success() {
+            return Err(format!("dd failed: {status}"));
+        }
+        dd.push(size as f64 / start.elapsed().as_secs_f64() / 1e9);
+    }
+    let library = Cufile::load().map_err(|error| error.to_string())?;
+    library.open_driver().map_err(|error| error.to_string())?;
+    let plan = ReadPlan::new(
+        vec![PlannedFile {
+            path: path.clone(),
+            size,
+            seed: Some(77),
+            checksum: prepared.checksum,
+        }],
+        &Pattern::Whole,
+    );
+    let _ = writeln!(
+        out,
+        "| cold read of {} | GB/s | of dd |\n|---|---:|---:|",
+        path.display()
+    );
+    let dd_median = median(&dd);
+    let _ = writeln!(out, "| dd iflag=direct bs=16M | {dd_median:.2} | 100% |");
+    for (threads, task) in [(1u32, 16u64 << 20), (8, 4 << 20)] {
+        let mut reader = CufileReader::open(gpu, &library, &plan, BufferKind::Unregistered)
+            .map_err(|error| crate::error_chain(&error))?;
+        let mut rates = Vec::new();
+        for _ in 0..runs {
+            drop_cache()?;
+            reader.prepare().map_err(|error| error.to_string())?;
+            let seconds = reader
+                .read(&plan, threads, task)
+                .map_err(|error| crate::error_chain(&error))?
+                .as_secs_f64();
+            rates.push(size as f64 / seconds / 1e9);
+        }
+        let rate = median(&rates);
+        let _ = writeln!(
+            out,
+            "| cufile reader, {threads} thread(s), {} tasks | {rate:.2} | {:.0}% |",
+            data::format_bytes(task, 0),
+            rate / dd_median * 100.0
+        );
+    }
+    let _ = std::fs::remove_file(&path);
+    let _ = std::fs::remove_file(path.with_extension("bin.id.json"));
+    Ok(())
+}
