@@ -297,7 +297,11 @@ mod shipped {
         match value {
             Value::Object(map) => {
                 for (key, value) in map {
-                    let path = if prefix.is_empty() { key.clone() } else { format!("{prefix}.{key}") };
+                    let path = if prefix.is_empty() {
+                        key.clone()
+                    } else {
+                        format!("{prefix}.{key}")
+                    };
                     leaves(&path, value, out);
                 }
             }
@@ -312,12 +316,21 @@ mod shipped {
         leaves("", &Value::Object(map.clone()), &mut keys);
         assert!(keys.len() > 30, "{keys:?}");
         for key in &keys {
-            assert!(check_key(key).is_ok(), "shipped key `{key}` is not in KNOWN_KEYS");
+            assert!(
+                check_key(key).is_ok(),
+                "shipped key `{key}` is not in KNOWN_KEYS"
+            );
         }
-        let overrides = std::collections::BTreeMap::from([("properties.allow_compat_mode".to_string(), Value::from(false))]);
+        let overrides = std::collections::BTreeMap::from([(
+            "properties.allow_compat_mode".to_string(),
+            Value::from(false),
+        )]);
         let config = Value::Object(overlay(map, &overrides, Path::new("/trial")).unwrap());
         assert_eq!(config["properties"]["allow_compat_mode"], false);
         assert_eq!(config["execution"]["max_io_threads"], 4);
-        assert_eq!(config["properties"]["posix_pool_slab_size_kb"], serde_json::json!([4, 1024, 16384]));
+        assert_eq!(
+            config["properties"]["posix_pool_slab_size_kb"],
+            serde_json::json!([4, 1024, 16384])
+        );
     }
 }

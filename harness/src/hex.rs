@@ -11,6 +11,17 @@ pub fn parse(text: &str) -> Option<u64> {
     u64::from_str_radix(text.strip_prefix("0x")?, 16).ok()
 }
 
+/// Bytes from a hex string (two digits per byte), as the Python worker sends cuFile's structs.
+pub fn decode_bytes(text: &str) -> Option<Vec<u8>> {
+    if text.len() % 2 != 0 {
+        return None;
+    }
+    (0..text.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(text.get(i..i + 2)?, 16).ok())
+        .collect()
+}
+
 pub fn serialize<S: Serializer>(value: &u64, serializer: S) -> Result<S::Ok, S::Error> {
     serializer.serialize_str(&format(*value))
 }
@@ -26,6 +37,17 @@ pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<u64, D:
 
 pub mod option {
     use serde::{Deserialize, Deserializer, Serializer};
+
+    /// Bytes from a hex string (two digits per byte), as the Python worker sends cuFile's structs.
+    pub fn decode_bytes(text: &str) -> Option<Vec<u8>> {
+        if text.len() % 2 != 0 {
+            return None;
+        }
+        (0..text.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(text.get(i..i + 2)?, 16).ok())
+            .collect()
+    }
 
     pub fn serialize<S: Serializer>(value: &Option<u64>, serializer: S) -> Result<S::Ok, S::Error> {
         match value {
@@ -50,5 +72,8 @@ mod tests {
         assert_eq!(super::format(0xff), "0x00000000000000ff");
         assert_eq!(super::parse("0x00000000000000ff"), Some(0xff));
         assert_eq!(super::parse("ff"), None);
+        assert_eq!(super::decode_bytes("00ff10"), Some(vec![0, 255, 16]));
+        assert_eq!(super::decode_bytes("0f0"), None);
+        assert_eq!(super::decode_bytes("zz"), None);
     }
 }

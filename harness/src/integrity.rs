@@ -165,7 +165,7 @@ impl IntegrityResult {
 }
 
 /// (file offset, buffer offset, length, file index) of the ranges to verify.
-fn regions(plan: &ReadPlan) -> Vec<(u64, u64, u64, usize)> {
+pub fn regions(plan: &ReadPlan) -> Vec<(u64, u64, u64, usize)> {
     if plan.covers_files {
         let mut regions: Vec<(u64, u64, u64, usize)> = Vec::new();
         for segment in &plan.segments {

@@ -10,6 +10,7 @@ pub mod cli;
 pub mod commands;
 pub mod data;
 pub mod evidence;
+pub mod explain;
 pub mod gate;
 pub mod hex;
 pub mod host;
@@ -20,6 +21,7 @@ pub mod reader;
 pub mod record;
 pub mod report;
 pub mod scenario;
+pub mod verdict;
 pub mod verify;
 
 /// `error: caused by: …` as one line per cause, the way nextest prints error chains.
@@ -33,6 +35,6 @@ pub fn error_chain(error: &dyn std::error::Error) -> String {
     }
     text
 }
-pub mod gpu;
 pub mod cufile_config;
+pub mod gpu;
 pub mod worker;

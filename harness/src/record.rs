@@ -5,8 +5,8 @@ use serde::{Deserialize, Serialize};
 use crate::integrity::IntegrityResult;
 use crate::plan::PlannedFile;
 use crate::scenario::TrialSpec;
-use crate::worker::CufileEvidence;
 use crate::worker::process::Ending;
+use crate::worker::{CufileEvidence, KvikioEvidence};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -70,6 +70,8 @@ pub struct Measurement {
     /// The GPU read into (`h2d`, `cufile`, `kvikio`).
     pub gpu: Option<String>,
     pub cufile: Option<CufileEvidence>,
+    #[serde(default)]
+    pub kvikio: Option<KvikioEvidence>,
 }
 
 impl TrialRecord {

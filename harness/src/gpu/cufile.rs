@@ -87,6 +87,55 @@ struct RawProperties {
     max_batch_io_timeout_msecs: c_uint,
 }
 
+impl From<RawProperties> for DriverProperties {
+    fn from(raw: RawProperties) -> DriverProperties {
+        let bits = |flags: u32, names: &[(u32, &str)]| {
+            names
+                .iter()
+                .filter(|(bit, _)| flags & (1 << bit) != 0)
+                .map(|(_, name)| name.to_string())
+                .collect()
+        };
+        DriverProperties {
+            nvfs_version: format!("{}.{}", raw.major_version, raw.minor_version),
+            nvfs_loaded: raw.major_version != 0 || raw.minor_version != 0,
+            status_flags: bits(raw.dstatusflags, STATUS_FLAGS),
+            control_flags: bits(
+                raw.dcontrolflags,
+                &[(0, "use_poll_mode"), (1, "allow_compat_mode")],
+            ),
+            poll_thresh_size_kb: raw.poll_thresh_size as u64,
+            max_direct_io_size_kb: raw.max_direct_io_size as u64,
+            max_device_cache_size_kb: u64::from(raw.max_device_cache_size),
+            per_buffer_cache_size_kb: u64::from(raw.per_buffer_cache_size),
+            max_device_pinned_mem_size_kb: u64::from(raw.max_device_pinned_mem_size),
+        }
+    }
+}
+
+impl DriverProperties {
+    /// From the bytes of a `CUfileDrvProps_t` (56 bytes, little-endian), as another process read it.
+    pub fn decode(bytes: &[u8]) -> Option<DriverProperties> {
+        let u32_at = |at: usize| Some(u32::from_le_bytes(bytes.get(at..at + 4)?.try_into().ok()?));
+        let u64_at = |at: usize| Some(u64::from_le_bytes(bytes.get(at..at + 8)?.try_into().ok()?));
+        let raw = RawProperties {
+            major_version: u32_at(0)?,
+            minor_version: u32_at(4)?,
+            poll_thresh_size: u64_at(8)? as usize,
+            max_direct_io_size: u64_at(16)? as usize,
+            dstatusflags: u32_at(24)?,
+            dcontrolflags: u32_at(28)?,
+            fflags: u32_at(32)?,
+            max_device_cache_size: u32_at(36)?,
+            per_buffer_cache_size: u32_at(40)?,
+            max_device_pinned_mem_size: u32_at(44)?,
+            max_batch_io_size: u32_at(48)?,
+            max_batch_io_timeout_msecs: u32_at(52)?,
+        };
+        Some(raw.into())
+    }
+}
+
 /// What `cuFileDriverGetProperties` says about the driver, as recorded in results.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DriverProperties {
@@ -229,27 +278,7 @@ impl Cufile {
         check("cuFileDriverGetProperties", unsafe {
             (self.driver_get_properties)(&mut raw)
         })?;
-        let bits = |flags: u32, names: &[(u32, &str)]| {
-            names
-                .iter()
-                .filter(|(bit, _)| flags & (1 << bit) != 0)
-                .map(|(_, name)| name.to_string())
-                .collect()
-        };
-        Ok(DriverProperties {
-            nvfs_version: format!("{}.{}", raw.major_version, raw.minor_version),
-            nvfs_loaded: raw.major_version != 0 || raw.minor_version != 0,
-            status_flags: bits(raw.dstatusflags, STATUS_FLAGS),
-            control_flags: bits(
-                raw.dcontrolflags,
-                &[(0, "use_poll_mode"), (1, "allow_compat_mode")],
-            ),
-            poll_thresh_size_kb: raw.poll_thresh_size as u64,
-            max_direct_io_size_kb: raw.max_direct_io_size as u64,
-            max_device_cache_size_kb: u64::from(raw.max_device_cache_size),
-            per_buffer_cache_size_kb: u64::from(raw.per_buffer_cache_size),
-            max_device_pinned_mem_size_kb: u64::from(raw.max_device_pinned_mem_size),
-        })
+        Ok(raw.into())
     }
 
     /// Registers an open (`O_DIRECT`) descriptor.

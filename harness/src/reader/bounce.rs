@@ -19,12 +19,25 @@ pub struct Bounce<'g> {
 }
 
 impl<'g> Bounce<'g> {
-    pub fn open(gpu: &'g mut Gpu, plan: &ReadPlan, nthreads: u32, bounce_size: u64, task_size: u64) -> Result<Bounce<'g>, ReaderError> {
+    pub fn open(
+        gpu: &'g mut Gpu,
+        plan: &ReadPlan,
+        nthreads: u32,
+        bounce_size: u64,
+        task_size: u64,
+    ) -> Result<Bounce<'g>, ReaderError> {
         let files = super::posix::open_all(plan)?;
         let device = gpu.alloc(plan.total_bytes() as usize)?;
         let size = bounce_size.min(task_size).max(1) as usize;
-        let bounce = (0..nthreads.max(1)).map(|_| gpu.pinned(size)).collect::<Result<Vec<_>, _>>()?;
-        Ok(Bounce { gpu, files, device, bounce })
+        let bounce = (0..nthreads.max(1))
+            .map(|_| gpu.pinned(size))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Bounce {
+            gpu,
+            files,
+            device,
+            bounce,
+        })
     }
 }
 
@@ -37,15 +50,30 @@ impl Reader for Bounce<'_> {
         Ok(self.gpu.poison(&self.device)?)
     }
 
-    fn read(&mut self, plan: &ReadPlan, _nthreads: u32, task_size: u64) -> Result<Duration, ReaderError> {
+    fn read(
+        &mut self,
+        plan: &ReadPlan,
+        _nthreads: u32,
+        task_size: u64,
+    ) -> Result<Duration, ReaderError> {
         let context = self.gpu.context();
         let (files, device) = (&self.files, &self.device);
         let elapsed = run_parallel(plan.tasks(task_size), &mut self.bounce, |pinned, task| {
-            context.bind_to_thread().map_err(|source| crate::gpu::GpuError::Driver { context: "bind the CUDA context".into(), source })?;
+            context
+                .bind_to_thread()
+                .map_err(|source| crate::gpu::GpuError::Driver {
+                    context: "bind the CUDA context".into(),
+                    source,
+                })?;
             let mut done = 0u64;
             while done < task.len {
                 let n = (task.len - done).min(pinned.as_slice().len() as u64) as usize;
-                pread_exact(&files[task.file], &plan.files[task.file].path, task.offset + done, &mut pinned.as_mut_slice()[..n])?;
+                pread_exact(
+                    &files[task.file],
+                    &plan.files[task.file].path,
+                    task.offset + done,
+                    &mut pinned.as_mut_slice()[..n],
+                )?;
                 crate::gpu::copy_to_device(pinned, n, device, task.buffer_offset + done)?;
                 done += n as u64;
             }
@@ -54,7 +82,12 @@ impl Reader for Bounce<'_> {
         Ok(elapsed)
     }
 
-    fn verify(&mut self, plan: &ReadPlan, method: Integrity, expected: u64) -> Result<IntegrityResult, ReaderError> {
+    fn verify(
+        &mut self,
+        plan: &ReadPlan,
+        method: Integrity,
+        expected: u64,
+    ) -> Result<IntegrityResult, ReaderError> {
         Ok(self.gpu.verify(&self.device, plan, method, expected)?)
     }
 }

@@ -26,7 +26,12 @@ pub struct CufileReader<'a> {
 
 impl<'a> CufileReader<'a> {
     /// Opens and registers every file; `cufile`'s driver must be open.
-    pub fn open(gpu: &'a mut Gpu, cufile: &'a Cufile, plan: &ReadPlan, buffer: BufferKind) -> Result<CufileReader<'a>, ReaderError> {
+    pub fn open(
+        gpu: &'a mut Gpu,
+        cufile: &'a Cufile,
+        plan: &ReadPlan,
+        buffer: BufferKind,
+    ) -> Result<CufileReader<'a>, ReaderError> {
         let device = gpu.alloc(plan.total_bytes() as usize)?;
         let mut files = Vec::new();
         let mut handles = Vec::new();
@@ -36,8 +41,13 @@ impl<'a> CufileReader<'a> {
                 .read(true)
                 .custom_flags(libc::O_DIRECT)
                 .open(&planned.path)
-                .map_err(|source| ReaderError::OpenDirect { path: path.clone(), source })?;
-            let handle = cufile.register_handle(file.as_raw_fd()).map_err(|source| ReaderError::Register { path, source })?;
+                .map_err(|source| ReaderError::OpenDirect {
+                    path: path.clone(),
+                    source,
+                })?;
+            let handle = cufile
+                .register_handle(file.as_raw_fd())
+                .map_err(|source| ReaderError::Register { path, source })?;
             files.push(file);
             handles.push(handle);
         }
@@ -45,7 +55,13 @@ impl<'a> CufileReader<'a> {
             BufferKind::Registered => Some(cufile.register_buffer(device.ptr, device.len)?),
             BufferKind::Unregistered => None,
         };
-        Ok(CufileReader { gpu, _registered: registered, handles, _files: files, device })
+        Ok(CufileReader {
+            gpu,
+            _registered: registered,
+            handles,
+            _files: files,
+            device,
+        })
     }
 }
 
@@ -58,19 +74,31 @@ impl Reader for CufileReader<'_> {
         Ok(self.gpu.poison(&self.device)?)
     }
 
-    fn read(&mut self, plan: &ReadPlan, nthreads: u32, task_size: u64) -> Result<Duration, ReaderError> {
+    fn read(
+        &mut self,
+        plan: &ReadPlan,
+        nthreads: u32,
+        task_size: u64,
+    ) -> Result<Duration, ReaderError> {
         let context = self.gpu.context();
         let (handles, device) = (&self.handles, &self.device);
         let mut threads = vec![(); nthreads.max(1) as usize];
         let elapsed = run_parallel(plan.tasks(task_size), &mut threads, |_, task| {
             // cuFile uses the calling thread's current context.
-            context.bind_to_thread().map_err(|source| GpuError::Driver { context: "bind the CUDA context".into(), source })?;
-            handles[task.file].read_exact(device.ptr, task.buffer_offset, task.offset, task.len).map_err(|source| ReaderError::CufileRead {
-                path: plan.files[task.file].path.display().to_string(),
-                offset: task.offset,
-                len: task.len,
-                source,
-            })
+            context
+                .bind_to_thread()
+                .map_err(|source| GpuError::Driver {
+                    context: "bind the CUDA context".into(),
+                    source,
+                })?;
+            handles[task.file]
+                .read_exact(device.ptr, task.buffer_offset, task.offset, task.len)
+                .map_err(|source| ReaderError::CufileRead {
+                    path: plan.files[task.file].path.display().to_string(),
+                    offset: task.offset,
+                    len: task.len,
+                    source,
+                })
         })?;
         // cuFileRead returns when the bytes are in GPU memory; synchronising costs nothing then
         // and guards against a path that copies asynchronously.
@@ -78,7 +106,12 @@ impl Reader for CufileReader<'_> {
         Ok(elapsed)
     }
 
-    fn verify(&mut self, plan: &ReadPlan, method: Integrity, expected: u64) -> Result<IntegrityResult, ReaderError> {
+    fn verify(
+        &mut self,
+        plan: &ReadPlan,
+        method: Integrity,
+        expected: u64,
+    ) -> Result<IntegrityResult, ReaderError> {
         Ok(self.gpu.verify(&self.device, plan, method, expected)?)
     }
 }

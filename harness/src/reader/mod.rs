@@ -22,9 +22,19 @@ pub trait Reader {
     /// Before each pass: clear the destination so that a read that did not happen cannot pass.
     fn prepare(&mut self) -> Result<(), ReaderError>;
     /// One pass of the plan; returns the read-section time.
-    fn read(&mut self, plan: &ReadPlan, nthreads: u32, task_size: u64) -> Result<Duration, ReaderError>;
+    fn read(
+        &mut self,
+        plan: &ReadPlan,
+        nthreads: u32,
+        task_size: u64,
+    ) -> Result<Duration, ReaderError>;
     /// Verifies the destination after a pass.
-    fn verify(&mut self, plan: &ReadPlan, method: Integrity, expected: u64) -> Result<IntegrityResult, ReaderError>;
+    fn verify(
+        &mut self,
+        plan: &ReadPlan,
+        method: Integrity,
+        expected: u64,
+    ) -> Result<IntegrityResult, ReaderError>;
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -37,8 +47,14 @@ pub enum ReaderError {
         #[source]
         source: std::io::Error,
     },
-    #[error("`{path}` ended at byte {at}, but the plan reads up to byte {expected_end}; the file shrank while the gate ran")]
-    ShortFile { path: String, at: u64, expected_end: u64 },
+    #[error(
+        "`{path}` ended at byte {at}, but the plan reads up to byte {expected_end}; the file shrank while the gate ran"
+    )]
+    ShortFile {
+        path: String,
+        at: u64,
+        expected_end: u64,
+    },
     #[error("cannot open `{path}` with O_DIRECT (cuFile needs it)")]
     OpenDirect {
         path: String,
@@ -100,16 +116,25 @@ where
             .iter_mut()
             .map(|state| {
                 let (queue, work) = (&queue, &work);
-                scope.spawn(move || loop {
-                    let next = queue.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).pop();
-                    let Some(item) = next else { return Ok(()) };
-                    work(state, item)?;
+                scope.spawn(move || {
+                    loop {
+                        let next = queue
+                            .lock()
+                            .unwrap_or_else(|poisoned| poisoned.into_inner())
+                            .pop();
+                        let Some(item) = next else { return Ok(()) };
+                        work(state, item)?;
+                    }
                 })
             })
             .collect();
         workers
             .into_iter()
-            .map(|worker| worker.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
+            .map(|worker| {
+                worker
+                    .join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+            })
             .collect::<Result<Vec<()>, E>>()
     });
     let elapsed = start.elapsed();
@@ -117,16 +142,34 @@ where
 }
 
 /// `pread` until `buffer` is full.
-pub fn pread_exact(file: &std::fs::File, path: &std::path::Path, offset: u64, buffer: &mut [u8]) -> Result<(), ReaderError> {
+pub fn pread_exact(
+    file: &std::fs::File,
+    path: &std::path::Path,
+    offset: u64,
+    buffer: &mut [u8],
+) -> Result<(), ReaderError> {
     use std::os::unix::fs::FileExt;
     let mut done = 0usize;
     while done < buffer.len() {
         let at = offset + done as u64;
         match file.read_at(&mut buffer[done..], at) {
-            Ok(0) => return Err(ReaderError::ShortFile { path: path.display().to_string(), at, expected_end: offset + buffer.len() as u64 }),
+            Ok(0) => {
+                return Err(ReaderError::ShortFile {
+                    path: path.display().to_string(),
+                    at,
+                    expected_end: offset + buffer.len() as u64,
+                });
+            }
             Ok(n) => done += n,
             Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(source) => return Err(ReaderError::Io { path: path.display().to_string(), offset: at, len: buffer.len() as u64, source }),
+            Err(source) => {
+                return Err(ReaderError::Io {
+                    path: path.display().to_string(),
+                    offset: at,
+                    len: buffer.len() as u64,
+                    source,
+                });
+            }
         }
     }
     Ok(())

@@ -18,7 +18,10 @@ pub struct Posix {
 
 impl Posix {
     pub fn open(plan: &ReadPlan) -> Result<Posix, ReaderError> {
-        Ok(Posix { files: open_all(plan)?, buffer: vec![0u8; plan.total_bytes() as usize] })
+        Ok(Posix {
+            files: open_all(plan)?,
+            buffer: vec![0u8; plan.total_bytes() as usize],
+        })
     }
 
     pub fn buffer(&self) -> &[u8] {
@@ -30,7 +33,14 @@ impl Posix {
 pub fn open_all(plan: &ReadPlan) -> Result<Vec<File>, ReaderError> {
     plan.files
         .iter()
-        .map(|file| File::open(&file.path).map_err(|source| ReaderError::Io { path: file.path.display().to_string(), offset: 0, len: 0, source }))
+        .map(|file| {
+            File::open(&file.path).map_err(|source| ReaderError::Io {
+                path: file.path.display().to_string(),
+                offset: 0,
+                len: 0,
+                source,
+            })
+        })
         .collect()
 }
 
@@ -41,23 +51,45 @@ impl Reader for Posix {
 
     fn prepare(&mut self) -> Result<(), ReaderError> {
         // Also touches every page, so page faults of the fresh allocation never land in a timed read.
-        self.buffer.par_chunks_mut(1 << 20).for_each(|chunk| chunk.fill(0xA5));
+        self.buffer
+            .par_chunks_mut(1 << 20)
+            .for_each(|chunk| chunk.fill(0xA5));
         Ok(())
     }
 
-    fn read(&mut self, plan: &ReadPlan, nthreads: u32, task_size: u64) -> Result<Duration, ReaderError> {
+    fn read(
+        &mut self,
+        plan: &ReadPlan,
+        nthreads: u32,
+        task_size: u64,
+    ) -> Result<Duration, ReaderError> {
         read_into(plan, &self.files, &mut self.buffer, nthreads, task_size)
     }
 
-    fn verify(&mut self, plan: &ReadPlan, method: Integrity, expected: u64) -> Result<IntegrityResult, ReaderError> {
+    fn verify(
+        &mut self,
+        plan: &ReadPlan,
+        method: Integrity,
+        expected: u64,
+    ) -> Result<IntegrityResult, ReaderError> {
         let Ok(result) = integrity::check(plan, &mut HostBuffer(&self.buffer), method, expected);
         Ok(result)
     }
 }
 
 /// Reads `plan` into `buffer` (one pass) with `nthreads` threads.
-pub fn read_into(plan: &ReadPlan, files: &[File], buffer: &mut [u8], nthreads: u32, task_size: u64) -> Result<Duration, ReaderError> {
-    assert_eq!(buffer.len() as u64, plan.total_bytes(), "the buffer must hold one pass of the plan");
+pub fn read_into(
+    plan: &ReadPlan,
+    files: &[File],
+    buffer: &mut [u8],
+    nthreads: u32,
+    task_size: u64,
+) -> Result<Duration, ReaderError> {
+    assert_eq!(
+        buffer.len() as u64,
+        plan.total_bytes(),
+        "the buffer must hold one pass of the plan"
+    );
     // Tasks are contiguous in buffer order, so the buffer splits into one disjoint slice per task.
     let mut items: Vec<(Segment, &mut [u8])> = Vec::new();
     let mut rest = buffer;
@@ -67,7 +99,14 @@ pub fn read_into(plan: &ReadPlan, files: &[File], buffer: &mut [u8], nthreads: u
         rest = tail;
     }
     let mut threads = vec![(); nthreads.max(1) as usize];
-    run_parallel(items, &mut threads, |_, (task, slice)| pread_exact(&files[task.file], &plan.files[task.file].path, task.offset, slice))
+    run_parallel(items, &mut threads, |_, (task, slice)| {
+        pread_exact(
+            &files[task.file],
+            &plan.files[task.file].path,
+            task.offset,
+            slice,
+        )
+    })
 }
 
 #[cfg(test)]
@@ -82,7 +121,12 @@ mod tests {
     fn temp_file(bytes: &[u8]) -> (tempfile::NamedTempFile, PlannedFile) {
         let mut file = tempfile::NamedTempFile::new().unwrap();
         file.write_all(bytes).unwrap();
-        let planned = PlannedFile { path: file.path().into(), size: bytes.len() as u64, seed: None, checksum: 0 };
+        let planned = PlannedFile {
+            path: file.path().into(),
+            size: bytes.len() as u64,
+            seed: None,
+            checksum: 0,
+        };
         (file, planned)
     }
 
@@ -90,7 +134,10 @@ mod tests {
     fn reads_every_byte_with_many_threads_and_odd_tasks() {
         let bytes: Vec<u8> = (0..1_000_003u32).map(|i| (i * 7 + i / 251) as u8).collect();
         let (_file, planned) = temp_file(&bytes);
-        for pattern in [Pattern::Whole, Pattern::Chunks(PositiveSize(ByteSize(65_537)))] {
+        for pattern in [
+            Pattern::Whole,
+            Pattern::Chunks(PositiveSize(ByteSize(65_537))),
+        ] {
             let plan = ReadPlan::new(vec![planned.clone()], &pattern);
             let mut reader = Posix::open(&plan).unwrap();
             reader.prepare().unwrap();
@@ -105,7 +152,14 @@ mod tests {
         planned.size = 2000;
         let plan = ReadPlan::new(vec![planned], &Pattern::Whole);
         let error = Posix::open(&plan).unwrap().read(&plan, 2, 512).unwrap_err();
-        assert!(matches!(error, ReaderError::ShortFile { at: 1000, .. }), "{error}");
-        assert!(error.to_string().contains(&file.path().display().to_string()));
+        assert!(
+            matches!(error, ReaderError::ShortFile { at: 1000, .. }),
+            "{error}"
+        );
+        assert!(
+            error
+                .to_string()
+                .contains(&file.path().display().to_string())
+        );
     }
 }

@@ -37,6 +37,11 @@ pub struct TrialSpec {
     pub buffer: BufferKind,
     pub gpu: u32,
     pub expect: Expectations,
+    /// Interpreter of the KvikIO worker: the suite's `python`, else `python3`
+    /// (`GDS_GATE_PYTHON` overrides both when the trial runs).
+    pub python: String,
+    /// A missing python, kvikio or cupy fails the trial instead of ignoring it.
+    pub require_kvikio: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -66,7 +71,7 @@ pub fn expand(suite: &Suite) -> Vec<TrialSpec> {
     suite
         .scenarios
         .iter()
-        .flat_map(|scenario| expand_scenario(&suite.name, &suite.path, scenario))
+        .flat_map(|scenario| expand_scenario(suite, scenario))
         .collect()
 }
 
@@ -78,7 +83,8 @@ struct Axis<'a> {
     apply: Apply<'a>,
 }
 
-fn expand_scenario(suite: &str, path: &std::path::Path, scenario: &Scenario) -> Vec<TrialSpec> {
+fn expand_scenario(suite_def: &Suite, scenario: &Scenario) -> Vec<TrialSpec> {
+    let (suite, path) = (suite_def.name.as_str(), &suite_def.path);
     let mut trials = Vec::new();
     for &reader in &scenario.readers {
         let base = TrialSpec {
@@ -102,6 +108,8 @@ fn expand_scenario(suite: &str, path: &std::path::Path, scenario: &Scenario) -> 
             buffer: scenario.buffers[0],
             gpu: scenario.gpus[0],
             expect: scenario.expect.clone(),
+            python: suite_def.python.clone().unwrap_or_else(|| "python3".into()),
+            require_kvikio: suite_def.require_kvikio,
         };
         let axes = axes_for(reader, scenario);
         let mut odometer = vec![0; axes.len()];

@@ -30,6 +30,7 @@ pub struct Suite {
     pub path: PathBuf,
     pub description: Option<String>,
     pub python: Option<String>,
+    pub require_kvikio: bool,
     pub scenarios: Vec<Scenario>,
 }
 
@@ -177,6 +178,7 @@ impl Validator<'_> {
             path: self.path.to_path_buf(),
             description: file.description,
             python: file.python,
+            require_kvikio: file.require_kvikio,
             scenarios,
         })
     }
@@ -237,7 +239,11 @@ impl Validator<'_> {
 
         for key in cufile.keys() {
             if let Err(error) = crate::cufile_config::check_key(key) {
-                return Err(self.error(here(key), format!("{context}: {error}"), "the keys are those of NVIDIA's cufile.json, written as dotted paths"));
+                return Err(self.error(
+                    here(key),
+                    format!("{context}: {error}"),
+                    "the keys are those of NVIDIA's cufile.json, written as dotted paths",
+                ));
             }
         }
         if let Pattern::Random(random) = &pattern {

@@ -20,6 +20,9 @@ pub struct SuiteFile {
     pub description: Option<String>,
     /// Interpreter for the KvikIO worker.
     pub python: Option<String>,
+    /// Fail KvikIO trials when python, kvikio or cupy is missing, instead of ignoring them.
+    #[serde(default)]
+    pub require_kvikio: bool,
     #[serde(default)]
     pub defaults: ScenarioFields,
     pub scenarios: Vec<ScenarioFields>,

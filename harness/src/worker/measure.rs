@@ -40,6 +40,7 @@ pub fn measure(spec: &WorkerSpec) -> WorkerResult {
         setup: Vec::new(),
         gpu: None,
         cufile: None,
+        kvikio: None,
     };
     let failure = match spec.trial.reader {
         ReaderKind::Posix => {
@@ -61,6 +62,7 @@ pub fn measure(spec: &WorkerSpec) -> WorkerResult {
         ReaderKind::Kvikio => Err(WorkerFailure {
             reason: "the Rust worker does not run KvikIO trials".into(),
             next: "this is a bug in gds-gate: KvikIO trials go to the Python worker".into(),
+            missing: None,
         }),
     }
     .err();
@@ -70,6 +72,7 @@ pub fn measure(spec: &WorkerSpec) -> WorkerResult {
         protocol: super::protocol::PROTOCOL_VERSION,
         measurement: Some(m),
         failure,
+        raw_cufile: None,
     }
 }
 
@@ -77,6 +80,7 @@ fn fail(error: ReaderError) -> WorkerFailure {
     WorkerFailure {
         reason: crate::error_chain(&error),
         next: error.next_step(),
+        missing: None,
     }
 }
 
@@ -91,7 +95,8 @@ fn with_gpu(
 ) -> Result<(), WorkerFailure> {
     let lap = Instant::now();
     let mut gpu = Gpu::open(spec.trial.gpu).map_err(|error| fail(error.into()))?;
-    m.setup.push(("gpu context".into(), lap.elapsed().as_secs_f64()));
+    m.setup
+        .push(("gpu context".into(), lap.elapsed().as_secs_f64()));
     m.gpu = Some(format!("{} (GPU {})", gpu.name, gpu.ordinal));
     body(&mut gpu, m)
 }
@@ -101,7 +106,8 @@ fn with_gpu(
 fn with_cufile(spec: &WorkerSpec, gpu: &mut Gpu, m: &mut Measurement) -> Result<(), WorkerFailure> {
     let mut lap = Instant::now();
     let mut phase = |m: &mut Measurement, name: &str| {
-        m.setup.push((name.to_string(), lap.elapsed().as_secs_f64()));
+        m.setup
+            .push((name.to_string(), lap.elapsed().as_secs_f64()));
         lap = Instant::now();
     };
     let library = Cufile::load().map_err(|error| fail(error.into()))?;
@@ -222,14 +228,14 @@ fn drop_cache(plan: &ReadPlan, files: &[std::fs::File]) -> Result<f64, WorkerFai
             .map_err(|error| WorkerFailure {
                 reason: format!("cannot drop the page cache of `{path}`: {error}"),
                 next: "check that the data dir is on a disk-backed file system".into(),
+                missing: None,
             })?;
         worst = worst.max(resident);
     }
     if worst > MAX_RESIDENT_AFTER_DROP {
         return Err(WorkerFailure {
             reason: format!("cold cache not reached: {:.0}% of the data was still in the page cache after dropping it", worst * 100.0),
-            next: "put --data-dir (GDS_GATE_DATA_DIR) on a disk-backed file system (tmpfs cannot drop pages), or use `cache: warm`".into(),
-        });
+            next: "put --data-dir (GDS_GATE_DATA_DIR) on a disk-backed file system (tmpfs cannot drop pages), or use `cache: warm`".into(), missing: None });
     }
     Ok(worst)
 }
@@ -251,6 +257,5 @@ fn integrity_failure(result: &IntegrityResult, pass: u32, passes: u32) -> Worker
     };
     WorkerFailure {
         reason,
-        next: "the bytes that arrived differ from the file. Run the trial again; if it repeats, the read path corrupts data: check `dmesg` for I/O errors and the storage's health. A file changed on purpose is regenerated or re-checksummed on the next run.".into(),
-    }
+        next: "the bytes that arrived differ from the file. Run the trial again; if it repeats, the read path corrupts data: check `dmesg` for I/O errors and the storage's health. A file changed on purpose is regenerated or re-checksummed on the next run.".into(), missing: None }
 }

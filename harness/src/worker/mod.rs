@@ -1,16 +1,22 @@
 //! One trial = one fresh worker process. cuFile reads its config once per process and KvikIO its
 //! environment, and a crash or hang in the stack under test must fail one trial, not the gate.
-//! The orchestrator writes the spec, starts `gds-gate worker` with the trial's environment and
-//! `cufile.json`, enforces the timeout, and turns whatever happened into a [`TrialRecord`].
+//! The orchestrator writes the spec, starts the worker (`gds-gate worker` for the Rust readers,
+//! the shipped Python worker for KvikIO) with the trial's environment and `cufile.json`, enforces
+//! the timeout, and turns whatever happened into a [`TrialRecord`].
 
+mod decode;
 mod measure;
 pub mod process;
 mod protocol;
 
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-pub use protocol::{CufileEvidence, PROTOCOL_VERSION, WorkerFailure, WorkerResult, WorkerSpec};
+pub use protocol::{
+    CufileEvidence, KvikioEvidence, PROTOCOL_VERSION, RawCufile, VerifyRegion, WorkerFailure,
+    WorkerResult, WorkerSpec,
+};
 
 use crate::plan::ReadPlan;
 use crate::record::{TrialRecord, WorkerRun};
@@ -19,6 +25,9 @@ use process::{Ending, Job};
 
 /// Lines of the worker's stderr shown with a failure.
 const TAIL_LINES: usize = 15;
+
+/// The Python worker, shipped inside the gate and written into each KvikIO trial's folder.
+pub const KVIKIO_WORKER: &str = include_str!("../../worker/kvikio_worker.py");
 
 /// What the orchestrator needs to start workers.
 pub struct Launcher {
@@ -32,12 +41,22 @@ pub struct Launcher {
     pub timeout: Option<Duration>,
 }
 
+enum StartError {
+    /// The worker's program does not exist (no python).
+    Missing(String),
+    Setup(String),
+}
+
 impl Launcher {
     pub fn run_trial(&self, spec: TrialSpec, plan: ReadPlan) -> TrialRecord {
         let dir = self.trials_dir.join(slug(&spec.name));
         match self.start(&spec, plan, &dir) {
             Ok((finished, result)) => self.judge(spec, &dir, finished, result),
-            Err(reason) => {
+            Err(StartError::Missing(what)) if spec.reader == Reader::Kvikio => {
+                let hint = "install Python 3, or point GDS_GATE_PYTHON (or the suite's `python:`) at an interpreter with kvikio and cupy";
+                self.missing(spec, format!("{what}: {hint}"))
+            }
+            Err(StartError::Missing(reason) | StartError::Setup(reason)) => {
                 let details = format!(
                     "{}\n  next: check that the reports directory is writable and the gate binary runs",
                     where_(&spec)
@@ -52,50 +71,69 @@ impl Launcher {
         spec: &TrialSpec,
         plan: ReadPlan,
         dir: &Path,
-    ) -> Result<(process::Finished, Result<WorkerResult, String>), String> {
+    ) -> Result<(process::Finished, Result<WorkerResult, String>), StartError> {
         let _ = std::fs::remove_dir_all(dir);
         std::fs::create_dir_all(dir).map_err(|error| {
-            format!(
+            StartError::Setup(format!(
                 "cannot create the trial folder `{}`: {error}",
                 dir.display()
-            )
+            ))
         })?;
+        let write = |name: &str, contents: &str| {
+            let path = dir.join(name);
+            std::fs::write(&path, contents)
+                .map(|()| path.clone())
+                .map_err(|error| {
+                    StartError::Setup(format!("cannot write `{}`: {error}", path.display()))
+                })
+        };
         let mut env = Vec::new();
         if matches!(spec.reader, Reader::Cufile | Reader::Kvikio) {
             let config = crate::cufile_config::write_for_trial(&spec.cufile, dir)
-                .map_err(|error| crate::error_chain(&error))?;
+                .map_err(|error| StartError::Setup(crate::error_chain(&error)))?;
             env.push((
                 "CUFILE_ENV_PATH_JSON".to_string(),
                 config.display().to_string(),
             ));
         }
         let timeout = self.timeout.unwrap_or_else(|| timeout_for(spec, &plan));
-        let worker_spec = WorkerSpec {
-            protocol: PROTOCOL_VERSION,
-            trial: spec.clone(),
-            plan,
-            spawned_at_unix_ns: protocol::now_unix_ns(),
-        };
-        let spec_path = dir.join("spec.json");
         let result_path = dir.join("result.json");
-        let text = serde_json::to_string_pretty(&worker_spec).map_err(|error| error.to_string())?;
-        std::fs::write(&spec_path, text)
-            .map_err(|error| format!("cannot write `{}`: {error}", spec_path.display()))?;
+        let (program, mut args): (PathBuf, Vec<OsString>) = match spec.reader {
+            Reader::Kvikio => {
+                env.extend(kvikio_env(spec));
+                let script = write("kvikio_worker.py", KVIKIO_WORKER)?;
+                write("kernels.cu", crate::gpu::KERNELS)?;
+                (python(spec).into(), vec![script.into()])
+            }
+            _ => (self.gate.clone(), vec!["worker".into()]),
+        };
+        args.extend([
+            "--spec".into(),
+            dir.join("spec.json").into(),
+            "--result".into(),
+            result_path.clone().into(),
+        ]);
+        // Stamped last, so that preparing the folder is not counted as the worker's start-up.
+        let worker_spec = WorkerSpec::new(spec.clone(), plan);
+        write(
+            "spec.json",
+            &serde_json::to_string_pretty(&worker_spec).unwrap_or_default(),
+        )?;
         let job = Job {
-            program: self.gate.clone(),
-            args: vec![
-                "worker".into(),
-                "--spec".into(),
-                spec_path.into(),
-                "--result".into(),
-                result_path.clone().into(),
-            ],
+            program: program.clone(),
+            args,
             env,
             dir: dir.to_path_buf(),
             timeout,
         };
-        let finished = process::run(&job).map_err(|error| {
-            format!("cannot start the worker `{}`: {error}", self.gate.display())
+        let finished = process::run(&job).map_err(|error| match error.kind() {
+            std::io::ErrorKind::NotFound => {
+                StartError::Missing(format!("`{}` not found", program.display()))
+            }
+            _ => StartError::Setup(format!(
+                "cannot start the worker `{}`: {error}",
+                program.display()
+            )),
         })?;
         let result = match std::fs::read_to_string(&result_path) {
             Err(_) => Err("no result".to_string()),
@@ -103,6 +141,20 @@ impl Launcher {
                 .map_err(|error| format!("the worker's answer is not a valid result: {error}")),
         };
         Ok((finished, result))
+    }
+
+    /// A missing piece of the KvikIO stack: ignored with how to install it, or a failure when the
+    /// suite requires KvikIO.
+    fn missing(&self, spec: TrialSpec, reason: String) -> TrialRecord {
+        if spec.require_kvikio {
+            let details = format!(
+                "{}\n  next: the suite sets `require_kvikio: true`; install the missing piece",
+                where_(&spec)
+            );
+            TrialRecord::failed(spec, reason, details, None)
+        } else {
+            TrialRecord::ignored(spec, reason)
+        }
     }
 
     /// Every way a worker can end, turned into one record.
@@ -124,6 +176,17 @@ impl Launcher {
             ending: finished.ending.clone(),
             seconds: finished.elapsed.as_secs_f64(),
         };
+        let result = result.map(|mut result| {
+            if let Some(m) = result.measurement.as_mut() {
+                if let Some(raw) = result.raw_cufile.take() {
+                    decode::cufile_evidence(raw, &spec, m);
+                }
+                if let Some(path) = decode::kvikio_path(m) {
+                    m.path = path;
+                }
+            }
+            result
+        });
         let mut record = match result {
             Ok(result) if result.protocol != PROTOCOL_VERSION => TrialRecord::failed(
                 spec.clone(),
@@ -132,11 +195,22 @@ impl Launcher {
                     result.protocol
                 ),
                 format!(
-                    "{}\n  next: rebuild the gate so that both sides match",
+                    "{}\n  next: rebuild the gate, or use the Python worker shipped with it",
                     where_(&spec)
                 ),
                 None,
             ),
+            Ok(WorkerResult {
+                failure:
+                    Some(WorkerFailure {
+                        missing: Some(_),
+                        reason,
+                        next,
+                    }),
+                ..
+            }) => {
+                return self.missing(spec, format!("{reason}; {next}"));
+            }
             Ok(WorkerResult {
                 measurement,
                 failure: Some(failure),
@@ -161,15 +235,12 @@ impl Launcher {
                         finished.ending
                     );
                     if self.strict {
-                        record = TrialRecord::failed(
-                            spec.clone(),
-                            warning,
-                            format!(
-                                "{}\n  next: --strict turns a crash during teardown into a failure{shown_tail}",
-                                where_(&spec)
-                            ),
-                            record.measurement,
+                        let details = format!(
+                            "{}\n  next: --strict turns a crash during teardown into a failure{shown_tail}",
+                            where_(&spec)
                         );
+                        record =
+                            TrialRecord::failed(spec.clone(), warning, details, record.measurement);
                     } else {
                         record.warnings.push(warning);
                     }
@@ -239,15 +310,18 @@ pub fn worker_main(spec_path: &Path, result_path: &Path) -> u8 {
     let result = if spec.protocol == PROTOCOL_VERSION {
         measure::measure(&spec)
     } else {
+        let reason = format!(
+            "the gate speaks protocol {}, this worker {PROTOCOL_VERSION}",
+            spec.protocol
+        );
         WorkerResult {
             protocol: PROTOCOL_VERSION,
             measurement: None,
+            raw_cufile: None,
             failure: Some(WorkerFailure {
-                reason: format!(
-                    "the gate speaks protocol {}, this worker {PROTOCOL_VERSION}",
-                    spec.protocol
-                ),
+                reason,
                 next: "rebuild the gate".into(),
+                missing: None,
             }),
         }
     };
@@ -264,6 +338,34 @@ pub fn worker_main(spec_path: &Path, result_path: &Path) -> u8 {
     }
 }
 
+/// `GDS_GATE_PYTHON`, else the suite's `python`, else `python3`.
+fn python(spec: &TrialSpec) -> String {
+    std::env::var("GDS_GATE_PYTHON")
+        .ok()
+        .filter(|p| !p.is_empty())
+        .unwrap_or_else(|| spec.python.clone())
+}
+
+/// KvikIO reads these once, at import: the trial's settings go in the worker's environment.
+fn kvikio_env(spec: &TrialSpec) -> Vec<(String, String)> {
+    let mut env = vec![
+        ("KVIKIO_NTHREADS".to_string(), spec.nthreads.to_string()),
+        ("KVIKIO_TASK_SIZE".to_string(), spec.task_size.to_string()),
+        (
+            "KVIKIO_GDS_THRESHOLD".to_string(),
+            spec.gds_threshold.to_string(),
+        ),
+        (
+            "KVIKIO_BOUNCE_BUFFER_SIZE".to_string(),
+            spec.bounce_buffer_size.to_string(),
+        ),
+    ];
+    if let Some(mode) = spec.compat_mode {
+        env.push(("KVIKIO_COMPAT_MODE".to_string(), mode.to_string()));
+    }
+    env
+}
+
 /// Generous: a minute to start, plus every pass at 50 MB/s. A hang is caught, a slow disk is not
 /// mistaken for one.
 fn timeout_for(spec: &TrialSpec, plan: &ReadPlan) -> Duration {
@@ -275,7 +377,7 @@ fn timeout_for(spec: &TrialSpec, plan: &ReadPlan) -> Duration {
 fn slug(name: &str) -> String {
     name.chars()
         .map(|c| {
-            if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '=' | ',') {
+            if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') {
                 c
             } else {
                 '_'
@@ -352,11 +454,13 @@ mod tests {
             setup: Vec::new(),
             gpu: None,
             cufile: None,
+            kvikio: None,
         };
         let result = WorkerResult {
             protocol: PROTOCOL_VERSION,
             measurement: Some(measurement),
             failure: None,
+            raw_cufile: None,
         };
         let path = dir.join("canned-result.json");
         std::fs::write(&path, serde_json::to_string(&result).unwrap()).unwrap();
@@ -404,6 +508,63 @@ mod tests {
             record.reason.as_deref(),
             Some("the worker exited without writing its result")
         );
+    }
+
+    fn kvikio_trial(python: &str, require: bool) -> TrialRecord {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut spec, plan) = trial();
+        spec.reader = Reader::Kvikio;
+        spec.python = python.into();
+        spec.require_kvikio = require;
+        let launcher = Launcher {
+            gate: "unused".into(),
+            trials_dir: dir.path().join("trials"),
+            strict: false,
+            timeout: Some(Duration::from_secs(60)),
+        };
+        launcher.run_trial(spec, plan)
+    }
+
+    #[test]
+    fn kvikio_trials_without_python_are_ignored_with_the_fix() {
+        let record = kvikio_trial("/nonexistent/python3", false);
+        assert_eq!(record.status, Status::Ignored);
+        let reason = record.reason.unwrap();
+        assert!(
+            reason.starts_with("`/nonexistent/python3` not found")
+                && reason.contains("GDS_GATE_PYTHON"),
+            "{reason}"
+        );
+        assert_eq!(
+            kvikio_trial("/nonexistent/python3", true).status,
+            Status::Failed
+        );
+    }
+
+    /// The real Python worker, on a host without kvikio (hosted CI): ignored, naming the module
+    /// and how to install it.
+    #[test]
+    fn kvikio_trials_without_kvikio_are_ignored_with_the_install_command() {
+        let has_kvikio = std::process::Command::new("python3")
+            .args(["-c", "import kvikio"])
+            .output()
+            .is_ok_and(|out| out.status.success());
+        if has_kvikio {
+            eprintln!("skipped: this host has kvikio");
+            return;
+        }
+        let record = kvikio_trial("python3", false);
+        assert_eq!(record.status, Status::Ignored, "{record:?}");
+        let reason = record.reason.unwrap();
+        assert!(
+            reason.contains("kvikio")
+                && reason.contains("not found by")
+                && reason.contains("pip install kvikio-cu13"),
+            "{reason}"
+        );
+        let record = kvikio_trial("python3", true);
+        assert_eq!(record.status, Status::Failed);
+        assert!(record.details.unwrap().contains("require_kvikio"));
     }
 
     #[test]

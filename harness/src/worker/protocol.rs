@@ -21,6 +21,42 @@ pub struct WorkerSpec {
     pub plan: ReadPlan,
     /// When the orchestrator started the process (Unix ns), for the start-to-first-byte time.
     pub spawned_at_unix_ns: u64,
+    /// What a correct pass checksums to ([`crate::integrity::expected_checksum`]), computed once
+    /// by the orchestrator so that no worker needs a generator of its own.
+    pub expected_checksum: u64,
+    /// The ranges verification walks ([`crate::integrity::regions`]), so that the Python worker
+    /// verifies exactly what the Rust one does.
+    pub regions: Vec<VerifyRegion>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VerifyRegion {
+    pub file: usize,
+    pub file_offset: u64,
+    pub buffer_offset: u64,
+    pub len: u64,
+}
+
+impl WorkerSpec {
+    pub fn new(trial: TrialSpec, plan: ReadPlan) -> WorkerSpec {
+        let regions = crate::integrity::regions(&plan)
+            .into_iter()
+            .map(|(file_offset, buffer_offset, len, file)| VerifyRegion {
+                file,
+                file_offset,
+                buffer_offset,
+                len,
+            })
+            .collect();
+        WorkerSpec {
+            protocol: PROTOCOL_VERSION,
+            expected_checksum: crate::integrity::expected_checksum(&plan),
+            trial,
+            plan,
+            spawned_at_unix_ns: now_unix_ns(),
+            regions,
+        }
+    }
 }
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
@@ -29,6 +65,24 @@ pub struct WorkerResult {
     /// What was measured, also when the trial failed part-way.
     pub measurement: Option<Measurement>,
     pub failure: Option<WorkerFailure>,
+    /// cuFile's structs as bytes, from a worker that cannot decode them itself (Python): the
+    /// orchestrator decodes them with the layout of the library's version.
+    #[serde(default)]
+    pub raw_cufile: Option<RawCufile>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct RawCufile {
+    pub library: PathBuf,
+    /// `cuFileGetVersion`.
+    pub version: i32,
+    pub loaded_copies: Vec<PathBuf>,
+    /// `CUfileDrvProps_t`, hex.
+    pub properties_hex: Option<String>,
+    /// `CUfileStatsLevel3_t` before the first and after the last pass, hex.
+    pub stats_before_hex: Option<String>,
+    pub stats_after_hex: Option<String>,
+    pub error: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -37,6 +91,10 @@ pub struct WorkerFailure {
     pub reason: String,
     /// What to do about it.
     pub next: String,
+    /// A piece of software the trial needs and the host lacks (`kvikio`, `cupy`): the trial is
+    /// then ignored with that reason, or failed when the suite requires it.
+    #[serde(default)]
+    pub missing: Option<String>,
 }
 
 /// cuFile's own account of a trial: which library, how its driver runs, and its counters.
@@ -59,4 +117,21 @@ pub fn now_unix_ns() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as u64)
+}
+
+/// KvikIO's own account of a trial (from inside the Python worker).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct KvikioEvidence {
+    pub kvikio_version: String,
+    pub cupy_version: String,
+    pub python: String,
+    /// `kvikio.defaults.get(...)` as the trial ran: compat_mode, num_threads, task_size, ...
+    pub settings: std::collections::BTreeMap<String, serde_json::Value>,
+    /// `SummaryMonitor().get().by_backend` over all passes.
+    pub backends: crate::evidence::KvikioBackends,
+    /// KvikIO's own throughput of the measured passes (`busy_bytes_per_sec`), GB/s, to check the
+    /// gate's timing against.
+    pub own_gbps: Option<f64>,
+    /// Bytes of the files in the page cache after each cold drop (`get_page_cache_info`), max.
+    pub cached_after_drop: Option<f64>,
 }

@@ -1,0 +1,435 @@
+//! Bless: write a run's figures into its runner's baseline, explicitly and never in CI. Only
+//! trials that passed every non-throughput check are taken; a changed fingerprint needs
+//! `--accept-fingerprint`; trials within noise of their baseline keep their old samples (unless
+//! `--refresh`), so that a review shows only what really changed.
+
+use std::collections::BTreeMap;
+use std::fmt::{self, Write};
+use std::path::{Path, PathBuf};
+
+use super::compare::{Judgement, RunResults, judge};
+use super::error::BaselineError;
+use super::explain::{bless_command, change, gbps, quote};
+use super::file::{self, Baseline, Loaded, Provenance, SCHEMA_VERSION, TrialBaseline};
+use super::fingerprint::{self, FieldChange};
+use crate::record::{Status, TrialRecord};
+
+/// Which trials a bless takes: libtest's rules (substring, or whole name with `exact`); no
+/// pattern takes every trial.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Filter {
+    pub patterns: Vec<String>,
+    pub exact: bool,
+}
+
+impl Filter {
+    pub fn matches(&self, name: &str) -> bool {
+        self.patterns.is_empty()
+            || self.patterns.iter().any(|pattern| {
+                if self.exact {
+                    name == pattern
+                } else {
+                    name.contains(pattern.as_str())
+                }
+            })
+    }
+
+    /// As command-line arguments, for the commands printed in messages.
+    pub fn to_args(&self) -> String {
+        let mut args = String::new();
+        if self.exact {
+            args.push_str(" --exact");
+        }
+        for pattern in &self.patterns {
+            let _ = write!(args, " {}", quote(pattern));
+        }
+        args
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct BlessOptions<'a> {
+    pub runner: &'a str,
+    pub baseline_path: &'a Path,
+    pub filter: &'a Filter,
+    /// Record a changed fingerprint (driver, kernel, …) instead of refusing.
+    pub accept_fingerprint: bool,
+    /// Drop baseline trials that did not run (ignored) or that no suite defines any more.
+    pub remove_missing: bool,
+    /// Re-record trials even when they are within noise of their baseline.
+    pub refresh: bool,
+    /// Whether this is CI ([`in_ci`]): bless then refuses.
+    pub ci: bool,
+    pub provenance: Provenance,
+}
+
+impl Provenance {
+    /// Now, this gate's version, and the given host and revision.
+    pub fn now(host: &str, revision: Option<String>) -> Provenance {
+        Provenance {
+            blessed_at: humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
+            gate_version: env!("CARGO_PKG_VERSION").to_string(),
+            host: host.to_string(),
+            revision,
+        }
+    }
+}
+
+/// `CI` set to anything but empty, `0` or `false` (what GitHub Actions, GitLab and most others
+/// set): the convention insta and expect-test follow too.
+pub fn in_ci() -> bool {
+    std::env::var("CI").is_ok_and(|value| !matches!(value.trim(), "" | "0" | "false"))
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum BlessError {
+    #[error(
+        "refusing to write baselines in CI (the `CI` environment variable is set): baselines change only through an explicit, reviewed bless\n  help: on the runner, run:\n        {local}\n  or download this run's report.json and run:\n        {from_report}\n  then open a pull request with the diff"
+    )]
+    InCi { local: String, from_report: String },
+    #[error(
+        "refusing to bless `{}`: the runner changed since its baseline was blessed:\n{details}  help: if the new setup is intended, bless with --accept-fingerprint:\n        {command}",
+        path.display()
+    )]
+    FingerprintChanged {
+        path: PathBuf,
+        changes: Vec<FieldChange>,
+        details: String,
+        command: String,
+    },
+    #[error(
+        "refusing to bless from a failing run: {} trial(s) failed a path or integrity check:\n{details}  help: fix them first, or narrow the filter to the trials that passed",
+        trials.len()
+    )]
+    FailedTrials {
+        trials: Vec<String>,
+        details: String,
+    },
+    #[error("nothing to bless into `{}`: {why}\n  help: {help}", path.display())]
+    Nothing {
+        path: PathBuf,
+        why: String,
+        help: String,
+    },
+    #[error(transparent)]
+    Baseline(#[from] BaselineError),
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum TrialChange {
+    Added {
+        trial: String,
+        new: TrialBaseline,
+    },
+    Updated {
+        trial: String,
+        old: TrialBaseline,
+        new: TrialBaseline,
+    },
+    Removed {
+        trial: String,
+        old: TrialBaseline,
+        why: String,
+    },
+}
+
+/// What a bless did; its `Display` is the diff to print (`updating: <file>` first).
+#[derive(Clone, Debug, PartialEq)]
+pub struct BlessOutcome {
+    pub path: PathBuf,
+    /// False when nothing changed: the file was left untouched.
+    pub written: bool,
+    /// Fingerprint differences recorded (changed with --accept-fingerprint, or newly known).
+    pub fingerprint: Vec<FieldChange>,
+    pub changes: Vec<TrialChange>,
+    /// Trials taken but within noise of their baseline: kept as they were.
+    pub unchanged: Vec<String>,
+    /// Baseline trials kept although the run did not measure them, with the reason.
+    pub kept: Vec<(String, String)>,
+}
+
+pub fn bless(run: &RunResults<'_>, options: &BlessOptions<'_>) -> Result<BlessOutcome, BlessError> {
+    let path = options.baseline_path;
+    if options.ci {
+        let local = bless_command(
+            options.runner,
+            path,
+            None,
+            options.accept_fingerprint,
+            options.remove_missing,
+        ) + &options.filter.to_args();
+        return Err(BlessError::InCi {
+            from_report: local.replacen(" bless ", " bless --from target/gds-gate/report.json ", 1),
+            local,
+        });
+    }
+    let old = match file::read(path)? {
+        Loaded::Present(baseline) => Some(baseline),
+        Loaded::Absent => None,
+    };
+    let scoped: Vec<&TrialRecord> = run
+        .records
+        .iter()
+        .filter(|record| options.filter.matches(&record.name))
+        .collect();
+    refuse_failures(&scoped)?;
+    let differences = old
+        .as_ref()
+        .map(|b| fingerprint::diff(&b.fingerprint, run.fingerprint))
+        .unwrap_or_default();
+    let runner_changed = fingerprint::changed(&differences).next().is_some();
+    if runner_changed && !options.accept_fingerprint {
+        let details: String = fingerprint::changed(&differences)
+            .map(|change| format!("  {change}\n"))
+            .collect();
+        return Err(BlessError::FingerprintChanged {
+            path: path.to_path_buf(),
+            changes: differences.clone(),
+            details,
+            command: bless_command(options.runner, path, None, true, options.remove_missing)
+                + &options.filter.to_args(),
+        });
+    }
+
+    let mut trials = old.as_ref().map(|b| b.trials.clone()).unwrap_or_default();
+    let mut outcome = BlessOutcome {
+        path: path.to_path_buf(),
+        written: false,
+        fingerprint: differences
+            .iter()
+            .filter(|c| c.kind != fingerprint::ChangeKind::NotObserved)
+            .cloned()
+            .collect(),
+        changes: Vec::new(),
+        unchanged: Vec::new(),
+        kept: Vec::new(),
+    };
+    let re_record_all = options.refresh || runner_changed;
+    for record in &scoped {
+        take(record, &mut trials, options, re_record_all, &mut outcome);
+    }
+    remove_undefined(run, options, &mut trials, &mut outcome);
+
+    let fingerprint = match &old {
+        Some(b) => run.fingerprint.merged_over(&b.fingerprint),
+        None => run.fingerprint.clone(),
+    };
+    let fingerprint_same = old.as_ref().is_some_and(|b| b.fingerprint == fingerprint);
+    if outcome.changes.is_empty() && fingerprint_same {
+        if scoped.is_empty() && outcome.kept.is_empty() {
+            return Err(BlessError::Nothing {
+                path: path.to_path_buf(),
+                why: "no trial of this run matches the filter".into(),
+                help: "check the filter against `cargo xtask gds-gate --list`".into(),
+            });
+        }
+        return Ok(outcome);
+    }
+    if old.is_none() && trials.is_empty() {
+        return Err(BlessError::Nothing {
+            path: path.to_path_buf(),
+            why: "no trial of this run passed with measured repetitions".into(),
+            help: "run the trials on this runner first; ignored trials (no GPU) cannot be blessed"
+                .into(),
+        });
+    }
+    let baseline = Baseline {
+        schema_version: SCHEMA_VERSION,
+        runner: options.runner.to_string(),
+        fingerprint,
+        provenance: options.provenance.clone(),
+        trials,
+    };
+    file::write(path, &baseline)?;
+    outcome.written = true;
+    Ok(outcome)
+}
+
+fn refuse_failures(scoped: &[&TrialRecord]) -> Result<(), BlessError> {
+    let failed: Vec<&&TrialRecord> = scoped
+        .iter()
+        .filter(|record| record.status == Status::Failed)
+        .collect();
+    if failed.is_empty() {
+        return Ok(());
+    }
+    let details = failed
+        .iter()
+        .map(|record| {
+            format!(
+                "  {}: {}\n",
+                record.name,
+                record.reason.as_deref().unwrap_or("failed")
+            )
+        })
+        .collect();
+    Err(BlessError::FailedTrials {
+        trials: failed.iter().map(|record| record.name.clone()).collect(),
+        details,
+    })
+}
+
+/// One selected trial: add, update or keep its entry.
+fn take(
+    record: &TrialRecord,
+    trials: &mut BTreeMap<String, TrialBaseline>,
+    options: &BlessOptions<'_>,
+    re_record_all: bool,
+    outcome: &mut BlessOutcome,
+) {
+    let name = record.name.clone();
+    let measured = record
+        .measurement
+        .as_ref()
+        .filter(|m| record.status == Status::Passed && !m.gbps.is_empty());
+    let Some(m) = measured else {
+        let reason = match record.status {
+            Status::Ignored => format!(
+                "did not run: {}",
+                record.reason.as_deref().unwrap_or("no reason given")
+            ),
+            _ => "no measured repetitions".to_string(),
+        };
+        match trials.remove(&name) {
+            Some(old) if options.remove_missing => outcome.changes.push(TrialChange::Removed {
+                trial: name,
+                old,
+                why: reason,
+            }),
+            Some(old) => {
+                trials.insert(name.clone(), old);
+                outcome.kept.push((name, reason));
+            }
+            None => {}
+        }
+        return;
+    };
+    let new = TrialBaseline::from_measurement(m, &options.provenance);
+    match trials.get(&name) {
+        None => {
+            trials.insert(name.clone(), new.clone());
+            outcome
+                .changes
+                .push(TrialChange::Added { trial: name, new });
+        }
+        Some(old) => {
+            let within_noise = matches!(judge(old, record), Judgement::Pass { .. });
+            if old.same_figures(&new) || (within_noise && !re_record_all) {
+                outcome.unchanged.push(name);
+            } else {
+                let old = old.clone();
+                trials.insert(name.clone(), new.clone());
+                outcome.changes.push(TrialChange::Updated {
+                    trial: name,
+                    old,
+                    new,
+                });
+            }
+        }
+    }
+}
+
+/// Selected baseline trials that no suite defines any more (known only when the suites are).
+fn remove_undefined(
+    run: &RunResults<'_>,
+    options: &BlessOptions<'_>,
+    trials: &mut BTreeMap<String, TrialBaseline>,
+    outcome: &mut BlessOutcome,
+) {
+    let Some(defined) = run.defined else {
+        return;
+    };
+    let stale: Vec<String> = trials
+        .keys()
+        .filter(|name| options.filter.matches(name) && !defined.contains(*name))
+        .filter(|name| !run.records.iter().any(|r| &r.name == *name))
+        .cloned()
+        .collect();
+    for name in stale {
+        let why = "no suite defines it".to_string();
+        if options.remove_missing {
+            if let Some(old) = trials.remove(&name) {
+                outcome.changes.push(TrialChange::Removed {
+                    trial: name,
+                    old,
+                    why,
+                });
+            }
+        } else {
+            outcome.kept.push((name, why));
+        }
+    }
+}
+
+impl fmt::Display for BlessOutcome {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.written {
+            writeln!(f, "updating: {}", self.path.display())?;
+        } else {
+            writeln!(f, "up to date: {} (nothing changed)", self.path.display())?;
+        }
+        for change in &self.fingerprint {
+            writeln!(f, "  fingerprint: {change}")?;
+        }
+        for change in &self.changes {
+            match change {
+                TrialChange::Added { trial, new } => writeln!(
+                    f,
+                    "  + {trial}: {} median of {} ({:.2}–{:.2}), path {}{}",
+                    gbps(new.median_gbps),
+                    new.samples,
+                    new.min_gbps,
+                    new.max_gbps,
+                    new.path,
+                    new.checksum
+                        .map(|c| format!(", checksum {}", crate::hex::format(c)))
+                        .unwrap_or_default()
+                )?,
+                TrialChange::Updated { trial, old, new } => {
+                    writeln!(f, "  ~ {trial}: {}", describe_update(old, new))?
+                }
+                TrialChange::Removed { trial, old, why } => writeln!(
+                    f,
+                    "  - {trial}: removed ({why}); was {}, path {}",
+                    gbps(old.median_gbps),
+                    old.path
+                )?,
+            }
+        }
+        for (trial, why) in &self.kept {
+            writeln!(
+                f,
+                "  kept: {trial} ({why}); pass --remove-missing to drop it"
+            )?;
+        }
+        if !self.unchanged.is_empty() {
+            writeln!(
+                f,
+                "  unchanged: {} trial(s) within noise of their baseline (pass --refresh to re-record them)",
+                self.unchanged.len()
+            )?;
+        }
+        Ok(())
+    }
+}
+
+fn describe_update(old: &TrialBaseline, new: &TrialBaseline) -> String {
+    let mut parts = vec![format!(
+        "median {:.2} → {} ({})",
+        old.median_gbps,
+        gbps(new.median_gbps),
+        change(new.median_gbps / old.median_gbps)
+    )];
+    if old.path != new.path {
+        parts.push(format!("path {} → {}", old.path, new.path));
+    }
+    if old.checksum != new.checksum {
+        let show = |c: Option<u64>| c.map_or_else(|| "none".into(), crate::hex::format);
+        parts.push(format!(
+            "checksum {} → {}",
+            show(old.checksum),
+            show(new.checksum)
+        ));
+    }
+    parts.join("; ")
+}

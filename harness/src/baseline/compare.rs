@@ -1,0 +1,305 @@
+//! One run against its runner's baseline: a judgement per trial, each with a one-screen message,
+//! and the fingerprint changes shown as the likely cause of any difference.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::decision::{Throughput, Verdict};
+use super::explain::{self, Context};
+use super::file::{Loaded, TrialBaseline};
+use super::fingerprint::{self, FieldChange, Fingerprint};
+use crate::cli::exit;
+use crate::record::{Status, TrialRecord};
+
+/// What a run produced, as the comparison and bless need it.
+#[derive(Clone, Copy, Debug)]
+pub struct RunResults<'a> {
+    /// Every trial the run selected (passed, failed or ignored).
+    pub records: &'a [TrialRecord],
+    /// Every trial name the loaded suites define, selected or not. It tells a trial left out by a
+    /// filter (not judged) from one no suite defines any more (reported as missing). `None` when
+    /// unknown (a saved report): then every baseline trial absent from `records` is missing.
+    pub defined: Option<&'a BTreeSet<String>>,
+    pub fingerprint: &'a Fingerprint,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum Judgement {
+    /// Same path, same checksum, throughput within tolerance or not significantly different.
+    Pass { throughput: Throughput },
+    /// Slower beyond the tolerance, and significantly so.
+    Regression { throughput: Throughput },
+    /// Faster beyond the tolerance, significantly: consider blessing. Not a failure.
+    Faster { throughput: Throughput },
+    /// The path verdict differs from the baseline's (e.g. `nvfs` → `cufile-posix`). A failure.
+    PathChanged {
+        from: String,
+        to: String,
+        throughput: Throughput,
+    },
+    /// The bytes read are not the bytes the baseline measured. A failure.
+    ChecksumChanged {
+        #[serde(with = "crate::hex::option")]
+        from: Option<u64>,
+        #[serde(with = "crate::hex::option")]
+        to: Option<u64>,
+    },
+    /// The baseline has the trial, the run does not (a GPU or a mount that vanished). A failure.
+    MissingTrial { cause: Missing },
+    /// Not in the baseline yet. Informational.
+    NewTrial,
+    /// The runner has no baseline at all. Informational.
+    NoBaseline,
+    /// Not compared, with the reason (the trial failed on its own, or did not run and the
+    /// baseline does not expect it).
+    NotJudged { reason: String },
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "why", rename_all = "kebab-case")]
+pub enum Missing {
+    /// It was selected but did not run.
+    Ignored { reason: String },
+    /// No suite defines it any more.
+    NotDefined,
+    /// It is not among this run's trials (what defines them is unknown).
+    NotRun,
+}
+
+/// How much a judgement matters to the exit status.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Severity {
+    Ok,
+    /// Worth reading, not a failure: faster, new trial, no baseline.
+    Notice,
+    /// Slower than the baseline: exit 3.
+    Regression,
+    /// Wrong path, wrong bytes, or a trial that vanished: exit 1.
+    Failure,
+}
+
+impl Judgement {
+    pub fn severity(&self) -> Severity {
+        match self {
+            Judgement::Pass { .. } | Judgement::NotJudged { .. } => Severity::Ok,
+            Judgement::Faster { .. } | Judgement::NewTrial | Judgement::NoBaseline => {
+                Severity::Notice
+            }
+            Judgement::Regression { .. } => Severity::Regression,
+            Judgement::PathChanged { .. }
+            | Judgement::ChecksumChanged { .. }
+            | Judgement::MissingTrial { .. } => Severity::Failure,
+        }
+    }
+
+    /// A few words for a table cell.
+    pub fn label(&self) -> String {
+        match self {
+            Judgement::Pass { .. } => "as fast".into(),
+            Judgement::Regression { .. } => "slower".into(),
+            Judgement::Faster { .. } => "faster — consider blessing".into(),
+            Judgement::PathChanged { from, to, .. } => format!("path {from} → {to}"),
+            Judgement::ChecksumChanged { .. } => "checksum changed".into(),
+            Judgement::MissingTrial { cause } => match cause {
+                Missing::Ignored { reason } => format!("did not run: {reason}"),
+                Missing::NotDefined => "no suite defines it".into(),
+                Missing::NotRun => "not in this run".into(),
+            },
+            Judgement::NewTrial => "new trial".into(),
+            Judgement::NoBaseline => "no baseline".into(),
+            Judgement::NotJudged { reason } => format!("not compared: {reason}"),
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TrialJudgement {
+    pub trial: String,
+    pub judgement: Judgement,
+    /// One line, for the summary table and next to `ok` / `FAILED`.
+    pub headline: String,
+    /// One screen: what was expected, what was seen, the likely cause, what to do.
+    pub message: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Comparison {
+    pub runner: String,
+    pub baseline_path: PathBuf,
+    pub baseline_found: bool,
+    /// Every fingerprint difference, real changes first in the messages.
+    pub fingerprint_changes: Vec<FieldChange>,
+    /// Sorted by trial name.
+    pub trials: Vec<TrialJudgement>,
+    /// Baseline trials the run's filter left out: not judged.
+    pub not_selected: usize,
+}
+
+impl Comparison {
+    pub fn worst(&self) -> Severity {
+        self.trials
+            .iter()
+            .map(|t| t.judgement.severity())
+            .max()
+            .unwrap_or(Severity::Ok)
+    }
+
+    /// The exit status the comparison calls for, if any: `TRIAL_FAILED` for a changed path or
+    /// checksum or a vanished trial, else `REGRESSION` for a slowdown.
+    pub fn exit_code(&self) -> Option<u8> {
+        match self.worst() {
+            Severity::Failure => Some(exit::TRIAL_FAILED),
+            Severity::Regression => Some(exit::REGRESSION),
+            Severity::Ok | Severity::Notice => None,
+        }
+    }
+
+    pub fn get(&self, trial: &str) -> Option<&TrialJudgement> {
+        self.trials.iter().find(|t| t.trial == trial)
+    }
+
+    /// Real fingerprint changes (known before and now, different).
+    pub fn runner_changed(&self) -> bool {
+        fingerprint::changed(&self.fingerprint_changes)
+            .next()
+            .is_some()
+    }
+}
+
+/// Judges `run` against the baseline at `path` (already read: a corrupt file must have stopped
+/// the caller with its error, never arrive here as [`Loaded::Absent`]).
+pub fn compare(loaded: &Loaded, path: &Path, runner: &str, run: &RunResults<'_>) -> Comparison {
+    let baseline = match loaded {
+        Loaded::Present(baseline) => Some(baseline),
+        Loaded::Absent => None,
+    };
+    let fingerprint_changes = baseline
+        .map(|b| fingerprint::diff(&b.fingerprint, run.fingerprint))
+        .unwrap_or_default();
+    let context = Context {
+        runner,
+        baseline_path: path,
+        changes: &fingerprint_changes,
+        fingerprint: run.fingerprint,
+    };
+    let records: BTreeMap<&str, &TrialRecord> =
+        run.records.iter().map(|r| (r.name.as_str(), r)).collect();
+    let mut judged: BTreeMap<String, (Judgement, Option<&TrialBaseline>)> = BTreeMap::new();
+    for (&name, record) in &records {
+        let entry = baseline.and_then(|b| b.trials.get(name));
+        let judgement = match (baseline, entry) {
+            (None, _) => Judgement::NoBaseline,
+            (Some(_), Some(entry)) => judge(entry, record),
+            (Some(_), None) => unexpected(record),
+        };
+        judged.insert(name.to_string(), (judgement, entry));
+    }
+    let mut not_selected = 0;
+    for (name, entry) in baseline.iter().flat_map(|b| &b.trials) {
+        if records.contains_key(name.as_str()) {
+            continue;
+        }
+        let cause = match run.defined {
+            Some(defined) if defined.contains(name) => {
+                not_selected += 1;
+                continue;
+            }
+            Some(_) => Missing::NotDefined,
+            None => Missing::NotRun,
+        };
+        judged.insert(
+            name.clone(),
+            (Judgement::MissingTrial { cause }, Some(entry)),
+        );
+    }
+    let trials = judged
+        .into_iter()
+        .map(|(trial, (judgement, entry))| {
+            let record = records.get(trial.as_str()).copied();
+            let (headline, message) = explain::explain(&context, &trial, entry, record, &judgement);
+            TrialJudgement {
+                trial,
+                judgement,
+                headline,
+                message,
+            }
+        })
+        .collect();
+    Comparison {
+        runner: runner.to_string(),
+        baseline_path: path.to_path_buf(),
+        baseline_found: baseline.is_some(),
+        fingerprint_changes,
+        trials,
+        not_selected,
+    }
+}
+
+/// A trial the baseline has. Order matters: the wrong bytes explain everything else, and a changed
+/// path explains a changed speed.
+pub fn judge(entry: &TrialBaseline, record: &TrialRecord) -> Judgement {
+    let m = match (record.status, &record.measurement) {
+        (Status::Ignored, _) => {
+            return Judgement::MissingTrial {
+                cause: Missing::Ignored {
+                    reason: record
+                        .reason
+                        .clone()
+                        .unwrap_or_else(|| "no reason given".into()),
+                },
+            };
+        }
+        (Status::Failed, _) => {
+            return Judgement::NotJudged {
+                reason: "the trial failed; its own failure is reported above".into(),
+            };
+        }
+        (Status::Passed, Some(m)) if !m.gbps.is_empty() => m,
+        (Status::Passed, _) => {
+            return Judgement::NotJudged {
+                reason: "the trial has no measured repetitions".into(),
+            };
+        }
+    };
+    if let (Some(from), Some(to)) = (entry.checksum, m.integrity.checksum)
+        && from != to
+    {
+        return Judgement::ChecksumChanged {
+            from: Some(from),
+            to: Some(to),
+        };
+    }
+    let throughput = Throughput::measure(&entry.gbps, &m.gbps, record.spec.expect.tolerance);
+    if entry.path != m.path {
+        return Judgement::PathChanged {
+            from: entry.path.clone(),
+            to: m.path.clone(),
+            throughput,
+        };
+    }
+    match throughput.verdict() {
+        Verdict::Same => Judgement::Pass { throughput },
+        Verdict::Slower => Judgement::Regression { throughput },
+        Verdict::Faster => Judgement::Faster { throughput },
+    }
+}
+
+/// A trial the baseline does not have.
+fn unexpected(record: &TrialRecord) -> Judgement {
+    match record.status {
+        Status::Passed => Judgement::NewTrial,
+        Status::Failed => Judgement::NotJudged {
+            reason: "the trial failed and is not in the baseline".into(),
+        },
+        Status::Ignored => Judgement::NotJudged {
+            reason: format!(
+                "did not run ({}) and is not in the baseline",
+                record.reason.as_deref().unwrap_or("no reason given")
+            ),
+        },
+    }
+}

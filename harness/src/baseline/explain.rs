@@ -1,0 +1,380 @@
+//! The words of a judgement: a one-line headline and a one-screen message with what was
+//! expected, what was seen, the likely cause and the exact command to run next.
+
+use std::fmt::Write;
+use std::path::Path;
+
+use super::compare::{Judgement, Missing};
+use super::decision::{ALPHA, Throughput};
+use super::file::TrialBaseline;
+use super::fingerprint::{self, FieldChange, Fingerprint};
+use crate::hex;
+use crate::record::TrialRecord;
+
+pub struct Context<'a> {
+    pub runner: &'a str,
+    pub baseline_path: &'a Path,
+    pub changes: &'a [FieldChange],
+    pub fingerprint: &'a Fingerprint,
+}
+
+impl Context<'_> {
+    fn runner_changed(&self) -> bool {
+        fingerprint::changed(self.changes).next().is_some()
+    }
+
+    /// `the runner changed since the baseline was blessed: driver 570.86 → 580.159; …`
+    fn fingerprint_cause(&self) -> Option<String> {
+        let changes: Vec<String> = fingerprint::changed(self.changes)
+            .map(ToString::to_string)
+            .collect();
+        (!changes.is_empty()).then(|| {
+            format!(
+                "the runner changed since the baseline was blessed: {}",
+                changes.join("; ")
+            )
+        })
+    }
+}
+
+/// The bless command for this runner (and one trial), with `--accept-fingerprint` when the
+/// runner changed, since bless refuses without it.
+pub fn bless_command(
+    runner: &str,
+    baseline_path: &Path,
+    trial: Option<&str>,
+    accept_fingerprint: bool,
+    remove_missing: bool,
+) -> String {
+    let mut command = format!("cargo xtask gds-gate bless --runner {}", quote(runner));
+    if let Some(dir) = baseline_path.parent()
+        && dir != Path::new("baselines")
+        && !dir.as_os_str().is_empty()
+    {
+        let _ = write!(
+            command,
+            " --baselines {}",
+            quote(&dir.display().to_string())
+        );
+    }
+    if accept_fingerprint {
+        command.push_str(" --accept-fingerprint");
+    }
+    if remove_missing {
+        command.push_str(" --remove-missing");
+    }
+    if let Some(trial) = trial {
+        let _ = write!(command, " --exact {}", quote(trial));
+    }
+    command
+}
+
+/// Single quotes unless the word is plainly safe for a POSIX shell.
+pub fn quote(word: &str) -> String {
+    let safe = !word.is_empty()
+        && word
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./:=,@+".contains(c));
+    if safe {
+        word.to_string()
+    } else {
+        format!("'{}'", word.replace('\'', r"'\''"))
+    }
+}
+
+pub fn gbps(value: f64) -> String {
+    format!("{value:.2} GB/s")
+}
+
+/// `−15.2%` / `+3.0%` for a run/baseline ratio.
+pub fn change(ratio: f64) -> String {
+    let percent = (ratio - 1.0) * 100.0;
+    if percent < 0.0 {
+        format!("−{:.1}%", -percent)
+    } else {
+        format!("+{percent:.1}%")
+    }
+}
+
+fn percent(fraction: f64) -> String {
+    format!("{:.0}%", fraction * 100.0)
+}
+
+/// `median of 5, range 1.97–2.05, blessed 2026-03-01T12:00:00Z in `baselines/r1.yaml``
+fn baseline_figures(entry: &TrialBaseline, file: &Path) -> String {
+    format!(
+        "median of {}, range {:.2}–{:.2}, blessed {} in `{}`",
+        entry.samples,
+        entry.min_gbps,
+        entry.max_gbps,
+        entry.blessed_at,
+        file.display()
+    )
+}
+
+fn run_figures(t: &Throughput) -> String {
+    format!(
+        "{} median of {}, range {:.2}–{:.2}",
+        gbps(t.run.median),
+        t.run.count,
+        t.run.min,
+        t.run.max
+    )
+}
+
+fn statistics(t: &Throughput, p: f64) -> String {
+    let mut text = format!(
+        "estimated change {} (Hodges–Lehmann), one-sided Mann–Whitney p = {p:.3} (significant at ≤ {ALPHA})",
+        change(t.ratio)
+    );
+    if !t.test_possible() {
+        let _ = write!(
+            text,
+            "; {} against {} repetitions cannot reach significance, so the tolerance alone decided: set `repetitions: 5` or more",
+            t.baseline.count, t.run.count
+        );
+    }
+    text
+}
+
+/// `(headline, message)` for one trial's judgement.
+pub fn explain(
+    ctx: &Context<'_>,
+    trial: &str,
+    entry: Option<&TrialBaseline>,
+    record: Option<&TrialRecord>,
+    judgement: &Judgement,
+) -> (String, String) {
+    let file = ctx.baseline_path.display();
+    let figures = |entry| baseline_figures(entry, ctx.baseline_path);
+    let bless = bless_command(
+        ctx.runner,
+        ctx.baseline_path,
+        Some(trial),
+        ctx.runner_changed(),
+        false,
+    );
+    let cause = |otherwise: &str| {
+        ctx.fingerprint_cause()
+            .unwrap_or_else(|| otherwise.to_string())
+    };
+    let unchanged = "the runner's fingerprint (GPU, driver, CUDA, cuFile, KvikIO, nvidia-fs, kernel, file system, cufile.json) is unchanged";
+    match (judgement, entry) {
+        (Judgement::Pass { throughput: t }, _) => {
+            let headline = format!(
+                "as fast as the baseline: {:.2} vs {} ({})",
+                t.run.median,
+                gbps(t.baseline.median),
+                change(t.ratio)
+            );
+            let message = format!("{trial}: {headline}");
+            (headline, message)
+        }
+        (Judgement::Regression { throughput: t }, Some(entry)) => {
+            let headline = format!(
+                "slower than the baseline: {:.2} vs {} ({}, p = {:.3})",
+                t.run.median,
+                gbps(t.baseline.median),
+                change(t.ratio),
+                t.p_slower
+            );
+            let message = format!(
+                "{trial}: slower than its baseline by {:.1}%, beyond the tolerance of {}\n  expected: about {}, at most {} slower ({}), path `{}`\n  seen:     {}; {}\n  likely cause: {}\n  next: find and fix the cause; if the new speed is intended, bless it on this runner:\n        {bless}",
+                t.drop() * 100.0,
+                percent(t.tolerance),
+                gbps(entry.median_gbps),
+                percent(t.tolerance),
+                figures(entry),
+                entry.path,
+                run_figures(t),
+                statistics(t, t.p_slower),
+                cause(&format!(
+                    "{unchanged}: look at the storage (other jobs on the disk, a degraded array, a fuller file system, thermal throttling) and at changes to this trial's settings"
+                )),
+            );
+            (headline, message)
+        }
+        (Judgement::Faster { throughput: t }, Some(entry)) => {
+            let headline = format!(
+                "faster than baseline — consider blessing: {:.2} vs {} ({})",
+                t.run.median,
+                gbps(t.baseline.median),
+                change(t.ratio)
+            );
+            let message = format!(
+                "{trial}: faster than baseline — consider blessing ({}, beyond the tolerance of {})\n  expected: about {} ({}), path `{}`\n  seen:     {}; {}\n  likely cause: {}\n  next: if the speed-up is expected, record it so that a later drop is measured from the new level:\n        {bless}",
+                change(t.ratio),
+                percent(t.tolerance),
+                gbps(entry.median_gbps),
+                figures(entry),
+                entry.path,
+                run_figures(t),
+                statistics(t, t.p_faster),
+                cause(&format!(
+                    "{unchanged}: a quieter or emptier disk, or a change to this trial's settings"
+                )),
+            );
+            (headline, message)
+        }
+        (
+            Judgement::PathChanged {
+                from,
+                to,
+                throughput: t,
+            },
+            Some(entry),
+        ) => {
+            let headline = format!("path changed from the baseline: {from} → {to}");
+            let mut likely = ctx.fingerprint_cause();
+            if to.contains("posix") && !ctx.fingerprint.nvidia_fs_loaded {
+                let hint = "nvidia-fs is not loaded on this runner, so cuFile reads through POSIX and host bounce buffers (its compat mode)";
+                likely = Some(likely.map_or(hint.to_string(), |c| format!("{c}; {hint}")));
+            }
+            let message = format!(
+                "{trial}: the bytes took another path than in the baseline: {from} → {to}\n  expected: path `{from}` at about {} ({})\n  seen:     path `{to}` at {} ({} against the baseline)\n  likely cause: {}\n  next: if the new path is a fault, repair the runner (`cargo xtask doctor` checks the usual causes); if it is intended, bless it:\n        {bless}",
+                gbps(entry.median_gbps),
+                figures(entry),
+                run_figures(t),
+                change(t.ratio),
+                likely.unwrap_or_else(|| format!("{unchanged}: check cufile.log in the trial's folder and this trial's settings (compat_mode, cufile overrides)")),
+            );
+            (headline, message)
+        }
+        (Judgement::ChecksumChanged { from, to }, Some(entry)) => {
+            let show = |c: &Option<u64>| c.map_or_else(|| "none".into(), hex::format);
+            let headline = format!(
+                "checksum changed from the baseline: {} → {}",
+                show(from),
+                show(to)
+            );
+            let message = format!(
+                "{trial}: the bytes read are not the bytes the baseline measured: checksum {} → {}\n  expected: checksum {} (the files measured at the bless of {})\n  seen:     checksum {}; the run verified its own reads, so the files changed, not the transfer\n  likely cause: the trial's files changed: their size, seed or count in the suite, or your own file (`files: {{ path }}`) was replaced\n  next: if the new data is intended, bless the trial:\n        {bless}\n        otherwise restore the files",
+                show(from),
+                show(to),
+                show(from),
+                entry.blessed_at,
+                show(to),
+            );
+            (headline, message)
+        }
+        (Judgement::MissingTrial { cause: why }, entry) => missing(ctx, trial, entry, why),
+        (Judgement::NewTrial, _) => {
+            let seen = record
+                .and_then(|r| r.measurement.as_ref())
+                .map(|m| {
+                    let median = crate::record::median(&m.gbps);
+                    format!(
+                        "{} median of {}, path `{}`",
+                        gbps(median),
+                        m.gbps.len(),
+                        m.path
+                    )
+                })
+                .unwrap_or_default();
+            let headline = "not in the baseline yet (new trial)".to_string();
+            let message = format!(
+                "{trial}: not in the baseline yet (`{file}`)\n  seen:     {seen}\n  next: once it passes as it should, record it:\n        {bless}"
+            );
+            (headline, message)
+        }
+        (Judgement::NoBaseline, _) => {
+            let headline = format!("no baseline for runner `{}`", ctx.runner);
+            let message = format!(
+                "{trial}: runner `{}` has no baseline (`{file}` does not exist); throughput, path and checksum were not compared\n  next: on this runner, record one:\n        {}",
+                ctx.runner,
+                bless_command(ctx.runner, ctx.baseline_path, None, false, false)
+            );
+            (headline, message)
+        }
+        (Judgement::NotJudged { reason }, _) => {
+            let headline = format!("not compared with the baseline: {reason}");
+            (headline.clone(), format!("{trial}: {headline}"))
+        }
+        // Every judgement that needs a baseline entry is only made with one.
+        (judgement, None) => {
+            let headline = format!("{judgement:?}");
+            (headline.clone(), format!("{trial}: {headline}"))
+        }
+    }
+}
+
+fn missing(
+    ctx: &Context<'_>,
+    trial: &str,
+    entry: Option<&TrialBaseline>,
+    why: &Missing,
+) -> (String, String) {
+    let expected = entry.map_or_else(String::new, |entry| {
+        format!(
+            "{}, path `{}` ({})",
+            gbps(entry.median_gbps),
+            entry.path,
+            baseline_figures(entry, ctx.baseline_path)
+        )
+    });
+    let drop = bless_command(
+        ctx.runner,
+        ctx.baseline_path,
+        Some(trial),
+        ctx.runner_changed(),
+        true,
+    );
+    match why {
+        Missing::Ignored { reason } => (
+            format!("in the baseline, but did not run: {reason}"),
+            format!(
+                "{trial}: in the baseline, but did not run\n  expected: a measurement like the baseline's: {expected}\n  seen:     ignored: {reason}\n  likely cause: {}\n  next: restore the runner (`cargo xtask doctor` says what is missing); if the trial cannot run here any more on purpose, drop it from the baseline:\n        {drop}",
+                ctx.fingerprint_cause().unwrap_or_else(|| {
+                    "a GPU, driver, library or mount the runner had when the baseline was blessed is gone".into()
+                })
+            ),
+        ),
+        Missing::NotDefined => (
+            "in the baseline, but no suite defines it".to_string(),
+            format!(
+                "{trial}: in the baseline, but no suite defines it any more\n  expected: the trial of the baseline: {expected}\n  seen:     no scenario of the loaded suites has this name\n  likely cause: the scenario was renamed or removed, or a suite file is missing from --suite\n  next: if that was intended, drop it from the baseline:\n        {drop}\n        otherwise restore the scenario or pass its suite"
+            ),
+        ),
+        Missing::NotRun => (
+            "in the baseline, but not in this run".to_string(),
+            format!(
+                "{trial}: in the baseline, but not among this run's trials\n  expected: the trial of the baseline: {expected}\n  seen:     no record of it\n  next: run it (check the filter and --suite), or drop it from the baseline:\n        {drop}"
+            ),
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn commands_quote_what_the_shell_would_mangle() {
+        assert_eq!(quote("gpu-01"), "gpu-01");
+        assert_eq!(
+            quote("s::a[compat=OFF,nthreads=8]"),
+            "'s::a[compat=OFF,nthreads=8]'"
+        );
+        assert_eq!(quote("it's"), r"'it'\''s'");
+        assert_eq!(
+            bless_command(
+                "r1",
+                Path::new("baselines/r1.yaml"),
+                Some("s::a"),
+                true,
+                false
+            ),
+            "cargo xtask gds-gate bless --runner r1 --accept-fingerprint --exact s::a"
+        );
+        assert_eq!(
+            bless_command("r1", Path::new("ci/base/r1.yaml"), None, false, true),
+            "cargo xtask gds-gate bless --runner r1 --baselines ci/base --remove-missing"
+        );
+    }
+
+    #[test]
+    fn changes_are_signed_percentages() {
+        assert_eq!(change(0.848), "−15.2%");
+        assert_eq!(change(1.25), "+25.0%");
+    }
+}

@@ -1,0 +1,557 @@
+//! `baselines/<runner>.yaml`: the schema, strict reading (a damaged or newer file is an error,
+//! never "no baseline") and atomic writing (a bless killed half-way leaves the old file).
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::error::BaselineError;
+use super::fingerprint::Fingerprint;
+use super::stats::{Summary, median};
+use crate::record::Measurement;
+
+/// Bump when a field changes meaning or disappears; older gates refuse newer files.
+pub const SCHEMA_VERSION: u32 = 1;
+
+const HEADER: &str = "# gds-gate baseline. Written by `cargo xtask gds-gate bless`; review changes as a diff,\n# do not edit by hand (the statistics use `gbps`, the other figures are for people).\n";
+
+/// One runner's baseline. Field order is file order; trials are sorted by name.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Baseline {
+    pub schema_version: u32,
+    pub runner: String,
+    pub fingerprint: Fingerprint,
+    /// The last bless that changed this file.
+    pub provenance: Provenance,
+    pub trials: BTreeMap<String, TrialBaseline>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Provenance {
+    /// RFC 3339, UTC, seconds.
+    pub blessed_at: String,
+    pub gate_version: String,
+    pub host: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub revision: Option<String>,
+}
+
+/// One trial's expectation. GB/s are 10^9 bytes per second, rounded to 0.1 MB/s so that a
+/// re-bless of unchanged figures writes unchanged text.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TrialBaseline {
+    pub median_gbps: f64,
+    /// Median absolute deviation from the median.
+    pub mad_gbps: f64,
+    pub min_gbps: f64,
+    pub max_gbps: f64,
+    pub samples: usize,
+    /// Every measured repetition: what the significance test compares against.
+    pub gbps: Vec<f64>,
+    /// The path verdict, e.g. `nvfs`, `cufile-posix`, `host`.
+    pub path: String,
+    /// The checksum of what was read, `0x…`; absent when the trial does not verify.
+    #[serde(with = "crate::hex::option")]
+    pub checksum: Option<u64>,
+    pub blessed_at: String,
+    pub gate_version: String,
+}
+
+impl TrialBaseline {
+    pub fn from_measurement(m: &Measurement, provenance: &Provenance) -> TrialBaseline {
+        let gbps: Vec<f64> = m.gbps.iter().copied().map(round).collect();
+        let summary = Summary::of(&gbps);
+        TrialBaseline {
+            median_gbps: round(summary.median),
+            mad_gbps: round(summary.mad),
+            min_gbps: summary.min,
+            max_gbps: summary.max,
+            samples: gbps.len(),
+            gbps,
+            path: m.path.clone(),
+            checksum: m.integrity.checksum,
+            blessed_at: provenance.blessed_at.clone(),
+            gate_version: provenance.gate_version.clone(),
+        }
+    }
+
+    /// Equal in everything a comparison looks at (not when or by which gate it was blessed).
+    pub fn same_figures(&self, other: &TrialBaseline) -> bool {
+        self.gbps == other.gbps && self.path == other.path && self.checksum == other.checksum
+    }
+}
+
+fn round(gbps: f64) -> f64 {
+    (gbps * 1e4).round() / 1e4
+}
+
+/// A baseline file that exists and is valid, or none at all. Anything else is an error.
+#[derive(Clone, Debug, PartialEq)]
+#[expect(
+    clippy::large_enum_variant,
+    reason = "read once per run; a box would only make matching clumsier"
+)]
+pub enum Loaded {
+    Present(Baseline),
+    /// No file: the runner has no baseline yet.
+    Absent,
+}
+
+/// `DIR/<runner>.yaml`, after checking that the runner name is a plain file name.
+pub fn path_for(dir: &Path, runner: &str) -> Result<PathBuf, BaselineError> {
+    let valid = !runner.is_empty()
+        && !runner.starts_with('.')
+        && runner
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
+    if !valid {
+        return Err(BaselineError::RunnerName {
+            name: runner.to_string(),
+        });
+    }
+    Ok(dir.join(format!("{runner}.yaml")))
+}
+
+pub fn read(path: &Path) -> Result<Loaded, BaselineError> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => parse(path, &text).map(Loaded::Present),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(Loaded::Absent),
+        Err(source) => Err(BaselineError::Read {
+            path: path.to_path_buf(),
+            source,
+        }),
+    }
+}
+
+/// Parses `text`, naming `path` in errors. The schema version is checked before the fields, so a
+/// newer file is reported as newer rather than as full of unknown keys.
+pub fn parse(path: &Path, text: &str) -> Result<Baseline, BaselineError> {
+    let corrupt = |(line, column): (usize, usize), message: String| BaselineError::Corrupt {
+        path: path.to_path_buf(),
+        line,
+        column,
+        message,
+    };
+    let value: yaml_serde::Value =
+        yaml_serde::from_str(text).map_err(|error| corrupt(position(&error), message(&error)))?;
+    let version = match &value {
+        yaml_serde::Value::Mapping(map) => map.get("schema_version"),
+        yaml_serde::Value::Null => return Err(corrupt((1, 1), "the file is empty".into())),
+        _ => None,
+    };
+    let version_line = line_of(text, "schema_version:").unwrap_or(1);
+    match version.map(yaml_serde::Value::as_u64) {
+        None => {
+            return Err(corrupt(
+                (1, 1),
+                "expected a mapping that starts with `schema_version: 1`, found no `schema_version`"
+                    .into(),
+            ));
+        }
+        Some(None) => {
+            return Err(corrupt(
+                (version_line, 1),
+                "expected `schema_version` to be a whole number such as 1".into(),
+            ));
+        }
+        Some(Some(found)) if found > u64::from(SCHEMA_VERSION) => {
+            return Err(BaselineError::NewerSchema {
+                path: path.to_path_buf(),
+                line: version_line,
+                found,
+                supported: SCHEMA_VERSION,
+            });
+        }
+        Some(Some(_)) => {}
+    }
+    let baseline: Baseline =
+        yaml_serde::from_str(text).map_err(|error| corrupt(position(&error), message(&error)))?;
+    validate(path, text, &baseline)?;
+    Ok(baseline)
+}
+
+/// What serde cannot check: the file belongs to its runner and every trial has usable samples.
+fn validate(path: &Path, text: &str, baseline: &Baseline) -> Result<(), BaselineError> {
+    let corrupt = |line: usize, message: String| BaselineError::Corrupt {
+        path: path.to_path_buf(),
+        line,
+        column: 1,
+        message,
+    };
+    if let Some(stem) = path.file_stem().and_then(|stem| stem.to_str())
+        && stem != baseline.runner
+    {
+        return Err(corrupt(
+            line_of(text, "runner:").unwrap_or(1),
+            format!(
+                "`runner: {}` does not match the file name `{stem}.yaml`; each runner's baseline is `baselines/<runner>.yaml`, so rename the file or fix `runner:`",
+                baseline.runner
+            ),
+        ));
+    }
+    for (name, trial) in &baseline.trials {
+        let line = line_of(text, name).unwrap_or(1);
+        if trial.gbps.is_empty() || trial.gbps.iter().any(|x| !x.is_finite() || *x <= 0.0) {
+            return Err(corrupt(
+                line,
+                format!(
+                    "trial `{name}`: expected `gbps` to list positive throughputs, one per repetition"
+                ),
+            ));
+        }
+        if trial.samples != trial.gbps.len() {
+            return Err(corrupt(
+                line,
+                format!(
+                    "trial `{name}`: `samples: {}` but `gbps` lists {} values",
+                    trial.samples,
+                    trial.gbps.len()
+                ),
+            ));
+        }
+        if (median(&trial.gbps) - trial.median_gbps).abs() > 1e-3 {
+            return Err(corrupt(
+                line,
+                format!(
+                    "trial `{name}`: `median_gbps: {}` is not the median of `gbps` ({:.4}); the file was edited by hand",
+                    trial.median_gbps,
+                    median(&trial.gbps)
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn position(error: &yaml_serde::Error) -> (usize, usize) {
+    error
+        .location()
+        .map_or((1, 1), |location| (location.line(), location.column()))
+}
+
+/// yaml_serde appends " at line L column C"; the position is printed in front instead.
+fn message(error: &yaml_serde::Error) -> String {
+    let text = error.to_string();
+    match text.rsplit_once(" at line ") {
+        Some((message, _)) => message.to_string(),
+        None => text,
+    }
+}
+
+/// 1-based line of the first line containing `needle`.
+fn line_of(text: &str, needle: &str) -> Option<usize> {
+    text.lines()
+        .position(|line| line.contains(needle))
+        .map(|index| index + 1)
+}
+
+pub fn render(baseline: &Baseline) -> String {
+    // Plain data with string keys: serialising cannot fail.
+    let yaml = yaml_serde::to_string(baseline).unwrap_or_default();
+    format!("{HEADER}{yaml}")
+}
+
+/// Writes `baseline` to `path` atomically: a temporary file in the same folder, synced, renamed
+/// over the old file, then the folder synced so that the rename itself survives a crash.
+pub fn write(path: &Path, baseline: &Baseline) -> Result<(), BaselineError> {
+    write_with(path, render(baseline).as_bytes(), || Ok(()))
+}
+
+/// `before_rename` runs when the new contents are on disk but not yet in place: the window the
+/// tests kill a process in.
+fn write_with(
+    path: &Path,
+    contents: &[u8],
+    before_rename: impl FnOnce() -> std::io::Result<()>,
+) -> Result<(), BaselineError> {
+    let failed = |source| BaselineError::Write {
+        path: path.to_path_buf(),
+        source,
+    };
+    let dir = path
+        .parent()
+        .filter(|dir| !dir.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir).map_err(failed)?;
+    let name = path
+        .file_name()
+        .map_or_else(|| "baseline".into(), |name| name.to_string_lossy());
+    // Hidden and named after the target, so a leftover from a killed bless is recognisable.
+    let mut temp = tempfile::Builder::new()
+        .prefix(&format!(".{name}."))
+        .suffix(".tmp")
+        .tempfile_in(dir)
+        .map_err(failed)?;
+    temp.write_all(contents).map_err(failed)?;
+    // tempfile creates 0600; a baseline is a file of the repository like any other.
+    let mode = std::fs::metadata(path).map_or(0o644, |m| {
+        std::os::unix::fs::PermissionsExt::mode(&m.permissions())
+    });
+    temp.as_file()
+        .set_permissions(std::os::unix::fs::PermissionsExt::from_mode(mode))
+        .map_err(failed)?;
+    temp.as_file().sync_all().map_err(failed)?;
+    before_rename().map_err(failed)?;
+    temp.persist(path).map_err(|error| failed(error.error))?;
+    std::fs::File::open(dir)
+        .and_then(|dir| dir.sync_all())
+        .map_err(failed)?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, Instant};
+
+    use super::*;
+    use crate::baseline::fixtures::{self, BASE, CHECKSUM};
+
+    pub(crate) fn provenance() -> Provenance {
+        Provenance {
+            blessed_at: "2026-03-01T12:00:00Z".into(),
+            gate_version: "0.1.0".into(),
+            host: "gpu-runner-1".into(),
+            revision: None,
+        }
+    }
+
+    fn sample(runner: &str) -> Baseline {
+        let mut trials = BTreeMap::new();
+        for name in ["suite::b[nthreads=8]", "suite::a"] {
+            let m = fixtures::measurement(&BASE, "nvfs", CHECKSUM);
+            trials.insert(
+                name.to_string(),
+                TrialBaseline::from_measurement(&m, &provenance()),
+            );
+        }
+        Baseline {
+            schema_version: SCHEMA_VERSION,
+            runner: runner.into(),
+            fingerprint: fixtures::fingerprint(),
+            provenance: provenance(),
+            trials,
+        }
+    }
+
+    fn scratch() -> (tempfile::TempDir, PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = path_for(dir.path(), "gpu-runner-1").unwrap();
+        (dir, path)
+    }
+
+    fn expect_corrupt(path: &Path, text: &str, line: usize, needle: &str) {
+        std::fs::write(path, text).unwrap();
+        match read(path) {
+            Err(error @ BaselineError::Corrupt { line: l, .. }) => {
+                let shown = error.to_string();
+                assert_eq!(l, line, "{shown}");
+                assert!(shown.contains(needle), "{shown}");
+                assert!(shown.contains(&path.display().to_string()), "{shown}");
+                assert!(shown.contains("never treated as missing"), "{shown}");
+            }
+            other => panic!("expected a corrupt-baseline error, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn round_trips_with_sorted_keys_and_a_header() {
+        let (_dir, path) = scratch();
+        let baseline = sample("gpu-runner-1");
+        write(&path, &baseline).unwrap();
+        assert_eq!(read(&path).unwrap(), Loaded::Present(baseline.clone()));
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(text.starts_with("# gds-gate baseline."), "{text}");
+        let a = text.find("suite::a:").unwrap();
+        let b = text.find("suite::b[nthreads=8]:").unwrap();
+        assert!(a < b, "{text}");
+        assert!(text.contains("checksum: '0x0123456789abcdef'"), "{text}");
+        // The same baseline renders to the same bytes.
+        assert_eq!(render(&baseline), text);
+        let mode = std::os::unix::fs::PermissionsExt::mode(
+            &std::fs::metadata(&path).unwrap().permissions(),
+        );
+        assert_eq!(mode & 0o777, 0o644);
+    }
+
+    #[test]
+    fn a_missing_file_is_no_baseline_and_nothing_else_is() {
+        let (_dir, path) = scratch();
+        assert_eq!(read(&path).unwrap(), Loaded::Absent);
+        let dir_as_file = path.with_extension("d");
+        std::fs::create_dir(&dir_as_file).unwrap();
+        assert!(matches!(
+            read(&dir_as_file),
+            Err(BaselineError::Read { .. })
+        ));
+    }
+
+    #[test]
+    fn corrupt_files_are_errors_with_file_and_line() {
+        let (_dir, path) = scratch();
+        let good = render(&sample("gpu-runner-1"));
+        expect_corrupt(&path, "", 1, "the file is empty");
+        expect_corrupt(
+            &path,
+            "schema_version: 1\nrunner: [unclosed\n",
+            3,
+            "corrupt baseline",
+        );
+        let truncated = &good[..good.len() / 2];
+        std::fs::write(&path, truncated).unwrap();
+        assert!(matches!(read(&path), Err(BaselineError::Corrupt { .. })));
+        expect_corrupt(&path, "- just\n- a list\n", 1, "schema_version");
+        let typo = good.replace("median_gbps:", "median_gbsp:");
+        let line = typo
+            .lines()
+            .position(|l| l.contains("median_gbsp"))
+            .unwrap()
+            + 1;
+        expect_corrupt(&path, &typo, line, "unknown field `median_gbsp`");
+        let edited = good.replacen("samples: 5", "samples: 4", 1);
+        let line = edited
+            .lines()
+            .position(|l| l.contains("suite::a:"))
+            .unwrap()
+            + 1;
+        expect_corrupt(
+            &path,
+            &edited,
+            line,
+            "`samples: 4` but `gbps` lists 5 values",
+        );
+        let other_runner = good.replace("runner: gpu-runner-1", "runner: other");
+        expect_corrupt(&path, &other_runner, 4, "does not match the file name");
+    }
+
+    #[test]
+    fn a_newer_schema_is_an_error_not_a_missing_baseline() {
+        let (_dir, path) = scratch();
+        let newer = render(&sample("gpu-runner-1"))
+            .replace("schema_version: 1", "schema_version: 2")
+            .replace("median_gbps:", "p50_gbps:");
+        std::fs::write(&path, newer).unwrap();
+        let error = read(&path).unwrap_err();
+        let shown = error.to_string();
+        assert!(
+            matches!(
+                error,
+                BaselineError::NewerSchema {
+                    found: 2,
+                    line: 3,
+                    ..
+                }
+            ),
+            "{shown}"
+        );
+        assert!(
+            shown.contains(":3: baseline has schema_version 2"),
+            "{shown}"
+        );
+        assert!(shown.contains("update gds-gate"), "{shown}");
+    }
+
+    #[test]
+    fn runner_names_must_be_plain_file_names() {
+        for bad in ["", "../x", "a/b", ".hidden", "a b"] {
+            assert!(path_for(Path::new("baselines"), bad).is_err(), "{bad}");
+        }
+        assert_eq!(
+            path_for(Path::new("baselines"), "dgx-01.lab_2").unwrap(),
+            Path::new("baselines/dgx-01.lab_2.yaml")
+        );
+    }
+
+    #[test]
+    fn a_failure_before_the_rename_leaves_the_old_file_and_no_litter() {
+        let (dir, path) = scratch();
+        let old = sample("gpu-runner-1");
+        write(&path, &old).unwrap();
+        let mut new = old.clone();
+        new.trials.clear();
+        let result = write_with(&path, render(&new).as_bytes(), || {
+            Err(std::io::Error::other("injected"))
+        });
+        assert!(matches!(result, Err(BaselineError::Write { .. })));
+        assert_eq!(read(&path).unwrap(), Loaded::Present(old));
+        let names: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name())
+            .collect();
+        assert_eq!(names, ["gpu-runner-1.yaml"]);
+    }
+
+    const CHILD: &str = "GDS_GATE_TEST_BLESS_CHILD";
+
+    /// Runs twice: as the test, it starts itself as a child process that writes a new baseline
+    /// and pauses between writing the temporary file and renaming it; the test kills the child
+    /// there with SIGKILL and checks that the old baseline is intact and still reads.
+    #[test]
+    fn a_bless_killed_mid_write_leaves_the_old_file_intact() {
+        if let Some(path) = std::env::var_os(CHILD) {
+            let path = PathBuf::from(path);
+            let mut new = sample("gpu-runner-1");
+            new.trials.clear();
+            let _ = write_with(&path, render(&new).as_bytes(), || {
+                std::fs::write(path.with_extension("ready"), b"")?;
+                std::thread::sleep(Duration::from_secs(60));
+                Ok(())
+            });
+            std::process::exit(0);
+        }
+        let (dir, path) = scratch();
+        let old = sample("gpu-runner-1");
+        write(&path, &old).unwrap();
+        let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+            .args([
+                "baseline::file::tests::a_bless_killed_mid_write_leaves_the_old_file_intact",
+                "--exact",
+                "--test-threads=1",
+            ])
+            .env(CHILD, &path)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let started = Instant::now();
+        while !path.with_extension("ready").exists() {
+            if let Some(status) = child.try_wait().unwrap() {
+                panic!("the child exited ({status}) before pausing");
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(30),
+                "the child never paused"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        // The new contents are on disk under a temporary name; die now, as a killed bless would.
+        child.kill().unwrap();
+        let status = child.wait().unwrap();
+        assert_eq!(
+            std::os::unix::process::ExitStatusExt::signal(&status),
+            Some(libc::SIGKILL)
+        );
+        assert_eq!(read(&path).unwrap(), Loaded::Present(old.clone()));
+        let leftovers: Vec<String> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|name| name.ends_with(".tmp"))
+            .collect();
+        assert_eq!(leftovers.len(), 1, "{leftovers:?}");
+        assert!(
+            leftovers[0].starts_with(".gpu-runner-1.yaml."),
+            "{leftovers:?}"
+        );
+        // The next bless goes through regardless.
+        let mut new = old;
+        new.trials.clear();
+        write(&path, &new).unwrap();
+        assert_eq!(read(&path).unwrap(), Loaded::Present(new));
+    }
+}

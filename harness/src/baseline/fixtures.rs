@@ -1,0 +1,94 @@
+//! Test fixtures: trial records with chosen samples, path and checksum, built from a real suite so
+//! that they stay valid as `TrialSpec` grows.
+
+use std::path::Path;
+
+use super::fingerprint::Fingerprint;
+use crate::record::{Measurement, Status, TrialRecord, median};
+use crate::scenario::{self, TrialSpec};
+
+pub const CHECKSUM: u64 = 0x0123_4567_89ab_cdef;
+
+/// A spec named `name` with tolerance 10%.
+pub fn spec(name: &str) -> TrialSpec {
+    let suite = scenario::parse(
+        Path::new("fixture.yaml"),
+        "scenarios:\n  - name: a\n    files: { size: 1MiB }\n",
+    )
+    .expect("fixture suite");
+    let mut spec = scenario::expand(&suite).remove(0);
+    spec.name = name.to_string();
+    spec
+}
+
+/// Records start from the constructors and measurements from JSON, so that fields other sessions
+/// add to them (with defaults) do not break these fixtures.
+pub fn passed(name: &str, gbps: &[f64], path: &str, checksum: u64) -> TrialRecord {
+    let mut record = TrialRecord::ignored(spec(name), String::new());
+    record.status = Status::Passed;
+    record.reason = None;
+    record.measurement = Some(measurement(gbps, path, checksum));
+    record
+}
+
+pub fn failed(name: &str, gbps: &[f64]) -> TrialRecord {
+    TrialRecord::failed(
+        spec(name),
+        "wrong path: expected nvfs, saw cufile-posix".into(),
+        "details".into(),
+        Some(measurement(gbps, "cufile-posix", CHECKSUM)),
+    )
+}
+
+pub fn ignored(name: &str) -> TrialRecord {
+    TrialRecord::ignored(
+        spec(name),
+        "no NVIDIA driver (libcuda.so.1 not found)".into(),
+    )
+}
+
+pub fn measurement(gbps: &[f64], path: &str, checksum: u64) -> Measurement {
+    let json = serde_json::json!({
+        "files": [],
+        "bytes_per_repetition": 1u64 << 30,
+        "warmup_seconds": [0.5],
+        "seconds": gbps.iter().map(|g| 1.073_741_824 / g).collect::<Vec<_>>(),
+        "gbps": gbps,
+        "median_gbps": median(gbps),
+        "path": path,
+        "integrity": {
+            "method": "exact",
+            "checksum": crate::hex::format(checksum),
+            "expected_checksum": crate::hex::format(checksum),
+            "bad_words": 0,
+            "first_bad": null,
+            "seconds": 0.1,
+        },
+        "resident_after_drop": 0.0,
+        "verify_seconds": 0.1,
+        "total_seconds": 3.0,
+    });
+    serde_json::from_value(json).expect("fixture measurement")
+}
+
+pub fn fingerprint() -> Fingerprint {
+    Fingerprint {
+        gpu_model: Some("NVIDIA H200".into()),
+        gpu_count: Some(1),
+        driver: Some("580.159".into()),
+        cuda: Some("13.0".into()),
+        libcufile: Some("1.15.1".into()),
+        kvikio: Some("26.10".into()),
+        nvidia_fs_loaded: true,
+        nvidia_fs_version: Some("2.26".into()),
+        kernel: Some("6.8.0-60-generic".into()),
+        data_dir_fs: Some("ext4".into()),
+        data_dir_device: Some("/dev/nvme0n1".into()),
+        cufile_json_hash: Some("fnv1a64:0x00000000deadbeef".into()),
+    }
+}
+
+pub const BASE: [f64; 5] = [2.00, 2.05, 1.97, 2.02, 1.99];
+pub const SLOW: [f64; 5] = [1.60, 1.63, 1.58, 1.61, 1.65];
+pub const NOISE: [f64; 5] = [2.03, 1.96, 2.01, 1.98, 2.04];
+pub const FAST: [f64; 5] = [2.60, 2.50, 2.55, 2.62, 2.58];

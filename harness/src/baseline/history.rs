@@ -1,0 +1,224 @@
+//! `target/gds-gate/history.jsonl`: one JSON line per gate run with every trial's samples, path
+//! and checksum, appended, so that throughput can be plotted over runs.
+
+use std::collections::BTreeMap;
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::error::BaselineError;
+use super::fingerprint::Fingerprint;
+use crate::record::{Status, TrialRecord, median};
+
+/// Bump when a field changes meaning; readers skip lines of newer versions.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// `OUT/history.jsonl`, next to report.json.
+pub fn path_in(out: &Path) -> PathBuf {
+    out.join("history.jsonl")
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct HistoryLine {
+    pub schema_version: u32,
+    /// RFC 3339, when the run started.
+    pub time: String,
+    pub runner: String,
+    pub host: String,
+    pub gate_version: String,
+    pub fingerprint: Fingerprint,
+    pub trials: BTreeMap<String, HistoryTrial>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct HistoryTrial {
+    pub status: Status,
+    pub median_gbps: Option<f64>,
+    pub gbps: Vec<f64>,
+    pub path: Option<String>,
+    #[serde(with = "crate::hex::option")]
+    pub checksum: Option<u64>,
+    /// The tolerance the trial was judged with: the plot's baseline band.
+    pub tolerance: f64,
+}
+
+impl HistoryLine {
+    pub fn new(
+        time: String,
+        runner: &str,
+        host: &str,
+        fingerprint: &Fingerprint,
+        records: &[TrialRecord],
+    ) -> HistoryLine {
+        let trials = records
+            .iter()
+            .map(|record| {
+                let m = record.measurement.as_ref();
+                let gbps = m.map(|m| m.gbps.clone()).unwrap_or_default();
+                let trial = HistoryTrial {
+                    status: record.status,
+                    median_gbps: (!gbps.is_empty()).then(|| median(&gbps)),
+                    gbps,
+                    path: m.map(|m| m.path.clone()),
+                    checksum: m.and_then(|m| m.integrity.checksum),
+                    tolerance: record.spec.expect.tolerance,
+                };
+                (record.name.clone(), trial)
+            })
+            .collect();
+        HistoryLine {
+            schema_version: SCHEMA_VERSION,
+            time,
+            runner: runner.to_string(),
+            host: host.to_string(),
+            gate_version: env!("CARGO_PKG_VERSION").to_string(),
+            fingerprint: fingerprint.clone(),
+            trials,
+        }
+    }
+}
+
+/// Appends one line. One `write` of the whole line with `O_APPEND`; if an earlier run died
+/// mid-line, a newline first, so that its fragment does not swallow this line.
+pub fn append(path: &Path, line: &HistoryLine) -> Result<(), BaselineError> {
+    let failed = |source| BaselineError::History {
+        path: path.to_path_buf(),
+        source,
+    };
+    if let Some(dir) = path.parent().filter(|dir| !dir.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(failed)?;
+    }
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .read(true)
+        .open(path)
+        .map_err(failed)?;
+    let mut text = serde_json::to_string(line).map_err(|error| failed(error.into()))?;
+    text.push('\n');
+    if ends_mid_line(&mut file).map_err(failed)? {
+        text.insert(0, '\n');
+    }
+    file.write_all(text.as_bytes()).map_err(failed)
+}
+
+fn ends_mid_line(file: &mut std::fs::File) -> std::io::Result<bool> {
+    if file.metadata()?.len() == 0 {
+        return Ok(false);
+    }
+    file.seek(SeekFrom::End(-1))?;
+    let mut last = [0u8];
+    file.read_exact(&mut last)?;
+    Ok(last[0] != b'\n')
+}
+
+/// The lines that parsed, and one note per line that did not (a run killed mid-write, a newer
+/// gate): the history is a record for people, so a bad line is reported, not fatal.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct History {
+    pub lines: Vec<HistoryLine>,
+    pub skipped: Vec<String>,
+}
+
+/// Reads the history; a missing file is an empty history.
+pub fn read(path: &Path) -> Result<History, BaselineError> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+            return Ok(History::default());
+        }
+        Err(source) => {
+            return Err(BaselineError::HistoryRead {
+                path: path.to_path_buf(),
+                source,
+            });
+        }
+    };
+    let mut history = History::default();
+    for (index, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let number = index + 1;
+        match serde_json::from_str::<HistoryLine>(line) {
+            Ok(entry) if entry.schema_version <= SCHEMA_VERSION => history.lines.push(entry),
+            Ok(entry) => history.skipped.push(format!(
+                "{}:{number}: schema_version {} is newer than this gate's {SCHEMA_VERSION}; skipped",
+                path.display(),
+                entry.schema_version
+            )),
+            Err(error) => history.skipped.push(format!(
+                "{}:{number}: not a history line ({error}); skipped (a run killed mid-write leaves one)",
+                path.display()
+            )),
+        }
+    }
+    Ok(history)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::baseline::fixtures::{self, BASE, CHECKSUM};
+
+    fn line(time: &str) -> HistoryLine {
+        let records = [
+            fixtures::passed("s::a", &BASE, "nvfs", CHECKSUM),
+            fixtures::ignored("s::gpu"),
+        ];
+        HistoryLine::new(
+            time.into(),
+            "r1",
+            "host1",
+            &fixtures::fingerprint(),
+            &records,
+        )
+    }
+
+    #[test]
+    fn appends_lines_and_reads_them_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = path_in(&dir.path().join("out"));
+        assert_eq!(read(&path).unwrap(), History::default());
+        append(&path, &line("2026-03-01T00:00:00Z")).unwrap();
+        append(&path, &line("2026-03-02T00:00:00Z")).unwrap();
+        let history = read(&path).unwrap();
+        assert_eq!(history.lines.len(), 2);
+        assert!(history.skipped.is_empty());
+        let a = &history.lines[1].trials["s::a"];
+        assert_eq!(
+            (a.median_gbps, a.path.as_deref()),
+            (Some(2.0), Some("nvfs"))
+        );
+        assert_eq!(history.lines[1].trials["s::gpu"].status, Status::Ignored);
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(text.lines().count(), 2);
+        assert!(
+            text.contains("\"checksum\":\"0x0123456789abcdef\""),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn a_fragment_from_a_killed_run_is_skipped_and_does_not_eat_the_next_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = path_in(dir.path());
+        append(&path, &line("2026-03-01T00:00:00Z")).unwrap();
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap()
+            .write_all(b"{\"schema_version\":1,\"time\":\"2026-03-0")
+            .unwrap();
+        append(&path, &line("2026-03-03T00:00:00Z")).unwrap();
+        let history = read(&path).unwrap();
+        assert_eq!(history.lines.len(), 2);
+        assert_eq!(history.skipped.len(), 1);
+        assert!(
+            history.skipped[0].contains(":2: not a history line"),
+            "{:?}",
+            history.skipped
+        );
+    }
+}

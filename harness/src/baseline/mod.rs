@@ -1,0 +1,79 @@
+//! Baselines: per-runner throughput statistics stored in `baselines/<runner>.yaml`, the comparison
+//! of a run against them, bless, the run history and its plots.
+//!
+//! The gate uses it in four places: after the trials, [`read`](file::read) the runner's baseline
+//! (a damaged file stops the gate), [`compare`](compare::compare) the records and print
+//! [`render::console`]; [`history::append`] one line; `bless` calls [`bless::bless`] (or
+//! [`saved::bless_from_report`]); `report` calls [`plots_for_report`].
+
+pub mod bless;
+pub mod compare;
+pub mod decision;
+pub mod error;
+pub mod explain;
+pub mod file;
+pub mod fingerprint;
+pub mod history;
+pub mod noise;
+pub mod plot;
+pub mod probe;
+pub mod render;
+pub mod saved;
+pub mod simulate;
+pub mod stats;
+
+#[cfg(test)]
+mod fixtures;
+#[cfg(test)]
+mod tests;
+
+use std::path::{Path, PathBuf};
+
+pub use bless::{BlessError, BlessOptions, BlessOutcome, Filter, bless, in_ci};
+pub use compare::{Comparison, Judgement, RunResults, Severity, compare};
+pub use error::BaselineError;
+pub use file::{Baseline, Loaded, Provenance};
+pub use fingerprint::Fingerprint;
+
+/// The default baselines folder, relative to the repository root.
+pub const DEFAULT_DIR: &str = "baselines";
+
+/// The runner key when `--runner` / `GDS_GATE_RUNNER` is not given: the host name, cut at the
+/// first dot (`gpu01.lab.example` → `gpu01`), so the file name stays short and stable.
+pub fn default_runner(hostname: &str) -> String {
+    hostname.split('.').next().unwrap_or(hostname).to_string()
+}
+
+/// What `cargo xtask gds-gate report` produces from the history.
+#[derive(Clone, Debug)]
+pub struct PlotReport {
+    pub plots: Vec<plot::PlotFile>,
+    /// The links, for summary.md.
+    pub markdown: String,
+    /// History lines that could not be read, one note each.
+    pub skipped: Vec<String>,
+}
+
+/// Reads `OUT/history.jsonl` and the runner's baseline, and writes one SVG per trial into
+/// `OUT/plots/`.
+pub fn plots_for_report(
+    out: &Path,
+    baseline_path: &Path,
+    runner: &str,
+) -> Result<PlotReport, BaselineError> {
+    let history = history::read(&history::path_in(out))?;
+    let baseline = match file::read(baseline_path)? {
+        Loaded::Present(baseline) => Some(baseline),
+        Loaded::Absent => None,
+    };
+    let plots = plot::write_plots(&history, runner, baseline.as_ref(), &plots_dir(out))?;
+    Ok(PlotReport {
+        markdown: plot::markdown_links(&plots, out),
+        plots,
+        skipped: history.skipped,
+    })
+}
+
+pub fn plots_dir(out: &Path) -> PathBuf {
+    out.join("plots")
+}

@@ -1,0 +1,295 @@
+//! SVG plots of throughput over runs, one per trial: every repetition as a dot, the median as a
+//! line, and the baseline band (median ± tolerance) behind them. Linked from summary.md.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use plotters::prelude::*;
+
+use super::error::BaselineError;
+use super::file::{Baseline, TrialBaseline};
+use super::fingerprint::hash_bytes;
+use super::history::{History, HistoryLine};
+use crate::record::Status;
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PlotFile {
+    pub trial: String,
+    pub path: PathBuf,
+}
+
+/// How many of the latest runs a plot shows.
+pub const RUNS_SHOWN: usize = 60;
+
+/// One SVG per trial of `runner` seen in the history or the baseline, into `dir`.
+pub fn write_plots(
+    history: &History,
+    runner: &str,
+    baseline: Option<&Baseline>,
+    dir: &Path,
+) -> Result<Vec<PlotFile>, BaselineError> {
+    let runs: Vec<&HistoryLine> = history
+        .lines
+        .iter()
+        .filter(|line| line.runner == runner)
+        .collect();
+    let runs = &runs[runs.len().saturating_sub(RUNS_SHOWN)..];
+    let mut trials: BTreeSet<&str> = runs
+        .iter()
+        .flat_map(|run| run.trials.keys().map(String::as_str))
+        .collect();
+    trials.extend(
+        baseline
+            .iter()
+            .flat_map(|b| b.trials.keys().map(String::as_str)),
+    );
+    let mut files = Vec::new();
+    for trial in trials {
+        let path = dir.join(format!("{}.svg", file_stem(trial)));
+        let entry = baseline.and_then(|b| b.trials.get(trial));
+        let svg = render(trial, runner, runs, entry).map_err(|message| BaselineError::Plot {
+            path: path.clone(),
+            message,
+        })?;
+        crate::report::write_atomically(&path, svg.as_bytes()).map_err(|source| {
+            BaselineError::Plot {
+                path: path.clone(),
+                message: source.to_string(),
+            }
+        })?;
+        files.push(PlotFile {
+            trial: trial.to_string(),
+            path,
+        });
+    }
+    Ok(files)
+}
+
+/// A file name people can still read, with a hash so that two names that clean up alike (`a[x=1]`
+/// and `a_x_1_`) do not collide.
+pub fn file_stem(trial: &str) -> String {
+    let readable: String = trial
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '.' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    let hash = hash_bytes(trial.as_bytes());
+    format!("{}-{}", readable.trim_matches('_'), &hash[hash.len() - 8..])
+}
+
+struct Point {
+    x: f64,
+    median: Option<f64>,
+    samples: Vec<f64>,
+    failed: bool,
+}
+
+/// The SVG text of one trial's plot.
+pub fn render(
+    trial: &str,
+    runner: &str,
+    runs: &[&HistoryLine],
+    baseline: Option<&TrialBaseline>,
+) -> Result<String, String> {
+    let points: Vec<Point> = runs
+        .iter()
+        .enumerate()
+        .filter_map(|(index, run)| {
+            let t = run.trials.get(trial)?;
+            Some(Point {
+                x: index as f64,
+                median: t.median_gbps,
+                samples: t.gbps.clone(),
+                failed: t.status == Status::Failed,
+            })
+        })
+        .collect();
+    let tolerance = runs
+        .iter()
+        .rev()
+        .find_map(|run| run.trials.get(trial).map(|t| t.tolerance))
+        .unwrap_or(crate::scenario::defaults::TOLERANCE);
+    let band = baseline.map(|b| (b.median_gbps, tolerance));
+    let highest = points
+        .iter()
+        .flat_map(|p| p.samples.iter().copied())
+        .chain(band.map(|(median, tol)| median * (1.0 + tol)))
+        .fold(0.0f64, f64::max);
+    let y_max = (highest * 1.15).max(0.1);
+    let x_max = runs.len().max(1) as f64 - 0.5;
+    let labels: Vec<String> = runs
+        .iter()
+        .map(|run| run.time.get(..10).unwrap_or(&run.time).to_string())
+        .collect();
+    let error = |e: &dyn std::fmt::Display| e.to_string();
+
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (760, 360)).into_drawing_area();
+        root.fill(&WHITE).map_err(|e| error(&e))?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(format!("{trial} on {runner}"), ("sans-serif", 16))
+            .margin(12)
+            .x_label_area_size(36)
+            .y_label_area_size(56)
+            .build_cartesian_2d(-0.5f64..x_max, 0f64..y_max)
+            .map_err(|e| error(&e))?;
+        let format_x = |x: &f64| {
+            let index = x.round();
+            if (x - index).abs() > 1e-6 || index < 0.0 {
+                return String::new();
+            }
+            labels.get(index as usize).cloned().unwrap_or_default()
+        };
+        chart
+            .configure_mesh()
+            .x_desc("run (date), oldest to newest")
+            .y_desc("GB/s")
+            .x_labels(runs.len().clamp(2, 8))
+            .x_label_formatter(&format_x)
+            .light_line_style(WHITE)
+            .draw()
+            .map_err(|e| error(&e))?;
+        let band_color = RGBColor(46, 160, 67);
+        if let Some((median, tol)) = band {
+            let (low, high) = (median * (1.0 - tol), median * (1.0 + tol));
+            chart
+                .draw_series(std::iter::once(Rectangle::new(
+                    [(-0.5, low), (x_max, high)],
+                    band_color.mix(0.15).filled(),
+                )))
+                .map_err(|e| error(&e))?
+                .label(format!("baseline {median:.2} GB/s ± {:.0}%", tol * 100.0))
+                .legend(move |(x, y)| {
+                    Rectangle::new([(x, y - 5), (x + 16, y + 5)], band_color.mix(0.3).filled())
+                });
+            chart
+                .draw_series(LineSeries::new(
+                    [(-0.5, median), (x_max, median)],
+                    band_color.stroke_width(1),
+                ))
+                .map_err(|e| error(&e))?;
+        }
+        chart
+            .draw_series(points.iter().flat_map(|p| {
+                p.samples
+                    .iter()
+                    .map(move |&s| Circle::new((p.x, s), 2, BLACK.mix(0.35).filled()))
+            }))
+            .map_err(|e| error(&e))?;
+        let medians: Vec<(f64, f64)> = points
+            .iter()
+            .filter_map(|p| p.median.map(|m| (p.x, m)))
+            .collect();
+        chart
+            .draw_series(LineSeries::new(medians, BLUE.stroke_width(2)))
+            .map_err(|e| error(&e))?
+            .label("median of the run")
+            .legend(|(x, y)| PathElement::new([(x, y), (x + 16, y)], BLUE.stroke_width(2)));
+        chart
+            .draw_series(points.iter().filter_map(|p| {
+                let color = if p.failed { RED } else { BLUE };
+                p.median.map(|m| Circle::new((p.x, m), 4, color.filled()))
+            }))
+            .map_err(|e| error(&e))?;
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::LowerRight)
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK.mix(0.3))
+            .draw()
+            .map_err(|e| error(&e))?;
+        root.present().map_err(|e| error(&e))?;
+    }
+    Ok(svg)
+}
+
+/// Markdown links to the plots, relative to the folder summary.md is in.
+pub fn markdown_links(plots: &[PlotFile], summary_dir: &Path) -> String {
+    let mut out = String::from("#### Throughput over runs\n\n");
+    for plot in plots {
+        let link = plot.path.strip_prefix(summary_dir).unwrap_or(&plot.path);
+        out.push_str(&format!("- [`{}`]({})\n", plot.trial, link.display()));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+    use crate::baseline::file::{Provenance, SCHEMA_VERSION};
+    use crate::baseline::fixtures::{self, BASE, CHECKSUM, SLOW};
+    use crate::baseline::history::HistoryLine;
+
+    #[test]
+    fn one_svg_per_trial_with_the_band_and_the_runs() {
+        let runs = [&BASE, &BASE, &SLOW];
+        let history = History {
+            lines: runs
+                .iter()
+                .enumerate()
+                .map(|(day, gbps)| {
+                    let records = [
+                        fixtures::passed("s::a[x=1]", *gbps, "nvfs", CHECKSUM),
+                        fixtures::failed("s::b", *gbps),
+                    ];
+                    let time = format!("2026-03-0{}T00:00:00Z", day + 1);
+                    HistoryLine::new(time, "r1", "h", &fixtures::fingerprint(), &records)
+                })
+                .collect(),
+            skipped: Vec::new(),
+        };
+        let provenance = Provenance {
+            blessed_at: "2026-03-01T00:00:00Z".into(),
+            gate_version: "0.1.0".into(),
+            host: "h".into(),
+            revision: None,
+        };
+        let m = fixtures::measurement(&BASE, "nvfs", CHECKSUM);
+        let baseline = Baseline {
+            schema_version: SCHEMA_VERSION,
+            runner: "r1".into(),
+            fingerprint: fixtures::fingerprint(),
+            provenance: provenance.clone(),
+            trials: BTreeMap::from([(
+                "s::a[x=1]".to_string(),
+                TrialBaseline::from_measurement(&m, &provenance),
+            )]),
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let plots = write_plots(&history, "r1", Some(&baseline), dir.path()).unwrap();
+        assert_eq!(plots.len(), 2);
+        let svg = std::fs::read_to_string(&plots[0].path).unwrap();
+        assert!(svg.starts_with("<svg"), "{svg}");
+        assert!(svg.contains("baseline 2.00 GB/s ± 10%"), "{svg}");
+        assert!(svg.contains("2026-03-03"), "{svg}");
+        assert!(svg.contains("<circle"), "{svg}");
+        assert!(
+            plots[0]
+                .path
+                .file_name()
+                .unwrap()
+                .to_str()
+                .unwrap()
+                .starts_with("s__a_x_1-")
+        );
+        // Another runner's history is not this runner's plot.
+        let none = write_plots(&history, "other", None, dir.path()).unwrap();
+        assert!(none.is_empty());
+        let links = markdown_links(&plots, dir.path());
+        assert!(links.contains("- [`s::a[x=1]`](s__a_x_1-"), "{links}");
+    }
+
+    #[test]
+    fn file_stems_are_readable_and_distinct() {
+        assert_ne!(file_stem("a[x=1]"), file_stem("a_x_1_"));
+        assert!(file_stem("suite::kvikio[compat=OFF]").starts_with("suite__kvikio_compat_OFF-"));
+    }
+}

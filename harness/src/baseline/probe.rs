@@ -1,0 +1,193 @@
+//! The fingerprint facts the host itself can tell without loading any library: GPUs and driver
+//! from `/proc/driver/nvidia`, nvidia-fs from `/sys/module`, the data directory's mount from
+//! `/proc/self/mountinfo`, and the `cufile.json` in effect. CUDA, libcufile and KvikIO versions come
+//! from the workers.
+
+use std::path::{Path, PathBuf};
+
+use super::fingerprint::{Fingerprint, hash_bytes};
+use crate::host::HostFacts;
+
+/// What this host says; the caller adds the workers' facts (`cuda`, `libcufile`, `kvikio`, and a
+/// better `gpu_model` if it has one).
+pub fn probe(host: &HostFacts, data_dir: &Path) -> Fingerprint {
+    let (gpu_model, gpu_count) = gpus(Path::new("/proc/driver/nvidia/gpus"));
+    let mount = std::fs::read_to_string("/proc/self/mountinfo")
+        .ok()
+        .and_then(|text| mount_of(&text, &existing_ancestor(data_dir)));
+    Fingerprint {
+        gpu_model,
+        gpu_count,
+        nvidia_fs_loaded: Path::new("/sys/module/nvidia_fs").exists(),
+        nvidia_fs_version: read_trimmed("/sys/module/nvidia_fs/version"),
+        data_dir_fs: mount.as_ref().map(|m| m.fs_type.clone()),
+        data_dir_device: mount.map(|m| m.source),
+        cufile_json_hash: std::fs::read(cufile_json_path())
+            .ok()
+            .map(|b| hash_bytes(&b)),
+        ..Fingerprint::from_host(host)
+    }
+}
+
+/// The `cufile.json` cuFile reads: `CUFILE_ENV_PATH_JSON`, else `/etc/cufile.json`.
+pub fn cufile_json_path() -> PathBuf {
+    std::env::var_os("CUFILE_ENV_PATH_JSON")
+        .filter(|path| !path.is_empty())
+        .map_or_else(|| PathBuf::from("/etc/cufile.json"), PathBuf::from)
+}
+
+/// The first GPU's model and the number of GPUs, from `/proc/driver/nvidia/gpus/*/information`
+/// (`Model: \t\t NVIDIA H200`).
+fn gpus(dir: &Path) -> (Option<String>, Option<u32>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return (None, None);
+    };
+    let mut dirs: Vec<PathBuf> = entries.flatten().map(|entry| entry.path()).collect();
+    dirs.sort();
+    let model = dirs.first().and_then(|first| {
+        let text = std::fs::read_to_string(first.join("information")).ok()?;
+        model_line(&text)
+    });
+    (model, u32::try_from(dirs.len()).ok())
+}
+
+fn model_line(text: &str) -> Option<String> {
+    text.lines()
+        .find_map(|line| line.strip_prefix("Model:"))
+        .map(|model| model.trim().to_string())
+        .filter(|model| !model.is_empty())
+}
+
+fn read_trimmed(path: &str) -> Option<String> {
+    std::fs::read_to_string(path)
+        .ok()
+        .map(|text| text.trim().to_string())
+        .filter(|text| !text.is_empty())
+}
+
+/// The data directory may not exist yet on a first run; its nearest existing ancestor is on the
+/// same mount as it will be.
+fn existing_ancestor(path: &Path) -> PathBuf {
+    let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    let mut current = absolute.as_path();
+    loop {
+        if let Ok(canonical) = current.canonicalize() {
+            return canonical;
+        }
+        match current.parent() {
+            Some(parent) => current = parent,
+            None => return absolute,
+        }
+    }
+}
+
+#[derive(Debug, PartialEq)]
+struct Mount {
+    point: PathBuf,
+    fs_type: String,
+    source: String,
+}
+
+/// The mount holding `path`: the longest mount point that is a prefix of it (the last one listed
+/// wins a tie, since later mounts hide earlier ones).
+fn mount_of(mountinfo: &str, path: &Path) -> Option<Mount> {
+    mountinfo
+        .lines()
+        .filter_map(parse_mountinfo_line)
+        .filter(|mount| path.starts_with(&mount.point))
+        .fold(None, |best: Option<Mount>, mount| match &best {
+            Some(b) if b.point.as_os_str().len() > mount.point.as_os_str().len() => best,
+            _ => Some(mount),
+        })
+}
+
+/// `36 35 98:0 /mnt1 /mnt2 rw,noatime master:1 - ext3 /dev/root rw,errors=continue`: the mount
+/// point is field 5; after the `-` come the type and the source.
+fn parse_mountinfo_line(line: &str) -> Option<Mount> {
+    let (left, right) = line.split_once(" - ")?;
+    let point = left.split(' ').nth(4)?;
+    let mut right = right.split(' ');
+    Some(Mount {
+        point: PathBuf::from(unescape(point)),
+        fs_type: right.next()?.to_string(),
+        source: unescape(right.next()?),
+    })
+}
+
+/// mountinfo writes space, tab, newline and backslash as `\040`-style octal escapes.
+fn unescape(field: &str) -> String {
+    let bytes = field.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let octal = bytes
+            .get(i + 1..i + 4)
+            .filter(|digits| bytes[i] == b'\\' && digits.iter().all(|d| (b'0'..=b'7').contains(d)));
+        match octal {
+            Some(digits) => {
+                out.push(
+                    digits
+                        .iter()
+                        .fold(0u8, |v, d| v.wrapping_mul(8) + (d - b'0')),
+                );
+                i += 4;
+            }
+            None => {
+                out.push(bytes[i]);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // The first lines are verbatim from a development VM; the last two are made up to cover a
+    // nested mount and the octal escape of a space.
+    const MOUNTINFO: &str = "\
+22 27 0:21 / /proc rw,relatime - proc proc rw
+27 1 254:0 / / rw,relatime - ext4 /dev/vda rw,discard,resv_strict,resuid=65534,resgid=65534
+30 25 0:27 / /dev/shm rw,relatime - tmpfs tmpfs rw,size=24683584k
+640 27 252:1 / /work rw,relatime - xfs /dev/md0 rw
+641 640 252:16 / /work/my\\040data rw,relatime - lustre 10.0.0.1@tcp:/fs rw
+";
+
+    #[test]
+    fn the_longest_mount_point_wins() {
+        let at = |path: &str| {
+            let mount = mount_of(MOUNTINFO, Path::new(path)).unwrap();
+            (mount.fs_type, mount.source)
+        };
+        let pair = |fs: &str, source: &str| (fs.to_string(), source.to_string());
+        assert_eq!(
+            at("/work/main/target/gds-gate/data"),
+            pair("xfs", "/dev/md0")
+        );
+        assert_eq!(
+            at("/work/my data/files"),
+            pair("lustre", "10.0.0.1@tcp:/fs")
+        );
+        assert_eq!(at("/tmp"), pair("ext4", "/dev/vda"));
+        // Path components, not string prefixes: `/workspace` is not under `/work`.
+        assert_eq!(at("/workspace"), pair("ext4", "/dev/vda"));
+        assert_eq!(at("/work/mydata"), pair("xfs", "/dev/md0"));
+    }
+
+    #[test]
+    fn gpu_model_from_the_driver_information_file() {
+        let text = "Model: \t\t NVIDIA H200\nIRQ:   \t\t 123\nGPU UUID: \t GPU-0000\n";
+        assert_eq!(model_line(text).as_deref(), Some("NVIDIA H200"));
+        assert_eq!(model_line("IRQ: 1\n"), None);
+    }
+
+    #[test]
+    fn probe_on_this_host_finds_the_data_dir_mount() {
+        let host = HostFacts::probe();
+        let fingerprint = probe(&host, Path::new("target/gds-gate/does-not-exist-yet"));
+        assert!(fingerprint.data_dir_fs.is_some(), "{fingerprint:?}");
+        assert_eq!(fingerprint.kernel.as_deref(), Some(host.kernel.as_str()));
+    }
+}

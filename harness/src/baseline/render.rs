@@ -1,0 +1,196 @@
+//! A whole comparison for people: the console text after the trials, and the section of
+//! `summary.md` with a table and the plots.
+
+use std::fmt::Write;
+use std::path::Path;
+
+use super::compare::{Comparison, Judgement, Severity};
+use super::explain::{bless_command, change};
+use super::fingerprint::{self, ChangeKind};
+use super::plot::PlotFile;
+
+/// The console text: the fingerprint block, then every judgement that is not a plain pass, then
+/// a count. Empty lines separate the messages.
+pub fn console(comparison: &Comparison) -> String {
+    let mut out = String::new();
+    let file = comparison.baseline_path.display();
+    if !comparison.baseline_found {
+        let _ = writeln!(
+            out,
+            "baseline: none for runner `{}` (`{file}` does not exist): throughput, path and checksum were not compared\n  next: on this runner, record one: {}",
+            comparison.runner,
+            bless_command(
+                &comparison.runner,
+                &comparison.baseline_path,
+                None,
+                false,
+                false
+            )
+        );
+        return out;
+    }
+    let _ = writeln!(out, "baseline: `{file}` (runner `{}`)", comparison.runner);
+    out.push_str(&fingerprint_block(comparison));
+    for trial in &comparison.trials {
+        if trial.judgement.severity() > Severity::Ok {
+            let _ = writeln!(out, "\n{}", trial.message);
+        }
+    }
+    let passed = comparison
+        .trials
+        .iter()
+        .filter(|t| matches!(t.judgement, Judgement::Pass { .. }))
+        .count();
+    let _ = writeln!(
+        out,
+        "\nbaseline comparison: {passed} as fast as the baseline, {} slower, {} faster, {} failed (path, checksum or missing), {} new, {} not selected",
+        count(comparison, |j| matches!(j, Judgement::Regression { .. })),
+        count(comparison, |j| matches!(j, Judgement::Faster { .. })),
+        count(comparison, |j| j.severity() == Severity::Failure),
+        count(comparison, |j| matches!(j, Judgement::NewTrial)),
+        comparison.not_selected
+    );
+    out
+}
+
+fn count(comparison: &Comparison, test: impl Fn(&Judgement) -> bool) -> usize {
+    comparison
+        .trials
+        .iter()
+        .filter(|t| test(&t.judgement))
+        .count()
+}
+
+/// The runner's changes, shown before anything else: they are the likely cause of what follows.
+fn fingerprint_block(comparison: &Comparison) -> String {
+    let mut out = String::new();
+    let changed: Vec<_> = fingerprint::changed(&comparison.fingerprint_changes).collect();
+    if !changed.is_empty() {
+        let _ = writeln!(
+            out,
+            "the runner changed since the baseline was blessed; these changes are the likely cause of any difference below:"
+        );
+        for change in &changed {
+            let _ = writeln!(out, "  {change}");
+        }
+        let _ = writeln!(
+            out,
+            "  once the new setup is checked and passes, record it: {}",
+            bless_command(
+                &comparison.runner,
+                &comparison.baseline_path,
+                None,
+                true,
+                false
+            )
+        );
+    }
+    let unobserved: Vec<&str> = comparison
+        .fingerprint_changes
+        .iter()
+        .filter(|c| c.kind == ChangeKind::NotObserved)
+        .map(|c| c.field.as_str())
+        .collect();
+    if !unobserved.is_empty() {
+        let _ = writeln!(
+            out,
+            "  not observed in this run (kept from the baseline): {}",
+            unobserved.join(", ")
+        );
+    }
+    out
+}
+
+/// The `summary.md` section: the fingerprint changes, a table with one row per judged trial, and
+/// a link to each trial's plot (paths relative to `summary_dir`, where summary.md is written).
+pub fn markdown(comparison: &Comparison, plots: &[PlotFile], summary_dir: &Path) -> String {
+    let mut out = String::new();
+    let file = comparison.baseline_path.display();
+    let _ = writeln!(out, "### Baseline `{}`\n", comparison.runner);
+    if !comparison.baseline_found {
+        let _ = writeln!(
+            out,
+            "No baseline (`{file}` does not exist): throughput, path and checksum were not compared. On this runner: `{}`\n",
+            bless_command(
+                &comparison.runner,
+                &comparison.baseline_path,
+                None,
+                false,
+                false
+            )
+        );
+    }
+    let changed: Vec<String> = fingerprint::changed(&comparison.fingerprint_changes)
+        .map(ToString::to_string)
+        .collect();
+    if !changed.is_empty() {
+        let _ = writeln!(
+            out,
+            "> **The runner changed since the baseline** (the likely cause of any difference): {}\n",
+            changed.join("; ")
+        );
+    }
+    let _ = writeln!(
+        out,
+        "| trial | vs baseline | baseline GB/s | run GB/s | change | p | plot |"
+    );
+    let _ = writeln!(out, "|---|---|---:|---:|---:|---:|---|");
+    for trial in &comparison.trials {
+        let (base, run, delta, p) = match &trial.judgement {
+            Judgement::Pass { throughput: t } | Judgement::Regression { throughput: t } => (
+                format!("{:.2}", t.baseline.median),
+                format!("{:.2}", t.run.median),
+                change(t.ratio),
+                format!("{:.3}", t.p_slower),
+            ),
+            Judgement::Faster { throughput: t } | Judgement::PathChanged { throughput: t, .. } => (
+                format!("{:.2}", t.baseline.median),
+                format!("{:.2}", t.run.median),
+                change(t.ratio),
+                format!("{:.3}", t.p_faster.min(t.p_slower)),
+            ),
+            _ => Default::default(),
+        };
+        let mark = match trial.judgement.severity() {
+            Severity::Failure => "**FAILED**: ",
+            Severity::Regression => "**REGRESSION**: ",
+            Severity::Notice | Severity::Ok => "",
+        };
+        let plot = plots
+            .iter()
+            .find(|plot| plot.trial == trial.trial)
+            .map(|plot| {
+                let link = plot.path.strip_prefix(summary_dir).unwrap_or(&plot.path);
+                format!("[svg]({})", link.display())
+            })
+            .unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "| `{}` | {mark}{} | {base} | {run} | {delta} | {p} | {plot} |",
+            trial.trial,
+            trial.judgement.label().replace('|', "\\|")
+        );
+    }
+    let failing: Vec<_> = comparison
+        .trials
+        .iter()
+        .filter(|t| t.judgement.severity() >= Severity::Regression)
+        .collect();
+    if !failing.is_empty() {
+        out.push_str("\n<details><summary>What to do</summary>\n\n```text\n");
+        for trial in failing {
+            let _ = writeln!(out, "{}\n", trial.message);
+        }
+        out.push_str("```\n\n</details>\n");
+    }
+    let _ = writeln!(
+        out,
+        "\nGB/s are medians; change is the Hodges–Lehmann estimate; p is the one-sided exact Mann–Whitney p-value. Baseline: `{file}`{}.",
+        if comparison.not_selected > 0 {
+            format!(", {} trial(s) not selected", comparison.not_selected)
+        } else {
+            String::new()
+        }
+    );
+    out
+}

@@ -1,0 +1,82 @@
+//! `bless --from report.json`: a saved run (e.g. the artifact of a CI run) read back, so that the
+//! figures people reviewed are the figures that get blessed.
+
+use std::path::Path;
+
+use serde::Deserialize;
+
+use super::bless::{BlessError, BlessOptions, BlessOutcome, bless};
+use super::compare::RunResults;
+use super::error::BaselineError;
+use super::fingerprint::Fingerprint;
+use crate::report::{self, Report};
+
+/// A report and what the baseline needs from it beyond `Report`'s fields.
+#[derive(Clone, Debug)]
+pub struct SavedRun {
+    pub report: Report,
+    /// The runner the run was for, when the report records it (`runner`).
+    pub runner: Option<String>,
+    /// The report's `fingerprint` if it has one; otherwise what `host` tells (driver, kernel),
+    /// the rest unknown, which bless treats as "not observed", not as changed.
+    pub fingerprint: Fingerprint,
+}
+
+/// Optional fields a report may carry; read from the same text so that this works before and
+/// after `Report` grows them.
+#[derive(Deserialize)]
+struct Extras {
+    #[serde(default)]
+    runner: Option<String>,
+    #[serde(default)]
+    fingerprint: Option<Fingerprint>,
+}
+
+pub fn load_report(path: &Path) -> Result<SavedRun, BaselineError> {
+    let text = std::fs::read_to_string(path).map_err(|source| BaselineError::ReportRead {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let corrupt = |error: serde_json::Error| BaselineError::ReportCorrupt {
+        path: path.to_path_buf(),
+        line: error.line().max(1),
+        column: error.column().max(1),
+        message: error.to_string(),
+    };
+    let value: serde_json::Value = serde_json::from_str(&text).map_err(corrupt)?;
+    let version = value
+        .get("schema_version")
+        .and_then(serde_json::Value::as_u64);
+    if let Some(found) = version.filter(|&v| v > u64::from(report::SCHEMA_VERSION)) {
+        return Err(BaselineError::ReportNewerSchema {
+            path: path.to_path_buf(),
+            found,
+            supported: report::SCHEMA_VERSION,
+        });
+    }
+    let report: Report = serde_json::from_str(&text).map_err(corrupt)?;
+    let extras: Extras = serde_json::from_str(&text).map_err(corrupt)?;
+    let fingerprint = extras
+        .fingerprint
+        .unwrap_or_else(|| Fingerprint::from_host(&report.host));
+    Ok(SavedRun {
+        report,
+        runner: extras.runner,
+        fingerprint,
+    })
+}
+
+/// Blesses from a saved report. The suites that defined its trials are unknown, so trials whose
+/// scenario is gone are not removed here (run the gate to do that).
+pub fn bless_from_report(
+    path: &Path,
+    options: &BlessOptions<'_>,
+) -> Result<BlessOutcome, BlessError> {
+    let saved = load_report(path)?;
+    let run = RunResults {
+        records: &saved.report.trials,
+        defined: None,
+        fingerprint: &saved.fingerprint,
+    };
+    bless(&run, options)
+}

@@ -1,0 +1,312 @@
+//! Places a trial's bytes on paths, source by source: the reader decides what can happen, KvikIO
+//! says what it handed to cuFile, cuFile's counters say what cuFile did with it, and nvidia-fs,
+//! the host and cufile.log confirm or contradict that.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::cross_check::{cross_check, settings};
+use super::ops::Ops;
+use super::{Path, PathVerdict, Source, SourceLine};
+use crate::evidence::{Bytes, Evidence, FindingKind, KvikioBackends};
+use crate::scenario::{CompatMode, Reader};
+
+#[derive(Default)]
+pub(super) struct Builder {
+    pub(super) split: BTreeMap<Path, u64>,
+    /// Paths taken with bytes unknown (the evidence has no byte count).
+    pub(super) marked: BTreeSet<Path>,
+    pub(super) approximate: bool,
+    pub(super) lines: Vec<SourceLine>,
+    pub(super) claims: Vec<String>,
+    pub(super) conflicts: Vec<String>,
+    pub(super) errors: Vec<String>,
+    pub(super) notes: Vec<String>,
+}
+
+impl Builder {
+    pub(super) fn add(&mut self, path: Path, bytes: u64) {
+        if bytes > 0 {
+            let slot = self.split.entry(path).or_default();
+            *slot = slot.saturating_add(bytes);
+        }
+    }
+
+    pub(super) fn line(&mut self, source: Source, said: impl Into<String>) {
+        self.lines.push(SourceLine {
+            source,
+            said: said.into(),
+        });
+    }
+
+    /// Shares `bytes` between cuFile's paths by read counts; marks them when bytes are unknown.
+    pub(super) fn add_cufile(&mut self, bytes: u64, ops: &Ops) {
+        let buckets = ops.buckets();
+        let busy: Vec<(Path, u64)> = buckets.into_iter().filter(|(_, n)| *n > 0).collect();
+        // Exact, unlike `reads()`, which saturates: shares then never add up past `bytes`.
+        let reads: u128 = busy.iter().map(|(_, n)| u128::from(*n)).sum();
+        if bytes == 0 {
+            self.marked.extend(busy.iter().map(|(path, _)| *path));
+            return;
+        }
+        self.approximate |= busy.len() > 1;
+        let mut given = 0u64;
+        for (path, n) in &busy {
+            let share = (u128::from(bytes) * u128::from(*n) / reads.max(1)) as u64;
+            given += share;
+            self.add(*path, share);
+        }
+        // Rounding leftovers go to the busiest path.
+        if let Some((path, _)) = busy.iter().max_by_key(|(_, n)| *n) {
+            self.add(*path, bytes - given);
+        }
+    }
+
+    pub(super) fn finish(mut self) -> PathVerdict {
+        // Sources in a fixed order (KvikIO before cuFile, ...) whatever order they were read in.
+        self.lines.sort_by_key(|line| line.source);
+        let taken: BTreeSet<Path> = self.split.keys().copied().chain(self.marked).collect();
+        let path = match taken.len() {
+            0 => Path::Unknown,
+            1 => taken.into_iter().next().unwrap_or(Path::Unknown),
+            _ => Path::Mixed,
+        };
+        PathVerdict {
+            path,
+            split: self.split,
+            approximate: self.approximate,
+            lines: self.lines,
+            claims: self.claims,
+            conflicts: self.conflicts,
+            errors: self.errors,
+            notes: self.notes,
+        }
+    }
+}
+
+pub(super) fn build(e: &Evidence) -> PathVerdict {
+    let mut v = Builder::default();
+    v.line(
+        Source::Reader,
+        format!("{}, {} read", e.reader.name(), Bytes(e.bytes_read)),
+    );
+    match e.reader {
+        Reader::Posix => v.add(Path::Host, e.bytes_read),
+        Reader::H2d => v.add(Path::Bounce, e.bytes_read),
+        Reader::Cufile => {
+            let ops = cufile_ops(e, &mut v);
+            through_cufile(e, &mut v, ops.as_ref(), e.bytes_read, "the cufile reader");
+            cross_check(e, &mut v, ops.as_ref());
+        }
+        Reader::Kvikio => {
+            let ops = cufile_ops(e, &mut v);
+            kvikio(e, &mut v, ops.as_ref());
+            cross_check(e, &mut v, ops.as_ref());
+        }
+    }
+    settings(e, &mut v);
+    v.finish()
+}
+
+/// The cuFile counters to judge by (stats API first, gds_stats second), after comparing both.
+fn cufile_ops(e: &Evidence, v: &mut Builder) -> Option<Ops> {
+    let api = e.cufile.as_deref().map(|c| Ops::of(Source::CufileApi, c));
+    let text = e.gds_stats.as_ref().map(|stats| {
+        let mut ops = Ops::of(Source::GdsStats, &stats.counters());
+        ops.nvfs_inferred = stats.nvfs_inferred();
+        ops.err = ops.err.max(stats.read_errors());
+        ops
+    });
+    match &api {
+        Some(ops) => v.line(Source::CufileApi, ops.describe()),
+        None => v.line(Source::CufileApi, "stats API counters not collected"),
+    }
+    match &text {
+        Some(ops) => v.line(Source::GdsStats, ops.describe()),
+        None => v.line(Source::GdsStats, "not collected"),
+    }
+    if let (Some(api), Some(text)) = (&api, &text)
+        && api.classes() != text.classes()
+    {
+        v.conflicts
+            .push(format!("{}; {}", api.claim(), text.claim()));
+    }
+    for ops in api.iter().chain(&text) {
+        if ops.err > 0 {
+            v.errors.push(format!(
+                "{} counted {} read errors",
+                ops.source.label(),
+                ops.err
+            ));
+        }
+    }
+    api.or(text)
+}
+
+/// `bytes` were handed to cuFile: its counters say which way, else cufile.log, else nobody.
+fn through_cufile(e: &Evidence, v: &mut Builder, ops: Option<&Ops>, bytes: u64, who: &str) {
+    match ops {
+        Some(ops) if ops.reads() > 0 => {
+            v.claims.push(ops.claim());
+            v.add_cufile(bytes, ops);
+            let (a, b) = (ops.read_bytes, bytes);
+            if a > 0 && b > 0 && a.abs_diff(b) > (1 << 20).max(b / 100) {
+                v.notes.push(format!(
+                    "{} counted {} read while {who} handed it {}",
+                    ops.source.label(),
+                    Bytes(a),
+                    Bytes(b)
+                ));
+            }
+        }
+        Some(ops) => {
+            v.claims.push(ops.claim());
+            v.conflicts.push(format!(
+                "{who} handed cuFile {} but {} counted no reads: the counters did not see these reads (stats not started in the worker, or another libcufile was loaded)",
+                Bytes(bytes),
+                ops.source.label()
+            ));
+            v.add(Path::Cufile, bytes);
+        }
+        None => from_log(e, v, bytes),
+    }
+}
+
+/// Without counters, cufile.log can still say "compat mode" or "gds path taken"; else the path
+/// through cuFile stays unconfirmed.
+fn from_log(e: &Evidence, v: &mut Builder, bytes: u64) {
+    let log = e.cufile_log.as_ref();
+    let has = |kind| log.is_some_and(|l| l.has(kind));
+    let compat = [
+        FindingKind::CompatMode,
+        FindingKind::NvidiaFsNotLoaded,
+        FindingKind::FileCompatMode,
+        FindingKind::PosixRead,
+    ]
+    .into_iter()
+    .find(|kind| has(*kind));
+    let path = match (compat, has(FindingKind::GdsPathTaken)) {
+        (Some(_), false) => Path::CufilePosix,
+        (None, true) => Path::Nvfs,
+        _ => Path::Cufile,
+    };
+    if path == Path::Cufile {
+        v.notes.push("no cuFile counters (stats API or gds_stats): the path through cuFile cannot be confirmed as nvfs".into());
+    } else {
+        v.notes.push(format!(
+            "no cuFile counters: {path} is taken from cufile.log alone"
+        ));
+        if let Some(finding) = compat.and_then(|kind| log.and_then(|l| l.first(kind))) {
+            v.claims.push(format!(
+                "cufile.log: `{}`",
+                super::diagnose::quote(&finding.line)
+            ));
+        }
+    }
+    if bytes == 0 {
+        v.marked.insert(path);
+    } else {
+        v.add(path, bytes);
+    }
+}
+
+fn kvikio(e: &Evidence, v: &mut Builder, ops: Option<&Ops>) {
+    let on = e.compat_mode == Some(CompatMode::ON);
+    let Some(backends) = &e.kvikio else {
+        v.line(
+            Source::Kvikio,
+            "by_backend not collected (needs KvikIO ≥ 26.10)",
+        );
+        match ops {
+            Some(ops) if ops.reads() > 0 => {
+                let through = match ops.read_bytes {
+                    0 => e.bytes_read,
+                    counted => counted.min(e.bytes_read),
+                };
+                through_cufile(e, v, Some(ops), through, "KvikIO");
+                v.add(Path::KvikioPosix, e.bytes_read - through);
+                v.notes.push("KvikIO's own split is missing: bytes cuFile did not count are taken as KvikIO POSIX".into());
+            }
+            Some(ops) => {
+                v.claims.push(ops.claim());
+                v.add(Path::KvikioPosix, e.bytes_read);
+                v.notes.push("KvikIO's own split is missing: cuFile counted no reads, so KvikIO read with POSIX".into());
+            }
+            None if on => {
+                v.add(Path::KvikioPosix, e.bytes_read);
+                v.notes.push("no KvikIO split and no cuFile counters: KVIKIO_COMPAT_MODE=ON never calls cuFile".into());
+            }
+            None => {
+                v.add(Path::Unknown, e.bytes_read);
+                v.notes
+                    .push("no KvikIO split and no cuFile counters: the path is unknown".into());
+            }
+        }
+        return;
+    };
+    v.line(Source::Kvikio, describe_backends(backends));
+    v.claims.push(claim_backends(backends));
+    let gds = backends.gds();
+    for (_, totals) in backends.host_backends() {
+        v.add(Path::KvikioPosix, totals.bytes_transferred);
+    }
+    let counted = backends.total_bytes();
+    if counted < e.bytes_read {
+        v.add(Path::Unknown, e.bytes_read - counted);
+        v.notes.push(format!(
+            "KvikIO accounted for {} of the {} read; the rest is placed nowhere",
+            Bytes(counted),
+            Bytes(e.bytes_read)
+        ));
+    } else if counted > e.bytes_read {
+        v.notes.push(format!(
+            "KvikIO counted {} but the reader delivered {}: its monitor covered more than the trial's reads",
+            Bytes(counted),
+            Bytes(e.bytes_read)
+        ));
+    }
+    if gds.bytes_transferred > 0 {
+        through_cufile(e, v, ops, gds.bytes_transferred, "KvikIO");
+        if on {
+            v.conflicts.push(format!(
+                "KvikIO reported {} through GDS although KVIKIO_COMPAT_MODE=ON",
+                Bytes(gds.bytes_transferred)
+            ));
+        }
+    } else if let Some(ops) = ops {
+        v.claims.push(ops.claim());
+        if ops.reads() > 0 {
+            v.conflicts.push(format!(
+                "KvikIO reported nothing through GDS but {} counted {} reads",
+                ops.source.label(),
+                ops.reads()
+            ));
+        }
+    }
+}
+
+fn describe_backends(backends: &KvikioBackends) -> String {
+    if backends.by_backend.is_empty() {
+        return "no backend reported any bytes".into();
+    }
+    let parts: Vec<String> = backends
+        .by_backend
+        .iter()
+        .map(|(name, t)| format!("{name} {} in {} ops", Bytes(t.bytes_transferred), t.num_ops))
+        .collect();
+    parts.join(", ")
+}
+
+/// `KvikIO: GDS 1.00 GiB` (backends that moved bytes only).
+fn claim_backends(backends: &KvikioBackends) -> String {
+    let parts: Vec<String> = backends
+        .by_backend
+        .iter()
+        .filter(|(_, t)| t.bytes_transferred > 0)
+        .map(|(name, t)| format!("{name} {}", Bytes(t.bytes_transferred)))
+        .collect();
+    if parts.is_empty() {
+        "KvikIO: no bytes".into()
+    } else {
+        format!("KvikIO: {}", parts.join(", "))
+    }
+}

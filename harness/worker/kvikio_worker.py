@@ -1,0 +1,335 @@
+#!/usr/bin/env python3
+"""gds-gate's KvikIO worker: runs one trial through the real KvikIO, in a fresh process.
+
+The gate writes the trial's spec (JSON) and starts this script with the trial's KVIKIO_*
+variables and its own cufile.json (CUFILE_ENV_PATH_JSON) already in the environment, so KvikIO
+and cuFile read them at import. The script reads the files into a cupy buffer on the trial's GPU
+with kvikio.CuFile.pread, verifies every pass on the GPU with the same CUDA source as the Rust
+worker (kernels.cu, beside this file), and answers with one result (JSON) that it writes and
+flushes before the interpreter tears down: a crash during teardown (seen with KvikIO and
+cuda.bindings loaded together) then cannot take a complete result with it.
+
+Path evidence comes from inside this process: KvikIO's SummaryMonitor (bytes per backend) and
+cuFile's own counters through cuda.bindings.cufile, started before KvikIO's first read. cuFile's
+structs are sent as raw bytes; the gate decodes them with the layout of the library's version.
+"""
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+
+PROTOCOL = 1
+MASK = (1 << 64) - 1
+LEN_TAG = 0x6A09E667F3BCC908
+STATS_BUFFER = 8192  # larger than CUfileStatsLevel3_t of any known cuFile (5112 bytes in 1.19)
+
+
+def mix64(z):
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & MASK
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & MASK
+    return z ^ (z >> 31)
+
+
+def hex16(value):
+    return "0x%016x" % value
+
+
+class Missing(Exception):
+    """A piece of the stack this host lacks: the gate ignores the trial with this reason."""
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--spec", required=True)
+    parser.add_argument("--result", required=True)
+    args = parser.parse_args()
+    with open(args.spec) as f:
+        spec = json.load(f)
+    result = run(spec, os.path.dirname(os.path.abspath(__file__)))
+    write_result(args.result, result)
+
+
+def write_result(path, result):
+    tmp = path + ".partial"
+    with open(tmp, "w") as f:
+        json.dump(result, f, indent=1)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    sys.stdout.flush()
+    sys.stderr.flush()
+
+
+def failure(reason, next_step, missing=None):
+    return {"reason": reason, "next": next_step, "missing": missing}
+
+
+def run(spec, here):
+    if spec.get("protocol") != PROTOCOL:
+        return {"protocol": PROTOCOL, "measurement": None, "raw_cufile": None,
+                "failure": failure("the gate speaks protocol %s, this worker %d" % (spec.get("protocol"), PROTOCOL),
+                                   "use the worker shipped with the gate")}
+    trial, plan = spec["trial"], spec["plan"]
+    started = time.perf_counter()
+    m = {
+        "files": plan["files"], "bytes_per_repetition": sum(s["len"] for s in plan["segments"]),
+        "warmup_seconds": [], "seconds": [], "gbps": [], "median_gbps": None, "path": "kvikio",
+        "integrity": {"method": "none", "checksum": None, "expected_checksum": None, "bad_words": 0,
+                      "first_bad": None, "seconds": 0.0},
+        "resident_after_drop": None, "verify_seconds": 0.0, "total_seconds": 0.0, "startup_seconds": None,
+        "setup": [], "gpu": None, "cufile": None, "kvikio": None,
+    }
+    raw = {"library": "", "version": 0, "loaded_copies": [], "properties_hex": None,
+           "stats_before_hex": None, "stats_after_hex": None, "error": None}
+    try:
+        stack = import_stack(m)
+        fail = measure(spec, trial, plan, here, stack, m, raw)
+    except Missing as missing:
+        what, reason, install = missing.args
+        fail = failure(reason, install, missing=what)
+    except Exception as error:  # the stack under test raised: that is the finding
+        fail = failure("KvikIO failed: %s: %s" % (type(error).__name__, error), next_step_for(str(error)))
+    m["total_seconds"] = time.perf_counter() - started
+    if m["gbps"]:
+        m["median_gbps"] = statistics.median(m["gbps"])
+    return {"protocol": PROTOCOL, "measurement": m, "failure": fail, "raw_cufile": raw if raw["version"] else None}
+
+
+def next_step_for(message):
+    if "not registered" in message or "5027" in message:
+        return ("cuFile refused the file: on containers and some VMs udev has no record of the block device "
+                "(`udev property not found` in the trial's cufile.log); run udev or mount /run/udev into the "
+                "container (--volume /run/udev:/run/udev:ro)")
+    return "read the trial's cufile.log and the worker's output in the trial folder"
+
+
+def import_stack(m):
+    """Imports what the trial needs, timing each import (reported apart from throughput)."""
+    lap = time.perf_counter()
+    missing = []
+    modules = {}
+    for name, install in (("kvikio", "pip install kvikio-cu13 (or kvikio-cu12)"), ("cupy", "pip install cupy-cuda13x (or cupy-cuda12x)")):
+        try:
+            modules[name] = __import__(name)
+        except ImportError as error:
+            missing.append((name, install, str(error)))
+        now = time.perf_counter()
+        m["setup"].append(["import " + name, now - lap])
+        lap = now
+    if missing:
+        names = ", ".join(name for name, _, _ in missing)
+        raise Missing(names, "python module(s) %s not found by %s" % (names, sys.executable),
+                      "; ".join(install for _, install, _ in missing))
+    kvikio = modules["kvikio"]
+    if not hasattr(kvikio, "SummaryMonitor"):
+        raise Missing("kvikio>=26.10", "KvikIO %s has no SummaryMonitor (it needs 26.10 or newer) for its path evidence"
+                      % getattr(kvikio, "__version__", "?"), "pip install -U kvikio-cu13")
+    return modules
+
+
+def start_cufile_stats(raw):
+    """cuFile's counters, started before KvikIO's first read. Missing cuda.bindings is recorded,
+    not fatal: the verdict then says the path cannot be confirmed."""
+    try:
+        import ctypes
+        from cuda.bindings import cufile
+    except ImportError as error:
+        raw["error"] = "cuda.bindings.cufile unavailable (%s): no cuFile counters; pip install cuda-bindings" % error
+        return None
+    try:
+        raw["version"] = int(cufile.get_version())
+        cufile.driver_open()
+        props = ctypes.create_string_buffer(56)
+        cufile.driver_get_properties(ctypes.addressof(props))
+        raw["properties_hex"] = props.raw.hex()
+        cufile.set_stats_level(3)
+        cufile.stats_start()
+        raw["stats_before_hex"] = read_l3(cufile)
+    except Exception as error:
+        raw["error"] = "cuFile statistics unavailable: %s: %s" % (type(error).__name__, error)
+        return None
+    return cufile
+
+
+def read_l3(cufile):
+    import ctypes
+    buffer = ctypes.create_string_buffer(STATS_BUFFER)
+    cufile.get_stats_l3(ctypes.addressof(buffer))
+    return buffer.raw.hex()
+
+
+def loaded_libcufile():
+    paths = set()
+    with open("/proc/self/maps") as maps:
+        for line in maps:
+            fields = line.split()
+            if len(fields) >= 6 and os.path.basename(fields[5]).startswith("libcufile.so"):
+                paths.add(fields[5])
+    return sorted(paths)
+
+
+def measure(spec, trial, plan, here, stack, m, raw):
+    kvikio, cupy = stack["kvikio"], stack["cupy"]
+    lap = time.perf_counter()
+
+    def phase(name):
+        nonlocal lap
+        now = time.perf_counter()
+        m["setup"].append([name, now - lap])
+        lap = now
+
+    cufile = start_cufile_stats(raw)
+    phase("cuFile driver and statistics")
+    device = cupy.cuda.Device(trial["gpu"])
+    device.use()
+    m["gpu"] = "%s (GPU %d)" % (cupy.cuda.runtime.getDeviceProperties(trial["gpu"])["name"].decode(), trial["gpu"])
+    total = m["bytes_per_repetition"]
+    buffer = cupy.empty(total, dtype=cupy.uint8)
+    phase("gpu context and buffer")
+    monitor = kvikio.SummaryMonitor()
+    handles = [kvikio.CuFile(f["path"], "r") for f in plan["files"]]
+    phase("kvikio.CuFile open")
+    verifier = Verifier(cupy, device, buffer, os.path.join(here, "kernels.cu"))
+    expected = spec["expected_checksum"]
+    passes = trial["warmup"] + trial["repetitions"]
+    measured_start = None
+    fail = None
+    cached_after_drop = None
+    for p in range(passes):
+        if trial["cache"] == "cold":
+            for f in plan["files"]:
+                kvikio.drop_file_page_cache(f["path"])
+                cached, pages = kvikio.get_page_cache_info(f["path"])
+                cached_after_drop = max(cached_after_drop or 0.0, cached / pages if pages else 0.0)
+        buffer.fill(0xA5)
+        device.synchronize()
+        if p == trial["warmup"]:
+            measured_start = monitor.get()
+        if p == 0:
+            m["startup_seconds"] = (time.time_ns() - spec["spawned_at_unix_ns"]) / 1e9
+        t0 = time.perf_counter()
+        futures = [handles[s["file"]].pread(buffer[s["buffer_offset"]:s["buffer_offset"] + s["len"]], s["len"],
+                                            s["offset"], trial["task_size"]) for s in plan["segments"]]
+        read = sum(f.get() for f in futures)
+        device.synchronize()
+        seconds = time.perf_counter() - t0
+        if read != total:
+            fail = failure("KvikIO read %d bytes of %d in pass %d" % (read, total, p + 1),
+                           "check the files and the storage; a short read means the file changed or an I/O error")
+            break
+        if p < trial["warmup"]:
+            m["warmup_seconds"].append(seconds)
+        else:
+            m["seconds"].append(seconds)
+            m["gbps"].append(total / seconds / 1e9)
+        m["integrity"] = verifier.check(spec, trial["expect"]["integrity"], expected)
+        m["verify_seconds"] += m["integrity"]["seconds"]
+        if m["integrity"]["bad_words"] or m["integrity"]["checksum"] != m["integrity"]["expected_checksum"]:
+            fail = integrity_failure(m["integrity"], p + 1, passes)
+            break
+    m["resident_after_drop"] = cached_after_drop
+    summary = monitor.get()
+    if cufile is not None:
+        try:
+            raw["stats_after_hex"] = read_l3(cufile)
+        except Exception as error:
+            raw["error"] = "cuFile statistics unreadable after the reads: %s" % error
+    raw["loaded_copies"] = loaded_libcufile()
+    raw["library"] = raw["loaded_copies"][0] if raw["loaded_copies"] else ""
+    own = summary.since(measured_start) if measured_start is not None else None
+    m["kvikio"] = {
+        "kvikio_version": kvikio.__version__,
+        "cupy_version": cupy.__version__,
+        "python": "%s (%s)" % (sys.version.split()[0], sys.executable),
+        "settings": settings(kvikio),
+        "backends": {"by_backend": backends(summary)},
+        "own_gbps": own.busy_bytes_per_sec / 1e9 if own is not None and own.busy_bytes_per_sec else None,
+        "cached_after_drop": cached_after_drop,
+    }
+    for handle in handles:
+        handle.close()
+    return fail
+
+
+def settings(kvikio):
+    values = {}
+    for name in ("compat_mode", "num_threads", "task_size", "gds_threshold", "bounce_buffer_size"):
+        try:
+            value = kvikio.defaults.get(name)
+            values[name] = value if isinstance(value, (int, float, str, bool)) else str(value)
+        except Exception as error:
+            values[name] = "unavailable: %s" % error
+    return values
+
+
+def backends(summary):
+    out = {}
+    for name, totals in summary.by_backend.items():
+        get = (lambda key: totals[key]) if isinstance(totals, dict) else (lambda key: getattr(totals, key))
+        out[str(name)] = {"num_ops": int(get("num_ops")), "bytes_transferred": int(get("bytes_transferred"))}
+    return out
+
+
+def integrity_failure(result, p, passes):
+    checksums = "checksum expected %s, got %s" % (result["expected_checksum"], result["checksum"])
+    bad = result["first_bad"]
+    if bad:
+        reason = ("integrity: %d bad 8-byte word(s); first wrong byte at offset %d of `%s` (pass %d of %d; %s)"
+                  % (result["bad_words"], bad["file_offset"], bad["file"], p, passes, checksums))
+    else:
+        reason = "integrity: checksum mismatch (pass %d of %d; %s)" % (p, passes, checksums)
+    return failure(reason, "the bytes that arrived differ from the file. Run the trial again; if it repeats, the read "
+                           "path corrupts data: check `dmesg` for I/O errors and the storage's health.")
+
+
+class Verifier:
+    """The Rust worker's verification (harness/src/integrity.rs) over the cupy buffer, with the
+    same kernels, walking the same regions the gate computed."""
+
+    def __init__(self, cupy, device, buffer, source):
+        self.cupy, self.buffer = cupy, buffer
+        with open(source) as f:
+            module = cupy.RawModule(code=f.read())
+        self.exact = module.get_function("exact_compare")
+        self.checksum = module.get_function("checksum")
+        self.grid = (device.attributes["MultiProcessorCount"] * 16,)
+
+    def run(self, kernel, offset, length, extra, init):
+        cupy = self.cupy
+        out = cupy.array(init, dtype=cupy.uint64)
+        args = (self.buffer[offset:], cupy.uint64(length)) + tuple(cupy.uint64(v) for v in extra) + (out,)
+        kernel(self.grid, (256,), args)
+        return [int(v) for v in out.get()]
+
+    def check(self, spec, method, expected):
+        started = time.perf_counter()
+        result = {"method": method, "checksum": None, "expected_checksum": None, "bad_words": 0,
+                  "first_bad": None, "seconds": 0.0}
+        if method == "none":
+            return result
+        plan = spec["plan"]
+        observed = 0
+        for region in spec["regions"]:
+            f = plan["files"][region["file"]]
+            offset, length, first_word = region["buffer_offset"], region["len"], region["file_offset"] // 8
+            if method == "exact" and f["seed"] is not None:
+                bad, first = self.run(self.exact, offset, length, (f["seed"], first_word), [0, MASK])
+                result["bad_words"] += bad
+                if result["first_bad"] is None and first != MASK:
+                    result["first_bad"] = {"file": f["path"], "file_offset": region["file_offset"] + first,
+                                           "buffer_offset": offset + first}
+            (total, _) = self.run(self.checksum, offset, length, (first_word,), [0, 0])
+            if plan["covers_files"]:
+                total = (total + mix64(length ^ LEN_TAG)) & MASK
+            observed = (observed + total) & MASK
+        result["checksum"] = hex16(observed)
+        result["expected_checksum"] = hex16(expected)
+        result["seconds"] = time.perf_counter() - started
+        return result
+
+
+if __name__ == "__main__":
+    main()
