@@ -52,6 +52,18 @@ pub enum Command {
         #[command(flatten)]
         inputs: Inputs,
     },
+    /// The path verdict and diagnosis from saved outputs, for debugging a host by hand.
+    Explain {
+        /// Output of `gds_stats -p PID -l 3`.
+        #[arg(long, value_name = "FILE")]
+        gds_stats: Option<PathBuf>,
+        /// A copy of /proc/driver/nvidia-fs/stats taken after the I/O.
+        #[arg(long, value_name = "FILE")]
+        nvfs_stats: Option<PathBuf>,
+        /// The process's cufile.log.
+        #[arg(long, value_name = "FILE")]
+        cufile_log: Option<PathBuf>,
+    },
     /// Run one trial in this process (started by the gate; not for people).
     #[command(hide = true)]
     Worker {

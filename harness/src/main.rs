@@ -20,6 +20,15 @@ fn main() -> ExitCode {
         None => gate::run_gate(cli.run, std::env::args().collect()),
         Some(Command::Validate { paths }) => commands::validate(&paths),
         Some(Command::Gen { inputs }) => commands::gen_data(&inputs),
+        Some(Command::Explain {
+            gds_stats,
+            nvfs_stats,
+            cufile_log,
+        }) => commands::explain(
+            gds_stats.as_deref(),
+            nvfs_stats.as_deref(),
+            cufile_log.as_deref(),
+        ),
         Some(Command::Worker { spec, result }) => gds_gate::worker::worker_main(&spec, &result),
         Some(Command::Bench {
             size,

@@ -53,8 +53,11 @@ pub struct Measurement {
     pub gbps: Vec<f64>,
     /// `None` when no measured pass completed.
     pub median_gbps: Option<f64>,
-    /// The path the bytes took (`host` for the posix reader).
+    /// The path the bytes took, as the verdict judged it from every source of evidence.
     pub path: String,
+    /// The verdict in full: which source said what, and the diagnosis.
+    #[serde(default)]
+    pub path_evidence: Option<String>,
     /// The last verification (every repetition is verified; the first failure stops the trial).
     pub integrity: IntegrityResult,
     /// Largest fraction of a file still in the page cache after dropping it (cold trials).

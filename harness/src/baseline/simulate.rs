@@ -186,7 +186,8 @@ pub fn bench_stats(history: Option<&History>) -> (String, bool) {
 }
 
 /// The smallest tolerance, in whole percent up to 50%, that keeps the false-alarm rate of an
-/// unchanged system at or below the target under `options`' noise (10 000 comparisons each).
+/// unchanged system at or below the target under `options`' noise (`comparisons`, at most
+/// 10 000, per step).
 pub fn tolerance_for(options: &SimulationOptions) -> Option<f64> {
     (1..=50)
         .map(|percent| f64::from(percent) / 100.0)
@@ -194,7 +195,7 @@ pub fn tolerance_for(options: &SimulationOptions) -> Option<f64> {
             let mut rng = StdRng::seed_from_u64(options.seed);
             let sigma = (1.0 + options.cv * options.cv).ln().sqrt();
             let drift = (1.0 + options.between_cv * options.between_cv).ln().sqrt();
-            let comparisons = 10_000;
+            let comparisons = options.comparisons.min(10_000);
             let alarms = (0..comparisons)
                 .filter(|_| {
                     let baseline_level = level(&mut rng, drift);
@@ -204,7 +205,7 @@ pub fn tolerance_for(options: &SimulationOptions) -> Option<f64> {
                     Throughput::measure(&baseline, &run, tolerance).verdict() == Verdict::Slower
                 })
                 .count();
-            alarms as f64 / f64::from(comparisons) <= FALSE_ALARM_TARGET
+            alarms as f64 / comparisons as f64 <= FALSE_ALARM_TARGET
         })
 }
 
@@ -331,12 +332,15 @@ mod tests {
 
     #[test]
     fn a_tolerance_is_suggested_for_the_fitted_noise() {
-        let quiet = tolerance_for(&SimulationOptions::default()).unwrap();
-        assert!(quiet <= 0.10, "{quiet}");
-        let noisy = SimulationOptions {
-            cv: 0.15,
-            between_cv: 0.05,
+        let quiet = SimulationOptions {
+            comparisons: 1_000,
             ..SimulationOptions::default()
+        };
+        assert!(tolerance_for(&quiet).unwrap() <= 0.10);
+        let noisy = SimulationOptions {
+            cv: 0.08,
+            between_cv: 0.03,
+            ..quiet
         };
         let needed = tolerance_for(&noisy).unwrap();
         assert!(needed > 0.10, "{needed}");

@@ -4,6 +4,7 @@
 //! the shipped Python worker for KvikIO) with the trial's environment and `cufile.json`, enforces
 //! the timeout, and turns whatever happened into a [`TrialRecord`].
 
+mod assess;
 mod decode;
 mod measure;
 pub mod process;
@@ -41,6 +42,14 @@ pub struct Launcher {
     pub timeout: Option<Duration>,
 }
 
+/// A worker that ran: how it ended, its answer (or why there is none), and nvidia-fs's counters
+/// from before it started.
+struct Ran {
+    finished: process::Finished,
+    result: Result<WorkerResult, String>,
+    nvfs_before: Option<String>,
+}
+
 enum StartError {
     /// The worker's program does not exist (no python).
     Missing(String),
@@ -51,7 +60,7 @@ impl Launcher {
     pub fn run_trial(&self, spec: TrialSpec, plan: ReadPlan) -> TrialRecord {
         let dir = self.trials_dir.join(slug(&spec.name));
         match self.start(&spec, plan, &dir) {
-            Ok((finished, result)) => self.judge(spec, &dir, finished, result),
+            Ok(ran) => self.judge(spec, &dir, ran),
             Err(StartError::Missing(what)) if spec.reader == Reader::Kvikio => {
                 let hint = "install Python 3, or point GDS_GATE_PYTHON (or the suite's `python:`) at an interpreter with kvikio and cupy";
                 self.missing(spec, format!("{what}: {hint}"))
@@ -66,12 +75,7 @@ impl Launcher {
         }
     }
 
-    fn start(
-        &self,
-        spec: &TrialSpec,
-        plan: ReadPlan,
-        dir: &Path,
-    ) -> Result<(process::Finished, Result<WorkerResult, String>), StartError> {
+    fn start(&self, spec: &TrialSpec, plan: ReadPlan, dir: &Path) -> Result<Ran, StartError> {
         let _ = std::fs::remove_dir_all(dir);
         std::fs::create_dir_all(dir).map_err(|error| {
             StartError::Setup(format!(
@@ -126,6 +130,7 @@ impl Launcher {
             dir: dir.to_path_buf(),
             timeout,
         };
+        let nvfs_before = assess::nvfs_snapshot();
         let finished = process::run(&job).map_err(|error| match error.kind() {
             std::io::ErrorKind::NotFound => {
                 StartError::Missing(format!("`{}` not found", program.display()))
@@ -140,7 +145,11 @@ impl Launcher {
             Ok(text) => serde_json::from_str::<WorkerResult>(&text)
                 .map_err(|error| format!("the worker's answer is not a valid result: {error}")),
         };
-        Ok((finished, result))
+        Ok(Ran {
+            finished,
+            result,
+            nvfs_before,
+        })
     }
 
     /// A missing piece of the KvikIO stack: ignored with how to install it, or a failure when the
@@ -158,13 +167,12 @@ impl Launcher {
     }
 
     /// Every way a worker can end, turned into one record.
-    fn judge(
-        &self,
-        spec: TrialSpec,
-        dir: &Path,
-        finished: process::Finished,
-        result: Result<WorkerResult, String>,
-    ) -> TrialRecord {
+    fn judge(&self, spec: TrialSpec, dir: &Path, ran: Ran) -> TrialRecord {
+        let Ran {
+            finished,
+            result,
+            nvfs_before,
+        } = ran;
         let tail = finished.tail(TAIL_LINES);
         let shown_tail = if tail.trim().is_empty() {
             String::new()
@@ -177,13 +185,8 @@ impl Launcher {
             seconds: finished.elapsed.as_secs_f64(),
         };
         let result = result.map(|mut result| {
-            if let Some(m) = result.measurement.as_mut() {
-                if let Some(raw) = result.raw_cufile.take() {
-                    decode::cufile_evidence(raw, &spec, m);
-                }
-                if let Some(path) = decode::kvikio_path(m) {
-                    m.path = path;
-                }
+            if let (Some(m), Some(raw)) = (result.measurement.as_mut(), result.raw_cufile.take()) {
+                decode::cufile_evidence(raw, &spec, m);
             }
             result
         });
@@ -287,6 +290,7 @@ impl Launcher {
             }
         };
         record.worker = Some(run);
+        assess::apply(&mut record, dir, nvfs_before);
         record
     }
 }
@@ -446,6 +450,7 @@ mod tests {
             gbps: vec![1e-9],
             median_gbps: Some(1e-9),
             path: "host".into(),
+            path_evidence: None,
             integrity: IntegrityResult::not_checked(Integrity::None),
             resident_after_drop: None,
             verify_seconds: 0.0,

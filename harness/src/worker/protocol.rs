@@ -132,6 +132,10 @@ pub struct KvikioEvidence {
     /// KvikIO's own throughput of the measured passes (`busy_bytes_per_sec`), GB/s, to check the
     /// gate's timing against.
     pub own_gbps: Option<f64>,
+    /// The gate's throughput over the same passes, aggregated as KvikIO does (bytes over summed
+    /// time), for the comparison with `own_gbps`.
+    #[serde(default)]
+    pub gate_aggregate_gbps: Option<f64>,
     /// Bytes of the files in the page cache after each cold drop (`get_page_cache_info`), max.
     pub cached_after_drop: Option<f64>,
 }
