@@ -52,6 +52,37 @@ pub enum Command {
         #[command(flatten)]
         inputs: Inputs,
     },
+    /// Run the trials (or take a saved report) and write the runner's baseline from those that
+    /// passed every check but throughput. Refuses in CI; prints the diff.
+    Bless {
+        /// Take the results of a saved run instead of running the trials.
+        #[arg(long, value_name = "REPORT.json")]
+        from: Option<PathBuf>,
+        /// Record a changed fingerprint (driver, kernel, cuFile, ...) instead of refusing.
+        #[arg(long)]
+        accept_fingerprint: bool,
+        /// Drop baseline trials that did not run or that no suite defines any more.
+        #[arg(long)]
+        remove_missing: bool,
+        /// Re-record trials even when they are within noise of their baseline.
+        #[arg(long)]
+        refresh: bool,
+        #[command(flatten)]
+        run: RunArgs,
+    },
+    /// Plots of throughput over past runs with the baseline band (SVG), linked from summary.md.
+    Report {
+        /// Where the run's reports and history.jsonl are.
+        #[arg(
+            long,
+            value_name = "DIR",
+            env = "GDS_GATE_OUT",
+            default_value = "target/gds-gate"
+        )]
+        out: PathBuf,
+        #[command(flatten)]
+        baselines: BaselineArgs,
+    },
     /// The path verdict and diagnosis from saved outputs, for debugging a host by hand.
     Explain {
         /// Output of `gds_stats -p PID -l 3`.
@@ -89,13 +120,24 @@ pub enum Command {
         )]
         dir: PathBuf,
         /// Measure the GPU side instead: verification kernels and the cufile reader against dd.
-        #[arg(long)]
+        #[arg(long, conflicts_with = "stats")]
         gpu: bool,
+        /// Simulate the baseline comparison: false alarms and detected drops, for a noise model
+        /// fitted to this runner's history when it has one.
+        #[arg(long)]
+        stats: bool,
+        /// The history the noise model is fitted to.
+        #[arg(
+            long,
+            value_name = "FILE",
+            default_value = "target/gds-gate/history.jsonl"
+        )]
+        history: PathBuf,
     },
 }
 
 /// What to run and where its data lives.
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 pub struct Inputs {
     /// Suite file to run (repeatable; default `scenarios/default.yaml`).
     #[arg(
@@ -125,7 +167,7 @@ impl Inputs {
     }
 }
 
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 pub struct RunArgs {
     #[command(flatten)]
     pub inputs: Inputs,
@@ -143,12 +185,25 @@ pub struct RunArgs {
     /// Fail trials that only warn, such as a worker that crashed after a complete result.
     #[arg(long, env = "GDS_GATE_STRICT")]
     pub strict: bool,
+    #[command(flatten)]
+    pub baselines: BaselineArgs,
     /// Seconds a trial's worker may run (default: a minute plus every pass at 50 MB/s).
     #[arg(long, value_name = "SECONDS", env = "GDS_GATE_TIMEOUT")]
     pub timeout: Option<u64>,
     /// libtest's own arguments: FILTER, --exact, --skip, --list, --ignored, --format, ...
     #[command(flatten)]
     pub libtest: libtest_mimic::Arguments,
+}
+
+/// Which baseline a run is judged against.
+#[derive(Debug, Clone, Args)]
+pub struct BaselineArgs {
+    /// Runner profile: the baseline file is `<baselines>/<runner>.yaml` (default: the host name).
+    #[arg(long, value_name = "NAME", env = "GDS_GATE_RUNNER")]
+    pub runner: Option<String>,
+    /// Folder of the baseline files.
+    #[arg(long, value_name = "DIR", env = "GDS_GATE_BASELINES", default_value = crate::baseline::DEFAULT_DIR)]
+    pub baselines: PathBuf,
 }
 
 fn parse_size(text: &str) -> Result<u64, String> {

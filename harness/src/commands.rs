@@ -75,7 +75,17 @@ pub fn gen_data(inputs: &Inputs) -> u8 {
     if failed { exit::SETUP } else { exit::PASSED }
 }
 
-pub fn bench(size: u64, runs: usize, dir: &Path, gpu: bool) -> u8 {
+pub fn bench(size: u64, runs: usize, dir: &Path, gpu: bool, stats_history: Option<&Path>) -> u8 {
+    if let Some(history) = stats_history {
+        let history = crate::baseline::history::read(history).ok();
+        let (text, targets_met) = crate::baseline::simulate::bench_stats(history.as_ref());
+        println!("{text}");
+        return if targets_met {
+            exit::PASSED
+        } else {
+            exit::TRIAL_FAILED
+        };
+    }
     if gpu {
         return match crate::gpu::bench::run(size, runs, dir) {
             Ok(table) => {

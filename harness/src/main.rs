@@ -20,6 +20,23 @@ fn main() -> ExitCode {
         None => gate::run_gate(cli.run, std::env::args().collect()),
         Some(Command::Validate { paths }) => commands::validate(&paths),
         Some(Command::Gen { inputs }) => commands::gen_data(&inputs),
+        Some(Command::Bless {
+            from,
+            accept_fingerprint,
+            remove_missing,
+            refresh,
+            run,
+        }) => gate::bless_command(
+            gate::BlessRequest {
+                from,
+                accept_fingerprint,
+                remove_missing,
+                refresh,
+                run,
+            },
+            std::env::args().collect(),
+        ),
+        Some(Command::Report { out, baselines }) => gate::report_command(&out, &baselines),
         Some(Command::Explain {
             gds_stats,
             nvfs_stats,
@@ -35,7 +52,9 @@ fn main() -> ExitCode {
             runs,
             dir,
             gpu,
-        }) => commands::bench(size, runs, &dir, gpu),
+            stats,
+            history,
+        }) => commands::bench(size, runs, &dir, gpu, stats.then_some(history.as_path())),
     };
     ExitCode::from(code)
 }

@@ -42,9 +42,12 @@ impl Scratch {
             .arg(self.data())
             .arg("--out")
             .arg(self.out())
+            .arg("--baselines")
+            .arg(self.path("baselines"))
             .current_dir(env!("CARGO_MANIFEST_DIR").to_owned() + "/..")
             .env_remove("GITHUB_STEP_SUMMARY")
             .env_remove("GDS_GATE_REQUIRE_GPU")
+            .env_remove("GDS_GATE_RUNNER")
             .output()
             .unwrap();
         Run::from(output)
@@ -341,4 +344,67 @@ impl Scratch {
             .unwrap()
             .into()
     }
+}
+
+#[test]
+fn bless_writes_a_baseline_that_the_next_run_is_judged_against_and_refuses_in_ci() {
+    let scratch = Scratch::new();
+    let suite = scratch.suite(SMALL);
+    let suite = suite.to_str().unwrap();
+
+    let refused = Command::new(GATE)
+        .args([
+            "bless",
+            "--suite",
+            suite,
+            "--runner",
+            "ci-box",
+            "--baselines",
+        ])
+        .arg(scratch.path("baselines"))
+        .env("CI", "true")
+        .output()
+        .unwrap();
+    let refused = Run::from(refused);
+    assert_eq!(refused.code, 2, "{refused:?}");
+    assert!(
+        refused.stderr.contains("refusing to write baselines in CI"),
+        "{refused:?}"
+    );
+    assert!(!scratch.path("baselines/ci-box.yaml").exists());
+
+    let blessed = Command::new(GATE)
+        .args([
+            "bless",
+            "--suite",
+            suite,
+            "--runner",
+            "ci-box",
+            "--baselines",
+        ])
+        .arg(scratch.path("baselines"))
+        .arg("--data-dir")
+        .arg(scratch.data())
+        .arg("--out")
+        .arg(scratch.out())
+        .env_remove("CI")
+        .env_remove("GITHUB_ACTIONS")
+        .output()
+        .unwrap();
+    let blessed = Run::from(blessed);
+    assert_eq!(blessed.code, 0, "{blessed:?}");
+    assert!(blessed.stdout.contains("updating:"), "{blessed:?}");
+    let baseline = fs::read_to_string(scratch.path("baselines/ci-box.yaml")).unwrap();
+    assert!(baseline.contains("small::read"), "{baseline}");
+
+    let judged = scratch.gate(&["--suite", suite, "--runner", "ci-box"]);
+    assert!(judged.code == 0 || judged.code == 3, "{judged:?}");
+    let report = scratch.report();
+    assert_eq!(report["runner"], "ci-box");
+    assert!(
+        report["baseline"]["trials"][0]["trial"] == "small::read",
+        "{}",
+        report["baseline"]
+    );
+    assert!(scratch.out().join("history.jsonl").exists());
 }

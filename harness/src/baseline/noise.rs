@@ -1,6 +1,7 @@
 //! The noise model fitted to real samples: from the run history, the spread of repetitions within
 //! a run and the drift of a trial's level from run to run, both on the log scale (multiplicative
 //! noise), so that `bench --stats` can check the decision rule against this runner's own noise.
+//! Fit it to runs of an unchanged system: a real regression in the history counts as drift.
 
 use std::collections::BTreeMap;
 use std::fmt;

@@ -33,6 +33,15 @@ pub struct Report {
     pub totals: Totals,
     /// Plain statements about what did not run and why.
     pub notes: Vec<String>,
+    /// The runner profile the run was judged as (its baseline file's name).
+    #[serde(default)]
+    pub runner: Option<String>,
+    /// What the runner is: GPU, driver, CUDA, libcufile, KvikIO, nvidia-fs, kernel, data dir.
+    #[serde(default)]
+    pub fingerprint: Option<crate::baseline::Fingerprint>,
+    /// The comparison with the runner's baseline.
+    #[serde(default)]
+    pub baseline: Option<crate::baseline::Comparison>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -88,8 +97,10 @@ pub struct ReportError {
     pub source: std::io::Error,
 }
 
-/// Writes the three reports into `out` and returns their paths.
-pub fn write_all(out: &Path, report: &Report) -> Result<Vec<PathBuf>, ReportError> {
+/// Writes the three reports into `out` and returns their paths; `extra` is appended to the
+/// Markdown summary (the baseline comparison and plot links).
+pub fn write_all(out: &Path, report: &Report, extra: &str) -> Result<Vec<PathBuf>, ReportError> {
+    let summary = markdown::render(report) + extra;
     let json = serde_json::to_string_pretty(report).map_err(|error| ReportError {
         path: out.join("report.json"),
         source: error.into(),
@@ -97,7 +108,7 @@ pub fn write_all(out: &Path, report: &Report) -> Result<Vec<PathBuf>, ReportErro
     let files = [
         ("report.json", json + "\n"),
         ("junit.xml", junit::render(report)),
-        ("summary.md", markdown::render(report)),
+        ("summary.md", summary.clone()),
     ];
     let mut written = Vec::new();
     for (name, contents) in files {
@@ -108,11 +119,11 @@ pub fn write_all(out: &Path, report: &Report) -> Result<Vec<PathBuf>, ReportErro
         })?;
         written.push(path);
     }
-    if let Some(summary) = std::env::var_os("GITHUB_STEP_SUMMARY").filter(|value| !value.is_empty())
+    if let Some(step_summary) =
+        std::env::var_os("GITHUB_STEP_SUMMARY").filter(|value| !value.is_empty())
     {
-        let path = PathBuf::from(summary);
-        append(&path, markdown::render(report).as_bytes())
-            .map_err(|source| ReportError { path, source })?;
+        let path = PathBuf::from(step_summary);
+        append(&path, summary.as_bytes()).map_err(|source| ReportError { path, source })?;
     }
     Ok(written)
 }

@@ -9,6 +9,8 @@ use std::time::{Instant, SystemTime};
 use libtest_mimic::{Completion, Failed, FormatSetting, Trial};
 
 use crate::cli::{RunArgs, exit};
+
+mod baseline;
 use crate::error_chain;
 use crate::host::HostFacts;
 use crate::plan::ReadPlan;
@@ -18,6 +20,7 @@ use crate::report::{self, PreparedFileRecord, Report, SuiteRef, Totals};
 use crate::scenario::Reader;
 use crate::scenario::{self, Suite, TrialSpec};
 use crate::worker::Launcher;
+pub use baseline::{BlessRequest, bless_command, report_command};
 
 /// Loads every suite, printing each error; `None` when any is invalid.
 pub fn load_suites(paths: &[std::path::PathBuf]) -> Option<Vec<Suite>> {
@@ -35,38 +38,55 @@ pub fn load_suites(paths: &[std::path::PathBuf]) -> Option<Vec<Suite>> {
     ok.then_some(suites)
 }
 
-pub fn run_gate(mut args: RunArgs, command: Vec<String>) -> u8 {
+/// What a run of the trials produced, before any baseline is consulted.
+pub struct Outcome {
+    pub report: Report,
+    /// Every trial name the suites define (selected or not), for the baseline comparison.
+    pub defined: std::collections::BTreeSet<String>,
+    /// libtest's own count agreed with the records.
+    pub consistent: bool,
+}
+
+/// `gds-gate [OPTIONS] [FILTER]`: the trials, then the baseline comparison, then the reports.
+pub fn run_gate(args: RunArgs, command: Vec<String>) -> u8 {
+    let outcome = match run_trials(&args, command) {
+        Ok(outcome) => outcome,
+        Err(code) => return code,
+    };
+    baseline::finish_run(&args, outcome)
+}
+
+/// Loads the suites and runs the selected trials; `Err` carries the exit code of a run that could
+/// not happen (bad suites) or that only listed trials.
+pub fn run_trials(args: &RunArgs, command: Vec<String>) -> Result<Outcome, u8> {
+    let mut libtest = args.libtest.clone();
     let started_at = SystemTime::now();
     let started = Instant::now();
     let Some(suites) = load_suites(&args.inputs.suite_paths()) else {
-        return exit::USAGE;
+        return Err(exit::USAGE);
     };
     let specs: Vec<TrialSpec> = suites.iter().flat_map(scenario::expand).collect();
     if let Some(duplicate) = first_duplicate_name(&specs) {
         eprintln!(
             "error: trial `{duplicate}` is defined twice; give the suites different `suite:` names"
         );
-        return exit::USAGE;
+        return Err(exit::USAGE);
     }
     // Throughput trials share the machine's storage and memory bandwidth: one at a time.
-    args.libtest.test_threads = Some(1);
-    if args.libtest.list {
+    libtest.test_threads = Some(1);
+    if libtest.list {
         let trials = specs
             .iter()
             .map(|spec| Trial::test(spec.name.clone(), || Ok(())))
             .collect();
-        let _ = libtest_mimic::run(&args.libtest, trials);
-        return exit::PASSED;
+        let _ = libtest_mimic::run(&libtest, trials);
+        return Err(exit::PASSED);
     }
 
     let host = HostFacts::probe();
     let selected: Vec<&TrialSpec> = specs
         .iter()
-        .filter(|spec| {
-            !args
-                .libtest
-                .is_filtered_out(&Trial::test(spec.name.clone(), || Ok(())))
-        })
+        .filter(|spec| !libtest.is_filtered_out(&Trial::test(spec.name.clone(), || Ok(()))))
         .collect();
     if selected.is_empty() {
         explain_empty_selection(&args, specs.len());
@@ -80,7 +100,7 @@ pub fn run_gate(mut args: RunArgs, command: Vec<String>) -> u8 {
         Ok(path) => path,
         Err(error) => {
             eprintln!("error: cannot find the gate's own binary to start workers: {error}");
-            return exit::SETUP;
+            return Err(exit::SETUP);
         }
     };
     let launcher = Launcher {
@@ -98,7 +118,7 @@ pub fn run_gate(mut args: RunArgs, command: Vec<String>) -> u8 {
 
     let records: Arc<Mutex<Vec<TrialRecord>>> = Arc::default();
     let show_summary =
-        !args.libtest.quiet && matches!(args.libtest.format, None | Some(FormatSetting::Pretty));
+        !libtest.quiet && matches!(libtest.format, None | Some(FormatSetting::Pretty));
     let trials = specs
         .iter()
         .map(|spec| {
@@ -121,7 +141,7 @@ pub fn run_gate(mut args: RunArgs, command: Vec<String>) -> u8 {
             .with_kind(kind)
         })
         .collect();
-    let conclusion = libtest_mimic::run(&args.libtest, trials);
+    let conclusion = libtest_mimic::run(&libtest, trials);
 
     let trials = std::mem::take(
         &mut *records
@@ -154,31 +174,20 @@ pub fn run_gate(mut args: RunArgs, command: Vec<String>) -> u8 {
         trials,
         totals,
         notes,
+        runner: None,
+        fingerprint: None,
+        baseline: None,
     };
     for note in &report.notes {
         eprintln!("note: {note}");
     }
-    match report::write_all(&args.out, &report) {
-        Ok(paths) => {
-            let names: Vec<String> = paths
-                .iter()
-                .map(|path| path.display().to_string())
-                .collect();
-            eprintln!("reports: {}", names.join(", "));
-        }
-        Err(error) => {
-            eprintln!("error: {}", error_chain(&error));
-            return exit::SETUP;
-        }
-    }
-    if conclusion.num_failed as usize != report.totals.failed {
-        eprintln!(
-            "error: libtest counted {} failures but {} were recorded; this is a bug in gds-gate",
-            conclusion.num_failed, report.totals.failed
-        );
-        return exit::SETUP;
-    }
-    exit_code(&report.totals)
+    let consistent = conclusion.num_failed as usize == report.totals.failed;
+    let defined = specs.iter().map(|spec| spec.name.clone()).collect();
+    Ok(Outcome {
+        report,
+        defined,
+        consistent,
+    })
 }
 
 /// What every trial needs to run: the prepared data, the host's facts, how to start workers.
@@ -301,7 +310,7 @@ fn notes(trials: &[TrialRecord], require_gpu: bool) -> Vec<String> {
     notes
 }
 
-fn exit_code(totals: &Totals) -> u8 {
+pub(crate) fn exit_code(totals: &Totals) -> u8 {
     if totals.failed > 0 {
         exit::TRIAL_FAILED
     } else if totals.passed == 0 {

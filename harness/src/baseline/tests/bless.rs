@@ -1,0 +1,303 @@
+//! Bless: what it refuses, what it writes, and the diff it prints.
+
+use std::collections::BTreeSet;
+
+use super::{blessed, options, run, scratch};
+use crate::baseline::bless::{BlessError, Filter, TrialChange, bless};
+use crate::baseline::compare::RunResults;
+use crate::baseline::file::{self, Loaded};
+use crate::baseline::fingerprint::Fingerprint;
+use crate::baseline::fixtures::{self, BASE, CHECKSUM, FAST, NOISE, SLOW};
+use crate::baseline::saved;
+
+#[test]
+fn bless_refuses_a_failing_run_and_writes_nothing() {
+    let s = scratch();
+    let records = [
+        fixtures::passed("s::a", &BASE, "nvfs", CHECKSUM),
+        fixtures::failed("s::b", &BASE),
+    ];
+    let fp = fixtures::fingerprint();
+    let error = bless(&run(&records, &fp), &options(&s.path, &Filter::default())).unwrap_err();
+    let shown = error.to_string();
+    assert!(matches!(error, BlessError::FailedTrials { .. }), "{shown}");
+    assert!(
+        shown.contains("refusing to bless from a failing run"),
+        "{shown}"
+    );
+    assert!(shown.contains("s::b: wrong path"), "{shown}");
+    assert_eq!(file::read(&s.path).unwrap(), Loaded::Absent);
+    // Narrowed to the trial that passed, it goes through.
+    let filter = Filter {
+        patterns: vec!["s::a".into()],
+        exact: true,
+    };
+    assert!(
+        bless(&run(&records, &fp), &options(&s.path, &filter))
+            .unwrap()
+            .written
+    );
+}
+
+#[test]
+fn bless_refuses_in_ci_and_prints_the_local_command() {
+    let s = scratch();
+    let records = [fixtures::passed("s::a", &BASE, "nvfs", CHECKSUM)];
+    let fp = fixtures::fingerprint();
+    let filter = Filter {
+        patterns: vec!["kvikio[compat=OFF]".into()],
+        exact: false,
+    };
+    let mut options = options(&s.path, &filter);
+    options.ci = true;
+    let shown = bless(&run(&records, &fp), &options)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        shown.starts_with("refusing to write baselines in CI"),
+        "{shown}"
+    );
+    assert!(shown.contains("bless --runner r1 --baselines"), "{shown}");
+    assert!(shown.contains(" 'kvikio[compat=OFF]'"), "{shown}");
+    assert!(
+        shown.contains("bless --from target/gds-gate/report.json --runner r1"),
+        "{shown}"
+    );
+    assert_eq!(file::read(&s.path).unwrap(), Loaded::Absent);
+}
+
+#[test]
+fn bless_refuses_a_changed_fingerprint_unless_accepted() {
+    let s = scratch();
+    blessed(&s.path);
+    let before = std::fs::read(&s.path).unwrap();
+    let upgraded = Fingerprint {
+        kernel: Some("6.11.0".into()),
+        ..fixtures::fingerprint()
+    };
+    let records = [fixtures::passed("s::a", &NOISE, "nvfs", CHECKSUM)];
+    let filter = Filter::default();
+    let error = bless(&run(&records, &upgraded), &options(&s.path, &filter)).unwrap_err();
+    let shown = error.to_string();
+    assert!(
+        shown.contains("the runner changed since its baseline was blessed"),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("kernel: 6.8.0-60-generic → 6.11.0"),
+        "{shown}"
+    );
+    assert!(shown.contains("--accept-fingerprint"), "{shown}");
+    assert_eq!(std::fs::read(&s.path).unwrap(), before);
+    let mut accepting = options(&s.path, &filter);
+    accepting.accept_fingerprint = true;
+    let outcome = bless(&run(&records, &upgraded), &accepting).unwrap();
+    let shown = outcome.to_string();
+    assert!(
+        shown.contains("fingerprint: kernel: 6.8.0-60-generic → 6.11.0"),
+        "{shown}"
+    );
+    // On a new stack every selected trial is re-measured, even within noise.
+    assert!(shown.contains("~ s::a: median 2.00 → 2.01 GB/s"), "{shown}");
+    let Loaded::Present(baseline) = file::read(&s.path).unwrap() else {
+        panic!()
+    };
+    assert_eq!(baseline.fingerprint.kernel.as_deref(), Some("6.11.0"));
+}
+
+#[test]
+fn bless_writes_only_what_changed_and_prints_the_diff() {
+    let s = scratch();
+    blessed(&s.path);
+    let before = std::fs::read_to_string(&s.path).unwrap();
+    let fp = fixtures::fingerprint();
+    let filter = Filter::default();
+    // Noise only: nothing to write, the file is untouched.
+    let records = [
+        fixtures::passed("s::a", &NOISE, "nvfs", CHECKSUM),
+        fixtures::passed("s::b", &NOISE, "nvfs", CHECKSUM),
+    ];
+    let outcome = bless(&run(&records, &fp), &options(&s.path, &filter)).unwrap();
+    assert!(!outcome.written);
+    assert!(outcome.to_string().starts_with("up to date: "), "{outcome}");
+    assert!(
+        outcome
+            .to_string()
+            .contains("unchanged: 2 trial(s) within noise"),
+        "{outcome}"
+    );
+    assert_eq!(std::fs::read_to_string(&s.path).unwrap(), before);
+    // A slower s::a, a new s::c, s::b within noise: only s::a and s::c change.
+    let records = [
+        fixtures::passed("s::a", &SLOW, "nvfs", CHECKSUM),
+        fixtures::passed("s::b", &NOISE, "nvfs", CHECKSUM),
+        fixtures::passed("s::c", &FAST, "host", CHECKSUM),
+    ];
+    let mut later = options(&s.path, &filter);
+    later.provenance.blessed_at = "2026-03-02T08:00:00Z".into();
+    let outcome = bless(&run(&records, &fp), &later).unwrap();
+    let shown = outcome.to_string();
+    assert!(
+        shown.starts_with(&format!("updating: {}\n", s.path.display())),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("  ~ s::a: median 2.00 → 1.61 GB/s (−19.5%)"),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("  + s::c: 2.58 GB/s median of 5 (2.50–2.62), path host"),
+        "{shown}"
+    );
+    assert!(shown.contains("unchanged: 1 trial(s)"), "{shown}");
+    let after = std::fs::read_to_string(&s.path).unwrap();
+    let changed_lines = diff_lines(&before, &after);
+    // s::a's figures and bless time, s::c's block, and the file's provenance; nothing of s::b.
+    assert!(
+        changed_lines.iter().all(|line| !line.contains("s::b")),
+        "{changed_lines:?}"
+    );
+    assert!(changed_lines.len() < 40, "{changed_lines:?}");
+}
+
+/// Lines of `after` that a line diff against `before` shows as added (longest common subsequence).
+fn diff_lines(before: &str, after: &str) -> Vec<String> {
+    let (a, b): (Vec<&str>, Vec<&str>) = (before.lines().collect(), after.lines().collect());
+    let mut lcs = vec![vec![0usize; b.len() + 1]; a.len() + 1];
+    for i in (0..a.len()).rev() {
+        for j in (0..b.len()).rev() {
+            lcs[i][j] = if a[i] == b[j] {
+                lcs[i + 1][j + 1] + 1
+            } else {
+                lcs[i + 1][j].max(lcs[i][j + 1])
+            };
+        }
+    }
+    let (mut i, mut j, mut added) = (0, 0, Vec::new());
+    while j < b.len() {
+        if i < a.len() && a[i] == b[j] {
+            i += 1;
+            j += 1;
+        } else if i < a.len() && lcs[i + 1][j] >= lcs[i][j + 1] {
+            i += 1;
+        } else {
+            added.push(b[j].to_string());
+            j += 1;
+        }
+    }
+    added
+}
+
+#[test]
+fn missing_trials_are_kept_unless_asked_to_remove_them() {
+    let s = scratch();
+    blessed(&s.path);
+    let defined: BTreeSet<String> = ["s::a", "s::gpu"].map(String::from).into();
+    let records = [
+        fixtures::passed("s::a", &SLOW, "nvfs", CHECKSUM),
+        fixtures::ignored("s::gpu"),
+    ];
+    let fp = fixtures::fingerprint();
+    let results = RunResults {
+        records: &records,
+        defined: Some(&defined),
+        fingerprint: &fp,
+    };
+    let filter = Filter::default();
+    let outcome = bless(&results, &options(&s.path, &filter)).unwrap();
+    let shown = outcome.to_string();
+    assert!(
+        shown.contains("kept: s::gpu (did not run: no NVIDIA driver"),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("kept: s::b (no suite defines it)"),
+        "{shown}"
+    );
+    let mut removing = options(&s.path, &filter);
+    removing.remove_missing = true;
+    let outcome = bless(&results, &removing).unwrap();
+    let removed: Vec<&str> = outcome
+        .changes
+        .iter()
+        .filter_map(|c| match c {
+            TrialChange::Removed { trial, .. } => Some(trial.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(removed, ["s::gpu", "s::b"]);
+    let Loaded::Present(baseline) = file::read(&s.path).unwrap() else {
+        panic!()
+    };
+    assert_eq!(baseline.trials.keys().collect::<Vec<_>>(), ["s::a"]);
+}
+
+#[test]
+fn bless_never_overwrites_a_corrupt_or_newer_baseline() {
+    let s = scratch();
+    std::fs::create_dir_all(s.path.parent().unwrap()).unwrap();
+    let records = [fixtures::passed("s::a", &BASE, "nvfs", CHECKSUM)];
+    let fp = fixtures::fingerprint();
+    for text in [
+        "schema_version: 1\nrunner: [\n",
+        "schema_version: 7\nrunner: r1\n",
+    ] {
+        std::fs::write(&s.path, text).unwrap();
+        let error = bless(&run(&records, &fp), &options(&s.path, &Filter::default())).unwrap_err();
+        assert!(matches!(error, BlessError::Baseline(_)), "{error}");
+        assert_eq!(std::fs::read_to_string(&s.path).unwrap(), text);
+    }
+}
+
+#[test]
+fn bless_from_a_saved_report() {
+    let s = scratch();
+    let records = vec![
+        fixtures::passed("s::a", &BASE, "nvfs", CHECKSUM),
+        fixtures::ignored("s::gpu"),
+    ];
+    let host = crate::host::HostFacts::probe();
+    let report = serde_json::json!({
+        "schema_version": crate::report::SCHEMA_VERSION,
+        "gate_version": "0.1.0",
+        "started_at": "2026-03-01T12:00:00Z",
+        "duration_seconds": 12.5,
+        "command": ["gds-gate"],
+        "host": host,
+        "data_dir": "target/gds-gate/data",
+        "suites": [],
+        "data": [],
+        "trials": records,
+        "totals": { "passed": 1, "failed": 0, "ignored": 1, "filtered_out": 0 },
+        "notes": [],
+        "runner": "r1",
+    });
+    let report_path = s.path.with_file_name("report.json");
+    std::fs::create_dir_all(report_path.parent().unwrap()).unwrap();
+    std::fs::write(&report_path, serde_json::to_string_pretty(&report).unwrap()).unwrap();
+    let saved = saved::load_report(&report_path).unwrap();
+    assert_eq!(saved.runner.as_deref(), Some("r1"));
+    assert_eq!(
+        saved.fingerprint.kernel.as_deref(),
+        Some(host.kernel.as_str())
+    );
+    let filter = Filter::default();
+    let outcome = saved::bless_from_report(&report_path, &options(&s.path, &filter)).unwrap();
+    assert!(outcome.written, "{outcome}");
+    let Loaded::Present(baseline) = file::read(&s.path).unwrap() else {
+        panic!()
+    };
+    assert_eq!(baseline.trials.keys().collect::<Vec<_>>(), ["s::a"]);
+    assert_eq!(baseline.provenance.revision.as_deref(), Some("abc1234"));
+    // A report from a newer gate, and a file that is not a report, are clear errors.
+    let newer = report
+        .to_string()
+        .replace("\"schema_version\":1", "\"schema_version\":9");
+    std::fs::write(&report_path, newer).unwrap();
+    let shown = saved::load_report(&report_path).unwrap_err().to_string();
+    assert!(shown.contains("report has schema_version 9"), "{shown}");
+    std::fs::write(&report_path, "{\"schema_version\": 1,\n \"trials\": 3}").unwrap();
+    let shown = saved::load_report(&report_path).unwrap_err().to_string();
+    assert!(shown.contains("report.json:"), "{shown}");
+    assert!(shown.contains("not a usable gds-gate report"), "{shown}");
+}

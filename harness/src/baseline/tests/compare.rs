@@ -1,0 +1,282 @@
+//! Comparison of runs against a baseline: one test per kind of judgement.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use super::{blessed, judge_one, run, scratch};
+use crate::baseline::compare::{Judgement, Missing, RunResults, Severity, compare};
+use crate::baseline::file;
+use crate::baseline::fingerprint::Fingerprint;
+use crate::baseline::fixtures::{self, BASE, CHECKSUM, FAST, NOISE, SLOW};
+use crate::baseline::render;
+use crate::cli::exit;
+
+#[test]
+fn clear_regression_fails_with_exit_3_and_says_what_to_do() {
+    let s = scratch();
+    blessed(&s.path);
+    let comparison = judge_one(
+        &s.path,
+        fixtures::passed("s::a", &SLOW, "nvfs", CHECKSUM),
+        &fixtures::fingerprint(),
+    );
+    let a = comparison.get("s::a").unwrap();
+    let Judgement::Regression { throughput } = &a.judgement else {
+        panic!("{a:?}");
+    };
+    assert!(
+        throughput.drop() > 0.15 && throughput.p_slower <= 0.05,
+        "{throughput:?}"
+    );
+    assert_eq!(comparison.exit_code(), Some(exit::REGRESSION));
+    for needle in [
+        "s::a: slower than its baseline by 19.",
+        "expected: about 2.00 GB/s, at most 10% slower",
+        "seen:     1.61 GB/s median of 5",
+        "Mann–Whitney p = 0.004",
+        "likely cause: the runner's fingerprint (GPU, driver",
+        "cargo xtask gds-gate bless --runner r1 --baselines",
+        "--exact s::a",
+    ] {
+        assert!(a.message.contains(needle), "{needle}\n{}", a.message);
+    }
+    assert!(!a.message.contains("--accept-fingerprint"), "{}", a.message);
+    assert!(a.message.lines().count() <= 12, "{}", a.message);
+}
+
+#[test]
+fn noise_only_passes() {
+    let s = scratch();
+    blessed(&s.path);
+    let comparison = judge_one(
+        &s.path,
+        fixtures::passed("s::a", &NOISE, "nvfs", CHECKSUM),
+        &fixtures::fingerprint(),
+    );
+    let a = comparison.get("s::a").unwrap();
+    assert!(matches!(a.judgement, Judgement::Pass { .. }), "{a:?}");
+    assert!(
+        a.headline
+            .starts_with("as fast as the baseline: 2.01 vs 2.00 GB/s"),
+        "{}",
+        a.headline
+    );
+    // s::b and s::gpu were filtered out: not judged.
+    assert_eq!(comparison.trials.len(), 1);
+    assert_eq!(comparison.not_selected, 2);
+    assert_eq!(comparison.exit_code(), None);
+    assert_eq!(comparison.worst(), Severity::Ok);
+    // When the suites are unknown, a baseline trial absent from the run is missing.
+    let records = [fixtures::passed("s::a", &NOISE, "nvfs", CHECKSUM)];
+    let fp = fixtures::fingerprint();
+    let comparison = compare(
+        &file::read(&s.path).unwrap(),
+        &s.path,
+        "r1",
+        &run(&records, &fp),
+    );
+    assert!(matches!(
+        comparison.get("s::b").unwrap().judgement,
+        Judgement::MissingTrial {
+            cause: Missing::NotRun
+        }
+    ));
+}
+
+#[test]
+fn improvement_is_reported_not_failed() {
+    let s = scratch();
+    blessed(&s.path);
+    let comparison = judge_one(
+        &s.path,
+        fixtures::passed("s::a", &FAST, "nvfs", CHECKSUM),
+        &fixtures::fingerprint(),
+    );
+    let a = comparison.get("s::a").unwrap();
+    assert!(matches!(a.judgement, Judgement::Faster { .. }), "{a:?}");
+    assert!(
+        a.headline
+            .starts_with("faster than baseline — consider blessing"),
+        "{}",
+        a.headline
+    );
+    assert_eq!(a.judgement.severity(), Severity::Notice);
+}
+
+#[test]
+fn a_trial_that_vanished_fails() {
+    let s = scratch();
+    blessed(&s.path);
+    let defined: BTreeSet<String> = ["s::a", "s::gpu"].map(String::from).into();
+    let records = [
+        fixtures::passed("s::a", &NOISE, "nvfs", CHECKSUM),
+        fixtures::ignored("s::gpu"),
+    ];
+    let fp = fixtures::fingerprint();
+    let results = RunResults {
+        records: &records,
+        defined: Some(&defined),
+        fingerprint: &fp,
+    };
+    let comparison = compare(&file::read(&s.path).unwrap(), &s.path, "r1", &results);
+    assert_eq!(comparison.exit_code(), Some(exit::TRIAL_FAILED));
+    let gpu = comparison.get("s::gpu").unwrap();
+    assert!(
+        matches!(&gpu.judgement, Judgement::MissingTrial { cause: Missing::Ignored { reason } } if reason.contains("libcuda")),
+        "{gpu:?}"
+    );
+    assert!(
+        gpu.message.contains("in the baseline, but did not run"),
+        "{}",
+        gpu.message
+    );
+    assert!(
+        gpu.message.contains("--remove-missing --exact s::gpu"),
+        "{}",
+        gpu.message
+    );
+    // s::b is defined by no suite any more.
+    let b = comparison.get("s::b").unwrap();
+    assert!(matches!(
+        b.judgement,
+        Judgement::MissingTrial {
+            cause: Missing::NotDefined
+        }
+    ));
+    assert!(b.message.contains("renamed or removed"), "{}", b.message);
+}
+
+#[test]
+fn a_path_change_fails_and_names_nvidia_fs() {
+    let s = scratch();
+    blessed(&s.path);
+    let comparison = judge_one(
+        &s.path,
+        fixtures::passed("s::a", &SLOW, "cufile-posix", CHECKSUM),
+        &fixtures::fingerprint(),
+    );
+    let a = comparison.get("s::a").unwrap();
+    assert!(
+        matches!(&a.judgement, Judgement::PathChanged { from, to, .. } if from == "nvfs" && to == "cufile-posix"),
+        "{a:?}"
+    );
+    assert_eq!(comparison.exit_code(), Some(exit::TRIAL_FAILED));
+    assert!(a.message.contains("−19."), "{}", a.message);
+    let unloaded = Fingerprint {
+        nvidia_fs_loaded: false,
+        ..fixtures::fingerprint()
+    };
+    let comparison = judge_one(
+        &s.path,
+        fixtures::passed("s::a", &SLOW, "cufile-posix", CHECKSUM),
+        &unloaded,
+    );
+    let message = &comparison.get("s::a").unwrap().message;
+    assert!(
+        message.contains("nvidia_fs_loaded: true → false"),
+        "{message}"
+    );
+    assert!(
+        message.contains("nvidia-fs is not loaded on this runner"),
+        "{message}"
+    );
+}
+
+#[test]
+fn a_checksum_change_fails() {
+    let s = scratch();
+    blessed(&s.path);
+    let comparison = judge_one(
+        &s.path,
+        fixtures::passed("s::a", &BASE, "nvfs", 0xdead),
+        &fixtures::fingerprint(),
+    );
+    let a = comparison.get("s::a").unwrap();
+    assert!(
+        matches!(a.judgement, Judgement::ChecksumChanged { .. }),
+        "{a:?}"
+    );
+    assert!(
+        a.headline
+            .contains("0x0123456789abcdef → 0x000000000000dead"),
+        "{}",
+        a.headline
+    );
+    assert_eq!(comparison.exit_code(), Some(exit::TRIAL_FAILED));
+}
+
+#[test]
+fn a_changed_fingerprint_is_the_likely_cause_and_is_shown_even_when_all_pass() {
+    let s = scratch();
+    blessed(&s.path);
+    let upgraded = Fingerprint {
+        driver: Some("590.10".into()),
+        kvikio: None,
+        ..fixtures::fingerprint()
+    };
+    let comparison = judge_one(
+        &s.path,
+        fixtures::passed("s::a", &SLOW, "nvfs", CHECKSUM),
+        &upgraded,
+    );
+    assert!(comparison.runner_changed());
+    let a = comparison.get("s::a").unwrap();
+    assert!(
+        a.message
+            .contains("likely cause: the runner changed since the baseline was blessed: driver: 580.159 → 590.10"),
+        "{}",
+        a.message
+    );
+    assert!(
+        a.message.contains("--accept-fingerprint --exact s::a"),
+        "{}",
+        a.message
+    );
+    // Passing trials still show the change, in the console text and in summary.md.
+    let comparison = judge_one(
+        &s.path,
+        fixtures::passed("s::a", &NOISE, "nvfs", CHECKSUM),
+        &upgraded,
+    );
+    let text = render::console(&comparison);
+    assert!(
+        text.contains("the runner changed since the baseline was blessed"),
+        "{text}"
+    );
+    assert!(text.contains("  driver: 580.159 → 590.10"), "{text}");
+    assert!(
+        text.contains("not observed in this run (kept from the baseline): kvikio"),
+        "{text}"
+    );
+    let markdown = render::markdown(&comparison, &[], Path::new("target/gds-gate"));
+    assert!(
+        markdown.contains("**The runner changed since the baseline**"),
+        "{markdown}"
+    );
+}
+
+#[test]
+fn no_baseline_and_new_trials_are_notices() {
+    let s = scratch();
+    let comparison = judge_one(
+        &s.path,
+        fixtures::passed("s::a", &BASE, "nvfs", CHECKSUM),
+        &fixtures::fingerprint(),
+    );
+    assert!(!comparison.baseline_found);
+    assert!(matches!(
+        comparison.trials[0].judgement,
+        Judgement::NoBaseline
+    ));
+    assert_eq!(comparison.exit_code(), None);
+    assert!(render::console(&comparison).contains("cargo xtask gds-gate bless --runner r1"));
+    blessed(&s.path);
+    let comparison = judge_one(
+        &s.path,
+        fixtures::passed("s::new", &BASE, "nvfs", CHECKSUM),
+        &fixtures::fingerprint(),
+    );
+    let new = comparison.get("s::new").unwrap();
+    assert!(matches!(new.judgement, Judgement::NewTrial));
+    assert!(new.message.contains("--exact s::new"), "{}", new.message);
+}

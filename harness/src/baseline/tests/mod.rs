@@ -1,0 +1,82 @@
+//! Comparison and bless on synthetic sample sets: shared helpers.
+
+mod bless;
+mod compare;
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use super::bless::{BlessOptions, Filter, bless};
+use super::compare::{RunResults, compare};
+use super::file::{self, Provenance};
+use super::fingerprint::Fingerprint;
+use super::fixtures::{self, BASE, CHECKSUM};
+use crate::record::TrialRecord;
+
+struct Scratch {
+    _dir: tempfile::TempDir,
+    path: PathBuf,
+}
+
+fn scratch() -> Scratch {
+    let dir = tempfile::tempdir().unwrap();
+    let path = file::path_for(&dir.path().join("baselines"), "r1").unwrap();
+    Scratch { _dir: dir, path }
+}
+
+fn provenance() -> Provenance {
+    Provenance {
+        blessed_at: "2026-03-01T12:00:00Z".into(),
+        gate_version: "0.1.0".into(),
+        host: "gpu01".into(),
+        revision: Some("abc1234".into()),
+    }
+}
+
+fn options<'a>(path: &'a Path, filter: &'a Filter) -> BlessOptions<'a> {
+    BlessOptions {
+        runner: "r1",
+        baseline_path: path,
+        filter,
+        accept_fingerprint: false,
+        remove_missing: false,
+        refresh: false,
+        ci: false,
+        provenance: provenance(),
+    }
+}
+
+fn run<'a>(records: &'a [TrialRecord], fingerprint: &'a Fingerprint) -> RunResults<'a> {
+    RunResults {
+        records,
+        defined: None,
+        fingerprint,
+    }
+}
+
+/// A baseline at `path` for `s::a` and `s::b` (both BASE, path nvfs) and `s::gpu`.
+fn blessed(path: &Path) {
+    let records = [
+        fixtures::passed("s::a", &BASE, "nvfs", CHECKSUM),
+        fixtures::passed("s::b", &BASE, "nvfs", CHECKSUM),
+        fixtures::passed("s::gpu", &BASE, "nvfs", CHECKSUM),
+    ];
+    let fp = fixtures::fingerprint();
+    let outcome = bless(&run(&records, &fp), &options(path, &Filter::default())).unwrap();
+    assert!(outcome.written);
+}
+
+/// Compares one record; the baseline's other trials count as filtered out.
+fn judge_one(path: &Path, record: TrialRecord, fingerprint: &Fingerprint) -> super::Comparison {
+    let loaded = file::read(path).unwrap();
+    let defined: BTreeSet<String> = ["s::a", "s::b", "s::gpu", "s::new"]
+        .map(String::from)
+        .into();
+    let records = [record];
+    let results = RunResults {
+        records: &records,
+        defined: Some(&defined),
+        fingerprint,
+    };
+    compare(&loaded, path, "r1", &results)
+}
