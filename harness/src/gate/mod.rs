@@ -89,7 +89,7 @@ pub fn run_trials(args: &RunArgs, command: Vec<String>) -> Result<Outcome, u8> {
         .filter(|spec| !libtest.is_filtered_out(&Trial::test(spec.name.clone(), || Ok(()))))
         .collect();
     if selected.is_empty() {
-        explain_empty_selection(&args, specs.len());
+        explain_empty_selection(args, specs.len());
     }
     let runnable = selected
         .iter()
