@@ -247,6 +247,7 @@ def measure(spec, trial, plan, here, stack, m, raw, state):
             fail = integrity_failure(m["integrity"], p + 1, passes)
             break
     m["resident_after_drop"] = cached_after_drop
+    hold_for_sample(spec.get("hold_for_sampling"))
     summary = monitor.get()
     own = summary.since(measured_start) if measured_start is not None else None
     m["kvikio"] = {
@@ -264,6 +265,17 @@ def measure(spec, trial, plan, here, stack, m, raw, state):
     for handle in handles:
         handle.close()
     return fail
+
+
+def hold_for_sample(folder):
+    """gds_stats reads this live process's counters: say the I/O is done and wait (bounded) for
+    the gate to have sampled it. See harness/src/worker/sampling.rs."""
+    if not folder:
+        return
+    open(os.path.join(folder, "io-done"), "w").close()
+    deadline = time.monotonic() + 30
+    while not os.path.exists(os.path.join(folder, "sampled")) and time.monotonic() < deadline:
+        time.sleep(0.01)
 
 
 def settings(kvikio):

@@ -108,6 +108,7 @@ pub fn run_trials(args: &RunArgs, command: Vec<String>) -> Result<Outcome, u8> {
         trials_dir: args.out.join("trials"),
         strict: args.strict,
         timeout: args.timeout.map(std::time::Duration::from_secs),
+        gds_stats: crate::worker::find_gds_stats(),
     };
     let executor = Arc::new(Executor {
         data,

@@ -88,6 +88,9 @@ fn evidence(
         evidence.smallest_read = smallest_read(spec, m);
     }
     evidence.cufile_log = cufile_log(trial_dir);
+    evidence.gds_stats = std::fs::read_to_string(trial_dir.join(super::sampling::GDS_STATS_TEXT))
+        .ok()
+        .and_then(|text| crate::evidence::GdsStats::parse(&text).ok());
     evidence.nvfs = Some(
         match (
             nvfs_before.as_deref().map(NvfsStats::parse),

@@ -170,7 +170,9 @@ fn with_cufile(
             let mut reader =
                 CufileReader::open(gpu, library, &spec.plan, spec.trial.buffer).map_err(fail)?;
             phase(m, "device buffer and file registration");
-            passes(spec, &mut reader, m)
+            let outcome = passes(spec, &mut reader, m);
+            super::sampling::hold_for_sample(spec.hold_for_sampling.as_deref());
+            outcome
         };
         if let Some(before) = before {
             match library.stats() {

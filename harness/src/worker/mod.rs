@@ -9,6 +9,7 @@ mod decode;
 mod measure;
 pub mod process;
 mod protocol;
+mod sampling;
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -40,7 +41,11 @@ pub struct Launcher {
     pub strict: bool,
     /// Overrides the per-trial timeout derived from the bytes a trial moves.
     pub timeout: Option<Duration>,
+    /// The `gds_stats` tool, when the host has one ([`find_gds_stats`]).
+    pub gds_stats: Option<PathBuf>,
 }
+
+pub use sampling::find_tool as find_gds_stats;
 
 /// A worker that ran: how it ended, its answer (or why there is none), and nvidia-fs's counters
 /// from before it started.
@@ -118,7 +123,15 @@ impl Launcher {
             result_path.clone().into(),
         ]);
         // Stamped last, so that preparing the folder is not counted as the worker's start-up.
-        let worker_spec = WorkerSpec::new(spec.clone(), plan);
+        let mut worker_spec = WorkerSpec::new(spec.clone(), plan);
+        let mut sampler = self
+            .gds_stats
+            .clone()
+            .filter(|_| matches!(spec.reader, Reader::Cufile | Reader::Kvikio))
+            .map(|tool| sampling::Sampler::new(tool, dir));
+        if sampler.is_some() {
+            worker_spec.hold_for_sampling = Some(dir.to_path_buf());
+        }
         write(
             "spec.json",
             &serde_json::to_string_pretty(&worker_spec).unwrap_or_default(),
@@ -131,7 +144,12 @@ impl Launcher {
             timeout,
         };
         let nvfs_before = assess::nvfs_snapshot();
-        let finished = process::run(&job).map_err(|error| match error.kind() {
+        let finished = process::run_watching(&job, |pid| {
+            if let Some(sampler) = sampler.as_mut() {
+                sampler.poll(pid);
+            }
+        })
+        .map_err(|error| match error.kind() {
             std::io::ErrorKind::NotFound => {
                 StartError::Missing(format!("`{}` not found", program.display()))
             }
@@ -428,6 +446,7 @@ mod tests {
             trials_dir: dir.join("trials"),
             strict,
             timeout: Some(Duration::from_millis(500)),
+            gds_stats: None,
         }
     }
 
@@ -526,6 +545,7 @@ mod tests {
             trials_dir: dir.path().join("trials"),
             strict: false,
             timeout: Some(Duration::from_secs(60)),
+            gds_stats: None,
         };
         launcher.run_trial(spec, plan)
     }
@@ -570,6 +590,37 @@ mod tests {
         let record = kvikio_trial("python3", true);
         assert_eq!(record.status, Status::Failed);
         assert!(record.details.unwrap().contains("require_kvikio"));
+    }
+
+    /// A worker that announces the end of its I/O and waits: the orchestrator samples it with
+    /// `gds_stats` (here a stand-in printing NVIDIA's published level-3 sample) and the verdict
+    /// uses the text.
+    #[test]
+    fn gds_stats_is_sampled_while_the_worker_holds() {
+        let dir = tempfile::tempdir().unwrap();
+        let canned = valid_result(dir.path());
+        let sample = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/gds_stats_l3_nvidia_guide.txt"
+        );
+        let tool = dir.path().join("gds_stats");
+        std::fs::write(&tool, format!("#!/bin/sh\ncat {sample}\n")).unwrap();
+        std::fs::set_permissions(&tool, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let script = format!(
+            "d=$(dirname \"$5\"); touch \"$d/io-done\"; while [ ! -f \"$d/sampled\" ]; do sleep 0.01; done; cp {} \"$5\"",
+            canned.display()
+        );
+        let mut launcher = launcher(dir.path(), &script, false);
+        launcher.gds_stats = Some(tool);
+        launcher.timeout = Some(Duration::from_secs(20));
+        let (mut spec, plan) = trial();
+        spec.reader = Reader::Cufile;
+        let record = launcher.run_trial(spec, plan);
+        let trial_dir = record.worker.as_ref().unwrap().dir.clone();
+        let text = std::fs::read_to_string(trial_dir.join("gds_stats.txt")).unwrap();
+        assert!(text.contains("GPU 2 Read: bw=6.32129"), "{text}");
+        let evidence = record.measurement.unwrap().path_evidence.unwrap();
+        assert!(evidence.contains("gds_stats"), "{evidence}");
     }
 
     #[test]

@@ -89,6 +89,11 @@ impl Finished {
 }
 
 pub fn run(job: &Job) -> io::Result<Finished> {
+    run_watching(job, |_| {})
+}
+
+/// [`run`], calling `watch(pid)` at every poll while the worker runs (to sample it from outside).
+pub fn run_watching(job: &Job, mut watch: impl FnMut(u32)) -> io::Result<Finished> {
     let stdout = job.dir.join("stdout.log");
     let stderr = job.dir.join("stderr.log");
     let mut command = Command::new(&job.program);
@@ -114,6 +119,7 @@ pub fn run(job: &Job) -> io::Result<Finished> {
                 (None, None) => Ending::Exited { code: -1 },
             };
         }
+        watch(child.id());
         if start.elapsed() >= job.timeout {
             terminate(&mut child, pgid)?;
             break Ending::TimedOut {

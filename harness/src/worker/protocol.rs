@@ -27,6 +27,10 @@ pub struct WorkerSpec {
     /// The ranges verification walks ([`crate::integrity::regions`]), so that the Python worker
     /// verifies exactly what the Rust one does.
     pub regions: Vec<VerifyRegion>,
+    /// When set, the worker writes `io-done` here after its last pass and waits for `sampled`
+    /// (the orchestrator runs `gds_stats` on it meanwhile).
+    #[serde(default)]
+    pub hold_for_sampling: Option<PathBuf>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -55,6 +59,7 @@ impl WorkerSpec {
             plan,
             spawned_at_unix_ns: now_unix_ns(),
             regions,
+            hold_for_sampling: None,
         }
     }
 }

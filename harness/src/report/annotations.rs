@@ -1,0 +1,140 @@
+//! GitHub Actions workflow commands (`::error file=…,line=…::…`) for failed trials, so that a
+//! failure shows up on the pull request next to the scenario that defines the trial.
+//!
+//! Escaping follows `@actions/core` (`packages/core/src/command.ts`): in the message `%`, CR and LF
+//! are percent-encoded; in a property value `:` and `,` are as well, since they delimit properties.
+//! GitHub shows at most 10 error annotations per step (50 per job); the rest are still in the log.
+
+use std::path::{Component, Path, PathBuf};
+
+use super::Report;
+use crate::record::Status;
+
+/// One `::error` line per failed trial and one `::warning` line per trial warning, in report
+/// order, with scenario paths relative to the checkout (`$GITHUB_WORKSPACE`, else the current
+/// directory). Print them to stdout when `GITHUB_ACTIONS=true`.
+pub fn github_annotations(report: &Report) -> Vec<String> {
+    let workspace = std::env::var_os("GITHUB_WORKSPACE")
+        .filter(|value| !value.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::current_dir().ok());
+    github_annotations_in(report, workspace.as_deref())
+}
+
+/// [`github_annotations`] with the checkout given: absolute scenario paths under `workspace` are
+/// made relative to it, since GitHub links an annotation only by a path relative to the repository.
+pub fn github_annotations_in(report: &Report, workspace: Option<&Path>) -> Vec<String> {
+    let mut lines = Vec::new();
+    for trial in &report.trials {
+        let file = workspace_relative(&trial.spec.source_file, workspace);
+        let line = trial.spec.source_line;
+        if trial.status == Status::Failed {
+            let mut message = trial
+                .reason
+                .clone()
+                .unwrap_or_else(|| "failed".to_string());
+            if let Some(details) = trial.details.as_deref().filter(|d| !d.trim().is_empty()) {
+                message.push('\n');
+                message.push_str(details);
+            }
+            lines.push(command("error", &file, line, &trial.name, &message));
+        }
+        for warning in &trial.warnings {
+            lines.push(command("warning", &file, line, &trial.name, warning));
+        }
+    }
+    lines
+}
+
+fn command(kind: &str, file: &str, line: usize, title: &str, message: &str) -> String {
+    let mut properties = vec![format!("file={}", escape_property(file))];
+    // Line 0 means the position is unknown; GitHub would reject it, so leave it out.
+    if line > 0 {
+        properties.push(format!("line={line}"));
+    }
+    properties.push(format!("title={}", escape_property(title)));
+    format!("::{kind} {}::{}", properties.join(","), escape_data(message))
+}
+
+/// The message part of a workflow command.
+pub fn escape_data(text: &str) -> String {
+    text.replace('%', "%25")
+        .replace('\r', "%0D")
+        .replace('\n', "%0A")
+}
+
+/// A property value of a workflow command (`file=`, `title=`, ...).
+pub fn escape_property(text: &str) -> String {
+    escape_data(text).replace(':', "%3A").replace(',', "%2C")
+}
+
+fn workspace_relative(path: &Path, workspace: Option<&Path>) -> String {
+    let relative = match workspace {
+        Some(root) if path.is_absolute() => path.strip_prefix(root).unwrap_or(path),
+        _ => path,
+    };
+    // `./scenarios/x.yaml` and `scenarios/x.yaml` are the same file to GitHub only without `./`.
+    let cleaned: PathBuf = relative
+        .components()
+        .filter(|component| *component != Component::CurDir)
+        .collect();
+    cleaned.to_string_lossy().into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn message_escapes_percent_and_line_breaks_only() {
+        assert_eq!(
+            escape_data("50% slower\r\nnext: a, b: c"),
+            "50%25 slower%0D%0Anext: a, b: c"
+        );
+    }
+
+    #[test]
+    fn property_escapes_delimiters_too() {
+        assert_eq!(
+            escape_property("smoke::cold-read[reader=posix,nthreads=4] 5%\n"),
+            "smoke%3A%3Acold-read[reader=posix%2Cnthreads=4] 5%25%0A"
+        );
+    }
+
+    #[test]
+    fn percent_is_escaped_first_so_escapes_are_not_doubled() {
+        assert_eq!(escape_property("%3A:"), "%253A%3A");
+    }
+
+    #[test]
+    fn paths_are_made_relative_to_the_workspace() {
+        let root = Path::new("/runner/_work/repo/repo");
+        assert_eq!(
+            workspace_relative(
+                Path::new("/runner/_work/repo/repo/scenarios/a.yaml"),
+                Some(root)
+            ),
+            "scenarios/a.yaml"
+        );
+        assert_eq!(
+            workspace_relative(Path::new("./scenarios/a.yaml"), Some(root)),
+            "scenarios/a.yaml"
+        );
+        assert_eq!(
+            workspace_relative(Path::new("/elsewhere/a.yaml"), Some(root)),
+            "/elsewhere/a.yaml"
+        );
+    }
+
+    #[test]
+    fn command_leaves_out_an_unknown_line() {
+        assert_eq!(
+            command("error", "s.yaml", 0, "t", "m"),
+            "::error file=s.yaml,title=t::m"
+        );
+        assert_eq!(
+            command("error", "s.yaml", 7, "t", "m"),
+            "::error file=s.yaml,line=7,title=t::m"
+        );
+    }
+}

@@ -1,0 +1,77 @@
+//! `gds_stats -p PID -l 3` reads a live process's cuFile counters from shared memory, so it must
+//! run while the worker is still alive and after its reads. The hand-shake is two files in the
+//! trial's folder: the worker writes `io-done` after its last pass and waits (a bounded time) for
+//! `sampled`, which the orchestrator writes once it has saved `gds_stats.txt`.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+pub const IO_DONE: &str = "io-done";
+pub const SAMPLED: &str = "sampled";
+pub const GDS_STATS_TEXT: &str = "gds_stats.txt";
+
+/// How long a worker waits for the sample before it goes on (the orchestrator may have no tool).
+pub const WORKER_WAIT: Duration = Duration::from_secs(30);
+
+/// The `gds_stats` tool: `GDS_GATE_GDS_STATS`, else on PATH, else where the CUDA toolkit puts it.
+pub fn find_tool() -> Option<PathBuf> {
+    if let Some(path) = std::env::var_os("GDS_GATE_GDS_STATS").filter(|p| !p.is_empty()) {
+        return Some(PathBuf::from(path));
+    }
+    let on_path = std::env::var_os("PATH")
+        .into_iter()
+        .flat_map(|paths| std::env::split_paths(&paths).collect::<Vec<_>>())
+        .map(|dir| dir.join("gds_stats"));
+    on_path
+        .chain([PathBuf::from("/usr/local/cuda/gds/tools/gds_stats")])
+        .find(|path| path.is_file())
+}
+
+/// Orchestrator side: once the worker says its I/O is done, sample it once.
+pub struct Sampler {
+    tool: PathBuf,
+    dir: PathBuf,
+    done: bool,
+}
+
+impl Sampler {
+    pub fn new(tool: PathBuf, dir: &Path) -> Sampler {
+        Sampler {
+            tool,
+            dir: dir.to_path_buf(),
+            done: false,
+        }
+    }
+
+    pub fn poll(&mut self, pid: u32) {
+        if self.done || !self.dir.join(IO_DONE).exists() {
+            return;
+        }
+        self.done = true;
+        let text = match Command::new(&self.tool)
+            .args(["-p", &pid.to_string(), "-l", "3"])
+            .output()
+        {
+            Ok(output) => {
+                String::from_utf8_lossy(&output.stdout).into_owned()
+                    + &String::from_utf8_lossy(&output.stderr)
+            }
+            Err(error) => format!("gds-gate: cannot run `{}`: {error}\n", self.tool.display()),
+        };
+        let _ = std::fs::write(self.dir.join(GDS_STATS_TEXT), text);
+        let _ = std::fs::write(self.dir.join(SAMPLED), b"");
+    }
+}
+
+/// Worker side: announce the end of the I/O and wait for the sample, if one was asked for.
+pub fn hold_for_sample(dir: Option<&Path>) {
+    let Some(dir) = dir else { return };
+    if std::fs::write(dir.join(IO_DONE), b"").is_err() {
+        return;
+    }
+    let deadline = Instant::now() + WORKER_WAIT;
+    while !dir.join(SAMPLED).exists() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
