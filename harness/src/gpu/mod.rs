@@ -89,9 +89,9 @@ impl Gpu {
         })
     }
 
-    /// The context, for reader threads to bind.
-    pub fn context(&self) -> Arc<CudaContext> {
-        Arc::clone(&self.ctx)
+    /// A handle reader threads use to make this GPU's context current on themselves.
+    pub fn binder(&self) -> ThreadBinder {
+        ThreadBinder(Arc::clone(&self.ctx))
     }
 
     /// Verifies one pass of `plan` in `buffer` with the GPU kernels.
@@ -298,6 +298,18 @@ impl Gpu {
             .clone_dtoh(&out)
             .context(|| "read the kernel result".into())?;
         Ok([host[0], host[1]])
+    }
+}
+
+/// Makes a GPU's context current on the calling thread: cuFile and the copies of a reader
+/// thread use the thread's current context.
+pub struct ThreadBinder(Arc<CudaContext>);
+
+impl ThreadBinder {
+    pub fn bind(&self) -> Result<(), GpuError> {
+        self.0
+            .bind_to_thread()
+            .context(|| "bind the CUDA context to a reader thread".into())
     }
 }
 

@@ -56,15 +56,10 @@ impl Reader for Bounce<'_> {
         _nthreads: u32,
         task_size: u64,
     ) -> Result<Duration, ReaderError> {
-        let context = self.gpu.context();
+        let binder = self.gpu.binder();
         let (files, device) = (&self.files, &self.device);
         let elapsed = run_parallel(plan.tasks(task_size), &mut self.bounce, |pinned, task| {
-            context
-                .bind_to_thread()
-                .map_err(|source| crate::gpu::GpuError::Driver {
-                    context: "bind the CUDA context".into(),
-                    source,
-                })?;
+            binder.bind()?;
             let mut done = 0u64;
             while done < task.len {
                 let n = (task.len - done).min(pinned.as_slice().len() as u64) as usize;

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use super::{Reader, ReaderError, run_parallel};
 use crate::gpu::cufile::{Cufile, Handle, RegisteredBuffer};
-use crate::gpu::{DeviceBuffer, Gpu, GpuError};
+use crate::gpu::{DeviceBuffer, Gpu};
 use crate::integrity::IntegrityResult;
 use crate::plan::ReadPlan;
 use crate::scenario::{BufferKind, Integrity};
@@ -80,17 +80,11 @@ impl Reader for CufileReader<'_> {
         nthreads: u32,
         task_size: u64,
     ) -> Result<Duration, ReaderError> {
-        let context = self.gpu.context();
+        let binder = self.gpu.binder();
         let (handles, device) = (&self.handles, &self.device);
         let mut threads = vec![(); nthreads.max(1) as usize];
         let elapsed = run_parallel(plan.tasks(task_size), &mut threads, |_, task| {
-            // cuFile uses the calling thread's current context.
-            context
-                .bind_to_thread()
-                .map_err(|source| GpuError::Driver {
-                    context: "bind the CUDA context".into(),
-                    source,
-                })?;
+            binder.bind()?;
             handles[task.file]
                 .read_exact(device.ptr, task.buffer_offset, task.offset, task.len)
                 .map_err(|source| ReaderError::CufileRead {
