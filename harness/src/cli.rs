@@ -74,6 +74,9 @@ pub enum Command {
     },
     /// Plots of throughput over past runs with the baseline band (SVG), linked from summary.md.
     Report {
+        /// Merge these runs' reports (each DIR holds a report.json) into merged.* under --out.
+        #[arg(long, value_name = "DIR", num_args = 1..)]
+        merge: Vec<PathBuf>,
         /// Where the run's reports and history.jsonl are.
         #[arg(
             long,

@@ -9,6 +9,7 @@ pub mod cache;
 pub mod cli;
 pub mod commands;
 pub mod data;
+pub mod doctor;
 pub mod evidence;
 pub mod explain;
 pub mod gate;

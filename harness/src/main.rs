@@ -36,7 +36,10 @@ fn main() -> ExitCode {
             },
             std::env::args().collect(),
         ),
-        Some(Command::Report { out, baselines }) => gate::report_command(&out, &baselines),
+        Some(Command::Report { merge, out, .. }) if !merge.is_empty() => {
+            gds_gate::report::merge::merge_command(&merge, &out)
+        }
+        Some(Command::Report { out, baselines, .. }) => gate::report_command(&out, &baselines),
         Some(Command::Explain {
             gds_stats,
             nvfs_stats,

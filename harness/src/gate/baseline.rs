@@ -104,6 +104,12 @@ pub fn finish_run(args: &RunArgs, mut outcome: Outcome) -> u8 {
             return exit::SETUP;
         }
     }
+    // In GitHub Actions: point at the scenario line of each failed or slower trial.
+    if std::env::var("GITHUB_ACTIONS").as_deref() == Ok("true") {
+        for line in report::annotations::github_annotations(&outcome.report) {
+            println!("{line}");
+        }
+    }
     if !outcome.consistent {
         eprintln!(
             "error: libtest's count of failures differs from the recorded trials; this is a bug in gds-gate"

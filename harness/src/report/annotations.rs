@@ -1,5 +1,6 @@
-//! GitHub Actions workflow commands (`::error file=…,line=…::…`) for failed trials, so that a
-//! failure shows up on the pull request next to the scenario that defines the trial.
+//! GitHub Actions workflow commands (`::error file=…,line=…::…`) for failed trials and for the
+//! baseline comparison's failures and slowdowns, so that they show up on the pull request next to
+//! the scenario that defines the trial.
 //!
 //! Escaping follows `@actions/core` (`packages/core/src/command.ts`): in the message `%`, CR and LF
 //! are percent-encoded; in a property value `:` and `,` are as well, since they delimit properties.
@@ -8,11 +9,14 @@
 use std::path::{Component, Path, PathBuf};
 
 use super::Report;
+use crate::baseline::{Comparison, Judgement, Severity};
 use crate::record::Status;
 
-/// One `::error` line per failed trial and one `::warning` line per trial warning, in report
-/// order, with scenario paths relative to the checkout (`$GITHUB_WORKSPACE`, else the current
-/// directory). Print them to stdout when `GITHUB_ACTIONS=true`.
+/// In report order: one `::error` per failed trial, one `::warning` per trial warning; then from
+/// the baseline comparison one `::error` per changed path or checksum, vanished trial or slowdown,
+/// and one `::notice` per trial significantly faster (a runner without a baseline gets none).
+/// Scenario paths are relative to the checkout (`$GITHUB_WORKSPACE`, else the current directory).
+/// Print them to stdout when `GITHUB_ACTIONS=true`.
 pub fn github_annotations(report: &Report) -> Vec<String> {
     let workspace = std::env::var_os("GITHUB_WORKSPACE")
         .filter(|value| !value.is_empty())
@@ -29,10 +33,7 @@ pub fn github_annotations_in(report: &Report, workspace: Option<&Path>) -> Vec<S
         let file = workspace_relative(&trial.spec.source_file, workspace);
         let line = trial.spec.source_line;
         if trial.status == Status::Failed {
-            let mut message = trial
-                .reason
-                .clone()
-                .unwrap_or_else(|| "failed".to_string());
+            let mut message = trial.reason.clone().unwrap_or_else(|| "failed".to_string());
             if let Some(details) = trial.details.as_deref().filter(|d| !d.trim().is_empty()) {
                 message.push('\n');
                 message.push_str(details);
@@ -42,6 +43,48 @@ pub fn github_annotations_in(report: &Report, workspace: Option<&Path>) -> Vec<S
         for warning in &trial.warnings {
             lines.push(command("warning", &file, line, &trial.name, warning));
         }
+    }
+    if let Some(comparison) = &report.baseline {
+        lines.extend(baseline_annotations(report, comparison, workspace));
+    }
+    lines
+}
+
+fn baseline_annotations(
+    report: &Report,
+    comparison: &Comparison,
+    workspace: Option<&Path>,
+) -> Vec<String> {
+    // No baseline at all is said once in summary.md with the bless command; an annotation per run
+    // would be noise on hosts that never keep one (hosted CI).
+    if !comparison.baseline_found {
+        return Vec::new();
+    }
+    let baseline_file = workspace_relative(&comparison.baseline_path, workspace);
+    let mut lines = Vec::new();
+    for judged in &comparison.trials {
+        let kind = match judged.judgement.severity() {
+            Severity::Failure | Severity::Regression => "error",
+            Severity::Notice if matches!(judged.judgement, Judgement::Faster { .. }) => "notice",
+            Severity::Notice | Severity::Ok => continue,
+        };
+        // A trial no suite defines any more has no scenario line: point at its baseline instead.
+        let (file, line) = report
+            .trials
+            .iter()
+            .find(|trial| trial.name == judged.trial)
+            .map_or((baseline_file.clone(), 0), |trial| {
+                (
+                    workspace_relative(&trial.spec.source_file, workspace),
+                    trial.spec.source_line,
+                )
+            });
+        let message = if judged.message.trim().is_empty() {
+            &judged.headline
+        } else {
+            &judged.message
+        };
+        lines.push(command(kind, &file, line, &judged.trial, message));
     }
     lines
 }
@@ -53,7 +96,11 @@ fn command(kind: &str, file: &str, line: usize, title: &str, message: &str) -> S
         properties.push(format!("line={line}"));
     }
     properties.push(format!("title={}", escape_property(title)));
-    format!("::{kind} {}::{}", properties.join(","), escape_data(message))
+    format!(
+        "::{kind} {}::{}",
+        properties.join(","),
+        escape_data(message)
+    )
 }
 
 /// The message part of a workflow command.

@@ -2,8 +2,10 @@
 //! `junit.xml` (for CI test views) and `summary.md` (for people; also appended to
 //! `$GITHUB_STEP_SUMMARY`). Every file is written atomically.
 
+pub mod annotations;
 mod junit;
 mod markdown;
+pub mod merge;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};

@@ -1,0 +1,37 @@
+//! The fix for each problem the doctor finds. Where the path verdict already names a fix for
+//! the same cause, the wording is the same: these first ones are copies of the constants in
+//! `verdict/diagnose.rs` (private there); once they are `pub(crate)`, re-export them here instead.
+
+pub const NVFS_FIX: &str = "load the module: `sudo modprobe nvidia-fs` (from the GDS packages, e.g. `nvidia-fs-dkms`), then check `lsmod | grep nvidia_fs` and `cat /proc/driver/nvidia-fs/stats`";
+pub const STRICT_HINT: &str = "; set `properties.allow_compat_mode: false` (scenario key `cufile`) so that a missing GDS path is an error, not a silent fallback";
+pub const UDEV_FIX: &str = "cuFile reads the file system from udev's database: in a container, mount it (`--volume /run/udev:/run/udev:ro`); on a host, check `udevadm info --query=property --name=/dev/<disk>` lists `ID_FS_USAGE` and run `udevadm trigger` if not";
+pub const FS_FIX: &str = "put the data on a mount GDS supports (ext4 with `data=ordered` or xfs on local NVMe, or a supported distributed file system: Lustre, WekaFS, GPFS, BeeGFS, NFS over RDMA); `gdscheck -p` lists what is supported and `findmnt -T FILE` shows the mount";
+pub const ODIRECT_FIX: &str = "the mount must accept `O_DIRECT` (tmpfs, overlayfs and many FUSE mounts refuse it): put the data on a file system that does, and check with `dd if=FILE of=/dev/null iflag=direct bs=1M count=1`";
+pub const NVME_FIX: &str = "nvidia-fs is loaded but the NVMe driver did not register with it: rebuild nvidia-fs against the running nvme driver (MLNX_OFED/DOCA ships its own nvme) and check that `cat /proc/driver/nvidia-fs/modules` lists nvme";
+
+/// From `CufileError::NotFound` (gpu/cufile.rs).
+pub const LIBCUFILE_FIX: &str =
+    "install the CUDA toolkit's cuFile (libcufile) or set GDS_GATE_LIBCUFILE to its path";
+/// From `ConfigError::Syntax` (cufile_config.rs).
+pub const CONFIG_SYNTAX_FIX: &str = "fix the file or point CUFILE_ENV_PATH_JSON at a valid one";
+/// From the KvikIO worker's launcher (worker/mod.rs).
+pub const PYTHON_FIX: &str = "install Python 3, or point GDS_GATE_PYTHON (or the suite's `python:`) at an interpreter with kvikio and cupy";
+/// From `--require-gpu` (gate.rs).
+pub const DRIVER_FIX: &str =
+    "run on a host with the NVIDIA driver and GDS installed (`nvidia-smi` should list the GPUs)";
+
+pub const RW_STATS_FIX: &str = "`echo 1 | sudo tee /sys/module/nvidia_fs/parameters/rw_stats_enabled` (or load nvidia-fs with `rw_stats_enabled=1`)";
+pub const IOMMU_FIX: &str = "NVIDIA's GDS guide: add `iommu=off` (or `intel_iommu=off` / `amd_iommu=off`; `iommu=pt` works on DGX systems) to GRUB_CMDLINE_LINUX_DEFAULT in /etc/default/grub, update grub and reboot";
+pub const ACS_FIX: &str = "disable ACS on the PCIe switches between the GPU and the NVMe drives (a BIOS setting on most servers; `setpci` per bridge otherwise), as NVIDIA's GDS guide describes";
+pub const BAR1_FIX: &str = "cuFile maps GPU buffers through BAR1: enable Resizable BAR (Above 4G decoding) in the firmware, or use a GPU with a large BAR1 (`nvidia-smi -q -d MEMORY` shows it)";
+pub const TOOLS_FIX: &str = "install the GDS tools (`gds-tools-<cuda version>`, e.g. `gds-tools-13-0`): gdscheck shows what cuFile supports, gds_stats its counters";
+pub const SPACE_FIX: &str = "free space on that file system, point --data-dir (GDS_GATE_DATA_DIR) at a larger one, or select smaller suites";
+pub const FORCE_COMPAT_FIX: &str = "set `properties.force_compat_mode: false` in the cufile.json in effect (or override it per scenario with the `cufile` key)";
+
+/// The pip package of KvikIO for a CUDA major version.
+pub fn kvikio_install(cuda_major: Option<u32>) -> String {
+    match cuda_major {
+        Some(major @ (12 | 13)) => format!("pip install kvikio-cu{major}"),
+        _ => "pip install kvikio-cu13 (kvikio-cu12 for CUDA 12)".into(),
+    }
+}
