@@ -88,6 +88,24 @@ pub enum Command {
         #[command(flatten)]
         baselines: BaselineArgs,
     },
+    /// Can this host do GDS, and can the selected suites pass here? One row per component, with
+    /// the evidence and the fix. Exit 0 when the suites can pass, 1 when they cannot.
+    Doctor {
+        #[command(flatten)]
+        inputs: Inputs,
+        /// Machine-readable output for CI.
+        #[arg(long)]
+        json: bool,
+        /// Judge as if GPU trials must run (as `--require-gpu` does for the gate).
+        #[arg(long, env = "GDS_GATE_REQUIRE_GPU")]
+        require_gpu: bool,
+        /// Only collect this host's facts and write them to FILE (JSON), to replay elsewhere.
+        #[arg(long, value_name = "FILE", conflicts_with = "facts")]
+        collect: Option<PathBuf>,
+        /// Judge facts collected earlier (`--collect`) instead of this host's.
+        #[arg(long, value_name = "FILE")]
+        facts: Option<PathBuf>,
+    },
     /// The path verdict and diagnosis from saved outputs, for debugging a host by hand.
     Explain {
         /// Output of `gds_stats -p PID -l 3`.

@@ -93,7 +93,8 @@ impl RangeVerifier for HostBuffer<'_> {
 }
 
 /// What a correct pass of `plan` checksums to: the files' whole checksums when the plan covers
-/// them, otherwise the generator's range sums (random reads are only allowed on generated files).
+/// them, otherwise the generator's range sums (random reads are only allowed on generated files,
+/// and only generated files are split across GPUs by range).
 /// Computed once per trial, not per pass.
 pub fn expected_checksum(plan: &ReadPlan) -> u64 {
     regions(plan)
@@ -123,7 +124,8 @@ pub fn check<V: RangeVerifier>(
     }
     let mut observed = 0u64;
     // Whole-file and chunked plans lay each file out contiguously from its offset 0, so each file
-    // is one range (chunk boundaries need not be 8-byte aligned); random reads are aligned.
+    // is one range (chunk boundaries need not be 8-byte aligned); random reads are aligned, and so
+    // are the cuts of a shard of part of a file.
     for (file_offset, buffer_offset, len, file) in regions(plan) {
         let planned = &plan.files[file];
         if let (Integrity::Exact, Some(seed)) = (method, planned.seed) {
@@ -165,22 +167,37 @@ impl IntegrityResult {
 }
 
 /// (file offset, buffer offset, length, file index) of the ranges to verify.
+///
+/// A plan that covers its files verifies each file as one range from offset 0. Otherwise
+/// (random reads, or a GPU's shard of part of a file, see [`crate::shard`]) segments that continue
+/// one another in both the file and the buffer are joined: a shard of a chunked plan then starts
+/// its range at the shard's cut (8-byte aligned by construction), not at a chunk boundary that
+/// may not be.
 pub fn regions(plan: &ReadPlan) -> Vec<(u64, u64, u64, usize)> {
-    if plan.covers_files {
-        let mut regions: Vec<(u64, u64, u64, usize)> = Vec::new();
-        for segment in &plan.segments {
-            match regions.last_mut() {
-                Some(last) if last.3 == segment.file => last.2 += segment.len,
-                _ => regions.push((0, segment.buffer_offset, segment.len, segment.file)),
+    let mut regions: Vec<(u64, u64, u64, usize)> = Vec::new();
+    for segment in &plan.segments {
+        match regions.last_mut() {
+            Some(last) if plan.covers_files && last.3 == segment.file => last.2 += segment.len,
+            Some(last)
+                if !plan.covers_files
+                    && last.3 == segment.file
+                    && last.0 + last.2 == segment.offset
+                    && last.1 + last.2 == segment.buffer_offset =>
+            {
+                last.2 += segment.len
             }
+            _ if plan.covers_files => {
+                regions.push((0, segment.buffer_offset, segment.len, segment.file))
+            }
+            _ => regions.push((
+                segment.offset,
+                segment.buffer_offset,
+                segment.len,
+                segment.file,
+            )),
         }
-        regions
-    } else {
-        plan.segments
-            .iter()
-            .map(|s| (s.offset, s.buffer_offset, s.len, s.file))
-            .collect()
     }
+    regions
 }
 
 #[cfg(test)]

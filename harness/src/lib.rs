@@ -22,6 +22,7 @@ pub mod reader;
 pub mod record;
 pub mod report;
 pub mod scenario;
+pub mod shard;
 pub mod verdict;
 pub mod verify;
 

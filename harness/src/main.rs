@@ -40,6 +40,19 @@ fn main() -> ExitCode {
             gds_gate::report::merge::merge_command(&merge, &out)
         }
         Some(Command::Report { out, baselines, .. }) => gate::report_command(&out, &baselines),
+        Some(Command::Doctor {
+            inputs,
+            json,
+            require_gpu,
+            collect,
+            facts,
+        }) => commands::doctor(
+            &inputs,
+            json,
+            require_gpu,
+            collect.as_deref(),
+            facts.as_deref(),
+        ),
         Some(Command::Explain {
             gds_stats,
             nvfs_stats,

@@ -75,6 +75,26 @@ pub struct Measurement {
     pub cufile: Option<CufileEvidence>,
     #[serde(default)]
     pub kvikio: Option<KvikioEvidence>,
+    /// A trial over several GPUs (`gpus:`): each GPU's own result. The fields above then hold the
+    /// aggregate (see [`crate::worker::multi`]): `seconds` is the slowest GPU's time of each
+    /// repetition and `gbps` all GPUs' bytes over it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub per_gpu: Vec<GpuShardResult>,
+}
+
+/// One GPU's share of a trial over several GPUs: its worker's measurement (throughput, cuFile
+/// counters, path verdict, integrity of its shard), and how it was judged.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct GpuShardResult {
+    pub gpu: u32,
+    pub status: Status,
+    pub reason: Option<String>,
+    pub details: Option<String>,
+    pub measurement: Option<Measurement>,
+    #[serde(default)]
+    pub warnings: Vec<String>,
+    /// Its worker, in `<trial>/gpu<N>`.
+    pub worker: Option<WorkerRun>,
 }
 
 impl TrialRecord {
@@ -138,7 +158,24 @@ impl TrialRecord {
         let startup = m
             .startup_seconds
             .map_or_else(String::new, |s| format!(", start {:.0} ms", s * 1e3));
-        format!("{speed}, path {}, {checksum}{startup}", m.path)
+        let gpus = if m.per_gpu.is_empty() {
+            String::new()
+        } else {
+            let each: Vec<String> = m
+                .per_gpu
+                .iter()
+                .map(|shard| {
+                    let speed = shard
+                        .measurement
+                        .as_ref()
+                        .and_then(|m| m.median_gbps)
+                        .map_or_else(|| "-".into(), |g| format!("{g:.2}"));
+                    format!("GPU {} {speed}", shard.gpu)
+                })
+                .collect();
+            format!(" over {} GPUs ({})", m.per_gpu.len(), each.join(", "))
+        };
+        format!("{speed}{gpus}, path {}, {checksum}{startup}", m.path)
     }
 }
 

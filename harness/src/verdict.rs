@@ -6,7 +6,7 @@
 //! each other fail the trial, and a missing source is said to be missing.
 
 mod cross_check;
-mod diagnose;
+pub(crate) mod diagnose;
 mod ops;
 mod split;
 

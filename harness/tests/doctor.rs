@@ -38,6 +38,36 @@ fn collects_this_host_without_panicking() {
     println!("{}", doctor::table(&report));
 }
 
+/// The quick form the gate runs before every trial: no slow tools, no cuFile driver opened.
+#[test]
+fn preflight_gives_one_line_per_problem() {
+    let scratch = tempfile::tempdir().unwrap();
+    let (trials, _) = doctor::load_trials(&[repo().join("scenarios/smoke.yaml")]).unwrap();
+    let report = doctor::preflight(&scratch.path().join("data"), &trials, false);
+    assert_eq!(report.trials.len(), trials.len());
+    assert!(
+        report
+            .facts
+            .gdscheck
+            .why()
+            .is_some_and(|w| w.contains("quick"))
+    );
+    let lines = doctor::short_summary(&report);
+    assert!(
+        lines
+            .last()
+            .unwrap()
+            .starts_with("doctor: the selected suites"),
+        "{lines:#?}"
+    );
+    let problems = report
+        .checks
+        .iter()
+        .filter(|c| c.state.is_problem())
+        .count();
+    assert!(lines.len() > problems);
+}
+
 mod parsers {
     use gds_gate::doctor::collect::{find_mount, parse_bar1, parse_mountinfo, parse_query_csv};
     use gds_gate::doctor::gdscheck::parse;

@@ -27,6 +27,12 @@ enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<OsString>,
     },
+    /// Can this host do GDS, and can the suites pass here? (`gds-gate doctor`)
+    #[command(disable_help_flag = true)]
+    Doctor {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<OsString>,
+    },
     /// Measure the gate's own costs: data generation, writing next to `dd`, CPU verification.
     #[command(disable_help_flag = true)]
     Bench {
@@ -43,6 +49,7 @@ fn main() -> Result<()> {
     let (subcommand, args): (Option<&str>, Vec<OsString>) = match cli.command {
         Command::GdsGate { args } => (None, args),
         Command::Bench { args } => (Some("bench"), args),
+        Command::Doctor { args } => (Some("doctor"), args),
     };
     cmd!(
         sh,

@@ -91,6 +91,16 @@ pub fn run_trials(args: &RunArgs, command: Vec<String>) -> Result<Outcome, u8> {
     if selected.is_empty() {
         explain_empty_selection(args, specs.len());
     }
+    // The doctor's short form first, so that a host that cannot do GDS says so before the trials.
+    let selected_specs: Vec<TrialSpec> = selected.iter().map(|spec| (*spec).clone()).collect();
+    let doctor = crate::doctor::short_summary(&crate::doctor::preflight(
+        &args.inputs.data_dir,
+        &selected_specs,
+        args.require_gpu,
+    ));
+    for line in &doctor {
+        eprintln!("{line}");
+    }
     let runnable = selected
         .iter()
         .copied()
@@ -175,6 +185,7 @@ pub fn run_trials(args: &RunArgs, command: Vec<String>) -> Result<Outcome, u8> {
         trials,
         totals,
         notes,
+        doctor,
         runner: None,
         fingerprint: None,
         baseline: None,

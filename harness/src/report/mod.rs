@@ -35,6 +35,9 @@ pub struct Report {
     pub totals: Totals,
     /// Plain statements about what did not run and why.
     pub notes: Vec<String>,
+    /// The doctor's short form, taken before the trials: what on this host stands in the way.
+    #[serde(default)]
+    pub doctor: Vec<String>,
     /// The runner profile the run was judged as (its baseline file's name).
     #[serde(default)]
     pub runner: Option<String>,

@@ -9,7 +9,9 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-use super::model::{BufferKind, Cache, CompatMode, ExpectedPath, Integrity, Pattern, Reader};
+use super::model::{
+    BufferKind, Cache, CompatMode, ExpectedPath, GpuSet, Integrity, Pattern, Reader,
+};
 use super::size::ByteSize;
 use super::{Scenario, Suite};
 
@@ -36,6 +38,10 @@ pub struct TrialSpec {
     pub repetitions: u32,
     pub buffer: BufferKind,
     pub gpu: u32,
+    /// `gpus:`: one worker per GPU, each reading its shard of the files at the same time (see
+    /// [`crate::shard`] and [`crate::worker::multi`]). `None`: one worker on `gpu`.
+    #[serde(default)]
+    pub gpus: Option<GpuSet>,
     pub expect: Expectations,
     /// Interpreter of the KvikIO worker: the suite's `python`, else `python3`
     /// (`GDS_GATE_PYTHON` overrides both when the trial runs).
@@ -107,6 +113,7 @@ fn expand_scenario(suite_def: &Suite, scenario: &Scenario) -> Vec<TrialSpec> {
             repetitions: scenario.repetitions,
             buffer: scenario.buffers[0],
             gpu: scenario.gpus[0],
+            gpus: scenario.gpu_set.clone(),
             expect: scenario.expect.clone(),
             python: suite_def.python.clone().unwrap_or_else(|| "python3".into()),
             require_kvikio: suite_def.require_kvikio,
@@ -124,6 +131,10 @@ fn expand_scenario(suite_def: &Suite, scenario: &Scenario) -> Vec<TrialSpec> {
                 if axis.len > 1 {
                     shown.push(format!("{}={value}", axis.label));
                 }
+            }
+            // Not an axis, but a different trial: always in the name (`gpus=all`, `gpus=0+1`).
+            if let Some(set) = &trial.gpus {
+                shown.push(format!("gpus={set}"));
             }
             trial.name = if shown.is_empty() {
                 format!("{suite}::{}", scenario.name)

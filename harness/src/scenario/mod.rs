@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 pub use error::{ScenarioError, nearest};
 pub use expand::{Expectations, FileSet, TrialSpec, expand};
 pub use model::{
-    BufferKind, Cache, CompatMode, ExpectedPath, Integrity, Pattern, RandomReads, Reader,
+    BufferKind, Cache, CompatMode, ExpectedPath, GpuSet, Integrity, Pattern, RandomReads, Reader,
 };
 
 use model::{Files, ScenarioFields, SuiteFile};
@@ -55,6 +55,8 @@ pub struct Scenario {
     pub repetitions: u32,
     pub buffers: Vec<BufferKind>,
     pub gpus: Vec<u32>,
+    /// `gpus:`: every trial of the scenario reads with all these GPUs at once.
+    pub gpu_set: Option<GpuSet>,
     pub expect: Expectations,
 }
 
@@ -257,6 +259,25 @@ impl Validator<'_> {
             (None, FileSet::Generated { .. }) => Integrity::Exact,
             (None, FileSet::User { .. }) => Integrity::Checksum,
         };
+        let gpu_set = fields.gpus.clone().or_else(|| defaults.gpus.clone());
+        if let Some(set) = &gpu_set {
+            let key_at = |key: &str, in_scenario: bool| {
+                if in_scenario {
+                    here(key)
+                } else {
+                    locate::key(self.text, 0, "defaults")
+                        .and_then(|(defaults_line, _)| {
+                            locate::key(self.text, defaults_line - 1, key)
+                        })
+                        .unwrap_or((line, 1))
+                }
+            };
+            let at = key_at("gpus", fields.gpus.is_some());
+            let gpu_list = fields.gpu.as_ref().or(defaults.gpu.as_ref());
+            self.gpu_set(set, gpu_list, &readers, &files, &context, at, || {
+                key_at("gpu", fields.gpu.is_some())
+            })?;
+        }
         let path = expect_fields.path.unwrap_or(ExpectedPath::Any);
         for reader in &readers {
             if let Some(problem) = impossible_path(*reader, path) {
@@ -306,7 +327,14 @@ impl Validator<'_> {
                 .or(defaults.repetitions)
                 .map_or(defaults::REPETITIONS, u32::from),
             buffers: pick!(buffer, BufferKind::Unregistered),
-            gpus: pick!(gpu, 0),
+            gpus: match &gpu_set {
+                // `gpus` replaces a single `gpu` (a list was refused above); the trial's own
+                // `gpu` is the first of the set until the set is resolved at run time.
+                Some(GpuSet::List(list)) => vec![list[0]],
+                Some(GpuSet::All) => vec![0],
+                None => pick!(gpu, 0),
+            },
+            gpu_set,
             expect: Expectations {
                 path,
                 max_fallback_bytes: expect_fields.max_fallback_bytes.map(|size| size.0),
@@ -339,6 +367,69 @@ impl Validator<'_> {
             (Some(_), Some(_)) => Err(self.error(at, format!("{context}: `files` has both `size` and `path`"), "use `size` (with `seed`, `count`) for generated data, or `path` for a file of yours, not both")),
             (None, None) => Err(self.error(at, format!("{context}: `files` needs `size` or `path`"), "e.g. `files: { size: 4GiB, seed: 1 }` or `files: { path: /data/ckpt.bin }`")),
         }
+    }
+
+    /// `gpus:` is one trial over several GPUs: it needs a GPU reader, cannot be combined with a
+    /// `gpu` axis, and cannot split a file of the user's (whose checksum covers the whole file).
+    #[allow(clippy::too_many_arguments)]
+    fn gpu_set(
+        &self,
+        set: &GpuSet,
+        gpu_list: Option<&model::OneOrMany<u32>>,
+        readers: &[Reader],
+        files: &FileSet,
+        context: &str,
+        at: (usize, usize),
+        gpu_at: impl FnOnce() -> (usize, usize),
+    ) -> Result<(), ScenarioError> {
+        if let Some(list) = gpu_list.filter(|list| list.0.len() > 1) {
+            let (gpu_line, _) = gpu_at();
+            let shown: Vec<String> = list.0.iter().map(u32::to_string).collect();
+            return Err(self.error(
+                at,
+                format!(
+                    "{context}: `gpus: {set}` (line {}) and `gpu: [{}]` (line {gpu_line}) cannot be combined",
+                    at.0,
+                    shown.join(", ")
+                ),
+                "`gpu: [0, 1]` makes one trial per GPU; `gpus: [0, 1]` makes one trial that reads with all of them at once. Keep one of the two",
+            ));
+        }
+        if let GpuSet::List(list) = set {
+            if let Some(twice) = list
+                .iter()
+                .enumerate()
+                .find_map(|(i, gpu)| list[..i].contains(gpu).then_some(*gpu))
+            {
+                return Err(self.error(
+                    at,
+                    format!("{context}: GPU {twice} is listed twice in `gpus`"),
+                    "list each GPU once, e.g. `gpus: [0, 1]`",
+                ));
+            }
+        }
+        if readers.contains(&Reader::Posix) {
+            return Err(self.error(
+                at,
+                format!("{context}: `gpus` does not apply to reader `posix`, which reads into host memory and uses no GPU"),
+                "remove `posix` from `reader` (use `h2d`, `cufile` or `kvikio`), or read with `posix` in a scenario without `gpus`",
+            ));
+        }
+        let several = match set {
+            GpuSet::All => true,
+            GpuSet::List(list) => list.len() > 1,
+        };
+        if let (true, FileSet::User { path }) = (several, files) {
+            return Err(self.error(
+                at,
+                format!(
+                    "{context}: `gpus: {set}` cannot split your own file `{}` across GPUs: its checksum covers the whole file, so a part of it read on one GPU cannot be verified",
+                    path.display()
+                ),
+                "read your file with one GPU (`gpu: N`), or use generated files (`files: { size: 4GiB, count: 2 }`), which are split across GPUs by whole files or by ranges the generator can verify",
+            ));
+        }
+        Ok(())
     }
 
     fn random_pattern(

@@ -52,6 +52,8 @@ pub struct ScenarioFields {
     pub repetitions: Option<NonZeroU32>,
     pub buffer: Option<OneOrMany<BufferKind>>,
     pub gpu: Option<OneOrMany<u32>>,
+    /// `all` or a list of GPU indices: one trial over several GPUs at once (not a matrix axis).
+    pub gpus: Option<GpuSet>,
     pub expect: Option<Expect>,
 }
 
@@ -189,6 +191,79 @@ pub enum Integrity {
     Checksum,
     /// Not verified (reported as such).
     None,
+}
+
+/// The GPUs one trial reads into at once (`gpus: all` or `gpus: [0, 1]`): one worker per GPU,
+/// each reading its shard of the files concurrently. `all` is resolved when the trial runs.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum GpuSet {
+    /// Every GPU of the host the trial runs on.
+    All,
+    /// These GPU indices (CUDA ordinals), in this order.
+    List(Vec<u32>),
+}
+
+impl fmt::Display for GpuSet {
+    /// `all`, or the indices joined with `+` (`0+1`), as trial names show them.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            GpuSet::All => f.write_str("all"),
+            GpuSet::List(gpus) => {
+                let shown: Vec<String> = gpus.iter().map(u32::to_string).collect();
+                f.write_str(&shown.join("+"))
+            }
+        }
+    }
+}
+
+impl Serialize for GpuSet {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            GpuSet::All => serializer.serialize_str("all"),
+            GpuSet::List(gpus) => gpus.serialize(serializer),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for GpuSet {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visitor;
+
+        impl<'de> de::Visitor<'de> for Visitor {
+            type Value = GpuSet;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("`all` or a list of GPU indices such as `[0, 1]`")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+                if v == "all" {
+                    Ok(GpuSet::All)
+                } else {
+                    Err(E::custom(format!(
+                        "`gpus: {v}`: expected `all` or a list of GPU indices such as `[0, 1]`"
+                    )))
+                }
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Self::Value, E> {
+                Err(E::custom(format!(
+                    "`gpus: {v}`: expected `all` or a list of GPU indices such as `[0, 1]`; for one GPU write `gpu: {v}`"
+                )))
+            }
+            fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+                let mut gpus = Vec::new();
+                while let Some(gpu) = seq.next_element::<u32>()? {
+                    gpus.push(gpu);
+                }
+                if gpus.is_empty() {
+                    return Err(de::Error::custom(
+                        "`gpus` is an empty list: expected `all` or at least one GPU index",
+                    ));
+                }
+                Ok(GpuSet::List(gpus))
+            }
+        }
+
+        deserializer.deserialize_any(Visitor)
+    }
 }
 
 /// One value, or a list of values that makes a matrix axis.

@@ -263,3 +263,112 @@ fn mistakes_are_reported_with_position_and_fix() {
         }
     }
 }
+
+#[test]
+fn gpus_makes_one_trial_over_several_gpus_named_by_its_set() {
+    let suite = parse_ok(
+        "defaults:\n  gpu: 0\nscenarios:\n  - name: all\n    files: { size: 1MiB, count: 2 }\n    reader: [cufile, kvikio]\n    gpus: all\n  - name: pair\n    files: { size: 1MiB }\n    reader: h2d\n    gpus: [1, 0]\n    nthreads: [1, 8]\n",
+    );
+    let trials = expand(&suite);
+    let names: Vec<&str> = trials.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "test::all[reader=cufile,gpus=all]",
+            "test::all[reader=kvikio,gpus=all]",
+            "test::pair[nthreads=1,gpus=1+0]",
+            "test::pair[nthreads=8,gpus=1+0]",
+        ]
+    );
+    assert_eq!(trials[0].gpus, Some(GpuSet::All));
+    assert_eq!(trials[2].gpus, Some(GpuSet::List(vec![1, 0])));
+    assert_eq!(trials[2].gpu, 1);
+    // The worker spec carries it through JSON: `all`, or the list.
+    let json = serde_json::to_value(&trials[0]).unwrap();
+    assert_eq!(json["gpus"], serde_json::json!("all"));
+    let back: TrialSpec = serde_json::from_value(serde_json::to_value(&trials[2]).unwrap()).unwrap();
+    assert_eq!(back, trials[2]);
+    // Specs written before the key existed still read.
+    let mut old = serde_json::to_value(&trials[0]).unwrap();
+    old.as_object_mut().unwrap().remove("gpus");
+    let old: TrialSpec = serde_json::from_value(old).unwrap();
+    assert_eq!(old.gpus, None);
+    // Without `gpus`, nothing changes in the names.
+    let plain = parse_ok("scenarios:\n  - name: r\n    files: { size: 1MiB }\n    reader: cufile\n");
+    assert_eq!(expand(&plain)[0].name, "test::r");
+    assert_eq!(expand(&plain)[0].gpus, None);
+}
+
+#[test]
+fn gpus_mistakes_are_reported_with_position_and_fix() {
+    let cases: &[(&str, &str, &[&str])] = &[
+        (
+            "gpus with a gpu list",
+            "scenarios:\n  - name: a\n    files: { size: 1MiB }\n    reader: cufile\n    gpus: all\n    gpu: [0, 1]\n",
+            &[
+                ":5:5:",
+                "`gpus: all` (line 5) and `gpu: [0, 1]` (line 6) cannot be combined",
+                "one trial per GPU",
+            ],
+        ),
+        (
+            "gpu list in defaults",
+            "defaults:\n  gpu: [0, 1]\nscenarios:\n  - name: a\n    files: { size: 1MiB }\n    reader: cufile\n    gpus: [0, 1]\n",
+            &[
+                ":7:5:",
+                "`gpus: 0+1` (line 7) and `gpu: [0, 1]` (line 2)",
+            ],
+        ),
+        (
+            "gpus for posix",
+            "scenarios:\n  - name: a\n    files: { size: 1MiB }\n    reader: [posix, cufile]\n    gpus: all\n",
+            &[":5:5:", "`gpus` does not apply to reader `posix`", "help:"],
+        ),
+        (
+            "gpus for the default reader",
+            "defaults:\n  gpus: all\nscenarios:\n  - name: a\n    files: { size: 1MiB }\n",
+            &[":2:3:", "reader `posix`"],
+        ),
+        (
+            "gpus over a user file",
+            "scenarios:\n  - name: a\n    files: { path: /data/ckpt.bin }\n    reader: kvikio\n    gpus: all\n",
+            &[
+                ":5:5:",
+                "cannot split your own file `/data/ckpt.bin` across GPUs",
+                "`gpu: N`",
+            ],
+        ),
+        (
+            "a GPU twice",
+            "scenarios:\n  - name: a\n    files: { size: 1MiB }\n    reader: cufile\n    gpus: [0, 1, 0]\n",
+            &[":5:5:", "GPU 0 is listed twice"],
+        ),
+        (
+            "gpus: some",
+            "scenarios:\n  - name: a\n    files: { size: 1MiB }\n    reader: cufile\n    gpus: some\n",
+            &[":5:", "expected `all` or a list of GPU indices"],
+        ),
+        (
+            "gpus: 2",
+            "scenarios:\n  - name: a\n    files: { size: 1MiB }\n    reader: cufile\n    gpus: 2\n",
+            &[":5:", "for one GPU write `gpu: 2`"],
+        ),
+        (
+            "gpus: []",
+            "scenarios:\n  - name: a\n    files: { size: 1MiB }\n    reader: cufile\n    gpus: []\n",
+            &[":5:", "`gpus` is an empty list"],
+        ),
+    ];
+    for (what, text, needles) in cases {
+        let shown = parse_err(text);
+        for needle in *needles {
+            assert!(
+                shown.contains(needle),
+                "{what}: `{needle}` not in:\n{shown}"
+            );
+        }
+    }
+    // One GPU of a user file is fine, and so is a single `gpu` beside `gpus`.
+    parse_ok("scenarios:\n  - name: a\n    files: { path: /x }\n    reader: cufile\n    gpus: [1]\n");
+    parse_ok("scenarios:\n  - name: a\n    files: { size: 1MiB }\n    reader: cufile\n    gpu: 1\n    gpus: all\n");
+}

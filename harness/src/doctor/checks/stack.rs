@@ -74,16 +74,20 @@ pub(super) fn driver(facts: &Facts, rows: &mut Vec<Check>) {
                 let bar1 = gpu
                     .bar1_mib
                     .map_or("BAR1 unknown".to_string(), |mib| format!("BAR1 {mib} MiB"));
-                let evidence = format!(
-                    "{}{}, PCIe gen {} x{}, {bar1}",
-                    gpu.name,
-                    gpu.pci_bus_id
-                        .as_ref()
-                        .map(|b| format!(" at {b}"))
-                        .unwrap_or_default(),
-                    link(gpu.pcie_gen, gpu.pcie_gen_max),
-                    link(gpu.pcie_width, gpu.pcie_width_max),
-                );
+                let pcie = match (gpu.pcie_gen, gpu.pcie_width) {
+                    (None, None) => "PCIe link unknown".to_string(),
+                    _ => format!(
+                        "PCIe gen {} x{}",
+                        link(gpu.pcie_gen, gpu.pcie_gen_max),
+                        link(gpu.pcie_width, gpu.pcie_width_max)
+                    ),
+                };
+                let at = gpu
+                    .pci_bus_id
+                    .as_ref()
+                    .map(|b| format!(" at {b}"))
+                    .unwrap_or_default();
+                let evidence = format!("{}{at}, {pcie}, {bar1}", gpu.name);
                 let component = format!("GPU {}", gpu.index);
                 let narrow =
                     matches!((gpu.pcie_width, gpu.pcie_width_max), (Some(c), Some(m)) if c < m);
