@@ -90,6 +90,13 @@ fn by_files(plan: &ReadPlan, gpus: usize) -> Vec<ReadPlan> {
 
 /// Contiguous ranges of the plan's tasks.
 fn by_ranges(plan: &ReadPlan, gpus: usize, task_size: u64) -> Result<Vec<ReadPlan>, ShardError> {
+    // Only the generator can verify part of a file: a file of the user's goes whole or not at all.
+    if let Some(user) = plan.files.iter().find(|file| file.seed.is_none()) {
+        return Err(ShardError::UserFileSplit {
+            path: user.path.clone(),
+            gpus,
+        });
+    }
     // The tasks, with the segment each comes from, so that a shard can rejoin them into reads.
     let mut pieces: Vec<(usize, Segment)> = Vec::new();
     for (index, segment) in plan.segments.iter().enumerate() {
@@ -114,13 +121,12 @@ fn by_ranges(plan: &ReadPlan, gpus: usize, task_size: u64) -> Result<Vec<ReadPla
         .filter(|(_, piece)| piece.offset % 8 == 0)
         .map(|(_, piece)| piece.buffer_offset)
         .collect();
-    let cuts = choose_cuts(&candidates, plan.total_bytes(), gpus).ok_or(
-        ShardError::TooFewCuts {
+    let cuts =
+        choose_cuts(&candidates, plan.total_bytes(), gpus).ok_or(ShardError::TooFewCuts {
             gpus,
             cuts: candidates.len(),
             task_size,
-        },
-    )?;
+        })?;
 
     let mut shards = Vec::with_capacity(gpus);
     let mut pieces = pieces.into_iter().peekable();
@@ -158,14 +164,6 @@ fn by_ranges(plan: &ReadPlan, gpus: usize, task_size: u64) -> Result<Vec<ReadPla
                     .sum();
                 read == plan.files[file].size
             });
-        if !covers_files {
-            if let Some(user) = files.iter().find(|&&file| plan.files[file].seed.is_none()) {
-                return Err(ShardError::UserFileSplit {
-                    path: plan.files[*user].path.clone(),
-                    gpus,
-                });
-            }
-        }
         shards.push(ReadPlan {
             files: files.iter().map(|&file| plan.files[file].clone()).collect(),
             segments,
@@ -243,7 +241,11 @@ mod tests {
         vec![
             vec![generated(1, 100_003)],
             vec![generated(2, 300_007), generated(3, 65_536)],
-            vec![generated(4, 100_003), generated(5, 65_536), generated(6, 8_193)],
+            vec![
+                generated(4, 100_003),
+                generated(5, 65_536),
+                generated(6, 8_193),
+            ],
         ]
     }
 
@@ -303,7 +305,8 @@ mod tests {
 
     fn host_check(plan: &ReadPlan, buffer: &[u8]) -> integrity::IntegrityResult {
         let expected = integrity::expected_checksum(plan);
-        let Ok(result) = integrity::check(plan, &mut HostBuffer(buffer), Integrity::Exact, expected);
+        let Ok(result) =
+            integrity::check(plan, &mut HostBuffer(buffer), Integrity::Exact, expected);
         result
     }
 
@@ -386,7 +389,10 @@ mod tests {
                 }
             }
         }
-        assert!(split_by_range > 50, "only {split_by_range} range splits tested");
+        assert!(
+            split_by_range > 50,
+            "only {split_by_range} range splits tested"
+        );
     }
 
     /// The shards one after the other, as one plan (for comparing with the original).
@@ -415,14 +421,20 @@ mod tests {
     /// shard is checked with range checksums from the generator.
     #[test]
     fn a_wrong_byte_in_a_shard_is_reported_at_its_file_offset() {
-        for pattern in [Pattern::Whole, Pattern::Chunks(PositiveSize(ByteSize(4099)))] {
+        for pattern in [
+            Pattern::Whole,
+            Pattern::Chunks(PositiveSize(ByteSize(4099))),
+        ] {
             let plan = ReadPlan::new(vec![generated(9, 1_000_003)], &pattern);
             let shards = split(&plan, 3, 4096).unwrap();
             let second = &shards[1];
             assert!(!second.covers_files, "{pattern:?}: a part of a file");
             let start = second.segments[0].offset;
             assert_eq!(start % 8, 0, "{pattern:?}: cut at {start}");
-            assert!(start > 300_000 && start < 360_000, "{pattern:?}: cut at {start}");
+            assert!(
+                start > 300_000 && start < 360_000,
+                "{pattern:?}: cut at {start}"
+            );
             let want: u64 = integrity::regions(second)
                 .iter()
                 .map(|&(file_offset, _, len, _)| {
@@ -489,7 +501,7 @@ mod tests {
             checksum: 0xabc,
         };
         let one = ReadPlan::new(vec![user("ckpt.bin", 1 << 20)], &Pattern::Whole);
-        assert_eq!(split(&one, 1, 4096).unwrap(), [one.clone()]);
+        assert_eq!(split(&one, 1, 4096).unwrap(), std::slice::from_ref(&one));
         let error = split(&one, 2, 4096).unwrap_err();
         assert_eq!(
             error,
@@ -498,7 +510,11 @@ mod tests {
                 gpus: 2
             }
         );
-        assert!(error.to_string().contains("`ckpt.bin` cannot be split across 2 GPUs"));
+        assert!(
+            error
+                .to_string()
+                .contains("`ckpt.bin` cannot be split across 2 GPUs")
+        );
         let two = ReadPlan::new(
             vec![user("a.bin", 1 << 20), user("b.bin", 4099)],
             &Pattern::Chunks(PositiveSize(ByteSize(4096))),
@@ -526,7 +542,10 @@ mod tests {
 
     #[test]
     fn cuts_are_nearest_to_equal_shares_and_leave_room_for_the_rest() {
-        assert_eq!(choose_cuts(&[10, 20, 30, 40, 50], 60, 3), Some(vec![20, 40]));
+        assert_eq!(
+            choose_cuts(&[10, 20, 30, 40, 50], 60, 3),
+            Some(vec![20, 40])
+        );
         // All candidates near the start: later cuts still get one each.
         assert_eq!(choose_cuts(&[1, 2, 3], 100, 4), Some(vec![1, 2, 3]));
         assert_eq!(choose_cuts(&[97, 98, 99], 100, 3), Some(vec![97, 98]));

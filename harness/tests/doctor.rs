@@ -287,11 +287,12 @@ mod recorded {
             (0, 0, 0)
         );
         assert_eq!(report.exit_code(), 0);
-        // One 4 GiB file is already there; the 64 MiB one of the small-reads scenario is not.
+        // One 4 GiB file is already there; the 64 MiB one of the small-reads scenario and the
+        // second 4 GiB file of the multi-gpu scenario are not.
         assert!(
             row(&report, "free space")
                 .evidence
-                .contains("64.00 MiB to generate"),
+                .contains("4.06 GiB to generate"),
             "{}",
             row(&report, "free space").evidence
         );

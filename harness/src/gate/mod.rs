@@ -18,7 +18,7 @@ use crate::prepare::DataSet;
 use crate::record::{Status, TrialRecord};
 use crate::report::{self, PreparedFileRecord, Report, SuiteRef, Totals};
 use crate::scenario::Reader;
-use crate::scenario::{self, Suite, TrialSpec};
+use crate::scenario::{self, GpuSet, Suite, TrialSpec};
 use crate::worker::Launcher;
 pub use baseline::{BlessRequest, bless_command, report_command};
 
@@ -233,7 +233,10 @@ impl Executor {
             None => match self.data.files_for(&spec.files) {
                 Ok(files) => {
                     let plan = ReadPlan::new(files, &spec.pattern);
-                    self.launcher.run_trial(spec, plan)
+                    match spec.gpus.clone() {
+                        Some(set) => self.execute_on_gpus(spec, plan, &set),
+                        None => self.launcher.run_trial(spec, plan),
+                    }
                 }
                 Err(error) => {
                     let details = format!(
@@ -261,6 +264,37 @@ impl Executor {
                 )
             }
             Some(reason) => TrialRecord::ignored(spec, reason),
+        }
+    }
+}
+
+impl Executor {
+    /// A trial over several GPUs (`gpus:`): `all` becomes this host's GPUs (one GPU runs as one
+    /// shard); none found is a trial ignored with the reason, or failed under --require-gpu.
+    fn execute_on_gpus(&self, spec: TrialSpec, plan: ReadPlan, set: &GpuSet) -> TrialRecord {
+        use crate::worker::multi::{Resolved, host_gpu_count, resolve};
+        match resolve(set, &host_gpu_count()) {
+            Resolved::Gpus(gpus) => self.launcher.run_multi(spec, plan, &gpus),
+            Resolved::NoGpu(reason) if self.require_gpu => {
+                let details = format!(
+                    "{}\n  the run was started with --require-gpu\n  next: run on a host whose GPUs CUDA can see (check CUDA_VISIBLE_DEVICES and `nvidia-smi`)",
+                    crate::worker::where_(&spec)
+                );
+                TrialRecord::failed(
+                    spec,
+                    format!("GPU trial could not run: {reason}"),
+                    details,
+                    None,
+                )
+            }
+            Resolved::NoGpu(reason) => TrialRecord::ignored(spec, reason),
+            Resolved::Invalid(reason) => {
+                let details = format!(
+                    "{}\n  next: list GPUs this host has in `gpus:`, or write `gpus: all`",
+                    crate::worker::where_(&spec)
+                );
+                TrialRecord::failed(spec, reason, details, None)
+            }
         }
     }
 }

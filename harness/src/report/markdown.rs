@@ -4,7 +4,7 @@ use std::fmt::Write;
 
 use super::Report;
 use crate::hex;
-use crate::record::Status;
+use crate::record::{Measurement, Status, TrialRecord};
 
 pub fn render(report: &Report) -> String {
     let totals = report.totals;
@@ -62,5 +62,130 @@ pub fn render(report: &Report) -> String {
         );
     }
     out.push('\n');
+    out.push_str(&per_gpu(&report.trials));
     out
+}
+
+/// Each GPU of the trials over several GPUs (`gpus:`): its own throughput, path, cuFile counters
+/// and verdict. Empty when no trial used several GPUs.
+fn per_gpu(trials: &[TrialRecord]) -> String {
+    let multi: Vec<(&TrialRecord, &Measurement)> = trials
+        .iter()
+        .filter_map(|trial| {
+            let m = trial.measurement.as_ref()?;
+            (!m.per_gpu.is_empty()).then_some((trial, m))
+        })
+        .collect();
+    if multi.is_empty() {
+        return String::new();
+    }
+    let mut out = String::new();
+    let _ = writeln!(out, "### Per GPU\n");
+    let _ = writeln!(
+        out,
+        "Trials over several GPUs (`gpus:`) run one worker per GPU at the same time. Their GB/s above is all GPUs' bytes over the slowest GPU's time of each repetition; the workers start together but are not synchronised pass by pass.\n"
+    );
+    let _ = writeln!(
+        out,
+        "| trial | GPU | result | GB/s (median) | bytes per pass | path | cuFile reads (total / nvfs / p2p / posix) | checksum | note |"
+    );
+    let _ = writeln!(out, "|---|---:|---|---:|---:|---|---|---|---|");
+    for (trial, m) in multi {
+        for shard in &m.per_gpu {
+            let result = match shard.status {
+                Status::Passed => "ok",
+                Status::Failed => "**FAILED**",
+                Status::Ignored => "ignored",
+            };
+            let own = shard.measurement.as_ref();
+            let median = own
+                .and_then(|m| m.median_gbps)
+                .map_or("-".into(), |g| format!("{g:.2}"));
+            let bytes = own.map_or("-".into(), |m| m.bytes_per_repetition.to_string());
+            let path = own.map_or("-".into(), |m| m.path.clone());
+            let counters = own
+                .and_then(|m| m.cufile.as_ref())
+                .and_then(|c| c.stats.as_ref())
+                .map_or("-".into(), |stats| {
+                    let rows = stats.gpus.iter().filter(|row| row.index == shard.gpu);
+                    let sum = rows.fold([0u64; 4], |sum, row| {
+                        [
+                            sum[0] + row.n_total_reads,
+                            sum[1] + row.n_nvfs_reads,
+                            sum[2] + row.n_p2p_reads,
+                            sum[3] + row.n_posix_reads,
+                        ]
+                    });
+                    format!("{} / {} / {} / {}", sum[0], sum[1], sum[2], sum[3])
+                });
+            let checksum = own
+                .and_then(|m| m.integrity.checksum)
+                .map_or("-".into(), hex::format);
+            let note = shard.reason.as_deref().unwrap_or("").replace('|', "\\|");
+            let _ = writeln!(
+                out,
+                "| `{}` | {} | {result} | {median} | {bytes} | {path} | {counters} | {checksum} | {note} |",
+                trial.name, shard.gpu
+            );
+        }
+    }
+    out.push('\n');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::GpuShardResult;
+
+    fn measurement(gbps: f64) -> Measurement {
+        serde_json::from_value(serde_json::json!({
+            "files": [], "bytes_per_repetition": 1u64 << 30, "warmup_seconds": [],
+            "seconds": [1.073_741_824 / gbps], "gbps": [gbps], "median_gbps": gbps, "path": "nvfs",
+            "integrity": { "method": "exact", "checksum": "0x0000000000000007",
+                "expected_checksum": "0x0000000000000007", "bad_words": 0, "first_bad": null,
+                "seconds": 0.0 },
+            "resident_after_drop": null, "verify_seconds": 0.0, "total_seconds": 1.0,
+        }))
+        .unwrap()
+    }
+
+    fn trial(name: &str, gbps: f64) -> TrialRecord {
+        let suite = crate::scenario::parse(
+            std::path::Path::new("s.yaml"),
+            "scenarios:\n  - name: a\n    files: { size: 1MiB }\n",
+        )
+        .unwrap();
+        let mut spec = crate::scenario::expand(&suite).remove(0);
+        spec.name = name.into();
+        TrialRecord::passed(spec, measurement(gbps))
+    }
+
+    #[test]
+    fn trials_over_several_gpus_get_a_row_per_gpu() {
+        let mut multi = trial("s::multi[gpus=all]", 4.0);
+        let one = trial("s::one", 2.0);
+        assert_eq!(per_gpu(std::slice::from_ref(&one)), "");
+        let shard = |gpu, status, reason: Option<&str>| GpuShardResult {
+            gpu,
+            status,
+            reason: reason.map(str::to_owned),
+            details: None,
+            measurement: Some(measurement(2.0)),
+            warnings: Vec::new(),
+            worker: None,
+        };
+        multi.measurement.as_mut().unwrap().per_gpu = vec![
+            shard(0, Status::Passed, None),
+            shard(1, Status::Failed, Some("path: a|b")),
+        ];
+        let table = per_gpu(&[one, multi]);
+        assert!(table.starts_with("### Per GPU"), "{table}");
+        assert!(
+            table.contains("| `s::multi[gpus=all]` | 1 | **FAILED** | 2.00 | 1073741824 | nvfs | - | 0x0000000000000007 | path: a\\|b |"),
+            "{table}"
+        );
+        assert_eq!(table.matches("s::multi").count(), 2);
+        assert!(!table.contains("s::one"));
+    }
 }

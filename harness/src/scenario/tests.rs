@@ -286,7 +286,8 @@ fn gpus_makes_one_trial_over_several_gpus_named_by_its_set() {
     // The worker spec carries it through JSON: `all`, or the list.
     let json = serde_json::to_value(&trials[0]).unwrap();
     assert_eq!(json["gpus"], serde_json::json!("all"));
-    let back: TrialSpec = serde_json::from_value(serde_json::to_value(&trials[2]).unwrap()).unwrap();
+    let back: TrialSpec =
+        serde_json::from_value(serde_json::to_value(&trials[2]).unwrap()).unwrap();
     assert_eq!(back, trials[2]);
     // Specs written before the key existed still read.
     let mut old = serde_json::to_value(&trials[0]).unwrap();
@@ -294,7 +295,8 @@ fn gpus_makes_one_trial_over_several_gpus_named_by_its_set() {
     let old: TrialSpec = serde_json::from_value(old).unwrap();
     assert_eq!(old.gpus, None);
     // Without `gpus`, nothing changes in the names.
-    let plain = parse_ok("scenarios:\n  - name: r\n    files: { size: 1MiB }\n    reader: cufile\n");
+    let plain =
+        parse_ok("scenarios:\n  - name: r\n    files: { size: 1MiB }\n    reader: cufile\n");
     assert_eq!(expand(&plain)[0].name, "test::r");
     assert_eq!(expand(&plain)[0].gpus, None);
 }
@@ -314,10 +316,7 @@ fn gpus_mistakes_are_reported_with_position_and_fix() {
         (
             "gpu list in defaults",
             "defaults:\n  gpu: [0, 1]\nscenarios:\n  - name: a\n    files: { size: 1MiB }\n    reader: cufile\n    gpus: [0, 1]\n",
-            &[
-                ":7:5:",
-                "`gpus: 0+1` (line 7) and `gpu: [0, 1]` (line 2)",
-            ],
+            &[":7:5:", "`gpus: 0+1` (line 7) and `gpu: [0, 1]` (line 2)"],
         ),
         (
             "gpus for posix",
@@ -369,6 +368,10 @@ fn gpus_mistakes_are_reported_with_position_and_fix() {
         }
     }
     // One GPU of a user file is fine, and so is a single `gpu` beside `gpus`.
-    parse_ok("scenarios:\n  - name: a\n    files: { path: /x }\n    reader: cufile\n    gpus: [1]\n");
-    parse_ok("scenarios:\n  - name: a\n    files: { size: 1MiB }\n    reader: cufile\n    gpu: 1\n    gpus: all\n");
+    parse_ok(
+        "scenarios:\n  - name: a\n    files: { path: /x }\n    reader: cufile\n    gpus: [1]\n",
+    );
+    parse_ok(
+        "scenarios:\n  - name: a\n    files: { size: 1MiB }\n    reader: cufile\n    gpu: 1\n    gpus: all\n",
+    );
 }

@@ -42,6 +42,7 @@ pub fn measure(spec: &WorkerSpec) -> WorkerResult {
         gpu: None,
         cufile: None,
         kvikio: None,
+        per_gpu: Vec::new(),
     };
     let failure = match spec.trial.reader {
         ReaderKind::Posix => {

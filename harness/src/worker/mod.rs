@@ -7,6 +7,7 @@
 mod assess;
 mod decode;
 mod measure;
+pub mod multi;
 pub mod process;
 mod protocol;
 mod sampling;
@@ -64,8 +65,21 @@ enum StartError {
 impl Launcher {
     pub fn run_trial(&self, spec: TrialSpec, plan: ReadPlan) -> TrialRecord {
         let dir = self.trials_dir.join(slug(&spec.name));
-        match self.start(&spec, plan, &dir) {
-            Ok(ran) => self.judge(spec, &dir, ran),
+        let timeout = self.timeout.unwrap_or_else(|| timeout_for(&spec, &plan));
+        self.run_trial_in(spec, plan, &dir, timeout)
+    }
+
+    /// One worker reading `plan` in `dir`, killed after `timeout`: a whole trial, or one GPU's
+    /// share of a trial over several GPUs ([`multi`]).
+    fn run_trial_in(
+        &self,
+        spec: TrialSpec,
+        plan: ReadPlan,
+        dir: &Path,
+        timeout: Duration,
+    ) -> TrialRecord {
+        match self.start(&spec, plan, dir, timeout) {
+            Ok(ran) => self.judge(spec, dir, ran),
             Err(StartError::Missing(what)) if spec.reader == Reader::Kvikio => {
                 let hint = "install Python 3, or point GDS_GATE_PYTHON (or the suite's `python:`) at an interpreter with kvikio and cupy";
                 self.missing(spec, format!("{what}: {hint}"))
@@ -80,7 +94,13 @@ impl Launcher {
         }
     }
 
-    fn start(&self, spec: &TrialSpec, plan: ReadPlan, dir: &Path) -> Result<Ran, StartError> {
+    fn start(
+        &self,
+        spec: &TrialSpec,
+        plan: ReadPlan,
+        dir: &Path,
+        timeout: Duration,
+    ) -> Result<Ran, StartError> {
         let _ = std::fs::remove_dir_all(dir);
         std::fs::create_dir_all(dir).map_err(|error| {
             StartError::Setup(format!(
@@ -105,7 +125,6 @@ impl Launcher {
                 config.display().to_string(),
             ));
         }
-        let timeout = self.timeout.unwrap_or_else(|| timeout_for(spec, &plan));
         let result_path = dir.join("result.json");
         let (program, mut args): (PathBuf, Vec<OsString>) = match spec.reader {
             Reader::Kvikio => {
@@ -479,6 +498,7 @@ mod tests {
             gpu: None,
             cufile: None,
             kvikio: None,
+            per_gpu: Vec::new(),
         };
         let result = WorkerResult {
             protocol: PROTOCOL_VERSION,

@@ -1,0 +1,531 @@
+//! Trials over several GPUs (`gpus: all` or `gpus: [0, 1]`): the read plan is split into one
+//! shard per GPU ([`crate::shard`]); one worker per GPU is started at the same time, each on its
+//! own thread through the same machinery as a one-GPU trial, with its shard and `gpu` set to its
+//! GPU, in `<trial>/gpu<N>`. Each worker verifies its shard on its own GPU and is judged on its own
+//! path evidence (its cuFile counters, its cufile.log, its `gds_stats` sample). The trial's record
+//! then aggregates them ([`aggregate`]): per-repetition throughput over all GPUs, each GPU's own
+//! result in `measurement.per_gpu`, and a verdict that fails when any GPU fails, naming it.
+//!
+//! # Limitations
+//!
+//! - The workers start together but are **not synchronised pass by pass**: each runs its own
+//!   warmup and repetitions, drops the page cache of its own files before each of its passes and
+//!   times its own read sections. Repetition *r* of one GPU overlaps repetition *r* of another only
+//!   as far as they keep pace; a GPU whose worker starts late or finishes early reads part of the
+//!   time alone, with less contention, so the aggregate can overstate what all GPUs sustain
+//!   together. Start-up times are in each GPU's result to judge the skew.
+//! - Shards of one file (fewer files than GPUs) share its page cache: one worker's cold-cache drop
+//!   evicts pages another worker of the same file has read. Whole files per GPU (at least as many
+//!   files as GPUs) avoid it.
+//! - `/proc/driver/nvidia-fs/stats` is system-wide, so each GPU's delta includes the reads of the
+//!   others that ran at the same time; cuFile's own counters are per process, hence per GPU.
+
+use std::path::Path;
+use std::sync::OnceLock;
+
+use super::{Launcher, slug, timeout_for, where_};
+use crate::evidence::KvikioBackends;
+use crate::gpu::cufile::{GpuCounters, Stats};
+use crate::integrity::IntegrityResult;
+use crate::plan::ReadPlan;
+use crate::record::{GpuShardResult, Measurement, Status, TrialRecord, WorkerRun, median};
+use crate::scenario::{GpuSet, TrialSpec};
+use crate::worker::process::Ending;
+use crate::worker::{CufileEvidence, KvikioEvidence};
+
+/// What `gpus:` means on this host.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Resolved {
+    /// These GPUs, in this order.
+    Gpus(Vec<u32>),
+    /// `gpus: all` on a host with no GPU: the trial is ignored with this reason.
+    NoGpu(String),
+    /// A listed GPU the host does not have: the trial fails with this reason.
+    Invalid(String),
+}
+
+/// Resolves the set against the host's GPU count (`Err`: why it is unknown).
+pub fn resolve(set: &GpuSet, count: &Result<u32, String>) -> Resolved {
+    match (set, count) {
+        (GpuSet::All, Ok(0)) => Resolved::NoGpu(
+            "`gpus: all` found no GPU on this host (CUDA and /proc/driver/nvidia/gpus list none)"
+                .into(),
+        ),
+        (GpuSet::All, Ok(count)) => Resolved::Gpus((0..*count).collect()),
+        (GpuSet::All, Err(why)) => Resolved::NoGpu(format!("`gpus: all`: {why}")),
+        (GpuSet::List(list), Ok(count)) => match list.iter().find(|gpu| **gpu >= *count) {
+            Some(missing) => Resolved::Invalid(format!(
+                "`gpus: {set}` names GPU {missing}, but this host has {count} GPU(s){}",
+                if *count > 0 {
+                    format!(", numbered 0 to {}", count - 1)
+                } else {
+                    String::new()
+                }
+            )),
+            None => Resolved::Gpus(list.clone()),
+        },
+        // The workers will say which GPU they could not open.
+        (GpuSet::List(list), Err(_)) => Resolved::Gpus(list.clone()),
+    }
+}
+
+/// The GPUs CUDA numbers on this host: cuDeviceGetCount when libcuda loads (it honours
+/// `CUDA_VISIBLE_DEVICES`, as the workers' ordinals do), else the entries of
+/// `/proc/driver/nvidia/gpus`. Counted once per process.
+pub fn host_gpu_count() -> Result<u32, String> {
+    static COUNT: OnceLock<Result<u32, String>> = OnceLock::new();
+    COUNT
+        .get_or_init(|| {
+            // SAFETY: only probes whether the library can be loaded; cudarc panics at the first
+            // call into a missing library otherwise.
+            let cuda = if unsafe { cudarc::driver::sys::is_culib_present() } {
+                match cudarc::driver::CudaContext::device_count() {
+                    Ok(count) => return Ok(u32::try_from(count).unwrap_or(0)),
+                    Err(error) => format!("cuDeviceGetCount failed ({error})"),
+                }
+            } else {
+                "libcuda.so.1 not found".to_string()
+            };
+            match std::fs::read_dir("/proc/driver/nvidia/gpus") {
+                Ok(entries) => Ok(entries.flatten().count() as u32),
+                Err(error) => Err(format!(
+                    "cannot count the GPUs: {cuda}, and /proc/driver/nvidia/gpus: {error}"
+                )),
+            }
+        })
+        .clone()
+}
+
+impl Launcher {
+    /// One worker per GPU of `gpus`, each reading its shard of `plan` at the same time; the
+    /// record aggregates them.
+    pub fn run_multi(&self, spec: TrialSpec, plan: ReadPlan, gpus: &[u32]) -> TrialRecord {
+        let dir = self.trials_dir.join(slug(&spec.name));
+        let shards = match crate::shard::split(&plan, gpus.len(), spec.task_size) {
+            Ok(shards) => shards,
+            Err(error) => {
+                let details = format!("{}\n  next: {}", where_(&spec), error.next_step());
+                return TrialRecord::failed(spec, error.to_string(), details, None);
+            }
+        };
+        // Earlier runs may have used more GPUs: no stale `gpu<N>` folder may remain.
+        let _ = std::fs::remove_dir_all(&dir);
+        // The GPUs share the storage: each worker gets the time the whole plan would need.
+        let timeout = self.timeout.unwrap_or_else(|| timeout_for(&spec, &plan));
+        let results: Vec<(u32, TrialRecord)> = std::thread::scope(|scope| {
+            let running: Vec<_> = gpus
+                .iter()
+                .zip(shards)
+                .map(|(&gpu, shard)| {
+                    let mut one = spec.clone();
+                    one.gpu = gpu;
+                    let gpu_dir = dir.join(format!("gpu{gpu}"));
+                    let copy = one.clone();
+                    let handle =
+                        scope.spawn(move || self.run_trial_in(one, shard, &gpu_dir, timeout));
+                    (gpu, copy, handle)
+                })
+                .collect();
+            running
+                .into_iter()
+                .map(|(gpu, copy, handle)| {
+                    let record = handle.join().unwrap_or_else(|panic| {
+                        let message = panic
+                            .downcast_ref::<String>()
+                            .cloned()
+                            .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                            .unwrap_or_default();
+                        TrialRecord::failed(
+                            copy,
+                            format!("the gate panicked: {message}"),
+                            "  next: this is a bug in gds-gate; please report it with report.json"
+                                .into(),
+                            None,
+                        )
+                    });
+                    (gpu, record)
+                })
+                .collect()
+        });
+        aggregate(spec, &plan, &dir, results)
+    }
+}
+
+/// One record for the trial from its GPUs' records (in GPU order): see the module documentation.
+pub fn aggregate(
+    spec: TrialSpec,
+    plan: &ReadPlan,
+    dir: &Path,
+    shards: Vec<(u32, TrialRecord)>,
+) -> TrialRecord {
+    let per_gpu: Vec<GpuShardResult> = shards
+        .into_iter()
+        .map(|(gpu, record)| GpuShardResult {
+            gpu,
+            status: record.status,
+            reason: record.reason,
+            details: record.details,
+            measurement: record.measurement,
+            warnings: record.warnings,
+            worker: record.worker,
+        })
+        .collect();
+    let worker = aggregate_worker(dir, &per_gpu);
+    let measurement = per_gpu
+        .iter()
+        .any(|shard| shard.measurement.is_some())
+        .then(|| aggregate_measurement(&spec, plan, &per_gpu));
+    let of = |status: Status| -> Vec<&GpuShardResult> {
+        per_gpu
+            .iter()
+            .filter(|shard| shard.status == status)
+            .collect()
+    };
+    let (failed, ignored) = (of(Status::Failed), of(Status::Ignored));
+    let gpus_shown = list(per_gpu.iter().map(|shard| shard.gpu));
+    let mut record = if let Some(first) = failed.first() {
+        let reason = match failed.len() {
+            1 => format!(
+                "GPU {}: {}",
+                first.gpu,
+                first.reason.as_deref().unwrap_or("failed")
+            ),
+            _ => format!(
+                "GPUs {} failed; GPU {}: {}",
+                list(failed.iter().map(|shard| shard.gpu)),
+                first.gpu,
+                first.reason.as_deref().unwrap_or("failed")
+            ),
+        };
+        let mut details = format!(
+            "{}\n  a trial over GPUs {gpus_shown}: it fails when any of them fails",
+            where_(&spec)
+        );
+        for shard in &failed {
+            details.push_str(&format!(
+                "\n  GPU {} ({}): {}\n{}",
+                shard.gpu,
+                shard
+                    .worker
+                    .as_ref()
+                    .map_or_else(String::new, |w| w.dir.display().to_string()),
+                shard.reason.as_deref().unwrap_or("failed"),
+                shard.details.as_deref().unwrap_or("")
+            ));
+        }
+        TrialRecord::failed(spec, reason, details, measurement)
+    } else if ignored.len() == per_gpu.len() && !per_gpu.is_empty() {
+        // Typically the same reason for every GPU (no kvikio): said once, so notes group it.
+        let reasons: Vec<&str> = ignored
+            .iter()
+            .map(|shard| shard.reason.as_deref().unwrap_or(""))
+            .collect();
+        let reason = if reasons.iter().all(|reason| *reason == reasons[0]) {
+            reasons[0].to_string()
+        } else {
+            ignored
+                .iter()
+                .zip(&reasons)
+                .map(|(shard, reason)| format!("GPU {}: {reason}", shard.gpu))
+                .collect::<Vec<_>>()
+                .join("; ")
+        };
+        let mut record = TrialRecord::ignored(spec, reason);
+        record.measurement = measurement;
+        record
+    } else if let Some(first) = ignored.first() {
+        // Never green by accident: a trial over N GPUs that ran on fewer did not pass.
+        let reason = format!(
+            "GPU {} did not run ({}) while the others did: a trial over several GPUs runs on all of them",
+            first.gpu,
+            first.reason.as_deref().unwrap_or("no reason given")
+        );
+        let details = format!(
+            "{}\n  GPUs {gpus_shown}; not run: {}",
+            where_(&spec),
+            list(ignored.iter().map(|shard| shard.gpu))
+        );
+        TrialRecord::failed(spec, reason, details, measurement)
+    } else if let Some(measurement) = measurement {
+        let mut record = TrialRecord::passed(spec, measurement);
+        record.warnings = per_gpu
+            .iter()
+            .flat_map(|shard| {
+                shard
+                    .warnings
+                    .iter()
+                    .map(move |warning| format!("GPU {}: {warning}", shard.gpu))
+            })
+            .collect();
+        record
+    } else {
+        TrialRecord::failed(
+            spec.clone(),
+            "no GPU was given a share of the trial".into(),
+            where_(&spec),
+            None,
+        )
+    };
+    if let Some(m) = record.measurement.as_mut() {
+        m.per_gpu = per_gpu;
+    }
+    record.worker = worker;
+    record
+}
+
+/// The trial's measurement from its GPUs'. The GPUs ran concurrently, so the wall time of a pass
+/// is its slowest shard: repetition `r` takes the longest of the GPUs' times for `r`, and its
+/// throughput is all GPUs' bytes over that time. Only repetitions every GPU completed count.
+fn aggregate_measurement(
+    spec: &TrialSpec,
+    plan: &ReadPlan,
+    per_gpu: &[GpuShardResult],
+) -> Measurement {
+    let measured: Vec<(u32, &Measurement)> = per_gpu
+        .iter()
+        .filter_map(|shard| shard.measurement.as_ref().map(|m| (shard.gpu, m)))
+        .collect();
+    let everyone = measured.len() == per_gpu.len();
+    let slowest = |samples: fn(&Measurement) -> &Vec<f64>| -> Vec<f64> {
+        let completed = if everyone {
+            measured
+                .iter()
+                .map(|(_, m)| samples(m).len())
+                .min()
+                .unwrap_or(0)
+        } else {
+            0
+        };
+        (0..completed)
+            .map(|r| {
+                measured
+                    .iter()
+                    .map(|(_, m)| samples(m)[r])
+                    .fold(0.0, f64::max)
+            })
+            .collect()
+    };
+    let seconds = slowest(|m| &m.seconds);
+    let bytes = plan.total_bytes();
+    let gbps: Vec<f64> = seconds.iter().map(|s| bytes as f64 / s / 1e9).collect();
+    let max =
+        |value: fn(&Measurement) -> f64| measured.iter().map(|(_, m)| value(m)).fold(0.0, f64::max);
+    let max_option = |value: fn(&Measurement) -> Option<f64>| {
+        measured
+            .iter()
+            .filter_map(|(_, m)| value(m))
+            .reduce(f64::max)
+    };
+    let mut paths: Vec<&str> = measured.iter().map(|(_, m)| m.path.as_str()).collect();
+    paths.sort_unstable();
+    paths.dedup();
+    let path = match paths.as_slice() {
+        [one] => one.to_string(),
+        _ => "mixed".to_string(),
+    };
+    let path_evidence: Vec<String> = measured
+        .iter()
+        .filter_map(|(gpu, m)| {
+            let evidence = m.path_evidence.as_ref()?;
+            Some(format!("GPU {gpu}: {}\n{evidence}", m.path))
+        })
+        .collect();
+    Measurement {
+        files: plan.files.clone(),
+        bytes_per_repetition: bytes,
+        warmup_seconds: slowest(|m| &m.warmup_seconds),
+        median_gbps: (!gbps.is_empty()).then(|| median(&gbps)),
+        seconds,
+        gbps,
+        path,
+        path_evidence: (!path_evidence.is_empty()).then(|| path_evidence.join("\n")),
+        integrity: aggregate_integrity(spec, per_gpu, everyone),
+        resident_after_drop: max_option(|m| m.resident_after_drop),
+        verify_seconds: max(|m| m.verify_seconds),
+        total_seconds: max(|m| m.total_seconds),
+        startup_seconds: max_option(|m| m.startup_seconds),
+        setup: measured
+            .iter()
+            .flat_map(|(gpu, m)| {
+                m.setup
+                    .iter()
+                    .map(move |(phase, seconds)| (format!("GPU {gpu}: {phase}"), *seconds))
+            })
+            .collect(),
+        gpu: Some(
+            measured
+                .iter()
+                .map(|(gpu, m)| m.gpu.clone().unwrap_or_else(|| format!("GPU {gpu}")))
+                .collect::<Vec<_>>()
+                .join(", "),
+        ),
+        cufile: aggregate_cufile(per_gpu),
+        kvikio: aggregate_kvikio(&measured),
+        per_gpu: Vec::new(),
+    }
+}
+
+/// The shards' checksums add up (each is a wrapping sum of range or file checksums, and the
+/// shards split the plan), and so do their bad words; the first wrong byte is the lowest GPU's.
+fn aggregate_integrity(
+    spec: &TrialSpec,
+    per_gpu: &[GpuShardResult],
+    everyone: bool,
+) -> IntegrityResult {
+    let results: Vec<&IntegrityResult> = per_gpu
+        .iter()
+        .filter_map(|shard| shard.measurement.as_ref().map(|m| &m.integrity))
+        .collect();
+    let sum = |value: fn(&IntegrityResult) -> Option<u64>| -> Option<u64> {
+        if !everyone {
+            return None;
+        }
+        results
+            .iter()
+            .map(|result| value(result))
+            .try_fold(0u64, |sum, value| {
+                value.map(|value| sum.wrapping_add(value))
+            })
+    };
+    IntegrityResult {
+        method: spec.expect.integrity,
+        checksum: sum(|result| result.checksum),
+        expected_checksum: sum(|result| result.expected_checksum),
+        bad_words: results.iter().map(|result| result.bad_words).sum(),
+        first_bad: results.iter().find_map(|result| result.first_bad.clone()),
+        seconds: results
+            .iter()
+            .map(|result| result.seconds)
+            .fold(0.0, f64::max),
+    }
+}
+
+/// cuFile's account over all GPUs: the per-GPU counter rows of every worker (each process counts
+/// its own reads), summed where two workers report the same GPU.
+fn aggregate_cufile(per_gpu: &[GpuShardResult]) -> Option<CufileEvidence> {
+    let all: Vec<(u32, &CufileEvidence)> = per_gpu
+        .iter()
+        .filter_map(|shard| {
+            let evidence = shard.measurement.as_ref()?.cufile.as_ref()?;
+            Some((shard.gpu, evidence))
+        })
+        .collect();
+    let (_, first) = all.first()?;
+    let mut merged = CufileEvidence {
+        requested_bytes: 0,
+        stats: Some(Stats::default()),
+        stats_unavailable: None,
+        ..(*first).clone()
+    };
+    for (gpu, evidence) in &all {
+        merged.requested_bytes += evidence.requested_bytes;
+        merged
+            .loaded_copies
+            .extend(evidence.loaded_copies.iter().cloned());
+        match (merged.stats.as_mut(), &evidence.stats) {
+            (Some(sum), Some(stats)) => {
+                sum.read_ops_ok += stats.read_ops_ok;
+                sum.read_ops_err += stats.read_ops_err;
+                sum.read_bytes += stats.read_bytes;
+                for row in &stats.gpus {
+                    add_row(&mut sum.gpus, row);
+                }
+            }
+            (_, None) => {
+                merged.stats = None;
+                merged.stats_unavailable.get_or_insert_with(|| {
+                    format!(
+                        "GPU {gpu}: {}",
+                        evidence
+                            .stats_unavailable
+                            .as_deref()
+                            .unwrap_or("no cuFile statistics")
+                    )
+                });
+            }
+            (None, Some(_)) => {}
+        }
+    }
+    merged.loaded_copies.sort();
+    merged.loaded_copies.dedup();
+    Some(merged)
+}
+
+fn add_row(rows: &mut Vec<GpuCounters>, row: &GpuCounters) {
+    let same = |other: &&mut GpuCounters| {
+        if row.uuid.is_empty() || other.uuid.is_empty() {
+            other.index == row.index
+        } else {
+            other.uuid == row.uuid
+        }
+    };
+    match rows.iter_mut().find(same) {
+        Some(sum) => {
+            sum.read_bytes += row.read_bytes;
+            sum.n_total_reads += row.n_total_reads;
+            sum.n_p2p_reads += row.n_p2p_reads;
+            sum.n_nvfs_reads += row.n_nvfs_reads;
+            sum.n_posix_reads += row.n_posix_reads;
+            sum.n_unaligned_reads += row.n_unaligned_reads;
+            sum.n_dr_reads += row.n_dr_reads;
+            sum.n_reads_err += row.n_reads_err;
+        }
+        None => rows.push(row.clone()),
+    }
+}
+
+/// KvikIO's account over all GPUs: bytes per backend summed. Its own throughput is per process,
+/// so it stays in each GPU's result.
+fn aggregate_kvikio(measured: &[(u32, &Measurement)]) -> Option<KvikioEvidence> {
+    let all: Vec<&KvikioEvidence> = measured
+        .iter()
+        .filter_map(|(_, m)| m.kvikio.as_ref())
+        .collect();
+    let first = all.first()?;
+    let mut backends = KvikioBackends::default();
+    for evidence in &all {
+        for (name, totals) in &evidence.backends.by_backend {
+            let sum = backends.by_backend.entry(name.clone()).or_default();
+            sum.num_ops += totals.num_ops;
+            sum.bytes_transferred += totals.bytes_transferred;
+        }
+    }
+    Some(KvikioEvidence {
+        backends,
+        own_gbps: None,
+        gate_aggregate_gbps: None,
+        cached_after_drop: all
+            .iter()
+            .filter_map(|evidence| evidence.cached_after_drop)
+            .reduce(f64::max),
+        ..(*first).clone()
+    })
+}
+
+/// The trial's folder, the first worker that did not end cleanly (else a clean exit), and the
+/// longest worker's time.
+fn aggregate_worker(dir: &Path, per_gpu: &[GpuShardResult]) -> Option<WorkerRun> {
+    let runs: Vec<&WorkerRun> = per_gpu
+        .iter()
+        .filter_map(|shard| shard.worker.as_ref())
+        .collect();
+    (!runs.is_empty()).then(|| WorkerRun {
+        dir: dir.to_path_buf(),
+        ending: runs
+            .iter()
+            .map(|run| run.ending.clone())
+            .find(|ending| !ending.is_clean())
+            .unwrap_or(Ending::Exited { code: 0 }),
+        seconds: runs.iter().map(|run| run.seconds).fold(0.0, f64::max),
+    })
+}
+
+/// `0, 1, 3`.
+fn list(gpus: impl Iterator<Item = u32>) -> String {
+    gpus.map(|gpu| gpu.to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+#[cfg(test)]
+mod tests;
