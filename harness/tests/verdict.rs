@@ -1,5 +1,5 @@
 //! The path verdict on every kind of evidence: each path, mixes, sources that disagree and
-//! missing sources. The KvikIO rows are the ones measured on the lent H200 without nvidia-fs
+//! missing sources. The KvikIO rows are the ones measured on an H200 test machine without nvidia-fs
 //! (DESIGN.md).
 
 // Each test binary uses part of the shared builders.

@@ -31,7 +31,7 @@
 //! The caveat: both conditions assume that a run's repetitions scatter around the system's true
 //! level. When the level itself drifts from run to run (shared or virtual storage), repetitions
 //! within one run do not see it and the test is over-confident; only the tolerance absorbs it.
-//! On the lent H200 (virtio disk, posix reader, 1 GiB cold reads, 6 gate runs back to back) the
+//! On an H200 test machine (virtio disk, posix reader, 1 GiB cold reads, 6 gate runs back to back) the
 //! fit in `noise` found 4.4% CV within a run but 6.7% CV between runs; simulated with both, the
 //! rule raises 13.7% false alarms at a 10% tolerance and needs 21% to stay at 1%.
 //! `cargo xtask bench --stats` fits the runner's own history and prints that figure.

@@ -151,8 +151,8 @@ mod tests {
 22 27 0:21 / /proc rw,relatime - proc proc rw
 27 1 254:0 / / rw,relatime - ext4 /dev/vda rw,discard,resv_strict,resuid=65534,resgid=65534
 30 25 0:27 / /dev/shm rw,relatime - tmpfs tmpfs rw,size=24683584k
-640 27 252:1 / /work rw,relatime - xfs /dev/md0 rw
-641 640 252:16 / /work/my\\040data rw,relatime - lustre 10.0.0.1@tcp:/fs rw
+640 27 252:1 / /srv rw,relatime - xfs /dev/md0 rw
+641 640 252:16 / /srv/my\\040data rw,relatime - lustre 10.0.0.1@tcp:/fs rw
 ";
 
     #[test]
@@ -163,17 +163,17 @@ mod tests {
         };
         let pair = |fs: &str, source: &str| (fs.to_string(), source.to_string());
         assert_eq!(
-            at("/work/main/target/gds-gate/data"),
+            at("/srv/main/target/gds-gate/data"),
             pair("xfs", "/dev/md0")
         );
         assert_eq!(
-            at("/work/my data/files"),
+            at("/srv/my data/files"),
             pair("lustre", "10.0.0.1@tcp:/fs")
         );
         assert_eq!(at("/tmp"), pair("ext4", "/dev/vda"));
-        // Path components, not string prefixes: `/workspace` is not under `/work`.
-        assert_eq!(at("/workspace"), pair("ext4", "/dev/vda"));
-        assert_eq!(at("/work/mydata"), pair("xfs", "/dev/md0"));
+        // Path components, not string prefixes: `/srvdata` is not under `/srv`.
+        assert_eq!(at("/srvdata"), pair("ext4", "/dev/vda"));
+        assert_eq!(at("/srv/mydata"), pair("xfs", "/dev/md0"));
     }
 
     #[test]
