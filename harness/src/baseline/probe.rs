@@ -166,10 +166,7 @@ mod tests {
             at("/srv/main/target/gds-gate/data"),
             pair("xfs", "/dev/md0")
         );
-        assert_eq!(
-            at("/srv/my data/files"),
-            pair("lustre", "10.0.0.1@tcp:/fs")
-        );
+        assert_eq!(at("/srv/my data/files"), pair("lustre", "10.0.0.1@tcp:/fs"));
         assert_eq!(at("/tmp"), pair("ext4", "/dev/vda"));
         // Path components, not string prefixes: `/srvdata` is not under `/srv`.
         assert_eq!(at("/srvdata"), pair("ext4", "/dev/vda"));
