@@ -23,14 +23,19 @@ impl HostFacts {
             cpus: std::thread::available_parallelism().map_or(1, usize::from),
             memory_bytes: meminfo("MemTotal:"),
             gpu_unavailable: probe_driver().err(),
-            nvidia_driver_version: read_trimmed("/proc/driver/nvidia/version").and_then(|text| {
-                text.split_whitespace()
-                    .skip_while(|word| *word != "Module")
-                    .nth(1)
-                    .map(str::to_owned)
-            }),
+            nvidia_driver_version: read_trimmed("/proc/driver/nvidia/version")
+                .and_then(|text| driver_version(&text)),
         }
     }
+}
+
+/// The version in `/proc/driver/nvidia/version`: the first word of the `NVRM` line made of digits
+/// and dots. Its position differs between the proprietary and the open kernel module.
+pub fn driver_version(text: &str) -> Option<String> {
+    let line = text.lines().find(|line| line.starts_with("NVRM"))?;
+    line.split_whitespace()
+        .find(|word| word.contains('.') && word.chars().all(|c| c.is_ascii_digit() || c == '.'))
+        .map(str::to_owned)
 }
 
 /// Memory the kernel says a new allocation can get without swapping.
@@ -74,6 +79,17 @@ fn probe_driver() -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn driver_version_from_both_kernel_modules() {
+        // Verbatim from an H200 test machine (open kernel module).
+        let open = "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.159.04  Release Build  (nixbld@)  \nGCC version:";
+        assert_eq!(driver_version(open).as_deref(), Some("580.159.04"));
+        // Constructed in the proprietary module's format.
+        let proprietary = "NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.129.03  Thu Oct 19 18:56:32 UTC 2023";
+        assert_eq!(driver_version(proprietary).as_deref(), Some("535.129.03"));
+        assert_eq!(driver_version("garbage"), None);
+    }
 
     #[test]
     fn probe_reads_this_host() {

@@ -298,67 +298,32 @@ mod recorded {
         );
     }
 
+    /// The H200 test machine as captured (`gds-gate doctor --collect`): udev record written,
+    /// KvikIO installed, no nvidia-fs. Every cuFile read is cuFile compat POSIX, the double silent
+    /// fallback the gate exists to catch, and the strict GDS leg cannot pass.
     #[test]
     fn the_h200_test_machine() {
         let report = report(facts("h200.json"), "default.yaml");
         assert_eq!(state(&report, "nvidia-fs"), State::Fail);
-        assert_eq!(state(&report, "udev"), State::Fail);
-        assert!(
-            row(&report, "udev")
-                .evidence
-                .contains("b254:0 does not exist"),
-            "{}",
-            row(&report, "udev").evidence
-        );
+        assert_eq!(state(&report, "udev"), State::Ok);
         assert_eq!(state(&report, "block device"), State::Warn);
-        assert_eq!(state(&report, "KvikIO"), State::Warn);
-        assert_eq!(
-            row(&report, "KvikIO").fix.as_deref(),
-            Some("pip install kvikio-cu13")
-        );
+        assert_eq!(state(&report, "KvikIO"), State::Ok);
         assert_eq!(state(&report, "O_DIRECT"), State::Ok);
         assert_eq!(state(&report, "GDS tools"), State::Warn);
         assert_eq!(state(&report, "cufile settings"), State::Ok);
+        assert!(
+            row(&report, "GPU 0").evidence.contains("NVIDIA H200"),
+            "{}",
+            row(&report, "GPU 0").evidence
+        );
+        assert!(
+            row(&report, "NVIDIA driver")
+                .evidence
+                .contains("580.159.04"),
+            "{}",
+            row(&report, "NVIDIA driver").evidence
+        );
         assert_eq!(can(&report, "path nvfs"), Can::No);
-        assert_eq!(can(&report, "path cufile-posix"), Can::No);
-        assert_eq!(can(&report, "reader kvikio"), Can::No);
-        // Without a udev record cuFile cannot register the file: the cufile reader fails.
-        let cold = outcome(&report, "default::cold-read[reader=cufile,nthreads=1]");
-        assert!(
-            matches!(cold, Outcome::Fail { reason } if reason.contains("5027")),
-            "{cold:?}"
-        );
-        // No KvikIO: its trials are ignored, not failed.
-        assert!(
-            matches!(outcome(&report, "default::strict-gds"), Outcome::Ignored { reason } if reason.contains("kvikio"))
-        );
-        assert!(matches!(
-            outcome(&report, "default::cold-read[reader=posix,nthreads=1]"),
-            Outcome::Pass { .. }
-        ));
-        assert!(!report.verdict.can_pass);
-        assert_eq!(report.exit_code(), 1);
-    }
-
-    /// The H200 after `device/fix-udev.sh` and with KvikIO installed: every cuFile read is cuFile
-    /// compat POSIX, the double silent fallback the gate exists to catch.
-    #[test]
-    fn the_h200_with_a_udev_record_and_kvikio() {
-        let mut facts = facts("h200.json");
-        facts.data_dir.udev = Fact::Known(gds_gate::doctor::facts::UdevRecord {
-            path: "/run/udev/data/b254:0".into(),
-            exists: true,
-            id_fs_usage: Some("filesystem".into()),
-            id_fs_type: Some("ext4".into()),
-        });
-        if let Fact::Known(probe) = &mut facts.kvikio.probe {
-            probe.kvikio.version = Some("26.10.00".into());
-            probe.kvikio.error = None;
-            probe.auto_prefers_posix = Some(false);
-            probe.libcufile_loaded = vec!["/tmp/site/nvidia/cu13/lib/libcufile.so.0".into()];
-        }
-        let report = report(facts, "default.yaml");
-        assert_eq!(state(&report, "udev"), State::Ok);
         assert_eq!(can(&report, "path cufile-posix"), Can::Yes);
         let auto = outcome(&report, "default::kvikio[compat=AUTO,nthreads=1]");
         assert!(
@@ -369,6 +334,39 @@ mod recorded {
         assert!(
             matches!(strict, Outcome::Fail { reason } if reason.contains("allow_compat_mode")),
             "{strict:?}"
+        );
+        assert!(matches!(
+            outcome(&report, "default::cold-read[reader=posix,nthreads=1]"),
+            Outcome::Pass { .. }
+        ));
+        assert!(!report.verdict.can_pass);
+        assert_eq!(report.exit_code(), 1);
+    }
+
+    /// The same machine before its udev record was written (what it is out of the box): cuFile
+    /// cannot register the file (5027) and KvikIO AUTO silently reads with POSIX.
+    #[test]
+    fn the_h200_without_a_udev_record() {
+        let mut facts = facts("h200.json");
+        if let Fact::Known(record) = &mut facts.data_dir.udev {
+            record.exists = false;
+            record.id_fs_usage = None;
+            record.id_fs_type = None;
+        }
+        let report = report(facts, "default.yaml");
+        assert_eq!(state(&report, "udev"), State::Fail);
+        assert!(
+            row(&report, "udev")
+                .evidence
+                .contains("b254:0 does not exist"),
+            "{}",
+            row(&report, "udev").evidence
+        );
+        assert_eq!(can(&report, "path cufile-posix"), Can::No);
+        let cold = outcome(&report, "default::cold-read[reader=cufile,nthreads=1]");
+        assert!(
+            matches!(cold, Outcome::Fail { reason } if reason.contains("5027")),
+            "{cold:?}"
         );
         assert!(!report.verdict.can_pass);
     }
@@ -614,7 +612,9 @@ mod recorded {
             "{short:#?}"
         );
         assert!(
-            short.iter().any(|l| l.starts_with("doctor: FAIL udev:")),
+            short
+                .iter()
+                .any(|l| l.starts_with("doctor: FAIL nvidia-fs:")),
             "{short:#?}"
         );
         assert!(short.last().unwrap().contains("cannot pass"));

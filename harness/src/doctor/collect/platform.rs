@@ -45,7 +45,7 @@ pub(super) fn platform(tools: &ToolFacts, nvidia_smi: Option<&str>, quick: bool)
         (_, true) => Fact::Unknown("not read (quick check)".into()),
         (None, false) => Fact::Unknown("nvidia-smi is not installed".into()),
         (Some(smi), false) => match run_ok(Path::new(smi), &["topo", "-m"], TIMEOUT) {
-            Ok(text) => Fact::Known(text.trim_end().to_string()),
+            Ok(text) => Fact::Known(strip_ansi(text.trim_end())),
             Err(error) => Fact::Unknown(error),
         },
     };
@@ -57,6 +57,25 @@ pub(super) fn platform(tools: &ToolFacts, nvidia_smi: Option<&str>, quick: bool)
         acs,
         topology,
     }
+}
+
+/// Without terminal escapes (`nvidia-smi topo -m` underlines its header even into a pipe).
+fn strip_ansi(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            // CSI: ESC [ parameters final-byte (a letter).
+            for next in chars.by_ref() {
+                if next.is_ascii_alphabetic() {
+                    break;
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 /// `iommu=`, `intel_iommu=` and `amd_iommu=` settings on a kernel command line.
