@@ -75,6 +75,8 @@ pub enum ReaderError {
         #[source]
         source: CufileError,
     },
+    #[error("the read buffer needs {needed} of host memory, only {available} is available")]
+    HostMemory { needed: String, available: String },
     #[error(transparent)]
     Cufile(#[from] CufileError),
     #[error(transparent)]
@@ -92,6 +94,7 @@ impl ReaderError {
             ReaderError::OpenDirect { .. } => "the file system refuses O_DIRECT (tmpfs and some FUSE mounts do): put --data-dir on a local NVMe or parallel file system".into(),
             ReaderError::CufileRead { .. } | ReaderError::Register { .. } | ReaderError::Cufile(_) => "read the trial's cufile.log (in its folder under the reports directory) and check nvidia-fs, cufile.json and the mount".into(),
             ReaderError::Gpu(_) => "check the GPU with nvidia-smi and the CUDA installation".into(),
+            ReaderError::HostMemory { .. } => "use smaller files or `pattern: { random: ... }`, or run on a host with more memory".into(),
             ReaderError::Io { .. } | ReaderError::ShortFile { .. } => "check the storage (dmesg) and that the files are not being modified".into(),
         }
     }

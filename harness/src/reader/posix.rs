@@ -18,6 +18,17 @@ pub struct Posix {
 
 impl Posix {
     pub fn open(plan: &ReadPlan) -> Result<Posix, ReaderError> {
+        // Refused up front: an allocation the host cannot back ends in the OOM killer, not an error.
+        let needed = plan.total_bytes();
+        if let Some(available) =
+            crate::host::available_memory().filter(|available| needed > *available)
+        {
+            let format = |bytes| crate::data::format_bytes(bytes, 2);
+            return Err(ReaderError::HostMemory {
+                needed: format(needed),
+                available: format(available),
+            });
+        }
         Ok(Posix {
             files: open_all(plan)?,
             buffer: vec![0u8; plan.total_bytes() as usize],
