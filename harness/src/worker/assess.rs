@@ -124,12 +124,7 @@ fn evidence(
 
 /// The smallest single read of the plan: a chunk, a random read, or a file's last task.
 fn smallest_read(spec: &TrialSpec, m: &Measurement) -> Option<u64> {
-    let plan = crate::plan::ReadPlan {
-        files: m.files.clone(),
-        segments: Vec::new(),
-        covers_files: true,
-    };
-    let plan = crate::plan::ReadPlan::new(plan.files, &spec.pattern);
+    let plan = crate::plan::ReadPlan::new(m.files.clone(), &spec.pattern);
     let reads = if spec.reader == Reader::Kvikio {
         plan.segments
     } else {
