@@ -81,6 +81,9 @@ pub struct LineProgress<W: Write> {
     last_line: Instant,
     next_tenth: u64,
     interval: Duration,
+    /// Tenths closer together than this are not printed: a file written in a second needs no
+    /// ten lines in a CI log.
+    min_gap: Duration,
 }
 
 impl<W: Write> LineProgress<W> {
@@ -95,6 +98,7 @@ impl<W: Write> LineProgress<W> {
             last_line: now,
             next_tenth: 1,
             interval: Duration::from_secs(5),
+            min_gap: Duration::from_secs(1),
         }
     }
 
@@ -138,7 +142,8 @@ impl<W: Write> Progress for LineProgress<W> {
         let tenth_reached = self.total > 0
             && self.next_tenth < 10
             && u128::from(self.done) * 10 >= u128::from(self.total) * u128::from(self.next_tenth);
-        if tenth_reached || self.last_line.elapsed() >= self.interval {
+        let since_last = self.last_line.elapsed();
+        if (tenth_reached && since_last >= self.min_gap) || since_last >= self.interval {
             while self.next_tenth < 10
                 && u128::from(self.done) * 10
                     >= u128::from(self.total) * u128::from(self.next_tenth)
@@ -162,8 +167,25 @@ mod tests {
     use super::*;
 
     #[test]
+    fn line_progress_prints_only_a_final_line_for_quick_work() {
+        let mut p = LineProgress::new(Vec::new());
+        p.start(64 << 20, "generating y.bin");
+        for _ in 0..64 {
+            p.advance(1 << 20);
+        }
+        p.finish();
+        let text = String::from_utf8(p.into_inner()).unwrap_or_default();
+        assert_eq!(text.lines().count(), 1, "{text}");
+        assert!(
+            text.contains("64.0 MiB / 64.0 MiB") && text.contains(", done in "),
+            "{text}"
+        );
+    }
+
+    #[test]
     fn line_progress_prints_every_tenth_and_a_final_line() {
         let mut p = LineProgress::new(Vec::new());
+        p.min_gap = Duration::ZERO;
         p.start(100 << 30, "generating x.bin");
         for _ in 0..100 {
             p.advance(1 << 30);
