@@ -55,10 +55,11 @@ fn meminfo(key: &str) -> Option<u64> {
     Some(kib * 1024)
 }
 
-fn read_trimmed(path: &str) -> Option<String> {
+pub(crate) fn read_trimmed(path: &str) -> Option<String> {
     std::fs::read_to_string(path)
         .ok()
         .map(|text| text.trim().to_string())
+        .filter(|text| !text.is_empty())
 }
 
 /// GPU work needs the driver library; KvikIO needs it even for host reads. Loading it (and

@@ -16,6 +16,7 @@ pub mod gate;
 pub mod hex;
 pub mod host;
 pub mod integrity;
+pub mod mounts;
 pub mod plan;
 pub mod prepare;
 pub mod reader;

@@ -69,8 +69,9 @@ fn preflight_gives_one_line_per_problem() {
 }
 
 mod parsers {
-    use gds_gate::doctor::collect::{find_mount, parse_bar1, parse_mountinfo, parse_query_csv};
+    use gds_gate::doctor::collect::{parse_bar1, parse_query_csv};
     use gds_gate::doctor::gdscheck::parse;
+    use gds_gate::mounts::{find_mount, parse_mountinfo};
 
     fn fixture(name: &str) -> String {
         let path = super::repo()

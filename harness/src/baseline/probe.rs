@@ -12,28 +12,19 @@ use crate::host::HostFacts;
 /// better `gpu_model` if it has one).
 pub fn probe(host: &HostFacts, data_dir: &Path) -> Fingerprint {
     let (gpu_model, gpu_count) = gpus(Path::new("/proc/driver/nvidia/gpus"));
-    let mount = std::fs::read_to_string("/proc/self/mountinfo")
-        .ok()
-        .and_then(|text| mount_of(&text, &existing_ancestor(data_dir)));
+    let mount = crate::mounts::mount_holding(data_dir).ok();
     Fingerprint {
         gpu_model,
         gpu_count,
         nvidia_fs_loaded: Path::new("/sys/module/nvidia_fs").exists(),
-        nvidia_fs_version: read_trimmed("/sys/module/nvidia_fs/version"),
+        nvidia_fs_version: crate::host::read_trimmed("/sys/module/nvidia_fs/version"),
         data_dir_fs: mount.as_ref().map(|m| m.fs_type.clone()),
         data_dir_device: mount.map(|m| m.source),
-        cufile_json_hash: std::fs::read(cufile_json_path())
-            .ok()
+        cufile_json_hash: crate::cufile_config::host_config_path()
+            .and_then(|(path, _)| std::fs::read(path).ok())
             .map(|b| hash_bytes(&b)),
         ..Fingerprint::from_host(host)
     }
-}
-
-/// The `cufile.json` cuFile reads: `CUFILE_ENV_PATH_JSON`, else `/etc/cufile.json`.
-pub fn cufile_json_path() -> PathBuf {
-    std::env::var_os("CUFILE_ENV_PATH_JSON")
-        .filter(|path| !path.is_empty())
-        .map_or_else(|| PathBuf::from("/etc/cufile.json"), PathBuf::from)
 }
 
 /// The first GPU's model and the number of GPUs, from `/proc/driver/nvidia/gpus/*/information`
@@ -58,89 +49,6 @@ fn model_line(text: &str) -> Option<String> {
         .filter(|model| !model.is_empty())
 }
 
-fn read_trimmed(path: &str) -> Option<String> {
-    std::fs::read_to_string(path)
-        .ok()
-        .map(|text| text.trim().to_string())
-        .filter(|text| !text.is_empty())
-}
-
-/// The data directory may not exist yet on a first run; its nearest existing ancestor is on the
-/// same mount as it will be.
-fn existing_ancestor(path: &Path) -> PathBuf {
-    let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
-    let mut current = absolute.as_path();
-    loop {
-        if let Ok(canonical) = current.canonicalize() {
-            return canonical;
-        }
-        match current.parent() {
-            Some(parent) => current = parent,
-            None => return absolute,
-        }
-    }
-}
-
-#[derive(Debug, PartialEq)]
-struct Mount {
-    point: PathBuf,
-    fs_type: String,
-    source: String,
-}
-
-/// The mount holding `path`: the longest mount point that is a prefix of it (the last one listed
-/// wins a tie, since later mounts hide earlier ones).
-fn mount_of(mountinfo: &str, path: &Path) -> Option<Mount> {
-    mountinfo
-        .lines()
-        .filter_map(parse_mountinfo_line)
-        .filter(|mount| path.starts_with(&mount.point))
-        .fold(None, |best: Option<Mount>, mount| match &best {
-            Some(b) if b.point.as_os_str().len() > mount.point.as_os_str().len() => best,
-            _ => Some(mount),
-        })
-}
-
-/// `36 35 98:0 /mnt1 /mnt2 rw,noatime master:1 - ext3 /dev/root rw,errors=continue`: the mount
-/// point is field 5; after the `-` come the type and the source.
-fn parse_mountinfo_line(line: &str) -> Option<Mount> {
-    let (left, right) = line.split_once(" - ")?;
-    let point = left.split(' ').nth(4)?;
-    let mut right = right.split(' ');
-    Some(Mount {
-        point: PathBuf::from(unescape(point)),
-        fs_type: right.next()?.to_string(),
-        source: unescape(right.next()?),
-    })
-}
-
-/// mountinfo writes space, tab, newline and backslash as `\040`-style octal escapes.
-fn unescape(field: &str) -> String {
-    let bytes = field.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        let octal = bytes
-            .get(i + 1..i + 4)
-            .filter(|digits| bytes[i] == b'\\' && digits.iter().all(|d| (b'0'..=b'7').contains(d)));
-        match octal {
-            Some(digits) => {
-                out.push(
-                    digits
-                        .iter()
-                        .fold(0u8, |v, d| v.wrapping_mul(8) + (d - b'0')),
-                );
-                i += 4;
-            }
-            None => {
-                out.push(bytes[i]);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -157,9 +65,10 @@ mod tests {
 
     #[test]
     fn the_longest_mount_point_wins() {
+        let entries = crate::mounts::parse_mountinfo(MOUNTINFO);
         let at = |path: &str| {
-            let mount = mount_of(MOUNTINFO, Path::new(path)).unwrap();
-            (mount.fs_type, mount.source)
+            let mount = crate::mounts::find_mount(&entries, Path::new(path)).unwrap();
+            (mount.fs_type.clone(), mount.source.clone())
         };
         let pair = |fs: &str, source: &str| (fs.to_string(), source.to_string());
         assert_eq!(

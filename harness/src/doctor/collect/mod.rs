@@ -16,7 +16,6 @@ pub use cufile::{config_facts, cufile_probe_main, parse_config};
 pub use gpu::{parse_bar1, parse_query_csv};
 pub use kvikio::{KVIKIO_PROBE, parse_probe};
 pub use platform::{parse_acs, parse_cmdline_iommu};
-pub use storage::{MountEntry, find_mount, parse_mountinfo};
 
 use super::DoctorOptions;
 use super::facts::{Fact, Facts, Provenance, SCHEMA_VERSION, ToolFacts};
