@@ -8,12 +8,11 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::{Report, ReportError, SCHEMA_VERSION, Totals, junit, markdown, write_atomically};
+use super::{Report, ReportError, SCHEMA_VERSION, Totals, junit, markdown};
 use crate::baseline::{self, Comparison, Fingerprint};
 use crate::cli::exit;
 use crate::error_chain;
@@ -366,27 +365,7 @@ pub fn write_merged(out: &Path, merged: &MergedReport) -> Result<Vec<PathBuf>, M
         (MERGED_JUNIT, junit::render(&merged.report)),
         (MERGED_SUMMARY, summary.clone()),
     ];
-    let mut written = Vec::new();
-    for (name, contents) in files {
-        let path = out.join(name);
-        write_atomically(&path, contents.as_bytes()).map_err(|source| ReportError {
-            path: path.clone(),
-            source,
-        })?;
-        written.push(path);
-    }
-    if let Some(step_summary) =
-        std::env::var_os("GITHUB_STEP_SUMMARY").filter(|value| !value.is_empty())
-    {
-        let path = PathBuf::from(step_summary);
-        std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&path)
-            .and_then(|mut file| file.write_all(summary.as_bytes()))
-            .map_err(|source| ReportError { path, source })?;
-    }
-    Ok(written)
+    Ok(super::write_report_files(out, files, &summary)?)
 }
 
 /// The runner profile, else the host name; where two runs share one, the report's directory is

@@ -115,6 +115,16 @@ pub fn write_all(out: &Path, report: &Report, extra: &str) -> Result<Vec<PathBuf
         ("junit.xml", junit::render(report)),
         ("summary.md", summary.clone()),
     ];
+    write_report_files(out, files, &summary)
+}
+
+/// Writes each `(name, contents)` into `out` atomically and appends `summary` to
+/// `$GITHUB_STEP_SUMMARY` when that is set.
+pub(crate) fn write_report_files(
+    out: &Path,
+    files: [(&str, String); 3],
+    summary: &str,
+) -> Result<Vec<PathBuf>, ReportError> {
     let mut written = Vec::new();
     for (name, contents) in files {
         let path = out.join(name);
