@@ -205,19 +205,9 @@ mod tests {
     use std::num::NonZeroU32;
 
     use super::*;
-    use crate::data::fill;
-    use crate::plan::PlannedFile;
+    use crate::plan::test_support::{contents, generated, perfect};
     use crate::scenario::size::{ByteSize, PositiveSize};
     use crate::scenario::{Pattern, RandomReads};
-
-    fn generated(seed: u64, size: u64) -> PlannedFile {
-        PlannedFile {
-            path: format!("gen-{seed}").into(),
-            size,
-            seed: Some(seed),
-            checksum: verify::expected_file_checksum(seed, size),
-        }
-    }
 
     fn host_check(plan: &ReadPlan, buffer: &[u8], method: Integrity) -> IntegrityResult {
         let Ok(result) = check(
@@ -229,21 +219,6 @@ mod tests {
         result
     }
 
-    /// The buffer a perfect read of `plan` produces.
-    fn perfect(plan: &ReadPlan) -> Vec<u8> {
-        let mut buffer = vec![0u8; plan.total_bytes() as usize];
-        for segment in &plan.segments {
-            let seed = plan.files[segment.file].seed.unwrap();
-            let at = segment.buffer_offset as usize;
-            // Fill from the file start so that unaligned chunk offsets get the right bytes.
-            let mut whole = vec![0u8; (segment.offset + segment.len) as usize];
-            fill(seed, 0, &mut whole);
-            buffer[at..at + segment.len as usize]
-                .copy_from_slice(&whole[segment.offset as usize..]);
-        }
-        buffer
-    }
-
     #[test]
     fn perfect_reads_pass_and_a_flipped_byte_is_located_in_its_file() {
         let files = vec![generated(3, 100_003), generated(4, 65_536)];
@@ -252,7 +227,7 @@ mod tests {
             Pattern::Chunks(PositiveSize(ByteSize(4099))),
         ] {
             let plan = ReadPlan::new(files.clone(), &pattern);
-            let mut buffer = perfect(&plan);
+            let mut buffer = perfect(&plan, &contents(&plan.files));
             let result = host_check(&plan, &buffer, Integrity::Exact);
             assert!(result.passed(), "{pattern:?}: {result:?}");
             buffer[100_003 + 777] ^= 0x10;
@@ -278,7 +253,7 @@ mod tests {
             align: PositiveSize(ByteSize(4096)),
         };
         let plan = ReadPlan::new(vec![generated(9, 1 << 20)], &Pattern::Random(random));
-        let mut buffer = perfect(&plan);
+        let mut buffer = perfect(&plan, &contents(&plan.files));
         assert!(host_check(&plan, &buffer, Integrity::Exact).passed());
         buffer[8192 * 5 + 1] ^= 1;
         let result = host_check(&plan, &buffer, Integrity::Exact);

@@ -119,6 +119,49 @@ fn random_offset(random: &RandomReads, file: u64, k: u64, file_size: u64) -> u64
     (draw % slots) * align
 }
 
+/// Generated files and the buffers a correct read of a plan over them holds, for the tests of
+/// what walks plans (verification, sharding).
+#[cfg(test)]
+pub(crate) mod test_support {
+    use std::collections::HashMap;
+
+    use super::{PlannedFile, ReadPlan};
+    use crate::data::fill;
+    use crate::verify;
+
+    pub(crate) fn generated(seed: u64, size: u64) -> PlannedFile {
+        PlannedFile {
+            path: format!("gen-{seed}").into(),
+            size,
+            seed: Some(seed),
+            checksum: verify::expected_file_checksum(seed, size),
+        }
+    }
+
+    /// The buffer a perfect read of `plan` produces, from the files' bytes.
+    pub(crate) fn perfect(plan: &ReadPlan, contents: &HashMap<u64, Vec<u8>>) -> Vec<u8> {
+        let mut buffer = vec![0u8; plan.total_bytes() as usize];
+        for segment in &plan.segments {
+            let file = &contents[&plan.files[segment.file].seed.unwrap()];
+            let (at, from) = (segment.buffer_offset as usize, segment.offset as usize);
+            let len = segment.len as usize;
+            buffer[at..at + len].copy_from_slice(&file[from..from + len]);
+        }
+        buffer
+    }
+
+    pub(crate) fn contents(files: &[PlannedFile]) -> HashMap<u64, Vec<u8>> {
+        files
+            .iter()
+            .map(|file| {
+                let mut bytes = vec![0u8; file.size as usize];
+                fill(file.seed.unwrap(), 0, &mut bytes);
+                (file.seed.unwrap(), bytes)
+            })
+            .collect()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::num::NonZeroU32;

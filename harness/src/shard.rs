@@ -203,25 +203,16 @@ fn choose_cuts(candidates: &[u64], total: u64, gpus: usize) -> Option<Vec<u64>> 
 
 #[cfg(test)]
 mod tests {
-    use std::collections::{BTreeMap, HashMap};
+    use std::collections::BTreeMap;
     use std::num::NonZeroU32;
 
     use super::*;
-    use crate::data::fill;
     use crate::integrity::{self, HostBuffer};
     use crate::plan::PlannedFile;
+    use crate::plan::test_support::{contents, generated, perfect};
     use crate::scenario::size::{ByteSize, PositiveSize};
     use crate::scenario::{Integrity, Pattern, RandomReads};
     use crate::verify;
-
-    fn generated(seed: u64, size: u64) -> PlannedFile {
-        PlannedFile {
-            path: format!("gen-{seed}").into(),
-            size,
-            seed: Some(seed),
-            checksum: verify::expected_file_checksum(seed, size),
-        }
-    }
 
     fn patterns() -> Vec<Pattern> {
         vec![
@@ -278,29 +269,6 @@ mod tests {
         }
         changes.retain(|_, change| *change != 0);
         changes
-    }
-
-    /// The buffer a perfect read of `plan` produces, from the files' bytes.
-    fn perfect(plan: &ReadPlan, contents: &HashMap<u64, Vec<u8>>) -> Vec<u8> {
-        let mut buffer = vec![0u8; plan.total_bytes() as usize];
-        for segment in &plan.segments {
-            let file = &contents[&plan.files[segment.file].seed.unwrap()];
-            let (at, from) = (segment.buffer_offset as usize, segment.offset as usize);
-            let len = segment.len as usize;
-            buffer[at..at + len].copy_from_slice(&file[from..from + len]);
-        }
-        buffer
-    }
-
-    fn contents(files: &[PlannedFile]) -> HashMap<u64, Vec<u8>> {
-        files
-            .iter()
-            .map(|file| {
-                let mut bytes = vec![0u8; file.size as usize];
-                fill(file.seed.unwrap(), 0, &mut bytes);
-                (file.seed.unwrap(), bytes)
-            })
-            .collect()
     }
 
     fn host_check(plan: &ReadPlan, buffer: &[u8]) -> integrity::IntegrityResult {
