@@ -408,3 +408,16 @@ fn bless_writes_a_baseline_that_the_next_run_is_judged_against_and_refuses_in_ci
     );
     assert!(scratch.out().join("history.jsonl").exists());
 }
+
+/// A filter matches the reader shown in brackets too (`[posix] smoke::multi-file`): the data of
+/// every trial libtest then runs must have been prepared.
+#[test]
+fn a_filter_on_the_reader_runs_with_its_data_prepared() {
+    let scratch = Scratch::new();
+    let run = scratch.gate(&["--suite", "scenarios/smoke.yaml", "posix"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(
+        run.stdout.contains("smoke::multi-file ") && run.stdout.contains("5 passed"),
+        "{run:?}"
+    );
+}

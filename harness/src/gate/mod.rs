@@ -75,10 +75,7 @@ pub fn run_trials(args: &RunArgs, command: Vec<String>) -> Result<Outcome, u8> {
     // Throughput trials share the machine's storage and memory bandwidth: one at a time.
     libtest.test_threads = Some(1);
     if libtest.list {
-        let trials = specs
-            .iter()
-            .map(|spec| Trial::test(spec.name.clone(), || Ok(())))
-            .collect();
+        let trials = specs.iter().map(listed).collect();
         let _ = libtest_mimic::run(&libtest, trials);
         return Err(exit::PASSED);
     }
@@ -86,7 +83,7 @@ pub fn run_trials(args: &RunArgs, command: Vec<String>) -> Result<Outcome, u8> {
     let host = HostFacts::probe();
     let selected: Vec<&TrialSpec> = specs
         .iter()
-        .filter(|spec| !libtest.is_filtered_out(&Trial::test(spec.name.clone(), || Ok(()))))
+        .filter(|spec| !libtest.is_filtered_out(&listed(spec)))
         .collect();
     if selected.is_empty() {
         explain_empty_selection(args, specs.len());
@@ -200,6 +197,12 @@ pub fn run_trials(args: &RunArgs, command: Vec<String>) -> Result<Outcome, u8> {
         defined,
         consistent,
     })
+}
+
+/// A trial as libtest lists and filters it: its name and, as its kind, the reader. Filters match
+/// `[kind] name`, so the selection made here for data preparation is the one libtest runs.
+fn listed(spec: &TrialSpec) -> Trial {
+    Trial::test(spec.name.clone(), || Ok(())).with_kind(spec.reader.name())
 }
 
 /// What every trial needs to run: the prepared data, the host's facts, how to start workers.
