@@ -646,3 +646,24 @@ mod recorded {
         assert!(doctor::replay("[]", &opts).is_err());
     }
 }
+
+/// The gate's preflight does not start Python when no KvikIO trial is selected, and says so
+/// without calling it a problem.
+#[test]
+fn preflight_skips_the_kvikio_probe_without_kvikio_trials() {
+    let suite = gds_gate::scenario::parse(
+        std::path::Path::new("s.yaml"),
+        "scenarios:\n  - name: r\n    files: { size: 1MiB }\n",
+    )
+    .unwrap();
+    let trials = gds_gate::scenario::expand(&suite);
+    let report = gds_gate::doctor::preflight(std::path::Path::new("target"), &trials, false);
+    assert!(!report.facts.kvikio.probed);
+    assert!(
+        !gds_gate::doctor::short_summary(&report)
+            .iter()
+            .any(|line| line.contains("KvikIO:")),
+        "{:#?}",
+        gds_gate::doctor::short_summary(&report)
+    );
+}

@@ -271,7 +271,15 @@ pub struct KvikioFacts {
     pub python: String,
     /// Why that one (`GDS_GATE_PYTHON`, the suite's `python:`, the default).
     pub python_from: String,
+    /// False when the probe was skipped on purpose (a run with no KvikIO trial): `probe` is then
+    /// unknown without anything being wrong.
+    #[serde(default = "probed_by_default")]
+    pub probed: bool,
     pub probe: Fact<KvikioProbe>,
+}
+
+fn probed_by_default() -> bool {
+    true
 }
 
 /// What a tiny script printed from inside that interpreter.

@@ -52,6 +52,8 @@ pub struct DoctorOptions {
     pub python: Option<String>,
     /// Skip the slow probes (`gdscheck -p`, `lspci -vvv`, `nvidia-smi topo -m`).
     pub quick: bool,
+    /// Start the KvikIO worker's interpreter to see what it has (a second or more of start-up).
+    pub probe_kvikio: bool,
     pub cufile_probe: CufileProbe,
 }
 
@@ -64,6 +66,7 @@ impl DoctorOptions {
             require_gpu: false,
             python: None,
             quick: false,
+            probe_kvikio: true,
             cufile_probe: CufileProbe::OpenDriver,
         }
     }
@@ -180,6 +183,10 @@ pub fn preflight(data_dir: &Path, trials: &[TrialSpec], require_gpu: bool) -> Do
             .find(|t| t.reader == crate::scenario::Reader::Kvikio && t.python != "python3")
             .map(|t| t.python.clone()),
         quick: true,
+        // Only a run with KvikIO trials pays for starting Python.
+        probe_kvikio: trials
+            .iter()
+            .any(|t| t.reader == crate::scenario::Reader::Kvikio),
         cufile_probe: CufileProbe::LoadOnly,
     };
     assess(collect(&opts), trials, require_gpu)

@@ -358,6 +358,14 @@ pub(super) fn kvikio(facts: &Facts, rows: &mut Vec<Check>) {
         .and_then(|v| v.split('.').next()?.parse().ok());
     let probe = match &k.probe {
         Fact::Known(probe) => probe,
+        Fact::Unknown(why) if !k.probed => {
+            rows.push(Check::new(
+                "KvikIO",
+                State::Unknown,
+                format!("{} (from {}): {why}", k.python, k.python_from),
+            ));
+            return;
+        }
         Fact::Unknown(why) => {
             rows.push(
                 Check::new(

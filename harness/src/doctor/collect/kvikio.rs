@@ -63,6 +63,15 @@ pub(super) fn kvikio(opts: &DoctorOptions) -> KvikioFacts {
             None => ("python3".to_string(), "the default".to_string()),
         },
     };
+    if !opts.probe_kvikio {
+        let probe = Fact::Unknown("not probed: no KvikIO trial is selected".into());
+        return KvikioFacts {
+            python,
+            python_from,
+            probed: false,
+            probe,
+        };
+    }
     let timeout = Duration::from_secs(if opts.quick { 30 } else { 90 });
     let probe = match run_tool(
         Path::new(&python),
@@ -94,6 +103,7 @@ pub(super) fn kvikio(opts: &DoctorOptions) -> KvikioFacts {
     KvikioFacts {
         python,
         python_from,
+        probed: true,
         probe,
     }
 }
