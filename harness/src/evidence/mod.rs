@@ -188,24 +188,19 @@ pub struct Bytes(pub u64);
 
 impl fmt::Display for Bytes {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        const UNITS: [&str; 6] = ["KiB", "MiB", "GiB", "TiB", "PiB", "EiB"];
-        if self.0 < 1024 {
-            return write!(f, "{} B", self.0);
+        match crate::data::binary_scale(self.0) {
+            (_, "B") => write!(f, "{} B", self.0),
+            (value, unit) => {
+                let digits = if value >= 100.0 {
+                    0
+                } else if value >= 10.0 {
+                    1
+                } else {
+                    2
+                };
+                write!(f, "{value:.digits$} {unit}")
+            }
         }
-        let mut value = self.0 as f64 / 1024.0;
-        let mut unit = 0;
-        while value >= 1024.0 && unit + 1 < UNITS.len() {
-            value /= 1024.0;
-            unit += 1;
-        }
-        let digits = if value >= 100.0 {
-            0
-        } else if value >= 10.0 {
-            1
-        } else {
-            2
-        };
-        write!(f, "{value:.digits$} {}", UNITS[unit])
     }
 }
 
