@@ -1,6 +1,7 @@
 //! Facts about the host a run happened on, recorded in every report.
 
 use std::ffi::CStr;
+use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
@@ -36,6 +37,23 @@ pub fn driver_version(text: &str) -> Option<String> {
     line.split_whitespace()
         .find(|word| word.contains('.') && word.chars().all(|c| c.is_ascii_digit() || c == '.'))
         .map(str::to_owned)
+}
+
+/// Folders the GDS tools (`gdscheck`, `gds_stats`, `gdsio`) live in when they are not on `PATH`.
+pub const GDS_TOOL_DIRS: &[&str] = &["/usr/local/cuda/gds/tools", "/usr/local/gds/tools"];
+
+/// The first executable `name` on `PATH`, then in `extra`.
+pub fn find_program(name: &str, extra: &[&str]) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .chain(extra.iter().map(PathBuf::from))
+        .map(|dir| dir.join(name))
+        .find(|candidate| {
+            candidate
+                .metadata()
+                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
 }
 
 /// Memory the kernel says a new allocation can get without swapping.

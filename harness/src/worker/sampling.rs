@@ -14,18 +14,12 @@ pub const GDS_STATS_TEXT: &str = "gds_stats.txt";
 /// How long a worker waits for the sample before it goes on (the orchestrator may have no tool).
 pub const WORKER_WAIT: Duration = Duration::from_secs(30);
 
-/// The `gds_stats` tool: `GDS_GATE_GDS_STATS`, else on PATH, else where the CUDA toolkit puts it.
+/// The `gds_stats` tool: `GDS_GATE_GDS_STATS`, else on `PATH` or where the GDS packages put it.
 pub fn find_tool() -> Option<PathBuf> {
-    if let Some(path) = std::env::var_os("GDS_GATE_GDS_STATS").filter(|p| !p.is_empty()) {
-        return Some(PathBuf::from(path));
+    match std::env::var_os("GDS_GATE_GDS_STATS").filter(|p| !p.is_empty()) {
+        Some(path) => Some(PathBuf::from(path)),
+        None => crate::host::find_program("gds_stats", crate::host::GDS_TOOL_DIRS),
     }
-    let on_path = std::env::var_os("PATH")
-        .into_iter()
-        .flat_map(|paths| std::env::split_paths(&paths).collect::<Vec<_>>())
-        .map(|dir| dir.join("gds_stats"));
-    on_path
-        .chain([PathBuf::from("/usr/local/cuda/gds/tools/gds_stats")])
-        .find(|path| path.is_file())
 }
 
 /// Orchestrator side: once the worker says its I/O is done, sample it once.

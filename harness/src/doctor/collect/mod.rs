@@ -9,7 +9,7 @@ mod platform;
 mod storage;
 
 use std::ffi::OsString;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 pub use cufile::{config_facts, cufile_probe_main, parse_config};
@@ -20,9 +20,6 @@ pub use platform::{parse_acs, parse_cmdline_iommu};
 use super::DoctorOptions;
 use super::facts::{Fact, Facts, Provenance, SCHEMA_VERSION, ToolFacts};
 use crate::worker::process::{self, Ending, Job};
-
-/// Folders the GDS tools live in when they are not on `PATH`.
-const GDS_TOOL_DIRS: &[&str] = &["/usr/local/cuda/gds/tools", "/usr/local/gds/tools"];
 
 /// Reads the host. Never panics: what cannot be read is recorded as unknown, with why.
 pub fn collect(opts: &DoctorOptions) -> Facts {
@@ -59,6 +56,7 @@ pub fn collect(opts: &DoctorOptions) -> Facts {
 }
 
 fn tools() -> ToolFacts {
+    use crate::host::{GDS_TOOL_DIRS, find_program};
     let find = |name: &str, extra: &[&str]| find_program(name, extra).map(|p| display(&p));
     ToolFacts {
         nvidia_smi: find("nvidia-smi", &[]),
@@ -67,20 +65,6 @@ fn tools() -> ToolFacts {
         gds_stats: find("gds_stats", GDS_TOOL_DIRS),
         lspci: find("lspci", &["/usr/sbin", "/sbin", "/usr/bin"]),
     }
-}
-
-/// The first executable `name` on `PATH`, then in `extra`.
-pub(crate) fn find_program(name: &str, extra: &[&str]) -> Option<PathBuf> {
-    use std::os::unix::fs::PermissionsExt;
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    std::env::split_paths(&path)
-        .chain(extra.iter().map(PathBuf::from))
-        .map(|dir| dir.join(name))
-        .find(|candidate| {
-            candidate
-                .metadata()
-                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-        })
 }
 
 /// What a tool printed, when it ran to completion.
