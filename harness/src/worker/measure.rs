@@ -8,7 +8,7 @@ use crate::cache;
 use crate::gpu::Gpu;
 use crate::gpu::cufile::{self, Cufile};
 use crate::hex;
-use crate::integrity::{self, IntegrityResult};
+use crate::integrity::IntegrityResult;
 use crate::plan::ReadPlan;
 use crate::reader::bounce::Bounce;
 use crate::reader::cufile::CufileReader;
@@ -199,7 +199,7 @@ fn passes(
         m.path = reader.path().to_string();
     }
     let cache_files = posix::open_all(plan).map_err(fail)?;
-    let expected = integrity::expected_checksum(plan);
+    let expected = spec.expected_checksum;
     let total = trial.warmup + trial.repetitions;
     for pass in 0..total {
         if trial.cache == Cache::Cold {
