@@ -352,20 +352,32 @@ fn bless_writes_a_baseline_that_the_next_run_is_judged_against_and_refuses_in_ci
     let suite = scratch.suite(SMALL);
     let suite = suite.to_str().unwrap();
 
-    let refused = Command::new(GATE)
-        .args([
-            "bless",
-            "--suite",
-            suite,
-            "--runner",
-            "ci-box",
-            "--baselines",
-        ])
-        .arg(scratch.path("baselines"))
-        .env("CI", "true")
-        .output()
-        .unwrap();
-    let refused = Run::from(refused);
+    let bless = |ci: bool| {
+        let mut command = Command::new(GATE);
+        command
+            .args([
+                "bless",
+                "--suite",
+                suite,
+                "--runner",
+                "ci-box",
+                "--baselines",
+            ])
+            .arg(scratch.path("baselines"))
+            .arg("--data-dir")
+            .arg(scratch.data())
+            .arg("--out")
+            .arg(scratch.out())
+            .env_remove("GITHUB_ACTIONS");
+        if ci {
+            command.env("CI", "true");
+        } else {
+            command.env_remove("CI");
+        }
+        Run::from(command.output().unwrap())
+    };
+
+    let refused = bless(true);
     assert_eq!(refused.code, 2, "{refused:?}");
     assert!(
         refused.stderr.contains("refusing to write baselines in CI"),
@@ -373,25 +385,7 @@ fn bless_writes_a_baseline_that_the_next_run_is_judged_against_and_refuses_in_ci
     );
     assert!(!scratch.path("baselines/ci-box.yaml").exists());
 
-    let blessed = Command::new(GATE)
-        .args([
-            "bless",
-            "--suite",
-            suite,
-            "--runner",
-            "ci-box",
-            "--baselines",
-        ])
-        .arg(scratch.path("baselines"))
-        .arg("--data-dir")
-        .arg(scratch.data())
-        .arg("--out")
-        .arg(scratch.out())
-        .env_remove("CI")
-        .env_remove("GITHUB_ACTIONS")
-        .output()
-        .unwrap();
-    let blessed = Run::from(blessed);
+    let blessed = bless(false);
     assert_eq!(blessed.code, 0, "{blessed:?}");
     assert!(blessed.stdout.contains("updating:"), "{blessed:?}");
     let baseline = fs::read_to_string(scratch.path("baselines/ci-box.yaml")).unwrap();
