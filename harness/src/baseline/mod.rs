@@ -23,7 +23,7 @@ pub mod simulate;
 pub mod stats;
 
 #[cfg(test)]
-mod fixtures;
+pub(crate) mod fixtures;
 #[cfg(test)]
 mod tests;
 

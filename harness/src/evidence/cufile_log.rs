@@ -2,6 +2,8 @@
 //! kept verbatim so a report can quote them. cuFile logs one line per thread and handle, so
 //! repeats are folded into one finding with a count.
 
+use std::path::Path;
+
 use serde::{Deserialize, Serialize};
 
 use super::clip;
@@ -205,6 +207,72 @@ fn has_code(text: &str, code: &str) -> bool {
     })
 }
 
+/// The text of every cuFile log in `dir`: cuFile writes `cufile.log`, or
+/// `cufile_<pid>_<date>.log` when `logging.dir` is set.
+pub fn read_logs(dir: &Path) -> Option<String> {
+    let mut text = String::new();
+    for entry in std::fs::read_dir(dir).ok()?.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name.starts_with("cufile") && name.ends_with(".log") {
+            text.push_str(&std::fs::read_to_string(entry.path()).unwrap_or_default());
+        }
+    }
+    (!text.is_empty()).then_some(text)
+}
+
+/// INFO lines `cuFileDriverOpen` writes, in order, each ending a step of the open (libcufile
+/// 1.15 on an H200 with no nvidia-fs; see the fixtures). The probe for PCI P2PDMA runs even when
+/// `use_pci_p2pdma` is false and creates a CUDA context for its test allocation.
+const DRIVER_OPEN_STEPS: &[(&str, &str)] = &[
+    ("Is PCIP2PDMA Supported", "P2PDMA probe"),
+    ("Platform verification succeeded", "platform check"),
+    (
+        "POSIX pool buffer initialization complete",
+        "device scan and POSIX pool",
+    ),
+    ("CUFile initialization complete", "topology and thread pool"),
+];
+
+/// How long each step of the driver open took, by the log's own timestamps (seconds from the
+/// first line to the step's line, less the steps before). Steps whose line is missing merge into
+/// the next; `None` without the final line (logging below INFO, or the open failed).
+pub fn driver_open_steps(text: &str) -> Option<Vec<(&'static str, f64)>> {
+    let mut lines = text
+        .lines()
+        .filter_map(|line| Some((timestamp(line)?, line)));
+    let (start, _) = lines.next()?;
+    let mut steps = Vec::new();
+    let mut last = start;
+    let mut next = DRIVER_OPEN_STEPS.iter().peekable();
+    for (at, line) in lines {
+        let Some(step) = next.clone().position(|(marker, _)| line.contains(marker)) else {
+            continue;
+        };
+        let (_, label) = next.nth(step).expect("position is in range");
+        steps.push((*label, (at - last).rem_euclid(86_400.0)));
+        last = at;
+        if next.peek().is_none() {
+            return Some(steps);
+        }
+    }
+    None
+}
+
+/// Seconds of the day of a line's `hh:mm:ss:ms` (cuFile does not pad the milliseconds:
+/// `11:51:01:24` is 24 ms after 11:51:01).
+fn timestamp(line: &str) -> Option<f64> {
+    let clock = line.split_whitespace().nth(1)?;
+    let mut parts = clock.split(':').map(|part| part.parse::<u32>().ok());
+    let (h, m, s, ms) = (
+        parts.next()??,
+        parts.next()??,
+        parts.next()??,
+        parts.next()??,
+    );
+    (parts.next().is_none() && ms < 1000)
+        .then(|| f64::from(h * 3600 + m * 60 + s) + f64::from(ms) / 1000.0)
+}
+
 /// The line after cuFile's `DD-MM-YYYY hh:mm:ss:ms [pid=N tid=N] ` prefix: level, module and
 /// message.
 pub fn message(line: &str) -> &str {
@@ -232,6 +300,47 @@ fn normalize(line: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::{CufileLogFindings, FindingKind};
+
+    /// Recorded logs (see the fixtures' README): the steps by their own timestamps.
+    #[test]
+    fn driver_open_steps_from_real_logs() {
+        let steps = |name: &str| {
+            let path = format!("{}/tests/fixtures/{name}", env!("CARGO_MANIFEST_DIR"));
+            let text = std::fs::read_to_string(path).unwrap();
+            super::driver_open_steps(&text)
+                .unwrap()
+                .into_iter()
+                .map(|(label, seconds)| (label, (seconds * 1000.0).round() as u32))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            steps("cufile_log_h200_udev_record.txt"),
+            [
+                ("P2PDMA probe", 487),
+                ("platform check", 3),
+                ("device scan and POSIX pool", 98),
+                ("topology and thread pool", 102),
+            ]
+        );
+        // Its first line is `10:01:11:14`: 14 ms, unpadded, not 140.
+        assert_eq!(
+            steps("cufile_log_h200_no_udev_record.txt")[0],
+            ("P2PDMA probe", 471)
+        );
+    }
+
+    #[test]
+    fn driver_open_steps_need_the_final_line_and_merge_missing_ones() {
+        let open = " 02-12-2026 10:01:12:725 [pid=562 tid=562] INFO   0:324 Lib being used\n";
+        let pool = " 02-12-2026 10:01:13:313 [pid=562 tid=562] INFO   cufio-px-pool:456 POSIX pool buffer initialization complete\n";
+        let done = " 02-12-2026 10:01:13:415 [pid=562 tid=562] INFO   cufio_core:1070 CUFile initialization complete\n";
+        assert_eq!(super::driver_open_steps(&format!("{open}{pool}")), None);
+        let steps = super::driver_open_steps(&format!("{open}{pool}{done}")).unwrap();
+        assert_eq!(steps.len(), 2);
+        assert_eq!(steps[0].0, "device scan and POSIX pool");
+        assert!((steps[0].1 - 0.588).abs() < 1e-6, "{steps:?}");
+        assert_eq!(super::driver_open_steps("no timestamps here\n"), None);
+    }
 
     #[test]
     fn repeats_fold_into_one_finding() {

@@ -6,6 +6,7 @@
 
 pub mod bench;
 pub mod cufile;
+mod startup_bench;
 
 use std::sync::Arc;
 

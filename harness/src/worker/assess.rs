@@ -133,16 +133,8 @@ fn smallest_read(spec: &TrialSpec, m: &Measurement) -> Option<u64> {
     reads.iter().map(|read| read.len).min()
 }
 
-/// cuFile writes `cufile.log`, or `cufile_<pid>_<date>.log` when `logging.dir` is set.
 fn cufile_log(dir: &Path) -> Option<CufileLogFindings> {
-    let mut text = String::new();
-    for entry in std::fs::read_dir(dir).ok()?.flatten() {
-        let name = entry.file_name().to_string_lossy().into_owned();
-        if name.starts_with("cufile") && name.ends_with(".log") {
-            text.push_str(&std::fs::read_to_string(entry.path()).unwrap_or_default());
-        }
-    }
-    (!text.is_empty()).then(|| CufileLogFindings::scan(&text))
+    crate::evidence::cufile_log::read_logs(dir).map(|text| CufileLogFindings::scan(&text))
 }
 
 fn indent(text: &str) -> String {

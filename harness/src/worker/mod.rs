@@ -415,7 +415,7 @@ fn timeout_for(spec: &TrialSpec, plan: &ReadPlan) -> Duration {
 }
 
 /// A trial name as a folder name.
-fn slug(name: &str) -> String {
+pub(crate) fn slug(name: &str) -> String {
     name.chars()
         .map(|c| {
             if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') {
