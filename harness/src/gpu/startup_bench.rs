@@ -2,8 +2,10 @@
 //! them, and split into what the gate does and what CUDA and cuFile do on their own.
 //!
 //! The file is small so that nothing proportional to the data (dropping its cache, clearing the
-//! destination) hides the fixed cost. The cufile trial logs at INFO, so that cuFile's own log
-//! times the steps of `cuFileDriverOpen`, the longest part of its start.
+//! destination) hides the fixed cost. The cufile trials log at INFO, so that cuFile's own log
+//! times the steps of `cuFileDriverOpen`, the longest part of their start. The last row is not a
+//! setting the gate would use: `force_compat_mode` skips cuFile's PCI P2PDMA probe (and with it
+//! any GPUDirect path), which shows what that probe costs on the host.
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -22,6 +24,9 @@ scenarios:
   - { name: posix, reader: posix }
   - { name: h2d, reader: h2d }
   - { name: cufile, reader: cufile, cufile: { logging.level: INFO } }
+  - name: cufile-force-compat-mode
+    reader: cufile
+    cufile: { logging.level: INFO, properties.force_compat_mode: true }
 ";
 
 /// Phases the workers report that are not the gate's own work (see `worker::measure`).
@@ -42,24 +47,18 @@ pub fn run(runs: usize, dir: &Path, out: &mut String) -> Result<(), String> {
         gds_stats: None,
     };
     let mut records: Vec<Vec<TrialRecord>> = vec![Vec::new(); trials.len()];
-    // In the order cuFile takes them.
-    let mut driver_steps: Vec<(&str, Vec<f64>)> = Vec::new();
+    let mut driver_steps: Vec<DriverSteps> = vec![Vec::new(); trials.len()];
     // Round-robin, so that a slow moment of the host is shared by every reader.
     for _ in 0..runs {
-        for (spec, records) in trials.iter().zip(&mut records) {
+        for ((spec, records), steps) in trials.iter().zip(&mut records).zip(&mut driver_steps) {
             let files = data.files_for(&spec.files)?;
             let plan = ReadPlan::new(files, &spec.pattern);
             records.push(launcher.run_trial(spec.clone(), plan));
             let log = cufile_log::read_logs(&launcher.trials_dir.join(slug(&spec.name)));
-            for (step, seconds) in log
-                .and_then(|log| cufile_log::driver_open_steps(&log))
-                .unwrap_or_default()
-            {
-                match driver_steps.iter_mut().find(|(known, _)| *known == step) {
-                    Some((_, samples)) => samples.push(seconds),
-                    None => driver_steps.push((step, vec![seconds])),
-                }
-            }
+            add_steps(
+                steps,
+                log.and_then(|log| cufile_log::driver_open_steps(&log)),
+            );
         }
     }
     let _ = writeln!(
@@ -67,8 +66,7 @@ pub fn run(runs: usize, dir: &Path, out: &mut String) -> Result<(), String> {
         "| worker start-up, 64 MiB file, median of {runs} | start → first byte | CUDA context | cuFileDriverOpen | the rest (gate) |\n|---|---:|---:|---:|---:|"
     );
     for (spec, records) in trials.iter().zip(&records) {
-        let row = Startup::of(records);
-        let _ = match row {
+        let _ = match Startup::of(records) {
             Ok(row) => writeln!(
                 out,
                 "| {} | {} | {} | {} | {} |",
@@ -81,19 +79,34 @@ pub fn run(runs: usize, dir: &Path, out: &mut String) -> Result<(), String> {
             Err(reason) => writeln!(out, "| {} | failed: {reason} | | | |", spec.scenario),
         };
     }
-    if !driver_steps.is_empty() {
-        let steps: Vec<String> = driver_steps
-            .iter()
-            .map(|(step, seconds)| format!("{step} {}", ms(Some(median(seconds)))))
-            .collect();
-        let _ = writeln!(
-            out,
-            "\ncuFileDriverOpen by cuFile's own log (median): {}; time before its first line is not in the log.",
-            steps.join(", ")
-        );
+    for (spec, steps) in trials.iter().zip(&driver_steps) {
+        if !steps.is_empty() {
+            let steps: Vec<String> = steps
+                .iter()
+                .map(|(step, seconds)| format!("{step} {}", ms(Some(median(seconds)))))
+                .collect();
+            let _ = writeln!(
+                out,
+                "\n{}: cuFileDriverOpen by cuFile's own log (medians): {}; the time before its first line is not in the log.",
+                spec.scenario,
+                steps.join(", ")
+            );
+        }
     }
     out.push('\n');
     Ok(())
+}
+
+/// Each step of a driver open with its samples, in the order cuFile takes them.
+type DriverSteps = Vec<(&'static str, Vec<f64>)>;
+
+fn add_steps(steps: &mut DriverSteps, run: Option<Vec<(&'static str, f64)>>) {
+    for (step, seconds) in run.unwrap_or_default() {
+        match steps.iter_mut().find(|(known, _)| *known == step) {
+            Some((_, samples)) => samples.push(seconds),
+            None => steps.push((step, vec![seconds])),
+        }
+    }
 }
 
 /// Medians over runs, in seconds. The CUDA context and the cuFile driver open side by side in
@@ -194,6 +207,6 @@ mod tests {
     #[test]
     fn the_embedded_suite_is_valid() {
         let suite = crate::scenario::parse(Path::new("<start-up bench>"), SUITE).unwrap();
-        assert_eq!(crate::scenario::expand(&suite).len(), 3);
+        assert_eq!(crate::scenario::expand(&suite).len(), 4);
     }
 }
