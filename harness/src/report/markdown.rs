@@ -30,12 +30,22 @@ pub fn render(report: &Report) -> String {
     for note in &report.notes {
         let _ = writeln!(out, "> {note}\n");
     }
+    out.push_str(&trial_table(&report.trials));
+    out.push('\n');
+    out.push_str(&per_gpu(&report.trials));
+    out
+}
+
+/// One row per trial: throughput, path, checksum, and the start-up apart from the throughput,
+/// which times only the reads.
+fn trial_table(trials: &[TrialRecord]) -> String {
+    let mut out = String::new();
     let _ = writeln!(
         out,
-        "| trial | result | GB/s (median) | min–max | path | checksum | note |"
+        "| trial | result | GB/s (median) | min–max | path | checksum | start → first byte | note |"
     );
-    let _ = writeln!(out, "|---|---|---:|---|---|---|---|");
-    for trial in &report.trials {
+    let _ = writeln!(out, "|---|---|---:|---|---|---|---:|---|");
+    for trial in trials {
         let result = match trial.status {
             Status::Passed => "ok",
             Status::Failed => "**FAILED**",
@@ -54,15 +64,18 @@ pub fn render(report: &Report) -> String {
             }
             _ => Default::default(),
         };
+        let startup = trial
+            .measurement
+            .as_ref()
+            .and_then(|m| m.startup_seconds)
+            .map_or(String::new(), |s| format!("{:.0} ms", s * 1e3));
         let note = trial.reason.as_deref().unwrap_or("").replace('|', "\\|");
         let _ = writeln!(
             out,
-            "| `{}` | {result} | {median} | {range} | {path} | {checksum} | {note} |",
+            "| `{}` | {result} | {median} | {range} | {path} | {checksum} | {startup} | {note} |",
             trial.name
         );
     }
-    out.push('\n');
-    out.push_str(&per_gpu(&report.trials));
     out
 }
 
@@ -136,29 +149,34 @@ fn per_gpu(trials: &[TrialRecord]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::baseline::fixtures;
     use crate::record::GpuShardResult;
 
     fn measurement(gbps: f64) -> Measurement {
-        serde_json::from_value(serde_json::json!({
-            "files": [], "bytes_per_repetition": 1u64 << 30, "warmup_seconds": [],
-            "seconds": [1.073_741_824 / gbps], "gbps": [gbps], "median_gbps": gbps, "path": "nvfs",
-            "integrity": { "method": "exact", "checksum": "0x0000000000000007",
-                "expected_checksum": "0x0000000000000007", "bad_words": 0, "first_bad": null,
-                "seconds": 0.0 },
-            "resident_after_drop": null, "verify_seconds": 0.0, "total_seconds": 1.0,
-        }))
-        .unwrap()
+        fixtures::measurement(&[gbps], "nvfs", 7)
     }
 
     fn trial(name: &str, gbps: f64) -> TrialRecord {
-        let suite = crate::scenario::parse(
-            std::path::Path::new("s.yaml"),
-            "scenarios:\n  - name: a\n    files: { size: 1MiB }\n",
-        )
-        .unwrap();
-        let mut spec = crate::scenario::expand(&suite).remove(0);
-        spec.name = name.into();
-        TrialRecord::passed(spec, measurement(gbps))
+        fixtures::passed(name, &[gbps], "nvfs", 7)
+    }
+
+    #[test]
+    fn start_up_has_its_own_column_beside_the_throughput() {
+        let mut started = trial("s::cufile", 2.0);
+        started.measurement.as_mut().unwrap().startup_seconds = Some(0.929);
+        let summary = trial_table(&[started, trial("s::old", 1.0)]);
+        assert!(
+            summary.contains(
+                "| `s::cufile` | ok | 2.00 | 2.00–2.00 | nvfs | 0x0000000000000007 | 929 ms |  |"
+            ),
+            "{summary}"
+        );
+        // A result from before start-up was measured leaves the cell empty, not zero.
+        assert!(
+            summary
+                .contains("| `s::old` | ok | 1.00 | 1.00–1.00 | nvfs | 0x0000000000000007 |  |  |"),
+            "{summary}"
+        );
     }
 
     #[test]
