@@ -4,6 +4,7 @@
 
 pub mod bounce;
 pub mod cufile;
+mod host_memory;
 pub mod posix;
 
 use std::sync::Mutex;
@@ -77,6 +78,8 @@ pub enum ReaderError {
     },
     #[error("the read buffer needs {needed} of host memory, only {available} is available")]
     HostMemory { needed: String, available: String },
+    #[error("cannot map the host read buffer")]
+    HostAllocation(#[source] std::io::Error),
     #[error(transparent)]
     Cufile(#[from] CufileError),
     #[error(transparent)]
@@ -94,7 +97,7 @@ impl ReaderError {
             ReaderError::OpenDirect { .. } => "the file system refuses O_DIRECT (tmpfs and some FUSE mounts do): put --data-dir on a local NVMe or parallel file system".into(),
             ReaderError::CufileRead { .. } | ReaderError::Register { .. } | ReaderError::Cufile(_) => "read the trial's cufile.log (in its folder under the reports directory) and check nvidia-fs, cufile.json and the mount".into(),
             ReaderError::Gpu(_) => "check the GPU with nvidia-smi and the CUDA installation".into(),
-            ReaderError::HostMemory { .. } => "use smaller files or `pattern: { random: ... }`, or run on a host with more memory".into(),
+            ReaderError::HostMemory { .. } | ReaderError::HostAllocation(_) => "use smaller files or `pattern: { random: ... }`, or run on a host with more memory".into(),
             ReaderError::Io { .. } | ReaderError::ShortFile { .. } => "check the storage (dmesg) and that the files are not being modified".into(),
         }
     }

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use rayon::prelude::*;
 
+use super::host_memory::HostMemory;
 use super::{Reader, ReaderError, pread_exact, run_parallel};
 use crate::integrity::{self, HostBuffer, IntegrityResult};
 use crate::plan::{ReadPlan, Segment};
@@ -13,7 +14,7 @@ use crate::scenario::Integrity;
 
 pub struct Posix {
     files: Vec<File>,
-    buffer: Vec<u8>,
+    buffer: HostMemory,
 }
 
 impl Posix {
@@ -31,7 +32,7 @@ impl Posix {
         }
         Ok(Posix {
             files: open_all(plan)?,
-            buffer: vec![0u8; plan.total_bytes() as usize],
+            buffer: HostMemory::zeroed(needed as usize).map_err(ReaderError::HostAllocation)?,
         })
     }
 
