@@ -415,3 +415,17 @@ fn a_filter_on_the_reader_runs_with_its_data_prepared() {
         "{run:?}"
     );
 }
+
+#[test]
+fn a_trial_leaves_no_page_cache_for_the_next_one() {
+    let scratch = Scratch::new();
+    let suite = scratch.suite(
+        "suite: warm\nscenarios:\n  - name: read\n    files: { size: 3MiB, seed: 6 }\n    cache: warm\n    repetitions: 2\n",
+    );
+    let run = scratch.gate(&["--suite", suite.to_str().unwrap()]);
+    assert_eq!(run.code, 0, "{run:?}");
+    // A warm trial reads through the page cache and keeps it; the gate drops it afterwards.
+    let file = fs::File::open(scratch.data().join("gds-gate-s6-3145728.bin")).unwrap();
+    let resident = gds_gate::cache::resident_fraction(&file, 3 << 20).unwrap();
+    assert!(resident < 0.05, "{resident} of the file still cached");
+}
