@@ -210,13 +210,21 @@ fn has_code(text: &str, code: &str) -> bool {
 /// The text of every cuFile log in `dir`: cuFile writes `cufile.log`, or
 /// `cufile_<pid>_<date>.log` when `logging.dir` is set.
 pub fn read_logs(dir: &Path) -> Option<String> {
-    let mut text = String::new();
-    for entry in std::fs::read_dir(dir).ok()?.flatten() {
-        let name = entry.file_name().to_string_lossy().into_owned();
-        if name.starts_with("cufile") && name.ends_with(".log") {
-            text.push_str(&std::fs::read_to_string(entry.path()).unwrap_or_default());
-        }
-    }
+    // Sorted, so that several logs (one per process) always come in the same order.
+    let mut logs: Vec<_> = std::fs::read_dir(dir)
+        .ok()?
+        .flatten()
+        .map(|entry| entry.path())
+        .filter(|path| {
+            let name = path.file_name().unwrap_or_default().to_string_lossy();
+            name.starts_with("cufile") && name.ends_with(".log")
+        })
+        .collect();
+    logs.sort();
+    let text: String = logs
+        .iter()
+        .map(|path| std::fs::read_to_string(path).unwrap_or_default())
+        .collect();
     (!text.is_empty()).then_some(text)
 }
 
@@ -234,28 +242,46 @@ const DRIVER_OPEN_STEPS: &[(&str, &str)] = &[
 ];
 
 /// How long each step of the driver open took, by the log's own timestamps (seconds from the
-/// first line to the step's line, less the steps before). Steps whose line is missing merge into
-/// the next; `None` without the final line (logging below INFO, or the open failed).
-pub fn driver_open_steps(text: &str) -> Option<Vec<(&'static str, f64)>> {
+/// line ending the step before, or the first line). Steps whose line is missing are timed together
+/// with the next one, under both names (`P2PDMA probe + platform check`); `None` without the
+/// final line (logging below INFO, or the open failed).
+pub fn driver_open_steps(text: &str) -> Option<Vec<(String, f64)>> {
     let mut lines = text
         .lines()
         .filter_map(|line| Some((timestamp(line)?, line)));
-    let (start, _) = lines.next()?;
+    let (mut last, _) = lines.next()?;
     let mut steps = Vec::new();
-    let mut last = start;
-    let mut next = DRIVER_OPEN_STEPS.iter().peekable();
+    let mut remaining = DRIVER_OPEN_STEPS;
     for (at, line) in lines {
-        let Some(step) = next.clone().position(|(marker, _)| line.contains(marker)) else {
+        let Some(found) = remaining
+            .iter()
+            .position(|(marker, _)| line.contains(marker))
+        else {
             continue;
         };
-        let (_, label) = next.nth(step).expect("position is in range");
-        steps.push((*label, (at - last).rem_euclid(86_400.0)));
+        let labels: Vec<&str> = remaining[..=found]
+            .iter()
+            .map(|&(_, label)| label)
+            .collect();
+        steps.push((labels.join(" + "), elapsed(last, at)));
         last = at;
-        if next.peek().is_none() {
+        remaining = &remaining[found + 1..];
+        if remaining.is_empty() {
             return Some(steps);
         }
     }
     None
+}
+
+/// Seconds from `from` to `to`, both times of day. Across midnight adds a day; a line another
+/// thread logged a little out of order counts as no time.
+fn elapsed(from: f64, to: f64) -> f64 {
+    let step = to - from;
+    if step < -43_200.0 {
+        step + 86_400.0
+    } else {
+        step.max(0.0)
+    }
 }
 
 /// Seconds of the day of a line's `hh:mm:ss:ms` (cuFile does not pad the milliseconds:
@@ -269,7 +295,7 @@ fn timestamp(line: &str) -> Option<f64> {
         parts.next()??,
         parts.next()??,
     );
-    (parts.next().is_none() && ms < 1000)
+    (parts.next().is_none() && h < 24 && m < 60 && s < 60 && ms < 1000)
         .then(|| f64::from(h * 3600 + m * 60 + s) + f64::from(ms) / 1000.0)
 }
 
@@ -316,16 +342,16 @@ mod tests {
         assert_eq!(
             steps("cufile_log_h200_udev_record.txt"),
             [
-                ("P2PDMA probe", 487),
-                ("platform check", 3),
-                ("device scan and POSIX pool", 98),
-                ("topology and thread pool", 102),
+                ("P2PDMA probe".to_string(), 487),
+                ("platform check".to_string(), 3),
+                ("device scan and POSIX pool".to_string(), 98),
+                ("topology and thread pool".to_string(), 102),
             ]
         );
         // Its first line is `10:01:11:14`: 14 ms, unpadded, not 140.
         assert_eq!(
             steps("cufile_log_h200_no_udev_record.txt")[0],
-            ("P2PDMA probe", 471)
+            ("P2PDMA probe".to_string(), 471)
         );
     }
 
@@ -337,9 +363,20 @@ mod tests {
         assert_eq!(super::driver_open_steps(&format!("{open}{pool}")), None);
         let steps = super::driver_open_steps(&format!("{open}{pool}{done}")).unwrap();
         assert_eq!(steps.len(), 2);
-        assert_eq!(steps[0].0, "device scan and POSIX pool");
+        assert_eq!(
+            steps[0].0,
+            "P2PDMA probe + platform check + device scan and POSIX pool"
+        );
         assert!((steps[0].1 - 0.588).abs() < 1e-6, "{steps:?}");
         assert_eq!(super::driver_open_steps("no timestamps here\n"), None);
+        // A line logged out of order by another thread is no time, not most of a day.
+        let early_done = done.replace("13:415", "13:310");
+        let steps = super::driver_open_steps(&format!("{open}{pool}{early_done}")).unwrap();
+        assert_eq!(steps[1].1, 0.0, "{steps:?}");
+        assert_eq!(
+            super::timestamp(" 02-12-2026 99999:00:00:000 [pid=1]"),
+            None
+        );
     }
 
     #[test]

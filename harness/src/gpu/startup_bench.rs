@@ -1,5 +1,6 @@
 //! Worker start to first byte, measured on real worker processes started the way the gate starts
-//! them, and split into what the gate does and what CUDA and cuFile do on their own.
+//! them, and split into the CUDA context, cuFile's driver open, and the rest (process start,
+//! spec, files, buffer allocation and registration, statistics on, cache drop, clear).
 //!
 //! The file is small so that nothing proportional to the data (dropping its cache, clearing the
 //! destination) hides the fixed cost. The cufile trials log at INFO, so that cuFile's own log
@@ -15,6 +16,7 @@ use crate::evidence::cufile_log;
 use crate::plan::ReadPlan;
 use crate::prepare::DataSet;
 use crate::record::{TrialRecord, median};
+use crate::worker::measure::{CUFILE_DRIVER_OPEN, GPU_CONTEXT};
 use crate::worker::{Launcher, slug};
 
 const SUITE: &str = "\
@@ -28,10 +30,6 @@ scenarios:
     reader: cufile
     cufile: { logging.level: INFO, properties.force_compat_mode: true }
 ";
-
-/// Phases the workers report that are not the gate's own work (see `worker::measure`).
-const CUDA_CONTEXT: &str = "gpu context";
-const CUFILE_OPEN: &str = "libcufile load and cuFileDriverOpen";
 
 pub fn run(runs: usize, dir: &Path, out: &mut String) -> Result<(), String> {
     let suite = crate::scenario::parse(Path::new("<start-up bench>"), SUITE)
@@ -63,7 +61,7 @@ pub fn run(runs: usize, dir: &Path, out: &mut String) -> Result<(), String> {
     }
     let _ = writeln!(
         out,
-        "| worker start-up, 64 MiB file, median of {runs} | start → first byte | CUDA context | cuFileDriverOpen | the rest (gate) |\n|---|---:|---:|---:|---:|"
+        "| worker start-up, 64 MiB file, median of {runs} | start → first byte | CUDA context | libcufile load and cuFileDriverOpen | the rest |\n|---|---:|---:|---:|---:|"
     );
     for (spec, records) in trials.iter().zip(&records) {
         let _ = match Startup::of(records) {
@@ -98,9 +96,9 @@ pub fn run(runs: usize, dir: &Path, out: &mut String) -> Result<(), String> {
 }
 
 /// Each step of a driver open with its samples, in the order cuFile takes them.
-type DriverSteps = Vec<(&'static str, Vec<f64>)>;
+type DriverSteps = Vec<(String, Vec<f64>)>;
 
-fn add_steps(steps: &mut DriverSteps, run: Option<Vec<(&'static str, f64)>>) {
+fn add_steps(steps: &mut DriverSteps, run: Option<Vec<(String, f64)>>) {
     for (step, seconds) in run.unwrap_or_default() {
         match steps.iter_mut().find(|(known, _)| *known == step) {
             Some((_, samples)) => samples.push(seconds),
@@ -110,7 +108,7 @@ fn add_steps(steps: &mut DriverSteps, run: Option<Vec<(&'static str, f64)>>) {
 }
 
 /// Medians over runs, in seconds. The CUDA context and the cuFile driver open side by side in
-/// the worker, so the gate's own share is the total less the longer of the two.
+/// the worker, so the rest is the total less the longer of the two.
 struct Startup {
     total: f64,
     context: Option<f64>,
@@ -137,7 +135,7 @@ impl Startup {
                     .find(|(name, _)| name.starts_with(prefix))
                     .map(|&(_, seconds)| seconds)
             };
-            let (context, driver) = (phase(CUDA_CONTEXT), phase(CUFILE_OPEN));
+            let (context, driver) = (phase(GPU_CONTEXT), phase(CUFILE_DRIVER_OPEN));
             contexts.extend(context);
             drivers.extend(driver);
             totals.push(total);
@@ -180,7 +178,7 @@ mod tests {
     }
 
     #[test]
-    fn the_gates_share_is_the_start_up_less_the_longer_of_context_and_driver() {
+    fn the_rest_is_the_start_up_less_the_longer_of_context_and_driver() {
         let runs = [
             cufile_run(0.650, 0.300, 0.620),
             cufile_run(0.700, 0.310, 0.600),
