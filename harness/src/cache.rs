@@ -17,6 +17,11 @@ pub fn drop_pages(file: &File) -> io::Result<()> {
     Ok(())
 }
 
+/// [`drop_pages`] of the file at `path`.
+pub fn drop_path(path: &std::path::Path) -> io::Result<()> {
+    drop_pages(&File::open(path)?)
+}
+
 /// Fraction of the file's pages in the page cache (`mincore` over a read-only mapping).
 pub fn resident_fraction(file: &File, size: u64) -> io::Result<f64> {
     if size == 0 {

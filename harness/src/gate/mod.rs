@@ -205,16 +205,14 @@ fn listed(spec: &TrialSpec) -> Trial {
     Trial::test(spec.name.clone(), || Ok(())).with_kind(spec.reader.name())
 }
 
-/// Drops the page cache a trial's reads left behind, outside every worker's clock. A trial then
-/// starts from the same state whatever ran before it (a name filter cannot change its result),
-/// and a cold trial does not pay for evicting its predecessor's pages in its start-up: on the
-/// H200 host that took 0.4-0.5 s for 4 GiB read by 8 threads. Best effort: a cold trial's own drop
-/// reports what fails.
+/// Drops the page cache a trial's reads left behind, outside every worker's clock. No trial then
+/// inherits the pages of the ones before it (a name filter cannot change a result, and a warm
+/// trial warms the cache with its own warmup passes), and a cold trial does not pay for evicting
+/// its predecessor's pages in its start-up: on the H200 host that took 0.4-0.5 s for 4 GiB read
+/// by 8 threads. Best effort: a cold trial's own drop reports what fails.
 fn leave_uncached(paths: &[std::path::PathBuf]) {
     for path in paths {
-        if let Ok(file) = std::fs::File::open(path) {
-            let _ = crate::cache::drop_pages(&file);
-        }
+        let _ = crate::cache::drop_path(path);
     }
 }
 

@@ -19,6 +19,9 @@ use crate::record::median;
 use crate::scenario::{BufferKind, Pattern};
 
 pub fn run(size: u64, runs: usize, dir: &Path) -> Result<String, String> {
+    if runs < crate::bench::MIN_RUNS {
+        return Err(crate::bench::BenchError::TooFewRuns(runs).to_string());
+    }
     // Workers first, while this process holds no CUDA context of its own.
     let mut startup = String::new();
     super::startup_bench::run(runs, dir, &mut startup)?;
@@ -91,10 +94,7 @@ fn storage(
     let prepared = data::ensure_generated(dir, GeneratedFile { seed: 77, size }, &mut NoProgress)
         .map_err(|error| crate::error_chain(&error))?;
     let path = prepared.path.clone();
-    let drop_cache = || -> Result<(), String> {
-        let file = std::fs::File::open(&path).map_err(|error| error.to_string())?;
-        crate::cache::drop_pages(&file).map_err(|error| error.to_string())
-    };
+    let drop_cache = || crate::cache::drop_path(&path).map_err(|error| error.to_string());
     let dd = || -> Result<f64, String> {
         drop_cache()?;
         let start = std::time::Instant::now();

@@ -1,6 +1,8 @@
 //! The posix reader's destination: anonymous memory that asks for transparent huge pages. Each
 //! pass first touches the whole buffer (see `Posix::prepare`); with 4 KiB pages a 4 GiB buffer
 //! takes a million page faults before the first byte is read, with 2 MiB pages two thousand.
+//! (Where the kernel's THP `defrag` setting is `madvise`, the default, a fragmented host may
+//! compact memory at that first touch: slower start-up then, never a slower timed read.)
 
 use std::io;
 use std::ops::{Deref, DerefMut};

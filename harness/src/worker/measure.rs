@@ -19,6 +19,11 @@ use crate::scenario::{Cache, Integrity, Reader as ReaderKind};
 
 use super::protocol::{CufileEvidence, WorkerFailure, WorkerResult, WorkerSpec};
 
+/// Start-up phases that are CUDA's and cuFile's own work, not the gate's; the start-up bench
+/// (`gpu::startup_bench`) finds them by these names.
+pub(crate) const GPU_CONTEXT: &str = "gpu context";
+pub(crate) const CUFILE_DRIVER_OPEN: &str = "libcufile load and cuFileDriverOpen";
+
 /// A cold read that finds more than this fraction of a file cached measures memory, not storage.
 const MAX_RESIDENT_AFTER_DROP: f64 = 0.05;
 
@@ -98,7 +103,7 @@ fn with_gpu(
     let lap = Instant::now();
     let mut gpu = Gpu::open(spec.trial.gpu).map_err(|error| fail(error.into()))?;
     m.setup
-        .push(("gpu context".into(), lap.elapsed().as_secs_f64()));
+        .push((GPU_CONTEXT.into(), lap.elapsed().as_secs_f64()));
     m.gpu = Some(format!("{} (GPU {})", gpu.name, gpu.ordinal));
     body(&mut gpu, m)
 }
@@ -125,11 +130,11 @@ fn with_gpu_and_cufile(spec: &WorkerSpec, m: &mut Measurement) -> Result<(), Wor
     let (mut gpu, gpu_seconds) = gpu.map_err(|error| fail(error.into()))?;
     let (library, driver_seconds) = library.map_err(|error| fail(error.into()))?;
     m.setup.push((
-        "gpu context (in parallel)".into(),
+        format!("{GPU_CONTEXT} (in parallel)"),
         gpu_seconds.as_secs_f64(),
     ));
     m.setup.push((
-        "libcufile load and cuFileDriverOpen (in parallel)".into(),
+        format!("{CUFILE_DRIVER_OPEN} (in parallel)"),
         driver_seconds.as_secs_f64(),
     ));
     m.gpu = Some(format!("{} (GPU {})", gpu.name, gpu.ordinal));

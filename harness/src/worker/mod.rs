@@ -6,7 +6,7 @@
 
 mod assess;
 mod decode;
-mod measure;
+pub(crate) mod measure;
 pub mod multi;
 pub mod process;
 mod protocol;
