@@ -38,17 +38,6 @@ pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<u64, D:
 pub mod option {
     use serde::{Deserialize, Deserializer, Serializer};
 
-    /// Bytes from a hex string (two digits per byte), as the Python worker sends cuFile's structs.
-    pub fn decode_bytes(text: &str) -> Option<Vec<u8>> {
-        if text.len() % 2 != 0 {
-            return None;
-        }
-        (0..text.len())
-            .step_by(2)
-            .map(|i| u8::from_str_radix(text.get(i..i + 2)?, 16).ok())
-            .collect()
-    }
-
     pub fn serialize<S: Serializer>(value: &Option<u64>, serializer: S) -> Result<S::Ok, S::Error> {
         match value {
             Some(value) => super::serialize(value, serializer),
