@@ -11,6 +11,7 @@ use std::process::Command;
 
 use super::cufile::Cufile;
 use super::{Gpu, GpuError, copy_to_device};
+use crate::baseline::stats::Summary;
 use crate::data::{self, GeneratedFile, NoProgress};
 use crate::plan::{PlannedFile, ReadPlan};
 use crate::reader::Reader;
@@ -168,7 +169,7 @@ fn storage(
 
 /// `min–max` of `values` times `scale`: how far single runs stray on a noisy disk.
 fn range(values: &[f64], scale: f64, decimals: usize) -> String {
-    let min = values.iter().copied().fold(f64::INFINITY, f64::min) * scale;
-    let max = values.iter().copied().fold(f64::NEG_INFINITY, f64::max) * scale;
+    let Summary { min, max, .. } = Summary::of(values);
+    let (min, max) = (min * scale, max * scale);
     format!("{min:.decimals$}–{max:.decimals$}")
 }

@@ -3,6 +3,7 @@
 use std::fmt::Write;
 
 use super::Report;
+use crate::baseline::stats::Summary;
 use crate::hex;
 use crate::record::{Measurement, Status, TrialRecord};
 
@@ -53,8 +54,7 @@ fn trial_table(trials: &[TrialRecord]) -> String {
         };
         let (median, range, path, checksum) = match &trial.measurement {
             Some(m) if !m.gbps.is_empty() => {
-                let min = m.gbps.iter().copied().fold(f64::INFINITY, f64::min);
-                let max = m.gbps.iter().copied().fold(0.0, f64::max);
+                let Summary { min, max, .. } = Summary::of(&m.gbps);
                 (
                     m.median_gbps.map_or("-".into(), |g| format!("{g:.2}")),
                     format!("{min:.2}–{max:.2}"),
