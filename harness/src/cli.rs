@@ -4,35 +4,10 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
-/// Exit codes: one per outcome, so CI can tell a slow disk from a broken setup.
-pub mod exit {
-    /// Every selected trial passed, or was ignored for an accepted reason.
-    pub const PASSED: u8 = 0;
-    /// A trial failed: wrong path, wrong bytes, or it could not run.
-    pub const TRIAL_FAILED: u8 = 1;
-    /// Bad command line or suite file.
-    pub const USAGE: u8 = 2;
-    /// Slower than the baseline (reserved for the baseline comparison).
-    pub const REGRESSION: u8 = 3;
-    /// The gate could not do its own job (write reports, read its inputs).
-    pub const SETUP: u8 = 4;
-    /// No trial ran: everything was filtered out or ignored.
-    pub const NOTHING_RAN: u8 = 5;
-}
-
-const EXIT_CODES: &str = "\
-Exit status:
-  0  every selected trial passed (or was ignored for an accepted reason, e.g. no GPU)
-  1  a trial failed
-  2  bad command line or suite file
-  3  slower than the baseline
-  4  setup error (cannot write reports or read inputs)
-  5  nothing ran (all trials filtered out or ignored)";
-
 /// CI regression gate for NVIDIA GPUDirect Storage: which path the bytes took, whether they are
 /// the right bytes, and whether it is as fast as it was.
 #[derive(Debug, Parser)]
-#[command(name = "gds-gate", version, after_help = EXIT_CODES, args_conflicts_with_subcommands = true)]
+#[command(name = "gds-gate", version, after_help = crate::exit::HELP, args_conflicts_with_subcommands = true)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Option<Command>,

@@ -2,7 +2,8 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::cli::{Inputs, exit};
+use crate::cli::Inputs;
+use crate::exit;
 use crate::gate::load_suites;
 use crate::prepare::DataSet;
 use crate::scenario;
@@ -87,7 +88,7 @@ pub fn bench(size: u64, runs: usize, dir: &Path, gpu: bool, stats_history: Optio
         };
     }
     if gpu {
-        return match crate::gpu::bench::run(size, runs, dir) {
+        return match crate::bench::gpu::run(size, runs, dir) {
             Ok(table) => {
                 println!("{table}");
                 exit::PASSED
@@ -160,7 +161,7 @@ pub fn doctor(
     options.require_gpu = require_gpu;
     if let Some(path) = collect {
         let text = doctor::facts_json(&doctor::collect(&options));
-        return match crate::report::write_atomically(path, text.as_bytes()) {
+        return match crate::fsutil::write_atomically(path, text.as_bytes()) {
             Ok(()) => {
                 println!("facts written to {}", path.display());
                 exit::PASSED

@@ -90,7 +90,7 @@ pub fn check_key(key: &str) -> Result<(), ConfigError> {
     if KNOWN_KEYS.contains(&key) {
         return Ok(());
     }
-    let suggestion = crate::scenario::nearest(key, KNOWN_KEYS)
+    let suggestion = crate::suggest::nearest(key, KNOWN_KEYS)
         .map(str::to_owned)
         .or_else(|| {
             // A right leaf under the wrong section (`execution.allow_compat_mode`) is a common slip.
@@ -184,7 +184,7 @@ pub fn write_for_trial(
     let config = overlay(base, overrides, dir)?;
     let path = dir.join("cufile.json");
     let text = serde_json::to_string_pretty(&Value::Object(config)).unwrap_or_default() + "\n";
-    crate::report::write_atomically(&path, text.as_bytes()).map_err(|source| {
+    crate::fsutil::write_atomically(&path, text.as_bytes()).map_err(|source| {
         ConfigError::Read {
             path: path.clone(),
             source,

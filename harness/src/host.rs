@@ -22,7 +22,7 @@ impl HostFacts {
             hostname: read_trimmed("/proc/sys/kernel/hostname").unwrap_or_else(|| "unknown".into()),
             kernel: read_trimmed("/proc/sys/kernel/osrelease").unwrap_or_else(|| "unknown".into()),
             cpus: std::thread::available_parallelism().map_or(1, usize::from),
-            memory_bytes: meminfo("MemTotal:"),
+            memory_bytes: crate::meminfo::total_memory(),
             gpu_unavailable: probe_driver().err(),
             nvidia_driver_version: read_trimmed("/proc/driver/nvidia/version")
                 .and_then(|text| driver_version(&text)),
@@ -54,23 +54,6 @@ pub fn find_program(name: &str, extra: &[&str]) -> Option<PathBuf> {
                 .metadata()
                 .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
         })
-}
-
-/// Memory the kernel says a new allocation can get without swapping.
-pub fn available_memory() -> Option<u64> {
-    meminfo("MemAvailable:")
-}
-
-fn meminfo(key: &str) -> Option<u64> {
-    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
-    let line = text.lines().find(|line| line.starts_with(key))?;
-    let kib: u64 = line[key.len()..]
-        .trim()
-        .trim_end_matches("kB")
-        .trim()
-        .parse()
-        .ok()?;
-    Some(kib * 1024)
 }
 
 pub(crate) fn read_trimmed(path: &str) -> Option<String> {

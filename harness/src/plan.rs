@@ -126,8 +126,8 @@ pub(crate) mod test_support {
     use std::collections::HashMap;
 
     use super::{PlannedFile, ReadPlan};
-    use crate::data::fill;
     use crate::verify;
+    use crate::verify::fill;
 
     pub(crate) fn generated(seed: u64, size: u64) -> PlannedFile {
         PlannedFile {

@@ -67,7 +67,7 @@ impl DataSet {
                             "data: {} {} ({})",
                             record.action,
                             file.path.display(),
-                            data::format_bytes(file.size, 2)
+                            crate::units::format_bytes(file.size, 2)
                         );
                         set.log.push(record.clone());
                     }

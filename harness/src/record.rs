@@ -1,12 +1,13 @@
 //! What a trial did and how it was judged: the unit every report is made of.
 
+use std::path::PathBuf;
+
 use serde::{Deserialize, Serialize};
 
+use crate::cufile_abi::{DriverProperties, Stats};
 use crate::integrity::IntegrityResult;
 use crate::plan::PlannedFile;
 use crate::scenario::TrialSpec;
-use crate::worker::process::Ending;
-use crate::worker::{CufileEvidence, KvikioEvidence};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -40,6 +41,52 @@ pub struct WorkerRun {
     pub dir: std::path::PathBuf,
     pub ending: Ending,
     pub seconds: f64,
+}
+
+/// How a worker process ended.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Ending {
+    Exited {
+        code: i32,
+    },
+    Signalled {
+        signal: i32,
+        name: String,
+        core_dumped: bool,
+    },
+    TimedOut {
+        after_seconds: u64,
+    },
+}
+
+impl Ending {
+    pub fn is_clean(&self) -> bool {
+        *self == Ending::Exited { code: 0 }
+    }
+}
+
+impl std::fmt::Display for Ending {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Ending::Exited { code } => write!(f, "exited with status {code}"),
+            Ending::Signalled {
+                signal,
+                name,
+                core_dumped,
+            } => {
+                write!(
+                    f,
+                    "killed by signal {signal} ({name}){}",
+                    if *core_dumped { ", core dumped" } else { "" }
+                )
+            }
+            Ending::TimedOut { after_seconds } => write!(
+                f,
+                "did not finish within {after_seconds} s and was killed (SIGTERM, then SIGKILL)"
+            ),
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -95,6 +142,43 @@ pub struct GpuShardResult {
     pub warnings: Vec<String>,
     /// Its worker, in `<trial>/gpu<N>`.
     pub worker: Option<WorkerRun>,
+}
+
+/// cuFile's own account of a trial: which library, how its driver runs, and its counters.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct CufileEvidence {
+    pub library: PathBuf,
+    pub version: String,
+    /// Every libcufile mapped into the worker; more than one means two cuFile drivers.
+    pub loaded_copies: Vec<PathBuf>,
+    pub properties: Option<DriverProperties>,
+    /// Counters over the whole trial (warmup and measured passes).
+    pub stats: Option<Stats>,
+    /// Why there are no counters, when there are none.
+    pub stats_unavailable: Option<String>,
+    /// Bytes the trial asked cuFile to read (passes × plan), to check the counters against.
+    pub requested_bytes: u64,
+}
+
+/// KvikIO's own account of a trial (from inside the Python worker).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct KvikioEvidence {
+    pub kvikio_version: String,
+    pub cupy_version: String,
+    pub python: String,
+    /// `kvikio.defaults.get(...)` as the trial ran: compat_mode, num_threads, task_size, ...
+    pub settings: std::collections::BTreeMap<String, serde_json::Value>,
+    /// `SummaryMonitor().get().by_backend` over all passes.
+    pub backends: crate::evidence::KvikioBackends,
+    /// KvikIO's own throughput of the measured passes (`busy_bytes_per_sec`), GB/s, to check the
+    /// gate's timing against.
+    pub own_gbps: Option<f64>,
+    /// The gate's throughput over the same passes, aggregated as KvikIO does (bytes over summed
+    /// time), for the comparison with `own_gbps`.
+    #[serde(default)]
+    pub gate_aggregate_gbps: Option<f64>,
+    /// Bytes of the files in the page cache after each cold drop (`get_page_cache_info`), max.
+    pub cached_after_drop: Option<f64>,
 }
 
 impl TrialRecord {
@@ -176,32 +260,5 @@ impl TrialRecord {
             format!(" over {} GPUs ({})", m.per_gpu.len(), each.join(", "))
         };
         format!("{speed}{gpus}, path {}, {checksum}{startup}", m.path)
-    }
-}
-
-/// Median of samples (mean of the middle two for an even count); NaN for no samples.
-pub fn median(samples: &[f64]) -> f64 {
-    if samples.is_empty() {
-        return f64::NAN;
-    }
-    let mut sorted = samples.to_vec();
-    sorted.sort_by(f64::total_cmp);
-    let mid = sorted.len() / 2;
-    if sorted.len() % 2 == 1 {
-        sorted[mid]
-    } else {
-        (sorted[mid - 1] + sorted[mid]) / 2.0
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::median;
-
-    #[test]
-    fn median_of_odd_even_and_empty() {
-        assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
-        assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), 2.5);
-        assert!(median(&[]).is_nan());
     }
 }

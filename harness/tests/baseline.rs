@@ -9,7 +9,7 @@ use gds_gate::baseline::{
     self, BlessOptions, Filter, Fingerprint, Judgement, Loaded, Provenance, RunResults, file,
     history, render,
 };
-use gds_gate::cli::exit;
+use gds_gate::exit;
 use gds_gate::record::{Measurement, Status, TrialRecord};
 use gds_gate::scenario;
 

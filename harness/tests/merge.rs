@@ -5,7 +5,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use gds_gate::cli::exit;
+use gds_gate::exit;
 use gds_gate::report::Report;
 use gds_gate::report::annotations::github_annotations_in;
 use gds_gate::report::merge::{self, MergeError};

@@ -10,9 +10,10 @@ use std::path::Path;
 use std::time::Duration;
 
 use gds_gate::plan::{PlannedFile, ReadPlan};
+use gds_gate::protocol::WorkerSpec;
 use gds_gate::record::Status;
 use gds_gate::scenario::{self, Cache, GpuSet, Pattern, TrialSpec};
-use gds_gate::worker::{Launcher, WorkerSpec};
+use gds_gate::worker::Launcher;
 
 const GATE: &str = env!("CARGO_BIN_EXE_gds-gate");
 
@@ -24,7 +25,7 @@ fn files(dir: &Path, sizes: &[u64]) -> Vec<PlannedFile> {
             let seed = 11 + index as u64;
             let path = dir.join(format!("gen-{seed}.bin"));
             let mut bytes = vec![0u8; size as usize];
-            gds_gate::data::fill(seed, 0, &mut bytes);
+            gds_gate::verify::fill(seed, 0, &mut bytes);
             std::fs::write(&path, bytes).unwrap();
             PlannedFile {
                 path,

@@ -10,7 +10,7 @@ use super::decision::{Throughput, Verdict};
 use super::explain::{self, Context};
 use super::file::{Loaded, TrialBaseline};
 use super::fingerprint::{self, FieldChange, Fingerprint};
-use crate::cli::exit;
+use crate::exit;
 use crate::record::{Status, TrialRecord};
 
 /// What a run produced, as the comparison and bless need it.

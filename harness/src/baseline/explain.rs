@@ -262,7 +262,7 @@ pub fn explain(
             let seen = record
                 .and_then(|r| r.measurement.as_ref())
                 .map(|m| {
-                    let median = crate::record::median(&m.gbps);
+                    let median = crate::numbers::median(&m.gbps);
                     format!(
                         "{} median of {}, path `{}`",
                         gbps(median),

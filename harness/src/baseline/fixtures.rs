@@ -4,7 +4,8 @@
 use std::path::Path;
 
 use super::fingerprint::Fingerprint;
-use crate::record::{Measurement, Status, TrialRecord, median};
+use crate::numbers::median;
+use crate::record::{Measurement, Status, TrialRecord};
 use crate::scenario::{self, TrialSpec};
 
 pub const CHECKSUM: u64 = 0x0123_4567_89ab_cdef;

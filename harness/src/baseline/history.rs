@@ -9,7 +9,8 @@ use serde::{Deserialize, Serialize};
 
 use super::error::BaselineError;
 use super::fingerprint::Fingerprint;
-use crate::record::{Status, TrialRecord, median};
+use crate::numbers::median;
+use crate::record::{Status, TrialRecord};
 
 /// Bump when a field changes meaning; readers skip lines of newer versions.
 pub const SCHEMA_VERSION: u32 = 1;

@@ -4,7 +4,7 @@
 //! The gate uses it in four places: after the trials, [`read`](file::read) the runner's baseline
 //! (a damaged file stops the gate), [`compare`](compare::compare) the records and print
 //! [`render::console`]; [`history::append`] one line; `bless` calls [`bless::bless`] (or
-//! [`saved::bless_from_report`]); `report` calls [`plots_for_report`].
+//! [`crate::report::saved::bless_from_report`]); `report` calls [`plots_for_report`].
 
 pub mod bless;
 pub mod compare;
@@ -18,7 +18,6 @@ pub mod noise;
 pub mod plot;
 pub mod probe;
 pub mod render;
-pub mod saved;
 pub mod simulate;
 pub mod stats;
 

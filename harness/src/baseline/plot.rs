@@ -51,7 +51,7 @@ pub fn write_plots(
             path: path.clone(),
             message,
         })?;
-        crate::report::write_atomically(&path, svg.as_bytes()).map_err(|source| {
+        crate::fsutil::write_atomically(&path, svg.as_bytes()).map_err(|source| {
             BaselineError::Plot {
                 path: path.clone(),
                 message: source.to_string(),

@@ -16,7 +16,7 @@
 
 use serde::{Deserialize, Serialize};
 
-pub use crate::record::median;
+pub use crate::numbers::median;
 
 /// Median, spread and range of a set of samples.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]

@@ -13,7 +13,6 @@
 //! on an `flock` of `.gds-gate.lock` in it.
 
 mod direct;
-mod generate;
 mod progress;
 mod reuse;
 mod sidecar;
@@ -31,11 +30,11 @@ use std::time::{Duration, Instant};
 use serde::{Serialize, Serializer};
 
 pub use direct::LOCK_NAME as LOCK_FILE_NAME;
-pub use generate::{fill, fill_parallel};
 pub use progress::{BarProgress, LineProgress, NoProgress, Progress, stderr_progress};
 pub use reuse::spot_check_offsets;
 pub use user::{UserFile, ensure_user_checksum};
 
+use crate::units::format_bytes;
 use crate::verify::finish_checksum;
 use direct::{ALIGN, DirLock, partial_name, remove_stale_partials};
 use sidecar::{GENERATED_BY, GeneratedIdentity, Stamp};
@@ -188,26 +187,6 @@ pub struct Prepared {
 
 fn serialize_secs<S: Serializer>(value: &Duration, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_f64(value.as_secs_f64())
-}
-
-/// Bytes in binary units for people: `format_bytes(1 << 30, 2)` is `1.00 GiB`.
-pub fn format_bytes(bytes: u64, decimals: usize) -> String {
-    match binary_scale(bytes) {
-        (_, "B") => format!("{bytes} B"),
-        (value, unit) => format!("{value:.decimals$} {unit}"),
-    }
-}
-
-/// `bytes` in the largest binary unit that keeps the value at or above 1: `(1.5, "KiB")`.
-pub fn binary_scale(bytes: u64) -> (f64, &'static str) {
-    const UNITS: [&str; 7] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"];
-    let mut value = bytes as f64;
-    let mut unit = 0;
-    while value >= 1024.0 && unit + 1 < UNITS.len() {
-        value /= 1024.0;
-        unit += 1;
-    }
-    (value, UNITS[unit])
 }
 
 /// Creates `dir` if needed and takes its lock; stale temporaries are removed while it is held.

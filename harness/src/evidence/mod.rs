@@ -188,7 +188,7 @@ pub struct Bytes(pub u64);
 
 impl fmt::Display for Bytes {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match crate::data::binary_scale(self.0) {
+        match crate::units::binary_scale(self.0) {
             (_, "B") => write!(f, "{} B", self.0),
             (value, unit) => {
                 let digits = if value >= 100.0 {

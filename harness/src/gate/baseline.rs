@@ -6,8 +6,9 @@ use std::path::{Path, PathBuf};
 use crate::baseline::{
     self, BlessOptions, Filter, Fingerprint, Provenance, RunResults, file, history, render,
 };
-use crate::cli::{BaselineArgs, RunArgs, exit};
+use crate::cli::{BaselineArgs, RunArgs};
 use crate::error_chain;
+use crate::exit;
 use crate::record::TrialRecord;
 use crate::report;
 
@@ -119,7 +120,9 @@ pub fn finish_run(args: &RunArgs, mut outcome: Outcome) -> u8 {
     if outcome.report.totals.failed > 0 {
         return exit::TRIAL_FAILED;
     }
-    comparison_code.unwrap_or_else(|| super::exit_code(&outcome.report.totals))
+    comparison_code.unwrap_or_else(|| {
+        crate::exit::for_trials(outcome.report.totals.failed, outcome.report.totals.passed)
+    })
 }
 
 pub struct BlessRequest {
@@ -140,7 +143,7 @@ pub fn bless_command(request: BlessRequest, command: Vec<String>) -> u8 {
     };
     let hostname = crate::host::HostFacts::probe().hostname;
     let saved = match &request.from {
-        Some(path) => match baseline::saved::load_report(path) {
+        Some(path) => match report::saved::load_report(path) {
             Ok(saved) => Some(saved),
             Err(error) => {
                 eprintln!("error: {}", error_chain(&error));
@@ -251,7 +254,7 @@ pub fn report_command(out: &Path, args: &BaselineArgs) -> u8 {
             }
             let summary = out.join("summary.md");
             let text = std::fs::read_to_string(&summary).unwrap_or_default() + &plots.markdown;
-            match report::write_atomically(&summary, text.as_bytes()) {
+            match crate::fsutil::write_atomically(&summary, text.as_bytes()) {
                 Ok(()) => exit::PASSED,
                 Err(error) => {
                     eprintln!("error: cannot write `{}`: {error}", summary.display());

@@ -8,7 +8,8 @@ use std::time::{Instant, SystemTime};
 
 use libtest_mimic::{Completion, Failed, FormatSetting, Trial};
 
-use crate::cli::{RunArgs, exit};
+use crate::cli::RunArgs;
+use crate::exit;
 
 mod baseline;
 use crate::error_chain;
@@ -373,17 +374,6 @@ fn notes(trials: &[TrialRecord], require_gpu: bool) -> Vec<String> {
     notes
 }
 
-pub(crate) fn exit_code(totals: &Totals) -> u8 {
-    if totals.failed > 0 {
-        exit::TRIAL_FAILED
-    } else if totals.passed == 0 {
-        eprintln!("error: no trial ran; a gate that ran nothing has not passed");
-        exit::NOTHING_RAN
-    } else {
-        exit::PASSED
-    }
-}
-
 /// A filter that selects nothing is most often a typo, of a trial or of a subcommand.
 fn explain_empty_selection(args: &RunArgs, trials: usize) {
     let Some(filter) = &args.libtest.filter else {
@@ -392,7 +382,7 @@ fn explain_empty_selection(args: &RunArgs, trials: usize) {
     eprintln!(
         "error: the filter `{filter}` matches none of the {trials} trials; `--list` shows their names"
     );
-    if let Some(command) = scenario::nearest(filter, &["validate", "gen", "bench"]) {
+    if let Some(command) = crate::suggest::nearest(filter, &["validate", "gen", "bench"]) {
         eprintln!("  help: did you mean the subcommand `{command}`?");
     }
 }

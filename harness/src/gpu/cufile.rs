@@ -4,11 +4,15 @@
 //! that older libraries lack optional instead of a panic, and lets the statistics layout follow the
 //! library's version rather than the headers this gate was built with.
 
-use std::ffi::{c_int, c_uint, c_void};
+use std::ffi::{c_int, c_void};
 use std::path::PathBuf;
 
 use libloading::Library;
-use serde::{Deserialize, Serialize};
+
+use crate::cufile_abi::RawProperties;
+pub use crate::cufile_abi::{
+    DriverProperties, GpuCounters, Stats, StatsLayout, StatsLayoutError, Version, describe,
+};
 
 /// Where the gate looks for libcufile, in order. `GDS_GATE_LIBCUFILE` overrides them all.
 pub const SEARCH: &[&str] = &[
@@ -29,22 +33,8 @@ pub enum CufileError {
     MissingSymbol { path: String, symbol: &'static str },
     #[error("{call} failed: {} ({code})", describe(*code))]
     Call { call: &'static str, code: i32 },
-    #[error(
-        "cuFile {found} keeps its statistics in a layout this gate does not know (known: 1.15–1.19); upgrade gds-gate rather than read them wrong"
-    )]
-    UnknownStatsLayout { found: Version },
-    #[error("cuFile {found} has no statistics API (it needs cuFile 1.15, CUDA 13.0, or newer)")]
-    NoStatsApi { found: Version },
-}
-
-/// `cuFileGetVersion`: 1000 × major + 10 × minor (1.15.1 reports 1150).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-pub struct Version(pub i32);
-
-impl std::fmt::Display for Version {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}.{}", self.0 / 1000, (self.0 % 1000) / 10)
-    }
+    #[error(transparent)]
+    Layout(#[from] StatsLayoutError),
 }
 
 #[repr(C)]
@@ -68,104 +58,6 @@ union DescrHandle {
 }
 
 const HANDLE_TYPE_OPAQUE_FD: c_int = 1;
-
-/// `CUfileDrvProps_t` (56 bytes; unchanged from CUDA 11.6 through 13.4).
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default)]
-struct RawProperties {
-    major_version: c_uint,
-    minor_version: c_uint,
-    poll_thresh_size: usize,
-    max_direct_io_size: usize,
-    dstatusflags: c_uint,
-    dcontrolflags: c_uint,
-    fflags: c_uint,
-    max_device_cache_size: c_uint,
-    per_buffer_cache_size: c_uint,
-    max_device_pinned_mem_size: c_uint,
-    max_batch_io_size: c_uint,
-    max_batch_io_timeout_msecs: c_uint,
-}
-
-impl From<RawProperties> for DriverProperties {
-    fn from(raw: RawProperties) -> DriverProperties {
-        let bits = |flags: u32, names: &[(u32, &str)]| {
-            names
-                .iter()
-                .filter(|(bit, _)| flags & (1 << bit) != 0)
-                .map(|(_, name)| name.to_string())
-                .collect()
-        };
-        DriverProperties {
-            nvfs_version: format!("{}.{}", raw.major_version, raw.minor_version),
-            nvfs_loaded: raw.major_version != 0 || raw.minor_version != 0,
-            status_flags: bits(raw.dstatusflags, STATUS_FLAGS),
-            control_flags: bits(
-                raw.dcontrolflags,
-                &[(0, "use_poll_mode"), (1, "allow_compat_mode")],
-            ),
-            poll_thresh_size_kb: raw.poll_thresh_size as u64,
-            max_direct_io_size_kb: raw.max_direct_io_size as u64,
-            max_device_cache_size_kb: u64::from(raw.max_device_cache_size),
-            per_buffer_cache_size_kb: u64::from(raw.per_buffer_cache_size),
-            max_device_pinned_mem_size_kb: u64::from(raw.max_device_pinned_mem_size),
-        }
-    }
-}
-
-impl DriverProperties {
-    /// From the bytes of a `CUfileDrvProps_t` (56 bytes, little-endian), as another process read it.
-    pub fn decode(bytes: &[u8]) -> Option<DriverProperties> {
-        let u32_at = |at: usize| Some(u32::from_le_bytes(bytes.get(at..at + 4)?.try_into().ok()?));
-        let u64_at = |at: usize| Some(u64::from_le_bytes(bytes.get(at..at + 8)?.try_into().ok()?));
-        let raw = RawProperties {
-            major_version: u32_at(0)?,
-            minor_version: u32_at(4)?,
-            poll_thresh_size: u64_at(8)? as usize,
-            max_direct_io_size: u64_at(16)? as usize,
-            dstatusflags: u32_at(24)?,
-            dcontrolflags: u32_at(28)?,
-            fflags: u32_at(32)?,
-            max_device_cache_size: u32_at(36)?,
-            per_buffer_cache_size: u32_at(40)?,
-            max_device_pinned_mem_size: u32_at(44)?,
-            max_batch_io_size: u32_at(48)?,
-            max_batch_io_timeout_msecs: u32_at(52)?,
-        };
-        Some(raw.into())
-    }
-}
-
-/// What `cuFileDriverGetProperties` says about the driver, as recorded in results.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct DriverProperties {
-    /// nvidia-fs version as `major.minor`; `0.0` when the module is not loaded.
-    pub nvfs_version: String,
-    pub nvfs_loaded: bool,
-    /// Names of the set bits of `dstatusflags` (file systems and devices nvidia-fs supports).
-    pub status_flags: Vec<String>,
-    /// `use_poll_mode`, `allow_compat_mode` when set.
-    pub control_flags: Vec<String>,
-    pub poll_thresh_size_kb: u64,
-    pub max_direct_io_size_kb: u64,
-    pub max_device_cache_size_kb: u64,
-    pub per_buffer_cache_size_kb: u64,
-    pub max_device_pinned_mem_size_kb: u64,
-}
-
-const STATUS_FLAGS: &[(u32, &str)] = &[
-    (0, "lustre"),
-    (1, "wekafs"),
-    (2, "nfs"),
-    (3, "gpfs"),
-    (4, "nvme"),
-    (5, "nvmeof"),
-    (6, "scsi"),
-    (7, "scaleflux_csd"),
-    (8, "nvmesh"),
-    (9, "beegfs"),
-    (12, "scatefs"),
-];
 
 type Fn0 = unsafe extern "C" fn() -> Status;
 
@@ -338,9 +230,11 @@ impl Cufile {
     }
 
     fn stats_api(&self) -> Result<&StatsApi, CufileError> {
-        self.stats.as_ref().ok_or(CufileError::NoStatsApi {
-            found: self.version,
-        })
+        self.stats
+            .as_ref()
+            .ok_or(CufileError::Layout(StatsLayoutError::NoStatsApi {
+                found: self.version,
+            }))
     }
 }
 
@@ -431,108 +325,6 @@ fn check(call: &'static str, status: Status) -> Result<(), CufileError> {
     }
 }
 
-/// cuFile's status codes (cufile.h `CUFILEOP_STATUS_ENTRIES`), by name and meaning.
-pub fn describe(code: i32) -> String {
-    let code = code.abs();
-    let known: &[(i32, &str, &str)] = &[
-        (
-            5001,
-            "CU_FILE_DRIVER_NOT_INITIALIZED",
-            "nvidia-fs driver is not loaded; set allow_compat_mode to true in cufile.json to enable compatible mode",
-        ),
-        (
-            5004,
-            "CU_FILE_DRIVER_VERSION_MISMATCH",
-            "nvidia-fs driver version mismatch",
-        ),
-        (
-            5007,
-            "CU_FILE_PLATFORM_NOT_SUPPORTED",
-            "GPUDirect Storage not supported on this platform",
-        ),
-        (
-            5008,
-            "CU_FILE_IO_NOT_SUPPORTED",
-            "GPUDirect Storage not supported on this file",
-        ),
-        (
-            5009,
-            "CU_FILE_DEVICE_NOT_SUPPORTED",
-            "GPUDirect Storage not supported on this GPU",
-        ),
-        (
-            5010,
-            "CU_FILE_NVFS_DRIVER_ERROR",
-            "nvidia-fs driver ioctl error",
-        ),
-        (5011, "CU_FILE_CUDA_DRIVER_ERROR", "CUDA driver API error"),
-        (
-            5012,
-            "CU_FILE_CUDA_POINTER_INVALID",
-            "invalid device pointer",
-        ),
-        (5018, "CU_FILE_INVALID_FILE_TYPE", "unsupported file type"),
-        (
-            5019,
-            "CU_FILE_INVALID_FILE_OPEN_FLAG",
-            "unsupported file open flags",
-        ),
-        (
-            5020,
-            "CU_FILE_DIO_NOT_SET",
-            "file descriptor not opened with O_DIRECT",
-        ),
-        (5022, "CU_FILE_INVALID_VALUE", "invalid arguments"),
-        (
-            5023,
-            "CU_FILE_MEMORY_ALREADY_REGISTERED",
-            "device pointer already registered",
-        ),
-        (
-            5024,
-            "CU_FILE_MEMORY_NOT_REGISTERED",
-            "device pointer lookup failure",
-        ),
-        (
-            5025,
-            "CU_FILE_PERMISSION_DENIED",
-            "driver or file access error",
-        ),
-        (
-            5026,
-            "CU_FILE_DRIVER_ALREADY_OPEN",
-            "driver is already open",
-        ),
-        (
-            5027,
-            "CU_FILE_HANDLE_NOT_REGISTERED",
-            "file descriptor is not registered",
-        ),
-        (5030, "CU_FILE_INTERNAL_ERROR", "internal error"),
-        (
-            5033,
-            "CU_FILE_NVFS_SETUP_ERROR",
-            "nvidia-fs driver initialization error",
-        ),
-        (
-            5034,
-            "CU_FILE_IO_DISABLED",
-            "GPUDirect Storage disabled by config on this file",
-        ),
-        (
-            5036,
-            "CU_FILE_GPU_MEMORY_PINNING_FAILED",
-            "failed to pin GPU memory",
-        ),
-        (5044, "CU_FILE_IO_ERROR", "cuFile I/O error"),
-    ];
-    match known.iter().find(|(number, _, _)| *number == code) {
-        Some((_, name, meaning)) => format!("{name}: {meaning}"),
-        None if code < 5000 => format!("errno {code}: {}", std::io::Error::from_raw_os_error(code)),
-        None => "unknown cuFile status".into(),
-    }
-}
-
 /// The path of a loaded shared object whose file name starts with `prefix`, from /proc/self/maps.
 pub fn loaded_path(prefix: &str) -> Option<PathBuf> {
     loaded_paths(prefix).into_iter().next()
@@ -556,214 +348,9 @@ pub fn loaded_paths(prefix: &str) -> Vec<PathBuf> {
     paths
 }
 
-/// Per-GPU read counters and the process totals.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Stats {
-    pub read_ops_ok: u64,
-    pub read_ops_err: u64,
-    pub read_bytes: u64,
-    pub gpus: Vec<GpuCounters>,
-}
-
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct GpuCounters {
-    pub index: u32,
-    pub uuid: String,
-    pub read_bytes: u64,
-    pub n_total_reads: u64,
-    pub n_p2p_reads: u64,
-    pub n_nvfs_reads: u64,
-    pub n_posix_reads: u64,
-    pub n_unaligned_reads: u64,
-    pub n_dr_reads: u64,
-    pub n_reads_err: u64,
-}
-
-impl Stats {
-    /// What happened between `before` and `self` (counters only grow while stats run).
-    pub fn since(&self, before: &Stats) -> Stats {
-        let gpus = self
-            .gpus
-            .iter()
-            .map(|after| {
-                let zero = GpuCounters::default();
-                let b = before
-                    .gpus
-                    .iter()
-                    .find(|b| b.uuid == after.uuid)
-                    .unwrap_or(&zero);
-                GpuCounters {
-                    index: after.index,
-                    uuid: after.uuid.clone(),
-                    read_bytes: after.read_bytes.saturating_sub(b.read_bytes),
-                    n_total_reads: after.n_total_reads.saturating_sub(b.n_total_reads),
-                    n_p2p_reads: after.n_p2p_reads.saturating_sub(b.n_p2p_reads),
-                    n_nvfs_reads: after.n_nvfs_reads.saturating_sub(b.n_nvfs_reads),
-                    n_posix_reads: after.n_posix_reads.saturating_sub(b.n_posix_reads),
-                    n_unaligned_reads: after.n_unaligned_reads.saturating_sub(b.n_unaligned_reads),
-                    n_dr_reads: after.n_dr_reads.saturating_sub(b.n_dr_reads),
-                    n_reads_err: after.n_reads_err.saturating_sub(b.n_reads_err),
-                }
-            })
-            .collect();
-        Stats {
-            read_ops_ok: self.read_ops_ok.saturating_sub(before.read_ops_ok),
-            read_ops_err: self.read_ops_err.saturating_sub(before.read_ops_err),
-            read_bytes: self.read_bytes.saturating_sub(before.read_bytes),
-            gpus,
-        }
-    }
-}
-
-/// Byte offsets of `CUfileStatsLevel3_t` for one library version. Only `CUfileStatsLevel1_t`
-/// changed so far: 512 bytes up to cuFile 1.18 (CUDA 13.3), 624 from 1.19 (CUDA 13.4, readv/writev
-/// counters appended), which shifts everything after it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct StatsLayout {
-    level1_size: usize,
-}
-
-const MAX_GPUS: usize = 16;
-const PER_GPU_SIZE: usize = 248;
-
-impl StatsLayout {
-    pub fn for_version(version: Version) -> Result<StatsLayout, CufileError> {
-        match version.0 {
-            v if v < 1150 => Err(CufileError::NoStatsApi { found: version }),
-            1150..=1189 => Ok(StatsLayout { level1_size: 512 }),
-            1190..=1199 => Ok(StatsLayout { level1_size: 624 }),
-            _ => Err(CufileError::UnknownStatsLayout { found: version }),
-        }
-    }
-
-    /// Size of `CUfileStatsLevel3_t` in this layout.
-    pub fn level3_size(self) -> usize {
-        self.per_gpu_offset() + MAX_GPUS * PER_GPU_SIZE
-    }
-
-    fn num_gpus_offset(self) -> usize {
-        // Level 2 = level 1 + two histograms of 32 u64.
-        self.level1_size + 2 * 32 * 8
-    }
-
-    fn per_gpu_offset(self) -> usize {
-        self.num_gpus_offset() + 8
-    }
-
-    pub fn decode(self, buffer: &[u8]) -> Stats {
-        let u64_at = |offset: usize| {
-            buffer
-                .get(offset..offset + 8)
-                .map_or(0, |b| u64::from_le_bytes(b.try_into().unwrap_or([0; 8])))
-        };
-        let num_gpus = buffer
-            .get(self.num_gpus_offset()..self.num_gpus_offset() + 4)
-            .map_or(0, |b| u32::from_le_bytes(b.try_into().unwrap_or([0; 4])));
-        let gpus = (0..(num_gpus as usize).min(MAX_GPUS))
-            .map(|i| {
-                let base = self.per_gpu_offset() + i * PER_GPU_SIZE;
-                let uuid: String = buffer
-                    .get(base..base + 16)
-                    .unwrap_or_default()
-                    .iter()
-                    .map(|b| format!("{b:02x}"))
-                    .collect();
-                GpuCounters {
-                    index: i as u32,
-                    uuid,
-                    read_bytes: u64_at(base + 16),
-                    n_total_reads: u64_at(base + 48),
-                    n_p2p_reads: u64_at(base + 56),
-                    n_nvfs_reads: u64_at(base + 64),
-                    n_posix_reads: u64_at(base + 72),
-                    n_unaligned_reads: u64_at(base + 80),
-                    n_dr_reads: u64_at(base + 88),
-                    n_reads_err: u64_at(base + 112),
-                }
-            })
-            .collect();
-        Stats {
-            read_ops_ok: u64_at(0),
-            read_ops_err: u64_at(8),
-            read_bytes: u64_at(96),
-            gpus,
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn layouts_match_the_sizes_of_the_real_headers() {
-        // sizeof(CUfileStatsLevel3_t): 5000 with the CUDA 13.0 header, 5112 with 13.4.
-        assert_eq!(
-            StatsLayout::for_version(Version(1150))
-                .unwrap()
-                .level3_size(),
-            5000
-        );
-        assert_eq!(
-            StatsLayout::for_version(Version(1180))
-                .unwrap()
-                .level3_size(),
-            5000
-        );
-        assert_eq!(
-            StatsLayout::for_version(Version(1190))
-                .unwrap()
-                .level3_size(),
-            5112
-        );
-        assert!(matches!(
-            StatsLayout::for_version(Version(1140)),
-            Err(CufileError::NoStatsApi { .. })
-        ));
-        let newer = StatsLayout::for_version(Version(1200))
-            .unwrap_err()
-            .to_string();
-        assert!(
-            newer.contains("cuFile 1.20") && newer.contains("upgrade gds-gate"),
-            "{newer}"
-        );
-    }
-
-    #[test]
-    fn decodes_per_gpu_counters_at_their_offsets() {
-        let layout = StatsLayout::for_version(Version(1150)).unwrap();
-        let mut buffer = vec![0u8; 8192];
-        let put = |buffer: &mut Vec<u8>, offset: usize, value: u64| {
-            buffer[offset..offset + 8].copy_from_slice(&value.to_le_bytes())
-        };
-        put(&mut buffer, 96, 1 << 30);
-        buffer[1024..1028].copy_from_slice(&2u32.to_le_bytes());
-        let gpu1 = 1032 + 248;
-        put(&mut buffer, gpu1 + 16, 1 << 30);
-        put(&mut buffer, gpu1 + 48, 256);
-        put(&mut buffer, gpu1 + 72, 256);
-        let stats = layout.decode(&buffer);
-        assert_eq!(stats.read_bytes, 1 << 30);
-        assert_eq!(stats.gpus.len(), 2);
-        assert_eq!(
-            (
-                stats.gpus[1].n_total_reads,
-                stats.gpus[1].n_posix_reads,
-                stats.gpus[1].n_nvfs_reads
-            ),
-            (256, 256, 0)
-        );
-        let delta = stats.since(&Stats::default());
-        assert_eq!(delta.gpus[1].read_bytes, 1 << 30);
-    }
-
-    #[test]
-    fn describes_codes_by_name() {
-        assert!(describe(5027).starts_with("CU_FILE_HANDLE_NOT_REGISTERED"));
-        assert!(describe(-5027).starts_with("CU_FILE_HANDLE_NOT_REGISTERED"));
-        assert!(describe(5).starts_with("errno 5"));
-        assert_eq!(Version(1150).to_string(), "1.15");
-    }
 
     #[test]
     fn a_missing_library_says_where_it_looked() {

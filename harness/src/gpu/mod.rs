@@ -4,9 +4,7 @@
 //! Everything here loads its libraries at run time and checks that they exist before the first
 //! call: cudarc panics on a missing library, so [`Gpu::open`] asks `is_culib_present` first.
 
-pub mod bench;
 pub mod cufile;
-mod startup_bench;
 
 use std::sync::Arc;
 

@@ -4,8 +4,8 @@
 use rand::{RngExt, SeedableRng};
 
 use super::*;
-use crate::data::fill;
 use crate::verify;
+use crate::verify::fill;
 
 fn upload(gpu: &Gpu, bytes: &[u8], at: usize) -> DeviceBuffer {
     let buffer = gpu.alloc(bytes.len() + at).unwrap();

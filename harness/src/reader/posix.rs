@@ -22,9 +22,9 @@ impl Posix {
         // Refused up front: an allocation the host cannot back ends in the OOM killer, not an error.
         let needed = plan.total_bytes();
         if let Some(available) =
-            crate::host::available_memory().filter(|available| needed > *available)
+            crate::meminfo::available_memory().filter(|available| needed > *available)
         {
-            let format = |bytes| crate::data::format_bytes(bytes, 2);
+            let format = |bytes| crate::units::format_bytes(bytes, 2);
             return Err(ReaderError::HostMemory {
                 needed: format(needed),
                 available: format(available),

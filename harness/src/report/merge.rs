@@ -14,8 +14,8 @@ use serde::{Deserialize, Serialize};
 
 use super::{Report, ReportError, SCHEMA_VERSION, Totals, junit, markdown};
 use crate::baseline::{self, Comparison, Fingerprint};
-use crate::cli::exit;
 use crate::error_chain;
+use crate::exit;
 use crate::host::HostFacts;
 
 pub const MERGED_JSON: &str = "merged.json";
@@ -312,7 +312,7 @@ impl MergedReport {
         } else if codes.contains(&exit::REGRESSION) {
             exit::REGRESSION
         } else {
-            crate::gate::exit_code(&self.report.totals)
+            crate::exit::for_trials(self.report.totals.failed, self.report.totals.passed)
         }
     }
 

@@ -6,12 +6,14 @@ pub mod annotations;
 mod junit;
 mod markdown;
 pub mod merge;
+pub mod saved;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::fsutil::write_atomically;
 use crate::host::HostFacts;
 use crate::prepare::PreparedFile;
 use crate::record::{Status, TrialRecord};
@@ -141,21 +143,6 @@ pub(crate) fn write_report_files(
         append(&path, summary.as_bytes()).map_err(|source| ReportError { path, source })?;
     }
     Ok(written)
-}
-
-/// Temporary file in the same directory, synced, then renamed over the target: a reader never sees
-/// half a report.
-pub fn write_atomically(path: &Path, contents: &[u8]) -> std::io::Result<()> {
-    let dir = path
-        .parent()
-        .filter(|dir| !dir.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir)?;
-    let mut temp = tempfile::NamedTempFile::new_in(dir)?;
-    temp.write_all(contents)?;
-    temp.as_file().sync_all()?;
-    temp.persist(path).map_err(|error| error.error)?;
-    Ok(())
 }
 
 fn append(path: &Path, contents: &[u8]) -> std::io::Result<()> {

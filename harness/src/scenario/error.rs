@@ -4,6 +4,8 @@ use std::fmt;
 use std::io;
 use std::path::PathBuf;
 
+use crate::suggest::nearest;
+
 #[derive(Debug, thiserror::Error)]
 pub enum ScenarioError {
     #[error("cannot read scenario file `{}`", path.display())]
@@ -88,20 +90,6 @@ fn suggestion(message: &str) -> Option<String> {
         "value"
     };
     Some(format!("did you mean the {what} `{nearest}`?"))
-}
-
-/// The closest candidate by edit distance (case-insensitive), if it is close enough to be a typo.
-pub fn nearest<'a>(word: &str, candidates: &[&'a str]) -> Option<&'a str> {
-    let lower = word.to_ascii_lowercase();
-    candidates
-        .iter()
-        .map(|candidate| {
-            let distance = strsim::damerau_levenshtein(&lower, &candidate.to_ascii_lowercase());
-            (distance, *candidate)
-        })
-        .filter(|(distance, candidate)| *distance <= (candidate.len() / 3).max(2))
-        .min_by_key(|(distance, _)| *distance)
-        .map(|(_, candidate)| candidate)
 }
 
 #[cfg(test)]

@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 use std::num::NonZeroU32;
 use std::path::{Path, PathBuf};
 
-pub use error::{ScenarioError, nearest};
+pub use error::ScenarioError;
 pub use expand::{Expectations, FileSet, TrialSpec, expand};
 pub use model::{
     BufferKind, Cache, CompatMode, ExpectedPath, GpuSet, Integrity, Pattern, RandomReads, Reader,

@@ -47,6 +47,7 @@
 //! set); the parallel ones split at 8-byte-aligned boundaries with rayon. All return identical
 //! results, and the tests check them against a literal transcription of this specification.
 
+mod generate;
 pub(crate) mod kernels;
 #[cfg(test)]
 mod tests;
@@ -54,6 +55,7 @@ mod tests;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
+pub use generate::{fill, fill_parallel, fill_parallel_with_checksum};
 use kernels::Isa;
 
 /// Weyl-sequence increment of the generator (the golden-ratio constant of SplitMix64).

@@ -5,7 +5,7 @@ use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 
 use super::*;
-use crate::data::fill;
+use crate::verify::fill;
 
 const SIZES: [usize; 9] = [1, 7, 8, 9, 4095, 4096, 4097, 65_536 + 5, (1 << 20) + 3];
 

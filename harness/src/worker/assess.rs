@@ -88,7 +88,7 @@ fn evidence(
         evidence.smallest_read = smallest_read(spec, m);
     }
     evidence.cufile_log = cufile_log(trial_dir);
-    evidence.gds_stats = std::fs::read_to_string(trial_dir.join(super::sampling::GDS_STATS_TEXT))
+    evidence.gds_stats = std::fs::read_to_string(trial_dir.join(crate::protocol::GDS_STATS_TEXT))
         .ok()
         .and_then(|text| crate::evidence::GdsStats::parse(&text).ok());
     evidence.nvfs = Some(

@@ -1,12 +1,11 @@
 //! Turns cuFile's structs, sent as bytes by the Python worker, into the same evidence the Rust
 //! worker records: one decoder, with the layout chosen by the library's version, for both workers.
 
-use crate::gpu::cufile::{DriverProperties, StatsLayout, Version};
+use crate::cufile_abi::{DriverProperties, StatsLayout, Version};
 use crate::hex;
-use crate::record::Measurement;
+use crate::protocol::RawCufile;
+use crate::record::{CufileEvidence, Measurement};
 use crate::scenario::TrialSpec;
-
-use super::protocol::{CufileEvidence, RawCufile};
 
 pub fn cufile_evidence(raw: RawCufile, spec: &TrialSpec, m: &mut Measurement) {
     let version = Version(raw.version);

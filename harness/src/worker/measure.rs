@@ -9,20 +9,17 @@ use crate::gpu::Gpu;
 use crate::gpu::cufile::{self, Cufile};
 use crate::hex;
 use crate::integrity::IntegrityResult;
+use crate::numbers::median;
 use crate::plan::ReadPlan;
 use crate::reader::bounce::Bounce;
 use crate::reader::cufile::CufileReader;
 use crate::reader::posix::{self, Posix};
 use crate::reader::{Reader, ReaderError};
-use crate::record::{Measurement, median};
+use crate::record::Measurement;
 use crate::scenario::{Cache, Integrity, Reader as ReaderKind};
 
-use super::protocol::{CufileEvidence, WorkerFailure, WorkerResult, WorkerSpec};
-
-/// Start-up phases that are CUDA's and cuFile's own work, not the gate's; the start-up bench
-/// (`gpu::startup_bench`) finds them by these names.
-pub(crate) const GPU_CONTEXT: &str = "gpu context";
-pub(crate) const CUFILE_DRIVER_OPEN: &str = "libcufile load and cuFileDriverOpen";
+use crate::protocol::{CUFILE_DRIVER_OPEN, GPU_CONTEXT, WorkerFailure, WorkerResult, WorkerSpec};
+use crate::record::CufileEvidence;
 
 /// A cold read that finds more than this fraction of a file cached measures memory, not storage.
 const MAX_RESIDENT_AFTER_DROP: f64 = 0.05;
@@ -76,7 +73,7 @@ pub fn measure(spec: &WorkerSpec) -> WorkerResult {
     m.median_gbps = (!m.gbps.is_empty()).then(|| median(&m.gbps));
     m.total_seconds = started.elapsed().as_secs_f64();
     WorkerResult {
-        protocol: super::protocol::PROTOCOL_VERSION,
+        protocol: crate::protocol::PROTOCOL_VERSION,
         measurement: Some(m),
         failure,
         raw_cufile: None,
@@ -225,7 +222,7 @@ fn passes(
                 (lap.elapsed() - dropped).as_secs_f64(),
             ));
             m.startup_seconds = Some(
-                super::protocol::now_unix_ns().saturating_sub(spec.spawned_at_unix_ns) as f64 / 1e9,
+                crate::protocol::now_unix_ns().saturating_sub(spec.spawned_at_unix_ns) as f64 / 1e9,
             );
         }
         let seconds = reader

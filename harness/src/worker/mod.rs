@@ -9,22 +9,18 @@ mod decode;
 pub(crate) mod measure;
 pub mod multi;
 pub mod process;
-mod protocol;
 mod sampling;
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-pub use protocol::{
-    CufileEvidence, KvikioEvidence, PROTOCOL_VERSION, RawCufile, VerifyRegion, WorkerFailure,
-    WorkerResult, WorkerSpec,
-};
-
 use crate::plan::ReadPlan;
+use crate::protocol::{PROTOCOL_VERSION, WorkerFailure, WorkerResult, WorkerSpec};
+use crate::record::Ending;
 use crate::record::{TrialRecord, WorkerRun};
 use crate::scenario::{Reader, TrialSpec};
-use process::{Ending, Job};
+use process::Job;
 
 /// Lines of the worker's stderr shown with a failure.
 const TAIL_LINES: usize = 15;
@@ -367,7 +363,7 @@ pub fn worker_main(spec_path: &Path, result_path: &Path) -> u8 {
         }
     };
     let text = serde_json::to_string_pretty(&result).unwrap_or_default();
-    match crate::report::write_atomically(result_path, text.as_bytes()) {
+    match crate::fsutil::write_atomically(result_path, text.as_bytes()) {
         Ok(()) => 0,
         Err(error) => {
             eprintln!(

@@ -24,14 +24,16 @@ use std::path::Path;
 use std::sync::OnceLock;
 
 use super::{Launcher, slug, timeout_for, where_};
+use crate::cufile_abi::{GpuCounters, Stats};
 use crate::evidence::KvikioBackends;
-use crate::gpu::cufile::{GpuCounters, Stats};
 use crate::integrity::IntegrityResult;
+use crate::numbers::median;
 use crate::plan::ReadPlan;
-use crate::record::{GpuShardResult, Measurement, Status, TrialRecord, WorkerRun, median};
+use crate::record::{
+    CufileEvidence, Ending, GpuShardResult, KvikioEvidence, Measurement, Status, TrialRecord,
+    WorkerRun,
+};
 use crate::scenario::{GpuSet, TrialSpec};
-use crate::worker::process::Ending;
-use crate::worker::{CufileEvidence, KvikioEvidence};
 
 /// What `gpus:` means on this host.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use serde::{Deserialize, Serialize};
+use crate::record::Ending;
 
 /// How long a worker gets between SIGTERM and SIGKILL.
 const GRACE: Duration = Duration::from_secs(5);
@@ -22,52 +22,6 @@ pub struct Job {
     /// stdout.log and stderr.log are written here.
     pub dir: PathBuf,
     pub timeout: Duration,
-}
-
-/// How a worker process ended.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-pub enum Ending {
-    Exited {
-        code: i32,
-    },
-    Signalled {
-        signal: i32,
-        name: String,
-        core_dumped: bool,
-    },
-    TimedOut {
-        after_seconds: u64,
-    },
-}
-
-impl Ending {
-    pub fn is_clean(&self) -> bool {
-        *self == Ending::Exited { code: 0 }
-    }
-}
-
-impl std::fmt::Display for Ending {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Ending::Exited { code } => write!(f, "exited with status {code}"),
-            Ending::Signalled {
-                signal,
-                name,
-                core_dumped,
-            } => {
-                write!(
-                    f,
-                    "killed by signal {signal} ({name}){}",
-                    if *core_dumped { ", core dumped" } else { "" }
-                )
-            }
-            Ending::TimedOut { after_seconds } => write!(
-                f,
-                "did not finish within {after_seconds} s and was killed (SIGTERM, then SIGKILL)"
-            ),
-        }
-    }
 }
 
 pub struct Finished {

@@ -7,12 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-pub const IO_DONE: &str = "io-done";
-pub const SAMPLED: &str = "sampled";
-pub const GDS_STATS_TEXT: &str = "gds_stats.txt";
-
-/// How long a worker waits for the sample before it goes on (the orchestrator may have no tool).
-pub const WORKER_WAIT: Duration = Duration::from_secs(30);
+use crate::protocol::{GDS_STATS_TEXT, IO_DONE, SAMPLED, WORKER_WAIT};
 
 /// The `gds_stats` tool: `GDS_GATE_GDS_STATS`, else on `PATH` or where the GDS packages put it.
 pub fn find_tool() -> Option<PathBuf> {

@@ -8,7 +8,7 @@ use crate::baseline::compare::RunResults;
 use crate::baseline::file::{self, Loaded};
 use crate::baseline::fingerprint::Fingerprint;
 use crate::baseline::fixtures::{self, BASE, CHECKSUM, FAST, NOISE, SLOW};
-use crate::baseline::saved;
+use crate::report::saved;
 
 #[test]
 fn bless_refuses_a_failing_run_and_writes_nothing() {

@@ -9,7 +9,7 @@ use crate::baseline::file;
 use crate::baseline::fingerprint::Fingerprint;
 use crate::baseline::fixtures::{self, BASE, CHECKSUM, FAST, NOISE, SLOW};
 use crate::baseline::render;
-use crate::cli::exit;
+use crate::exit;
 
 #[test]
 fn clear_regression_fails_with_exit_3_and_says_what_to_do() {

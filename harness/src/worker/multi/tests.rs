@@ -7,11 +7,11 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use super::*;
-use crate::gpu::cufile::Stats;
+use crate::cufile_abi::Stats;
 use crate::integrity::BadByte;
 use crate::plan::PlannedFile;
+use crate::protocol::{PROTOCOL_VERSION, WorkerFailure, WorkerResult, WorkerSpec};
 use crate::scenario::{Integrity, Pattern};
-use crate::worker::{PROTOCOL_VERSION, WorkerFailure, WorkerResult, WorkerSpec};
 
 const MIB: u64 = 1 << 20;
 

@@ -9,14 +9,14 @@ use std::fmt::Write as _;
 use std::path::Path;
 use std::process::Command;
 
-use super::cufile::Cufile;
-use super::{Gpu, GpuError, copy_to_device};
 use crate::baseline::stats::Summary;
 use crate::data::{self, GeneratedFile, NoProgress};
+use crate::gpu::cufile::Cufile;
+use crate::gpu::{Gpu, GpuError, copy_to_device};
+use crate::numbers::median;
 use crate::plan::{PlannedFile, ReadPlan};
 use crate::reader::Reader;
 use crate::reader::cufile::CufileReader;
-use crate::record::median;
 use crate::scenario::{BufferKind, Pattern};
 
 pub fn run(size: u64, runs: usize, dir: &Path) -> Result<String, String> {
@@ -25,12 +25,12 @@ pub fn run(size: u64, runs: usize, dir: &Path) -> Result<String, String> {
     }
     // Workers first, while this process holds no CUDA context of its own.
     let mut startup = String::new();
-    super::startup_bench::run(runs, dir, &mut startup)?;
+    super::startup::run(runs, dir, &mut startup)?;
     let mut gpu = Gpu::open(0).map_err(|error| error.to_string())?;
     let mut out = format!(
         "GPU {} — buffer {}, {runs} runs, medians\n\n{startup}",
         gpu.name,
-        data::format_bytes(size, 2)
+        crate::units::format_bytes(size, 2)
     );
     kernels(&mut gpu, size, runs, &mut out).map_err(|error| crate::error_chain(&error))?;
     storage(&mut gpu, size, runs, dir, &mut out)?;
@@ -45,7 +45,7 @@ fn kernels(gpu: &mut Gpu, size: u64, runs: usize, out: &mut String) -> Result<()
     let mut offset = 0u64;
     while offset < size {
         let len = chunk.min((size - offset) as usize);
-        data::fill_parallel(1, offset, &mut pinned.as_mut_slice()[..len]);
+        crate::verify::fill_parallel(1, offset, &mut pinned.as_mut_slice()[..len]);
         copy_to_device(&pinned, len, &buffer, offset)?;
         offset += len as u64;
     }
@@ -156,7 +156,7 @@ fn storage(
         let _ = writeln!(
             out,
             "| cufile reader, {threads} thread(s), {} tasks | {:.2} | {:.0}% | {}% |",
-            data::format_bytes(task, 0),
+            crate::units::format_bytes(task, 0),
             median(rates),
             median(ratios) * 100.0,
             range(ratios, 100.0, 0)

@@ -5,10 +5,10 @@ use std::path::Path;
 
 use serde::Deserialize;
 
-use super::bless::{BlessError, BlessOptions, BlessOutcome, bless};
-use super::compare::RunResults;
-use super::error::BaselineError;
-use super::fingerprint::Fingerprint;
+use crate::baseline::bless::{BlessError, BlessOptions, BlessOutcome, bless};
+use crate::baseline::compare::RunResults;
+use crate::baseline::error::BaselineError;
+use crate::baseline::fingerprint::Fingerprint;
 use crate::report::{self, Report};
 
 /// A report and what the baseline needs from it beyond `Report`'s fields.

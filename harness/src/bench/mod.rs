@@ -1,6 +1,9 @@
 //! The measurement behind `cargo xtask bench`: data generation (in memory and to disk, next to
 //! `dd` on the same disk) and CPU verification throughput, as a Markdown table.
 
+pub mod gpu;
+mod startup;
+
 use std::fmt;
 use std::fs;
 use std::io;
@@ -8,7 +11,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::data::{self, DataError, GeneratedFile, NoProgress, format_bytes};
+use crate::data::{self, DataError, GeneratedFile, NoProgress};
+use crate::numbers::median;
+use crate::units::format_bytes;
 use crate::verify;
 
 /// What to measure.
@@ -77,14 +82,6 @@ impl BenchRow {
     }
 }
 
-fn median(sorted: &[f64]) -> f64 {
-    match sorted.len() {
-        0 => 0.0,
-        n if n % 2 == 1 => sorted[n / 2],
-        n => (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0,
-    }
-}
-
 /// Result of [`run`]; its `Display` is the Markdown report.
 #[derive(Debug, Clone, PartialEq)]
 pub struct BenchReport {
@@ -127,7 +124,7 @@ pub fn run(opts: &BenchOptions) -> Result<BenchReport, BenchError> {
     let mut buf = vec![0u8; len];
     // Untimed first pass: the allocation is only mapped on first touch, and page faults are
     // not what this row measures.
-    data::fill_parallel(seed, 0, &mut buf);
+    crate::verify::fill_parallel(seed, 0, &mut buf);
     let row = |name: &str, cpu_bound| BenchRow {
         name: name.to_owned(),
         bytes: opts.size,
@@ -146,7 +143,7 @@ pub fn run(opts: &BenchOptions) -> Result<BenchReport, BenchError> {
 
     for run in 0..opts.runs {
         fill.times
-            .push(timed(|| data::fill_parallel(seed, 0, &mut buf)));
+            .push(timed(|| crate::verify::fill_parallel(seed, 0, &mut buf)));
         let mut mismatch = verify::Mismatch::default();
         compare
             .times

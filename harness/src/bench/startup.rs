@@ -13,10 +13,11 @@ use std::path::Path;
 use std::time::Duration;
 
 use crate::evidence::cufile_log;
+use crate::numbers::median;
 use crate::plan::ReadPlan;
 use crate::prepare::DataSet;
-use crate::record::{TrialRecord, median};
-use crate::worker::measure::{CUFILE_DRIVER_OPEN, GPU_CONTEXT};
+use crate::protocol::{CUFILE_DRIVER_OPEN, GPU_CONTEXT};
+use crate::record::TrialRecord;
 use crate::worker::{Launcher, slug};
 
 const SUITE: &str = "\

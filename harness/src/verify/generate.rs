@@ -1,8 +1,8 @@
-//! Fills buffers with the generated test data defined in [`crate::verify`].
+//! Fills buffers with the generated test data defined in [`super`] (the module documentation).
 
 use rayon::prelude::*;
 
-use crate::verify::kernels::{self, Isa};
+use super::kernels::{self, Isa};
 
 /// Bytes per rayon task; a multiple of 8 so that every task starts on a word.
 const PAR_CHUNK: usize = 1 << 20;
@@ -43,7 +43,7 @@ fn first_word(file_offset: u64, chunk: usize) -> u64 {
 /// Fills `buf` like [`fill_parallel`] and returns its range sum
 /// ([`crate::verify::checksum_range`]), computed from the words as they are made so the buffer
 /// is never read back.
-pub(crate) fn fill_parallel_with_checksum(seed: u64, file_offset: u64, buf: &mut [u8]) -> u64 {
+pub fn fill_parallel_with_checksum(seed: u64, file_offset: u64, buf: &mut [u8]) -> u64 {
     assert_word_aligned(file_offset);
     let isa = Isa::detected();
     buf.par_chunks_mut(PAR_CHUNK)

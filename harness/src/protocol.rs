@@ -6,10 +6,24 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-use crate::gpu::cufile::{DriverProperties, Stats};
 use crate::plan::ReadPlan;
 use crate::record::Measurement;
 use crate::scenario::TrialSpec;
+
+/// Start-up phases that are CUDA's and cuFile's own work, not the gate's; the start-up bench
+/// finds them by these names.
+pub const GPU_CONTEXT: &str = "gpu context";
+pub const CUFILE_DRIVER_OPEN: &str = "libcufile load and cuFileDriverOpen";
+
+/// The `gds_stats` hand-shake in the trial's folder: the worker writes [`IO_DONE`] after its last
+/// pass and waits (at most [`WORKER_WAIT`]) for [`SAMPLED`], which the orchestrator writes once it
+/// has saved [`GDS_STATS_TEXT`].
+pub const IO_DONE: &str = "io-done";
+pub const SAMPLED: &str = "sampled";
+pub const GDS_STATS_TEXT: &str = "gds_stats.txt";
+
+/// How long a worker waits for the sample before it goes on (the orchestrator may have no tool).
+pub const WORKER_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// Bumped when either side changes shape; a worker refuses a spec of another version.
 pub const PROTOCOL_VERSION: u32 = 1;
@@ -102,45 +116,8 @@ pub struct WorkerFailure {
     pub missing: Option<String>,
 }
 
-/// cuFile's own account of a trial: which library, how its driver runs, and its counters.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct CufileEvidence {
-    pub library: PathBuf,
-    pub version: String,
-    /// Every libcufile mapped into the worker; more than one means two cuFile drivers.
-    pub loaded_copies: Vec<PathBuf>,
-    pub properties: Option<DriverProperties>,
-    /// Counters over the whole trial (warmup and measured passes).
-    pub stats: Option<Stats>,
-    /// Why there are no counters, when there are none.
-    pub stats_unavailable: Option<String>,
-    /// Bytes the trial asked cuFile to read (passes × plan), to check the counters against.
-    pub requested_bytes: u64,
-}
-
 pub fn now_unix_ns() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as u64)
-}
-
-/// KvikIO's own account of a trial (from inside the Python worker).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct KvikioEvidence {
-    pub kvikio_version: String,
-    pub cupy_version: String,
-    pub python: String,
-    /// `kvikio.defaults.get(...)` as the trial ran: compat_mode, num_threads, task_size, ...
-    pub settings: std::collections::BTreeMap<String, serde_json::Value>,
-    /// `SummaryMonitor().get().by_backend` over all passes.
-    pub backends: crate::evidence::KvikioBackends,
-    /// KvikIO's own throughput of the measured passes (`busy_bytes_per_sec`), GB/s, to check the
-    /// gate's timing against.
-    pub own_gbps: Option<f64>,
-    /// The gate's throughput over the same passes, aggregated as KvikIO does (bytes over summed
-    /// time), for the comparison with `own_gbps`.
-    #[serde(default)]
-    pub gate_aggregate_gbps: Option<f64>,
-    /// Bytes of the files in the page cache after each cold drop (`get_page_cache_info`), max.
-    pub cached_after_drop: Option<f64>,
 }

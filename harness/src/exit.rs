@@ -1,0 +1,38 @@
+//! Exit codes: one per outcome, so CI can tell a slow disk from a broken setup. README's table
+//! and `--help` say the same.
+
+/// Every selected trial passed, or was ignored for an accepted reason.
+pub const PASSED: u8 = 0;
+/// A trial failed: wrong path, wrong bytes, or it could not run.
+pub const TRIAL_FAILED: u8 = 1;
+/// Bad command line or suite file.
+pub const USAGE: u8 = 2;
+/// Slower than the baseline (reserved for the baseline comparison).
+pub const REGRESSION: u8 = 3;
+/// The gate could not do its own job (write reports, read its inputs).
+pub const SETUP: u8 = 4;
+/// No trial ran: everything was filtered out or ignored.
+pub const NOTHING_RAN: u8 = 5;
+
+/// The table `--help` prints.
+pub const HELP: &str = "\
+Exit status:
+  0  every selected trial passed (or was ignored for an accepted reason, e.g. no GPU)
+  1  a trial failed
+  2  bad command line or suite file
+  3  slower than the baseline
+  4  setup error (cannot write reports or read inputs)
+  5  nothing ran (all trials filtered out or ignored)";
+
+/// The status of a run from its trial counts: a failure, else nothing ran, else passed. A gate
+/// that ran nothing has not passed, and says so on stderr.
+pub fn for_trials(failed: usize, passed: usize) -> u8 {
+    if failed > 0 {
+        TRIAL_FAILED
+    } else if passed == 0 {
+        eprintln!("error: no trial ran; a gate that ran nothing has not passed");
+        NOTHING_RAN
+    } else {
+        PASSED
+    }
+}
