@@ -205,5 +205,5 @@ pub struct BaselineArgs {
 }
 
 fn parse_size(text: &str) -> Result<u64, String> {
-    crate::scenario::size::ByteSize::parse(text).map(|size| size.0)
+    gds_model::scenario::size::ByteSize::parse(text).map(|size| size.0)
 }

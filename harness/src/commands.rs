@@ -2,12 +2,13 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::bench;
 use crate::cli::Inputs;
 use crate::exit;
 use crate::gate::load_suites;
 use crate::prepare::DataSet;
-use crate::scenario;
-use crate::{bench, error_chain};
+use gds_model::error_chain;
+use gds_model::scenario;
 
 /// Checks suite files; prints one line per file, every error in full.
 pub fn validate(paths: &[PathBuf]) -> u8 {
@@ -139,7 +140,7 @@ pub fn explain(
             return exit::USAGE;
         }
     };
-    let output = crate::explain::explain(gds.as_deref(), nvfs.as_deref(), log.as_deref());
+    let output = gds_model::explain::explain(gds.as_deref(), nvfs.as_deref(), log.as_deref());
     print!("{output}");
     if output.judgement.passed {
         exit::PASSED
@@ -161,7 +162,7 @@ pub fn doctor(
     options.require_gpu = require_gpu;
     if let Some(path) = collect {
         let text = doctor::facts_json(&doctor::collect(&options));
-        return match crate::fsutil::write_atomically(path, text.as_bytes()) {
+        return match gds_model::fsutil::write_atomically(path, text.as_bytes()) {
             Ok(()) => {
                 println!("facts written to {}", path.display());
                 exit::PASSED

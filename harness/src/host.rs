@@ -22,7 +22,7 @@ impl HostFacts {
             hostname: read_trimmed("/proc/sys/kernel/hostname").unwrap_or_else(|| "unknown".into()),
             kernel: read_trimmed("/proc/sys/kernel/osrelease").unwrap_or_else(|| "unknown".into()),
             cpus: std::thread::available_parallelism().map_or(1, usize::from),
-            memory_bytes: crate::meminfo::total_memory(),
+            memory_bytes: gds_model::meminfo::total_memory(),
             gpu_unavailable: probe_driver().err(),
             nvidia_driver_version: read_trimmed("/proc/driver/nvidia/version")
                 .and_then(|text| driver_version(&text)),

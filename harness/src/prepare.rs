@@ -5,8 +5,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use crate::data::{self, GeneratedFile};
-use crate::plan::PlannedFile;
-use crate::scenario::{FileSet, TrialSpec};
+use gds_model::plan::PlannedFile;
+use gds_model::scenario::{FileSet, TrialSpec};
 
 /// One file a trial reads, identified independently of the trials that share it.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -67,7 +67,7 @@ impl DataSet {
                             "data: {} {} ({})",
                             record.action,
                             file.path.display(),
-                            crate::units::format_bytes(file.size, 2)
+                            gds_model::units::format_bytes(file.size, 2)
                         );
                         set.log.push(record.clone());
                     }
@@ -93,7 +93,7 @@ impl DataSet {
 
 fn prepare_one(data_dir: &Path, key: &FileKey) -> Result<(PlannedFile, PreparedFile), String> {
     let mut progress = data::stderr_progress();
-    let chain = |error: &dyn std::error::Error| crate::error_chain(error);
+    let chain = |error: &dyn std::error::Error| gds_model::error_chain(error);
     match key {
         FileKey::Generated { seed, size } => {
             let prepared = data::ensure_generated(

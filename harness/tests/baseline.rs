@@ -10,8 +10,8 @@ use gds_gate::baseline::{
     history, render,
 };
 use gds_gate::exit;
-use gds_gate::record::{Measurement, Status, TrialRecord};
-use gds_gate::scenario;
+use gds_model::record::{Measurement, Status, TrialRecord};
+use gds_model::scenario;
 
 fn records(gbps: &[f64], path: &str) -> Vec<TrialRecord> {
     let suite = scenario::parse(

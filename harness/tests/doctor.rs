@@ -188,7 +188,7 @@ mod parsers {
 mod recorded {
     use gds_gate::doctor::facts::{ConfigStatus, DirectIo, Fact, Facts, Mount};
     use gds_gate::doctor::{self, Can, DoctorReport, Outcome, State};
-    use gds_gate::scenario::TrialSpec;
+    use gds_model::scenario::TrialSpec;
 
     fn facts(name: &str) -> Facts {
         let path = super::repo()
@@ -651,12 +651,12 @@ mod recorded {
 /// without calling it a problem.
 #[test]
 fn preflight_skips_the_kvikio_probe_without_kvikio_trials() {
-    let suite = gds_gate::scenario::parse(
+    let suite = gds_model::scenario::parse(
         std::path::Path::new("s.yaml"),
         "scenarios:\n  - name: r\n    files: { size: 1MiB }\n",
     )
     .unwrap();
-    let trials = gds_gate::scenario::expand(&suite);
+    let trials = gds_model::scenario::expand(&suite);
     let report = gds_gate::doctor::preflight(std::path::Path::new("target"), &trials, false);
     assert!(!report.facts.kvikio.probed);
     assert!(

@@ -426,6 +426,6 @@ fn a_trial_leaves_no_page_cache_for_the_next_one() {
     assert_eq!(run.code, 0, "{run:?}");
     // A warm trial reads through the page cache and keeps it; the gate drops it afterwards.
     let file = fs::File::open(scratch.data().join("gds-gate-s6-3145728.bin")).unwrap();
-    let resident = gds_gate::cache::resident_fraction(&file, 3 << 20).unwrap();
+    let resident = gds_model::cache::resident_fraction(&file, 3 << 20).unwrap();
     assert!(resident < 0.05, "{resident} of the file still cached");
 }

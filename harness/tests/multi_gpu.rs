@@ -9,11 +9,11 @@ use std::os::unix::fs::FileExt;
 use std::path::Path;
 use std::time::Duration;
 
-use gds_gate::plan::{PlannedFile, ReadPlan};
-use gds_gate::protocol::WorkerSpec;
-use gds_gate::record::Status;
-use gds_gate::scenario::{self, Cache, GpuSet, Pattern, TrialSpec};
 use gds_gate::worker::Launcher;
+use gds_model::plan::{PlannedFile, ReadPlan};
+use gds_model::protocol::WorkerSpec;
+use gds_model::record::Status;
+use gds_model::scenario::{self, Cache, GpuSet, Pattern, TrialSpec};
 
 const GATE: &str = env!("CARGO_BIN_EXE_gds-gate");
 
@@ -25,13 +25,13 @@ fn files(dir: &Path, sizes: &[u64]) -> Vec<PlannedFile> {
             let seed = 11 + index as u64;
             let path = dir.join(format!("gen-{seed}.bin"));
             let mut bytes = vec![0u8; size as usize];
-            gds_gate::verify::fill(seed, 0, &mut bytes);
+            gds_model::verify::fill(seed, 0, &mut bytes);
             std::fs::write(&path, bytes).unwrap();
             PlannedFile {
                 path,
                 size,
                 seed: Some(seed),
-                checksum: gds_gate::verify::expected_file_checksum(seed, size),
+                checksum: gds_model::verify::expected_file_checksum(seed, size),
             }
         })
         .collect()

@@ -12,7 +12,7 @@ use super::error::BaselineError;
 use super::explain::{bless_command, change, gbps, quote};
 use super::file::{self, Baseline, Loaded, Provenance, SCHEMA_VERSION, TrialBaseline};
 use super::fingerprint::{self, FieldChange};
-use crate::record::{Status, TrialRecord};
+use gds_model::record::{Status, TrialRecord};
 
 /// Which trials a bless takes: libtest's rules (substring, or whole name with `exact`); no
 /// pattern takes every trial.
@@ -382,7 +382,7 @@ impl fmt::Display for BlessOutcome {
                     new.max_gbps,
                     new.path,
                     new.checksum
-                        .map(|c| format!(", checksum {}", crate::hex::format(c)))
+                        .map(|c| format!(", checksum {}", gds_model::hex::format(c)))
                         .unwrap_or_default()
                 )?,
                 TrialChange::Updated { trial, old, new } => {
@@ -424,7 +424,7 @@ fn describe_update(old: &TrialBaseline, new: &TrialBaseline) -> String {
         parts.push(format!("path {} → {}", old.path, new.path));
     }
     if old.checksum != new.checksum {
-        let show = |c: Option<u64>| c.map_or_else(|| "none".into(), crate::hex::format);
+        let show = |c: Option<u64>| c.map_or_else(|| "none".into(), gds_model::hex::format);
         parts.push(format!(
             "checksum {} → {}",
             show(old.checksum),

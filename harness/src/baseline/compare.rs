@@ -11,7 +11,7 @@ use super::explain::{self, Context};
 use super::file::{Loaded, TrialBaseline};
 use super::fingerprint::{self, FieldChange, Fingerprint};
 use crate::exit;
-use crate::record::{Status, TrialRecord};
+use gds_model::record::{Status, TrialRecord};
 
 /// What a run produced, as the comparison and bless need it.
 #[derive(Clone, Copy, Debug)]
@@ -42,9 +42,9 @@ pub enum Judgement {
     },
     /// The bytes read are not the bytes the baseline measured. A failure.
     ChecksumChanged {
-        #[serde(with = "crate::hex::option")]
+        #[serde(with = "gds_model::hex::option")]
         from: Option<u64>,
-        #[serde(with = "crate::hex::option")]
+        #[serde(with = "gds_model::hex::option")]
         to: Option<u64>,
     },
     /// The baseline has the trial, the run does not (a GPU or a mount that vanished). A failure.

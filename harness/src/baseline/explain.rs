@@ -8,8 +8,8 @@ use super::compare::{Judgement, Missing};
 use super::decision::{ALPHA, Throughput};
 use super::file::TrialBaseline;
 use super::fingerprint::{self, FieldChange, Fingerprint};
-use crate::hex;
-use crate::record::TrialRecord;
+use gds_model::hex;
+use gds_model::record::TrialRecord;
 
 pub struct Context<'a> {
     pub runner: &'a str,
@@ -262,7 +262,7 @@ pub fn explain(
             let seen = record
                 .and_then(|r| r.measurement.as_ref())
                 .map(|m| {
-                    let median = crate::numbers::median(&m.gbps);
+                    let median = gds_model::numbers::median(&m.gbps);
                     format!(
                         "{} median of {}, path `{}`",
                         gbps(median),

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use super::error::BaselineError;
 use super::fingerprint::Fingerprint;
 use super::stats::{Summary, median};
-use crate::record::Measurement;
+use gds_model::record::Measurement;
 
 /// Bump when a field changes meaning or disappears; older gates refuse newer files.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -56,7 +56,7 @@ pub struct TrialBaseline {
     /// The path verdict, e.g. `nvfs`, `cufile-posix`, `host`.
     pub path: String,
     /// The checksum of what was read, `0x…`; absent when the trial does not verify.
-    #[serde(with = "crate::hex::option")]
+    #[serde(with = "gds_model::hex::option")]
     pub checksum: Option<u64>,
     pub blessed_at: String,
     pub gate_version: String,

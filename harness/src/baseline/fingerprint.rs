@@ -164,7 +164,7 @@ pub fn hash_bytes(bytes: &[u8]) -> String {
     let hash = bytes.iter().fold(OFFSET, |hash, &byte| {
         (hash ^ u64::from(byte)).wrapping_mul(PRIME)
     });
-    format!("fnv1a64:{}", crate::hex::format(hash))
+    format!("fnv1a64:{}", gds_model::hex::format(hash))
 }
 
 #[cfg(test)]

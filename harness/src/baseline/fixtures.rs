@@ -4,9 +4,9 @@
 use std::path::Path;
 
 use super::fingerprint::Fingerprint;
-use crate::numbers::median;
-use crate::record::{Measurement, Status, TrialRecord};
-use crate::scenario::{self, TrialSpec};
+use gds_model::numbers::median;
+use gds_model::record::{Measurement, Status, TrialRecord};
+use gds_model::scenario::{self, TrialSpec};
 
 pub const CHECKSUM: u64 = 0x0123_4567_89ab_cdef;
 
@@ -59,8 +59,8 @@ pub fn measurement(gbps: &[f64], path: &str, checksum: u64) -> Measurement {
         "path": path,
         "integrity": {
             "method": "exact",
-            "checksum": crate::hex::format(checksum),
-            "expected_checksum": crate::hex::format(checksum),
+            "checksum": gds_model::hex::format(checksum),
+            "expected_checksum": gds_model::hex::format(checksum),
             "bad_words": 0,
             "first_bad": null,
             "seconds": 0.1,

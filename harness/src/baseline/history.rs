@@ -9,8 +9,8 @@ use serde::{Deserialize, Serialize};
 
 use super::error::BaselineError;
 use super::fingerprint::Fingerprint;
-use crate::numbers::median;
-use crate::record::{Status, TrialRecord};
+use gds_model::numbers::median;
+use gds_model::record::{Status, TrialRecord};
 
 /// Bump when a field changes meaning; readers skip lines of newer versions.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -38,7 +38,7 @@ pub struct HistoryTrial {
     pub median_gbps: Option<f64>,
     pub gbps: Vec<f64>,
     pub path: Option<String>,
-    #[serde(with = "crate::hex::option")]
+    #[serde(with = "gds_model::hex::option")]
     pub checksum: Option<u64>,
     /// The tolerance the trial was judged with: the plot's baseline band.
     pub tolerance: f64,

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 use super::history::History;
-use crate::record::Status;
+use gds_model::record::Status;
 
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct FittedNoise {

@@ -10,7 +10,7 @@ use super::error::BaselineError;
 use super::file::{Baseline, TrialBaseline};
 use super::fingerprint::hash_bytes;
 use super::history::{History, HistoryLine};
-use crate::record::Status;
+use gds_model::record::Status;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PlotFile {
@@ -51,7 +51,7 @@ pub fn write_plots(
             path: path.clone(),
             message,
         })?;
-        crate::fsutil::write_atomically(&path, svg.as_bytes()).map_err(|source| {
+        gds_model::fsutil::write_atomically(&path, svg.as_bytes()).map_err(|source| {
             BaselineError::Plot {
                 path: path.clone(),
                 message: source.to_string(),
@@ -113,7 +113,7 @@ pub fn render(
         .iter()
         .rev()
         .find_map(|run| run.trials.get(trial).map(|t| t.tolerance))
-        .unwrap_or(crate::scenario::defaults::TOLERANCE);
+        .unwrap_or(gds_model::scenario::defaults::TOLERANCE);
     let band = baseline.map(|b| (b.median_gbps, tolerance));
     let highest = points
         .iter()

@@ -20,7 +20,7 @@ pub fn probe(host: &HostFacts, data_dir: &Path) -> Fingerprint {
         nvidia_fs_version: crate::host::read_trimmed("/sys/module/nvidia_fs/version"),
         data_dir_fs: mount.as_ref().map(|m| m.fs_type.clone()),
         data_dir_device: mount.map(|m| m.source),
-        cufile_json_hash: crate::cufile_config::host_config_path()
+        cufile_json_hash: gds_model::cufile_config::host_config_path()
             .and_then(|(path, _)| std::fs::read(path).ok())
             .map(|b| hash_bytes(&b)),
         ..Fingerprint::from_host(host)

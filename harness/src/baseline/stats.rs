@@ -16,7 +16,7 @@
 
 use serde::{Deserialize, Serialize};
 
-pub use crate::numbers::median;
+pub use gds_model::numbers::median;
 
 /// Median, spread and range of a set of samples.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]

@@ -13,11 +13,11 @@ use crate::baseline::stats::Summary;
 use crate::data::{self, GeneratedFile, NoProgress};
 use crate::gpu::cufile::Cufile;
 use crate::gpu::{Gpu, GpuError, copy_to_device};
-use crate::numbers::median;
-use crate::plan::{PlannedFile, ReadPlan};
 use crate::reader::Reader;
 use crate::reader::cufile::CufileReader;
-use crate::scenario::{BufferKind, Pattern};
+use gds_model::numbers::median;
+use gds_model::plan::{PlannedFile, ReadPlan};
+use gds_model::scenario::{BufferKind, Pattern};
 
 pub fn run(size: u64, runs: usize, dir: &Path) -> Result<String, String> {
     if runs < crate::bench::MIN_RUNS {
@@ -30,9 +30,9 @@ pub fn run(size: u64, runs: usize, dir: &Path) -> Result<String, String> {
     let mut out = format!(
         "GPU {} — buffer {}, {runs} runs, medians\n\n{startup}",
         gpu.name,
-        crate::units::format_bytes(size, 2)
+        gds_model::units::format_bytes(size, 2)
     );
-    kernels(&mut gpu, size, runs, &mut out).map_err(|error| crate::error_chain(&error))?;
+    kernels(&mut gpu, size, runs, &mut out).map_err(|error| gds_model::error_chain(&error))?;
     storage(&mut gpu, size, runs, dir, &mut out)?;
     Ok(out)
 }
@@ -45,7 +45,7 @@ fn kernels(gpu: &mut Gpu, size: u64, runs: usize, out: &mut String) -> Result<()
     let mut offset = 0u64;
     while offset < size {
         let len = chunk.min((size - offset) as usize);
-        crate::verify::fill_parallel(1, offset, &mut pinned.as_mut_slice()[..len]);
+        gds_model::verify::fill_parallel(1, offset, &mut pinned.as_mut_slice()[..len]);
         copy_to_device(&pinned, len, &buffer, offset)?;
         offset += len as u64;
     }
@@ -93,9 +93,9 @@ fn storage(
 ) -> Result<(), String> {
     const SETTINGS: [(u32, u64); 4] = [(1, 16 << 20), (4, 16 << 20), (8, 4 << 20), (8, 16 << 20)];
     let prepared = data::ensure_generated(dir, GeneratedFile { seed: 77, size }, &mut NoProgress)
-        .map_err(|error| crate::error_chain(&error))?;
+        .map_err(|error| gds_model::error_chain(&error))?;
     let path = prepared.path.clone();
-    let drop_cache = || crate::cache::drop_path(&path).map_err(|error| error.to_string());
+    let drop_cache = || gds_model::cache::drop_path(&path).map_err(|error| error.to_string());
     let dd = || -> Result<f64, String> {
         drop_cache()?;
         let start = std::time::Instant::now();
@@ -121,7 +121,7 @@ fn storage(
         &Pattern::Whole,
     );
     let mut reader = CufileReader::open(gpu, &library, &plan, BufferKind::Unregistered)
-        .map_err(|error| crate::error_chain(&error))?;
+        .map_err(|error| gds_model::error_chain(&error))?;
     let mut dd_rates = Vec::new();
     // Per setting: its rates, and its ratio to the dd run just before it.
     let mut rates = vec![(Vec::new(), Vec::new()); SETTINGS.len()];
@@ -133,7 +133,7 @@ fn storage(
             reader.prepare().map_err(|error| error.to_string())?;
             let seconds = reader
                 .read(&plan, threads, task)
-                .map_err(|error| crate::error_chain(&error))?
+                .map_err(|error| gds_model::error_chain(&error))?
                 .as_secs_f64();
             let rate = size as f64 / seconds / 1e9;
             rates.push(rate);
@@ -156,7 +156,7 @@ fn storage(
         let _ = writeln!(
             out,
             "| cufile reader, {threads} thread(s), {} tasks | {:.2} | {:.0}% | {}% |",
-            crate::units::format_bytes(task, 0),
+            gds_model::units::format_bytes(task, 0),
             median(rates),
             median(ratios) * 100.0,
             range(ratios, 100.0, 0)

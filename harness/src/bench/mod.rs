@@ -12,9 +12,9 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::data::{self, DataError, GeneratedFile, NoProgress};
-use crate::numbers::median;
-use crate::units::format_bytes;
-use crate::verify;
+use gds_model::numbers::median;
+use gds_model::units::format_bytes;
+use gds_model::verify;
 
 /// What to measure.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -124,7 +124,7 @@ pub fn run(opts: &BenchOptions) -> Result<BenchReport, BenchError> {
     let mut buf = vec![0u8; len];
     // Untimed first pass: the allocation is only mapped on first touch, and page faults are
     // not what this row measures.
-    crate::verify::fill_parallel(seed, 0, &mut buf);
+    gds_model::verify::fill_parallel(seed, 0, &mut buf);
     let row = |name: &str, cpu_bound| BenchRow {
         name: name.to_owned(),
         bytes: opts.size,
@@ -142,8 +142,9 @@ pub fn run(opts: &BenchOptions) -> Result<BenchReport, BenchError> {
     ));
 
     for run in 0..opts.runs {
-        fill.times
-            .push(timed(|| crate::verify::fill_parallel(seed, 0, &mut buf)));
+        fill.times.push(timed(|| {
+            gds_model::verify::fill_parallel(seed, 0, &mut buf)
+        }));
         let mut mismatch = verify::Mismatch::default();
         compare
             .times

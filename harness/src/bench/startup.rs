@@ -12,13 +12,13 @@ use std::fmt::Write as _;
 use std::path::Path;
 use std::time::Duration;
 
-use crate::evidence::cufile_log;
-use crate::numbers::median;
-use crate::plan::ReadPlan;
 use crate::prepare::DataSet;
-use crate::protocol::{CUFILE_DRIVER_OPEN, GPU_CONTEXT};
-use crate::record::TrialRecord;
 use crate::worker::{Launcher, slug};
+use gds_model::evidence::cufile_log;
+use gds_model::numbers::median;
+use gds_model::plan::ReadPlan;
+use gds_model::protocol::{CUFILE_DRIVER_OPEN, GPU_CONTEXT};
+use gds_model::record::TrialRecord;
 
 const SUITE: &str = "\
 suite: startup
@@ -33,9 +33,9 @@ scenarios:
 ";
 
 pub fn run(runs: usize, dir: &Path, out: &mut String) -> Result<(), String> {
-    let suite = crate::scenario::parse(Path::new("<start-up bench>"), SUITE)
+    let suite = gds_model::scenario::parse(Path::new("<start-up bench>"), SUITE)
         .map_err(|error| error.to_string())?;
-    let trials = crate::scenario::expand(&suite);
+    let trials = gds_model::scenario::expand(&suite);
     let data = DataSet::prepare(dir, &trials);
     let scratch = tempfile::tempdir().map_err(|error| error.to_string())?;
     let launcher = Launcher {
@@ -205,7 +205,7 @@ mod tests {
 
     #[test]
     fn the_embedded_suite_is_valid() {
-        let suite = crate::scenario::parse(Path::new("<start-up bench>"), SUITE).unwrap();
-        assert_eq!(crate::scenario::expand(&suite).len(), 4);
+        let suite = gds_model::scenario::parse(Path::new("<start-up bench>"), SUITE).unwrap();
+        assert_eq!(gds_model::scenario::expand(&suite).len(), 4);
     }
 }

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use crate::units::format_bytes;
+use gds_model::units::format_bytes;
 
 /// Receives the progress of one operation at a time: `start`, any number of `advance`, `finish`.
 pub trait Progress {

@@ -8,7 +8,7 @@ use std::path::Path;
 
 use super::sidecar::{self, GeneratedIdentity, Stamp};
 use super::{GENERATOR_VERSION, GeneratedFile, SPOT_BLOCK};
-use crate::verify::{exact_compare_serial, expected_file_checksum, mix64};
+use gds_model::verify::{exact_compare_serial, expected_file_checksum, mix64};
 
 /// Blocks at seed-derived offsets in the spot check, besides the first and the last.
 const SPOT_RANDOM_BLOCKS: u64 = 6;

@@ -45,7 +45,7 @@ pub(crate) struct GeneratedIdentity {
     pub generator_version: u32,
     pub seed: u64,
     pub size: u64,
-    #[serde(with = "crate::hex")]
+    #[serde(with = "gds_model::hex")]
     pub checksum: u64,
     pub mtime_ns: i64,
     pub inode: u64,
@@ -63,7 +63,7 @@ pub(crate) struct UserIdentity {
     pub ctime_ns: i64,
     pub inode: u64,
     pub device: u64,
-    #[serde(with = "crate::hex")]
+    #[serde(with = "gds_model::hex")]
     pub checksum: u64,
 }
 

@@ -11,7 +11,7 @@ use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 
 use super::*;
-use crate::verify::{checksum_file_bytes, expected_file_checksum, fill};
+use gds_model::verify::{checksum_file_bytes, expected_file_checksum, fill};
 
 type TestResult = Result<(), Box<dyn Error>>;
 

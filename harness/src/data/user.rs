@@ -15,7 +15,7 @@ use super::direct::{AlignedBuf, clear_direct, direct_refused, open_maybe_direct}
 use super::progress::Progress;
 use super::sidecar::{self, GENERATED_BY, Stamp, UserIdentity};
 use super::{Action, DataError, open_data_dir};
-use crate::verify::{checksum_range, checksum_range_parallel, finish_checksum};
+use gds_model::verify::{checksum_range, checksum_range_parallel, finish_checksum};
 
 /// Read size; as for writing, one large request keeps the device busy.
 const BLOCK: usize = 16 << 20;
@@ -26,7 +26,7 @@ pub struct UserFile {
     /// Canonical path.
     pub path: PathBuf,
     pub size: u64,
-    #[serde(serialize_with = "crate::hex::serialize")]
+    #[serde(serialize_with = "gds_model::hex::serialize")]
     pub checksum: u64,
     #[serde(flatten)]
     pub action: Action,

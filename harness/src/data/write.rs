@@ -9,7 +9,7 @@ use std::sync::mpsc;
 use super::DataError;
 use super::direct::{ALIGN, AlignedBuf, clear_direct, direct_refused, open_maybe_direct};
 use super::progress::Progress;
-use crate::verify::fill_parallel_with_checksum;
+use gds_model::verify::fill_parallel_with_checksum;
 
 /// Write size: large enough that the device queue stays full with one request in flight (what
 /// `dd bs=16M oflag=direct` does), small enough that three buffers cost 48 MiB.

@@ -1,7 +1,7 @@
 //! The fix for each problem the doctor finds. Where the path verdict names a fix for the same
 //! cause, the doctor uses the verdict's own text.
 
-pub(crate) use crate::verdict::diagnose::{
+pub(crate) use gds_model::verdict::diagnose::{
     FS_FIX, NVFS_FIX, NVME_FIX, ODIRECT_FIX, STRICT_HINT, UDEV_FIX,
 };
 

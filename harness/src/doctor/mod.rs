@@ -22,7 +22,7 @@ pub use collect::{collect, cufile_probe_main};
 pub use facts::Facts;
 pub use render::{json, short_summary, table};
 
-use crate::scenario::{self, ScenarioError, TrialSpec};
+use gds_model::scenario::{self, ScenarioError, TrialSpec};
 
 /// Version of the report's JSON layout.
 pub const REPORT_SCHEMA_VERSION: u32 = 1;
@@ -180,13 +180,13 @@ pub fn preflight(data_dir: &Path, trials: &[TrialSpec], require_gpu: bool) -> Do
         require_gpu,
         python: trials
             .iter()
-            .find(|t| t.reader == crate::scenario::Reader::Kvikio && t.python != "python3")
+            .find(|t| t.reader == gds_model::scenario::Reader::Kvikio && t.python != "python3")
             .map(|t| t.python.clone()),
         quick: true,
         // Only a run with KvikIO trials pays for starting Python.
         probe_kvikio: trials
             .iter()
-            .any(|t| t.reader == crate::scenario::Reader::Kvikio),
+            .any(|t| t.reader == gds_model::scenario::Reader::Kvikio),
         cufile_probe: CufileProbe::LoadOnly,
     };
     assess(collect(&opts), trials, require_gpu)

@@ -7,10 +7,10 @@ use crate::baseline::{
     self, BlessOptions, Filter, Fingerprint, Provenance, RunResults, file, history, render,
 };
 use crate::cli::{BaselineArgs, RunArgs};
-use crate::error_chain;
 use crate::exit;
-use crate::record::TrialRecord;
 use crate::report;
+use gds_model::error_chain;
+use gds_model::record::TrialRecord;
 
 use super::Outcome;
 
@@ -254,7 +254,7 @@ pub fn report_command(out: &Path, args: &BaselineArgs) -> u8 {
             }
             let summary = out.join("summary.md");
             let text = std::fs::read_to_string(&summary).unwrap_or_default() + &plots.markdown;
-            match crate::fsutil::write_atomically(&summary, text.as_bytes()) {
+            match gds_model::fsutil::write_atomically(&summary, text.as_bytes()) {
                 Ok(()) => exit::PASSED,
                 Err(error) => {
                     eprintln!("error: cannot write `{}`: {error}", summary.display());

@@ -12,16 +12,16 @@ use crate::cli::RunArgs;
 use crate::exit;
 
 mod baseline;
-use crate::error_chain;
 use crate::host::HostFacts;
-use crate::plan::ReadPlan;
 use crate::prepare::DataSet;
-use crate::record::{Status, TrialRecord};
 use crate::report::{self, PreparedFileRecord, Report, SuiteRef, Totals};
-use crate::scenario::Reader;
-use crate::scenario::{self, GpuSet, Suite, TrialSpec};
 use crate::worker::Launcher;
 pub use baseline::{BlessRequest, bless_command, report_command};
+use gds_model::error_chain;
+use gds_model::plan::ReadPlan;
+use gds_model::record::{Status, TrialRecord};
+use gds_model::scenario::Reader;
+use gds_model::scenario::{self, GpuSet, Suite, TrialSpec};
 
 /// Loads every suite, printing each error; `None` when any is invalid.
 pub fn load_suites(paths: &[std::path::PathBuf]) -> Option<Vec<Suite>> {
@@ -213,7 +213,7 @@ fn listed(spec: &TrialSpec) -> Trial {
 /// by 8 threads. Best effort: a cold trial's own drop reports what fails.
 fn leave_uncached(paths: &[std::path::PathBuf]) {
     for path in paths {
-        let _ = crate::cache::drop_path(path);
+        let _ = gds_model::cache::drop_path(path);
     }
 }
 
@@ -382,7 +382,7 @@ fn explain_empty_selection(args: &RunArgs, trials: usize) {
     eprintln!(
         "error: the filter `{filter}` matches none of the {trials} trials; `--list` shows their names"
     );
-    if let Some(command) = crate::suggest::nearest(filter, &["validate", "gen", "bench"]) {
+    if let Some(command) = gds_model::suggest::nearest(filter, &["validate", "gen", "bench"]) {
         eprintln!("  help: did you mean the subcommand `{command}`?");
     }
 }

@@ -9,8 +9,8 @@ use std::path::PathBuf;
 
 use libloading::Library;
 
-use crate::cufile_abi::RawProperties;
-pub use crate::cufile_abi::{
+use gds_model::cufile_abi::RawProperties;
+pub use gds_model::cufile_abi::{
     DriverProperties, GpuCounters, Stats, StatsLayout, StatsLayoutError, Version, describe,
 };
 

@@ -13,10 +13,10 @@ use cudarc::driver::{
 };
 use cudarc::nvrtc::{CompileOptions, compile_ptx_with_opts};
 
-use crate::integrity::{self, IntegrityResult, RangeVerifier};
-use crate::plan::ReadPlan;
-use crate::scenario::Integrity;
-use crate::verify::Mismatch;
+use gds_model::integrity::{self, IntegrityResult, RangeVerifier};
+use gds_model::plan::ReadPlan;
+use gds_model::scenario::Integrity;
+use gds_model::verify::Mismatch;
 
 /// The kernels' source, shared with the KvikIO worker (which compiles it with cupy).
 pub const KERNELS: &str = include_str!("kernels.cu");

@@ -4,8 +4,8 @@
 use rand::{RngExt, SeedableRng};
 
 use super::*;
-use crate::verify;
-use crate::verify::fill;
+use gds_model::verify;
+use gds_model::verify::fill;
 
 fn upload(gpu: &Gpu, bytes: &[u8], at: usize) -> DeviceBuffer {
     let buffer = gpu.alloc(bytes.len() + at).unwrap();

@@ -7,9 +7,9 @@ use std::time::Duration;
 
 use super::{Reader, ReaderError, pread_exact, run_parallel};
 use crate::gpu::{DeviceBuffer, Gpu, PinnedBuffer};
-use crate::integrity::IntegrityResult;
-use crate::plan::ReadPlan;
-use crate::scenario::Integrity;
+use gds_model::integrity::IntegrityResult;
+use gds_model::plan::ReadPlan;
+use gds_model::scenario::Integrity;
 
 pub struct Bounce<'g> {
     gpu: &'g mut Gpu,

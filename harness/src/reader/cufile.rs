@@ -11,9 +11,9 @@ use std::time::Duration;
 use super::{Reader, ReaderError, run_parallel};
 use crate::gpu::cufile::{Cufile, Handle, RegisteredBuffer};
 use crate::gpu::{DeviceBuffer, Gpu};
-use crate::integrity::IntegrityResult;
-use crate::plan::ReadPlan;
-use crate::scenario::{BufferKind, Integrity};
+use gds_model::integrity::IntegrityResult;
+use gds_model::plan::ReadPlan;
+use gds_model::scenario::{BufferKind, Integrity};
 
 pub struct CufileReader<'a> {
     gpu: &'a mut Gpu,

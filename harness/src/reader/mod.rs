@@ -12,9 +12,9 @@ use std::time::{Duration, Instant};
 
 use crate::gpu::GpuError;
 use crate::gpu::cufile::{CufileError, ReadFailure};
-use crate::integrity::IntegrityResult;
-use crate::plan::ReadPlan;
-use crate::scenario::Integrity;
+use gds_model::integrity::IntegrityResult;
+use gds_model::plan::ReadPlan;
+use gds_model::scenario::Integrity;
 
 /// One reader's destination and way of reading.
 pub trait Reader {
@@ -89,7 +89,7 @@ pub enum ReaderError {
 impl ReaderError {
     /// What to do about it, for the failure message.
     pub fn next_step(&self) -> String {
-        let text = crate::error_chain(self);
+        let text = gds_model::error_chain(self);
         if text.contains("CU_FILE_HANDLE_NOT_REGISTERED") || text.contains("5027") {
             return "cuFile refused the file. On containers and some VMs udev has no record of the block device (`udev property not found` in cufile.log): run udev, mount /run/udev into the container (--volume /run/udev:/run/udev:ro), or check the file system is supported; `cargo xtask doctor` shows which".into();
         }

@@ -8,9 +8,9 @@ use rayon::prelude::*;
 
 use super::host_memory::HostMemory;
 use super::{Reader, ReaderError, pread_exact, run_parallel};
-use crate::integrity::{self, HostBuffer, IntegrityResult};
-use crate::plan::{ReadPlan, Segment};
-use crate::scenario::Integrity;
+use gds_model::integrity::{self, HostBuffer, IntegrityResult};
+use gds_model::plan::{ReadPlan, Segment};
+use gds_model::scenario::Integrity;
 
 pub struct Posix {
     files: Vec<File>,
@@ -22,9 +22,9 @@ impl Posix {
         // Refused up front: an allocation the host cannot back ends in the OOM killer, not an error.
         let needed = plan.total_bytes();
         if let Some(available) =
-            crate::meminfo::available_memory().filter(|available| needed > *available)
+            gds_model::meminfo::available_memory().filter(|available| needed > *available)
         {
-            let format = |bytes| crate::units::format_bytes(bytes, 2);
+            let format = |bytes| gds_model::units::format_bytes(bytes, 2);
             return Err(ReaderError::HostMemory {
                 needed: format(needed),
                 available: format(available),
@@ -126,9 +126,9 @@ mod tests {
     use std::io::Write;
 
     use super::*;
-    use crate::plan::PlannedFile;
-    use crate::scenario::Pattern;
-    use crate::scenario::size::{ByteSize, PositiveSize};
+    use gds_model::plan::PlannedFile;
+    use gds_model::scenario::Pattern;
+    use gds_model::scenario::size::{ByteSize, PositiveSize};
 
     fn temp_file(bytes: &[u8]) -> (tempfile::NamedTempFile, PlannedFile) {
         let mut file = tempfile::NamedTempFile::new().unwrap();

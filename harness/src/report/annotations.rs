@@ -10,7 +10,7 @@ use std::path::{Component, Path, PathBuf};
 
 use super::Report;
 use crate::baseline::{Comparison, Judgement, Severity};
-use crate::record::Status;
+use gds_model::record::Status;
 
 /// In report order: one `::error` per failed trial, one `::warning` per trial warning; then from
 /// the baseline comparison one `::error` per changed path or checksum, vanished trial or slowdown,

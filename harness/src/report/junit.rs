@@ -6,7 +6,7 @@ use std::time::Duration;
 use quick_junit::{NonSuccessKind, TestCase, TestCaseStatus, TestSuite};
 
 use super::Report;
-use crate::record::Status;
+use gds_model::record::Status;
 
 pub fn render(report: &Report) -> String {
     let mut junit = quick_junit::Report::new("gds-gate");

@@ -4,8 +4,8 @@ use std::fmt::Write;
 
 use super::Report;
 use crate::baseline::stats::Summary;
-use crate::hex;
-use crate::record::{Measurement, Status, TrialRecord};
+use gds_model::hex;
+use gds_model::record::{Measurement, Status, TrialRecord};
 
 pub fn render(report: &Report) -> String {
     let totals = report.totals;
@@ -150,7 +150,7 @@ fn per_gpu(trials: &[TrialRecord]) -> String {
 mod tests {
     use super::*;
     use crate::baseline::fixtures;
-    use crate::record::GpuShardResult;
+    use gds_model::record::GpuShardResult;
 
     fn measurement(gbps: f64) -> Measurement {
         fixtures::measurement(&[gbps], "nvfs", 7)

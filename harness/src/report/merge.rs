@@ -14,9 +14,9 @@ use serde::{Deserialize, Serialize};
 
 use super::{Report, ReportError, SCHEMA_VERSION, Totals, junit, markdown};
 use crate::baseline::{self, Comparison, Fingerprint};
-use crate::error_chain;
 use crate::exit;
 use crate::host::HostFacts;
+use gds_model::error_chain;
 
 pub const MERGED_JSON: &str = "merged.json";
 pub const MERGED_JUNIT: &str = "merged-junit.xml";

@@ -13,10 +13,10 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::fsutil::write_atomically;
 use crate::host::HostFacts;
 use crate::prepare::PreparedFile;
-use crate::record::{Status, TrialRecord};
+use gds_model::fsutil::write_atomically;
+use gds_model::record::{Status, TrialRecord};
 
 /// Bump when a field changes meaning or disappears; readers refuse newer versions.
 pub const SCHEMA_VERSION: u32 = 1;

@@ -4,10 +4,12 @@
 
 use std::path::Path;
 
-use crate::evidence::{CufileGpuCounters, CufileLogFindings, Evidence, NvfsEvidence, NvfsStats};
-use crate::record::{Measurement, Status, TrialRecord};
-use crate::scenario::{BufferKind, Reader, TrialSpec};
-use crate::verdict;
+use gds_model::evidence::{
+    CufileGpuCounters, CufileLogFindings, Evidence, NvfsEvidence, NvfsStats,
+};
+use gds_model::record::{Measurement, Status, TrialRecord};
+use gds_model::scenario::{BufferKind, Reader, TrialSpec};
+use gds_model::verdict;
 
 pub const NVFS_STATS: &str = "/proc/driver/nvidia-fs/stats";
 
@@ -88,9 +90,10 @@ fn evidence(
         evidence.smallest_read = smallest_read(spec, m);
     }
     evidence.cufile_log = cufile_log(trial_dir);
-    evidence.gds_stats = std::fs::read_to_string(trial_dir.join(crate::protocol::GDS_STATS_TEXT))
-        .ok()
-        .and_then(|text| crate::evidence::GdsStats::parse(&text).ok());
+    evidence.gds_stats =
+        std::fs::read_to_string(trial_dir.join(gds_model::protocol::GDS_STATS_TEXT))
+            .ok()
+            .and_then(|text| gds_model::evidence::GdsStats::parse(&text).ok());
     evidence.nvfs = Some(
         match (
             nvfs_before.as_deref().map(NvfsStats::parse),
@@ -124,7 +127,7 @@ fn evidence(
 
 /// The smallest single read of the plan: a chunk, a random read, or a file's last task.
 fn smallest_read(spec: &TrialSpec, m: &Measurement) -> Option<u64> {
-    let plan = crate::plan::ReadPlan::new(m.files.clone(), &spec.pattern);
+    let plan = gds_model::plan::ReadPlan::new(m.files.clone(), &spec.pattern);
     let reads = if spec.reader == Reader::Kvikio {
         plan.segments
     } else {
@@ -134,7 +137,7 @@ fn smallest_read(spec: &TrialSpec, m: &Measurement) -> Option<u64> {
 }
 
 fn cufile_log(dir: &Path) -> Option<CufileLogFindings> {
-    crate::evidence::cufile_log::read_logs(dir).map(|text| CufileLogFindings::scan(&text))
+    gds_model::evidence::cufile_log::read_logs(dir).map(|text| CufileLogFindings::scan(&text))
 }
 
 fn indent(text: &str) -> String {

@@ -1,11 +1,11 @@
 //! Turns cuFile's structs, sent as bytes by the Python worker, into the same evidence the Rust
 //! worker records: one decoder, with the layout chosen by the library's version, for both workers.
 
-use crate::cufile_abi::{DriverProperties, StatsLayout, Version};
-use crate::hex;
-use crate::protocol::RawCufile;
-use crate::record::{CufileEvidence, Measurement};
-use crate::scenario::TrialSpec;
+use gds_model::cufile_abi::{DriverProperties, StatsLayout, Version};
+use gds_model::hex;
+use gds_model::protocol::RawCufile;
+use gds_model::record::{CufileEvidence, Measurement};
+use gds_model::scenario::TrialSpec;
 
 pub fn cufile_evidence(raw: RawCufile, spec: &TrialSpec, m: &mut Measurement) {
     let version = Version(raw.version);

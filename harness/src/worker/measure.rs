@@ -4,22 +4,24 @@
 
 use std::time::Instant;
 
-use crate::cache;
 use crate::gpu::Gpu;
 use crate::gpu::cufile::{self, Cufile};
-use crate::hex;
-use crate::integrity::IntegrityResult;
-use crate::numbers::median;
-use crate::plan::ReadPlan;
 use crate::reader::bounce::Bounce;
 use crate::reader::cufile::CufileReader;
 use crate::reader::posix::{self, Posix};
 use crate::reader::{Reader, ReaderError};
-use crate::record::Measurement;
-use crate::scenario::{Cache, Integrity, Reader as ReaderKind};
+use gds_model::cache;
+use gds_model::hex;
+use gds_model::integrity::IntegrityResult;
+use gds_model::numbers::median;
+use gds_model::plan::ReadPlan;
+use gds_model::record::Measurement;
+use gds_model::scenario::{Cache, Integrity, Reader as ReaderKind};
 
-use crate::protocol::{CUFILE_DRIVER_OPEN, GPU_CONTEXT, WorkerFailure, WorkerResult, WorkerSpec};
-use crate::record::CufileEvidence;
+use gds_model::protocol::{
+    CUFILE_DRIVER_OPEN, GPU_CONTEXT, WorkerFailure, WorkerResult, WorkerSpec,
+};
+use gds_model::record::CufileEvidence;
 
 /// A cold read that finds more than this fraction of a file cached measures memory, not storage.
 const MAX_RESIDENT_AFTER_DROP: f64 = 0.05;
@@ -73,7 +75,7 @@ pub fn measure(spec: &WorkerSpec) -> WorkerResult {
     m.median_gbps = (!m.gbps.is_empty()).then(|| median(&m.gbps));
     m.total_seconds = started.elapsed().as_secs_f64();
     WorkerResult {
-        protocol: crate::protocol::PROTOCOL_VERSION,
+        protocol: gds_model::protocol::PROTOCOL_VERSION,
         measurement: Some(m),
         failure,
         raw_cufile: None,
@@ -82,7 +84,7 @@ pub fn measure(spec: &WorkerSpec) -> WorkerResult {
 
 fn fail(error: ReaderError) -> WorkerFailure {
     WorkerFailure {
-        reason: crate::error_chain(&error),
+        reason: gds_model::error_chain(&error),
         next: error.next_step(),
         missing: None,
     }
@@ -222,7 +224,8 @@ fn passes(
                 (lap.elapsed() - dropped).as_secs_f64(),
             ));
             m.startup_seconds = Some(
-                crate::protocol::now_unix_ns().saturating_sub(spec.spawned_at_unix_ns) as f64 / 1e9,
+                gds_model::protocol::now_unix_ns().saturating_sub(spec.spawned_at_unix_ns) as f64
+                    / 1e9,
             );
         }
         let seconds = reader

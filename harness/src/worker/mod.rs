@@ -15,11 +15,11 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::plan::ReadPlan;
-use crate::protocol::{PROTOCOL_VERSION, WorkerFailure, WorkerResult, WorkerSpec};
-use crate::record::Ending;
-use crate::record::{TrialRecord, WorkerRun};
-use crate::scenario::{Reader, TrialSpec};
+use gds_model::plan::ReadPlan;
+use gds_model::protocol::{PROTOCOL_VERSION, WorkerFailure, WorkerResult, WorkerSpec};
+use gds_model::record::Ending;
+use gds_model::record::{TrialRecord, WorkerRun};
+use gds_model::scenario::{Reader, TrialSpec};
 use process::Job;
 
 /// Lines of the worker's stderr shown with a failure.
@@ -114,8 +114,8 @@ impl Launcher {
         };
         let mut env = Vec::new();
         if matches!(spec.reader, Reader::Cufile | Reader::Kvikio) {
-            let config = crate::cufile_config::write_for_trial(&spec.cufile, dir)
-                .map_err(|error| StartError::Setup(crate::error_chain(&error)))?;
+            let config = gds_model::cufile_config::write_for_trial(&spec.cufile, dir)
+                .map_err(|error| StartError::Setup(gds_model::error_chain(&error)))?;
             env.push((
                 "CUFILE_ENV_PATH_JSON".to_string(),
                 config.display().to_string(),
@@ -363,7 +363,7 @@ pub fn worker_main(spec_path: &Path, result_path: &Path) -> u8 {
         }
     };
     let text = serde_json::to_string_pretty(&result).unwrap_or_default();
-    match crate::fsutil::write_atomically(result_path, text.as_bytes()) {
+    match gds_model::fsutil::write_atomically(result_path, text.as_bytes()) {
         Ok(()) => 0,
         Err(error) => {
             eprintln!(
@@ -446,9 +446,9 @@ mod tests {
     use std::os::unix::fs::PermissionsExt;
 
     use super::*;
-    use crate::integrity::IntegrityResult;
-    use crate::record::{Measurement, Status};
-    use crate::scenario::{Integrity, Pattern};
+    use gds_model::integrity::IntegrityResult;
+    use gds_model::record::{Measurement, Status};
+    use gds_model::scenario::{Integrity, Pattern};
 
     /// A stand-in for the gate binary: a shell script that misbehaves as told. `$5` is the result
     /// path (`worker --spec S --result R`).
@@ -466,12 +466,12 @@ mod tests {
     }
 
     fn trial() -> (TrialSpec, ReadPlan) {
-        let suite = crate::scenario::parse(
+        let suite = gds_model::scenario::parse(
             Path::new("s.yaml"),
             "scenarios:\n  - name: t\n    files: { size: 1MiB }\n",
         )
         .unwrap();
-        let spec = crate::scenario::expand(&suite).remove(0);
+        let spec = gds_model::scenario::expand(&suite).remove(0);
         (spec, ReadPlan::new(Vec::new(), &Pattern::Whole))
     }
 
@@ -617,7 +617,7 @@ mod tests {
         let canned = valid_result(dir.path());
         let sample = concat!(
             env!("CARGO_MANIFEST_DIR"),
-            "/tests/fixtures/gds_stats_l3_nvidia_guide.txt"
+            "/model/tests/fixtures/gds_stats_l3_nvidia_guide.txt"
         );
         let tool = dir.path().join("gds_stats");
         std::fs::write(&tool, format!("#!/bin/sh\ncat {sample}\n")).unwrap();

@@ -1,5 +1,5 @@
 //! Trials over several GPUs (`gpus: all` or `gpus: [0, 1]`): the read plan is split into one
-//! shard per GPU ([`crate::shard`]); one worker per GPU is started at the same time, each on its
+//! shard per GPU ([`gds_model::shard`]); one worker per GPU is started at the same time, each on its
 //! own thread through the same machinery as a one-GPU trial, with its shard and `gpu` set to its
 //! GPU, in `<trial>/gpu<N>`. Each worker verifies its shard on its own GPU and is judged on its own
 //! path evidence (its cuFile counters, its cufile.log, its `gds_stats` sample). The trial's record
@@ -24,16 +24,16 @@ use std::path::Path;
 use std::sync::OnceLock;
 
 use super::{Launcher, slug, timeout_for, where_};
-use crate::cufile_abi::{GpuCounters, Stats};
-use crate::evidence::KvikioBackends;
-use crate::integrity::IntegrityResult;
-use crate::numbers::median;
-use crate::plan::ReadPlan;
-use crate::record::{
+use gds_model::cufile_abi::{GpuCounters, Stats};
+use gds_model::evidence::KvikioBackends;
+use gds_model::integrity::IntegrityResult;
+use gds_model::numbers::median;
+use gds_model::plan::ReadPlan;
+use gds_model::record::{
     CufileEvidence, Ending, GpuShardResult, KvikioEvidence, Measurement, Status, TrialRecord,
     WorkerRun,
 };
-use crate::scenario::{GpuSet, TrialSpec};
+use gds_model::scenario::{GpuSet, TrialSpec};
 
 /// What `gpus:` means on this host.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -103,7 +103,7 @@ impl Launcher {
     /// record aggregates them.
     pub fn run_multi(&self, spec: TrialSpec, plan: ReadPlan, gpus: &[u32]) -> TrialRecord {
         let dir = self.trials_dir.join(slug(&spec.name));
-        let shards = match crate::shard::split(&plan, gpus.len(), spec.task_size) {
+        let shards = match gds_model::shard::split(&plan, gpus.len(), spec.task_size) {
             Ok(shards) => shards,
             Err(error) => {
                 let details = format!("{}\n  next: {}", where_(&spec), error.next_step());

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::record::Ending;
+use gds_model::record::Ending;
 
 /// How long a worker gets between SIGTERM and SIGKILL.
 const GRACE: Duration = Duration::from_secs(5);

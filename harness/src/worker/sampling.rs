@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use crate::protocol::{GDS_STATS_TEXT, IO_DONE, SAMPLED, WORKER_WAIT};
+use gds_model::protocol::{GDS_STATS_TEXT, IO_DONE, SAMPLED, WORKER_WAIT};
 
 /// The `gds_stats` tool: `GDS_GATE_GDS_STATS`, else on `PATH` or where the GDS packages put it.
 pub fn find_tool() -> Option<PathBuf> {

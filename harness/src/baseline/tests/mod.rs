@@ -11,7 +11,7 @@ use super::compare::{RunResults, compare};
 use super::file::{self, Provenance};
 use super::fingerprint::Fingerprint;
 use super::fixtures::{self, BASE, CHECKSUM};
-use crate::record::TrialRecord;
+use gds_model::record::TrialRecord;
 
 struct Scratch {
     _dir: tempfile::TempDir,

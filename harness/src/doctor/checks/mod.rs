@@ -13,7 +13,7 @@ pub use capability::Can;
 pub use outlook::{Expectation, Outcome, TrialOutlook, Verdict, outlook};
 
 use super::facts::Facts;
-use crate::scenario::TrialSpec;
+use gds_model::scenario::TrialSpec;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]

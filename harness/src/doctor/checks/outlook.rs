@@ -16,8 +16,8 @@ use super::capability::{
 };
 use super::{Check, State};
 use crate::doctor::facts::{ConfigStatus, DriverOpen, Fact, Facts};
-use crate::scenario::{CompatMode, ExpectedPath, FileSet, Pattern, Reader, TrialSpec};
-use crate::verdict::{Path, expected_name};
+use gds_model::scenario::{CompatMode, ExpectedPath, FileSet, Pattern, Reader, TrialSpec};
+use gds_model::verdict::{Path, expected_name};
 
 /// One line of "what this host can meet", e.g. `path nvfs: no — nvidia-fs is not loaded`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -9,8 +9,8 @@ use crate::doctor::collect::parse_cmdline_iommu;
 use crate::doctor::facts::{Fact, Facts};
 use crate::doctor::fixes::{ACS_FIX, FS_FIX, IOMMU_FIX, ODIRECT_FIX, SPACE_FIX, UDEV_FIX};
 use crate::prepare::FileKey;
-use crate::scenario::{Reader, TrialSpec};
-use crate::units::format_bytes;
+use gds_model::scenario::{Reader, TrialSpec};
+use gds_model::units::format_bytes;
 
 /// File systems cuFile cannot use for GDS at all (no `O_DIRECT`, or no device under them).
 const UNSUPPORTED_FS: &[&str] = &[

@@ -8,13 +8,13 @@ use std::time::Duration;
 use serde_json::{Map, Value};
 
 use super::{read_text, run_tool};
-use crate::cufile_config::{self, ConfigError, KNOWN_KEYS};
 use crate::doctor::facts::{
     ConfigFacts, ConfigStatus, CufileFacts, CufileLibrary, DriverOpen, Fact, NvfsFacts, SETTINGS,
     UnknownKey,
 };
 use crate::doctor::{CufileProbe, DoctorOptions};
 use crate::gpu::cufile::{Cufile, CufileError, SEARCH};
+use gds_model::cufile_config::{self, ConfigError, KNOWN_KEYS};
 
 pub(super) fn cufile(opts: &DoctorOptions, gpu_unavailable: Option<&str>) -> CufileFacts {
     match (&opts.cufile_probe, gpu_unavailable) {

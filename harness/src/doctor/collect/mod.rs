@@ -19,8 +19,8 @@ pub use platform::{parse_acs, parse_cmdline_iommu};
 
 use super::DoctorOptions;
 use super::facts::{Fact, Facts, Provenance, SCHEMA_VERSION, ToolFacts};
-use crate::record::Ending;
 use crate::worker::process::{self, Job};
+use gds_model::record::Ending;
 
 /// Reads the host. Never panics: what cannot be read is recorded as unknown, with why.
 pub fn collect(opts: &DoctorOptions) -> Facts {

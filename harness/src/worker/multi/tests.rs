@@ -7,24 +7,24 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use super::*;
-use crate::cufile_abi::Stats;
-use crate::integrity::BadByte;
-use crate::plan::PlannedFile;
-use crate::protocol::{PROTOCOL_VERSION, WorkerFailure, WorkerResult, WorkerSpec};
-use crate::scenario::{Integrity, Pattern};
+use gds_model::cufile_abi::Stats;
+use gds_model::integrity::BadByte;
+use gds_model::plan::PlannedFile;
+use gds_model::protocol::{PROTOCOL_VERSION, WorkerFailure, WorkerResult, WorkerSpec};
+use gds_model::scenario::{Integrity, Pattern};
 
 const MIB: u64 = 1 << 20;
 
 /// A trial over GPUs `gpus` of the h2d reader, reading `count` generated files of 1 MiB.
 fn spec(gpus: &str, count: u32) -> TrialSpec {
-    let suite = crate::scenario::parse(
+    let suite = gds_model::scenario::parse(
         Path::new("multi.yaml"),
         &format!(
             "scenarios:\n  - name: m\n    files: {{ size: 1MiB, count: {count} }}\n    reader: h2d\n    task_size: 64KiB\n    gpus: {gpus}\n    repetitions: 2\n"
         ),
     )
     .unwrap();
-    crate::scenario::expand(&suite).remove(0)
+    gds_model::scenario::expand(&suite).remove(0)
 }
 
 fn plan(count: u64) -> ReadPlan {

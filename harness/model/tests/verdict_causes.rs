@@ -5,9 +5,9 @@
 #[allow(dead_code)]
 mod verdict_support;
 
-use gds_gate::evidence::{CufileGpuCounters, CufileLogFindings, Evidence};
-use gds_gate::scenario::{CompatMode, ExpectedPath, Reader};
-use gds_gate::verdict::{Path, judge};
+use gds_model::evidence::{CufileGpuCounters, CufileLogFindings, Evidence};
+use gds_model::scenario::{CompatMode, ExpectedPath, Reader};
+use gds_model::verdict::{Path, judge};
 use verdict_support::*;
 
 #[test]

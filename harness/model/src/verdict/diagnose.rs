@@ -14,12 +14,12 @@ pub struct Diagnosis {
     pub fix: String,
 }
 
-pub(crate) const NVFS_FIX: &str = "load the module: `sudo modprobe nvidia-fs` (from the GDS packages, e.g. `nvidia-fs-dkms`), then check `lsmod | grep nvidia_fs` and `cat /proc/driver/nvidia-fs/stats`";
-pub(crate) const STRICT_HINT: &str = "; set `properties.allow_compat_mode: false` (scenario key `cufile`) so that a missing GDS path is an error, not a silent fallback";
-pub(crate) const UDEV_FIX: &str = "cuFile reads the file system from udev's database: in a container, mount it (`--volume /run/udev:/run/udev:ro`); on a host, check `udevadm info --query=property --name=/dev/<disk>` lists `ID_FS_USAGE` and run `udevadm trigger` if not";
-pub(crate) const FS_FIX: &str = "put the data on a mount GDS supports (ext4 with `data=ordered` or xfs on local NVMe, or a supported distributed file system: Lustre, WekaFS, GPFS, BeeGFS, NFS over RDMA); `gdscheck -p` lists what is supported and `findmnt -T FILE` shows the mount";
-pub(crate) const ODIRECT_FIX: &str = "the mount must accept `O_DIRECT` (tmpfs, overlayfs and many FUSE mounts refuse it): put the data on a file system that does, and check with `dd if=FILE of=/dev/null iflag=direct bs=1M count=1`";
-pub(crate) const NVME_FIX: &str = "nvidia-fs is loaded but the NVMe driver did not register with it: rebuild nvidia-fs against the running nvme driver (MLNX_OFED/DOCA ships its own nvme) and check that `cat /proc/driver/nvidia-fs/modules` lists nvme";
+pub const NVFS_FIX: &str = "load the module: `sudo modprobe nvidia-fs` (from the GDS packages, e.g. `nvidia-fs-dkms`), then check `lsmod | grep nvidia_fs` and `cat /proc/driver/nvidia-fs/stats`";
+pub const STRICT_HINT: &str = "; set `properties.allow_compat_mode: false` (scenario key `cufile`) so that a missing GDS path is an error, not a silent fallback";
+pub const UDEV_FIX: &str = "cuFile reads the file system from udev's database: in a container, mount it (`--volume /run/udev:/run/udev:ro`); on a host, check `udevadm info --query=property --name=/dev/<disk>` lists `ID_FS_USAGE` and run `udevadm trigger` if not";
+pub const FS_FIX: &str = "put the data on a mount GDS supports (ext4 with `data=ordered` or xfs on local NVMe, or a supported distributed file system: Lustre, WekaFS, GPFS, BeeGFS, NFS over RDMA); `gdscheck -p` lists what is supported and `findmnt -T FILE` shows the mount";
+pub const ODIRECT_FIX: &str = "the mount must accept `O_DIRECT` (tmpfs, overlayfs and many FUSE mounts refuse it): put the data on a file system that does, and check with `dd if=FILE of=/dev/null iflag=direct bs=1M count=1`";
+pub const NVME_FIX: &str = "nvidia-fs is loaded but the NVMe driver did not register with it: rebuild nvidia-fs against the running nvme driver (MLNX_OFED/DOCA ships its own nvme) and check that `cat /proc/driver/nvidia-fs/modules` lists nvme";
 const STATS_FIX: &str = "collect cuFile's level-3 counters in the worker (`cuFileSetStatsLevel(3)` after `cuFileDriverOpen`, then `cuFileStatsStart`; cuFile ≥ 1.15), or install gds_stats and set `profile.cufile_stats: 3`";
 
 /// A log line's level, module and message, short enough for one line of text.

@@ -2,8 +2,8 @@
 
 use std::path::PathBuf;
 
-use gds_gate::explain::explain;
-use gds_gate::verdict::Path;
+use gds_model::explain::explain;
+use gds_model::verdict::Path;
 
 fn fixture(name: &str) -> String {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))

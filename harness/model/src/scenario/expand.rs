@@ -39,7 +39,7 @@ pub struct TrialSpec {
     pub buffer: BufferKind,
     pub gpu: u32,
     /// `gpus:`: one worker per GPU, each reading its shard of the files at the same time (see
-    /// [`crate::shard`] and [`crate::worker::multi`]). `None`: one worker on `gpu`.
+    /// [`crate::shard`] and the gate's multi-GPU launcher). `None`: one worker on `gpu`.
     #[serde(default)]
     pub gpus: Option<GpuSet>,
     pub expect: Expectations,

@@ -2,10 +2,10 @@
 
 use std::collections::BTreeMap;
 
-use gds_gate::evidence::{
+use gds_model::evidence::{
     BackendTotals, CufileGpuCounters, CufileLogFindings, Evidence, KvikioBackends, NvfsEvidence,
 };
-use gds_gate::scenario::{CompatMode, Reader};
+use gds_model::scenario::{CompatMode, Reader};
 
 pub const MIB: u64 = 1 << 20;
 pub const GIB: u64 = 1 << 30;

@@ -3,11 +3,11 @@
 
 use std::path::PathBuf;
 
-use gds_gate::evidence::{
+use gds_model::evidence::{
     CufileLogFindings, FindingKind, GdsStats, GdsStatsError, NvfsReads, NvfsStats,
     nvfs_stats::IO_STATS_DISABLED,
 };
-use gds_gate::explain::explain;
+use gds_model::explain::explain;
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 

@@ -6,7 +6,7 @@
 //! each other fail the trial, and a missing source is said to be missing.
 
 mod cross_check;
-pub(crate) mod diagnose;
+pub mod diagnose;
 mod ops;
 mod split;
 

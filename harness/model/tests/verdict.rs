@@ -6,11 +6,11 @@
 #[allow(dead_code)]
 mod verdict_support;
 
-use gds_gate::evidence::{
+use gds_model::evidence::{
     CufileGpuCounters, CufileLogFindings, Evidence, NvfsEvidence, NvfsReads, NvfsStatsDelta,
 };
-use gds_gate::scenario::{CompatMode, Expectations, ExpectedPath, Integrity, Reader};
-use gds_gate::verdict::{Path, judge, judge_trial, verdict};
+use gds_model::scenario::{CompatMode, Expectations, ExpectedPath, Integrity, Reader};
+use gds_model::verdict::{Path, judge, judge_trial, verdict};
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 use verdict_support::*;
@@ -230,7 +230,7 @@ fn cufile_counts_that_kvikio_did_not_report_are_a_disagreement() {
 fn stats_api_and_gds_stats_that_disagree_fail_and_say_both() {
     let mut e = cufile_trial(gpu0(256, 256, 0, 0, GIB));
     e.gds_stats = Some(
-        gds_gate::evidence::GdsStats::parse("GPU 0 Read: n=256 posix=256 err=0 MiB=1024\n")
+        gds_model::evidence::GdsStats::parse("GPU 0 Read: n=256 posix=256 err=0 MiB=1024\n")
             .unwrap(),
     );
     let judged = judge(&e, ExpectedPath::Nvfs, 0);
@@ -337,7 +337,7 @@ fn evidence_round_trips_through_json() {
     let json = serde_json::to_value(&judged).unwrap();
     assert_eq!(json["verdict"]["path"], "cufile-posix");
     assert_eq!(json["verdict"]["split"]["cufile-posix"], GIB);
-    let back: gds_gate::verdict::PathJudgement = serde_json::from_value(json).unwrap();
+    let back: gds_model::verdict::PathJudgement = serde_json::from_value(json).unwrap();
     assert_eq!(back, judged);
 }
 

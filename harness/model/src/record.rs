@@ -123,7 +123,7 @@ pub struct Measurement {
     #[serde(default)]
     pub kvikio: Option<KvikioEvidence>,
     /// A trial over several GPUs (`gpus:`): each GPU's own result. The fields above then hold the
-    /// aggregate (see [`crate::worker::multi`]): `seconds` is the slowest GPU's time of each
+    /// aggregate (the gate's multi-GPU launcher): `seconds` is the slowest GPU's time of each
     /// repetition and `gbps` all GPUs' bytes over it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub per_gpu: Vec<GpuShardResult>,

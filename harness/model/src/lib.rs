@@ -1,0 +1,39 @@
+//! gds-model: what gds-gate knows, as plain data and pure functions. Suites and their trials,
+//! read plans and shards, the trial record and the protocol spoken with workers, the evidence a
+//! trial leaves and the path verdict drawn from it, the CPU reference of the test data and of
+//! both verifications, cuFile's data types and small utilities.
+//!
+//! Nothing here links CUDA or cuFile or starts a process: the worker crate does the first, the
+//! gate crate the second, and both build on this one.
+
+pub mod cache;
+pub mod cufile_abi;
+pub mod cufile_config;
+pub mod evidence;
+pub mod explain;
+pub mod fsutil;
+pub mod hex;
+pub mod integrity;
+pub mod meminfo;
+pub mod numbers;
+pub mod plan;
+pub mod protocol;
+pub mod record;
+pub mod scenario;
+pub mod shard;
+pub mod suggest;
+pub mod units;
+pub mod verdict;
+pub mod verify;
+
+/// `error: caused by: …` as one line per cause, the way nextest prints error chains.
+pub fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str("\n  caused by: ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
