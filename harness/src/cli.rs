@@ -93,9 +93,11 @@ pub enum Command {
         #[arg(long, value_name = "FILE")]
         cufile_log: Option<PathBuf>,
     },
-    /// Run one trial in this process (started by the gate; not for people).
+    /// Run one trial, probe or GPU bench in this process (started by the gate; not for people).
     #[command(hide = true)]
     Worker {
+        #[arg(long, value_enum, default_value_t = WorkerJob::Trial)]
+        job: WorkerJob,
         #[arg(long)]
         spec: PathBuf,
         #[arg(long)]
@@ -132,6 +134,14 @@ pub enum Command {
         )]
         history: PathBuf,
     },
+}
+
+/// What a worker process is started to do (`gds-gate worker --job …`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum WorkerJob {
+    Trial,
+    Probe,
+    GpuBench,
 }
 
 /// What to run and where its data lives.

@@ -1,7 +1,5 @@
-//! Facts about the host a run happened on, recorded in every report.
-
-use std::ffi::CStr;
-use std::path::PathBuf;
+//! Facts about the host a run happened on, recorded in every report. Whether the NVIDIA driver
+//! loads is asked in a worker process ([`crate::worker::probe`]).
 
 use serde::{Deserialize, Serialize};
 
@@ -23,7 +21,7 @@ impl HostFacts {
             kernel: read_trimmed("/proc/sys/kernel/osrelease").unwrap_or_else(|| "unknown".into()),
             cpus: std::thread::available_parallelism().map_or(1, usize::from),
             memory_bytes: gds_model::meminfo::total_memory(),
-            gpu_unavailable: probe_driver().err(),
+            gpu_unavailable: crate::worker::probe::host().libcuda.clone().err(),
             nvidia_driver_version: read_trimmed("/proc/driver/nvidia/version")
                 .and_then(|text| driver_version(&text)),
         }
@@ -39,43 +37,11 @@ pub fn driver_version(text: &str) -> Option<String> {
         .map(str::to_owned)
 }
 
-/// Folders the GDS tools (`gdscheck`, `gds_stats`, `gdsio`) live in when they are not on `PATH`.
-pub const GDS_TOOL_DIRS: &[&str] = &["/usr/local/cuda/gds/tools", "/usr/local/gds/tools"];
-
-/// The first executable `name` on `PATH`, then in `extra`.
-pub fn find_program(name: &str, extra: &[&str]) -> Option<PathBuf> {
-    use std::os::unix::fs::PermissionsExt;
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    std::env::split_paths(&path)
-        .chain(extra.iter().map(PathBuf::from))
-        .map(|dir| dir.join(name))
-        .find(|candidate| {
-            candidate
-                .metadata()
-                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-        })
-}
-
 pub(crate) fn read_trimmed(path: &str) -> Option<String> {
     std::fs::read_to_string(path)
         .ok()
         .map(|text| text.trim().to_string())
         .filter(|text| !text.is_empty())
-}
-
-/// GPU work needs the driver library; KvikIO needs it even for host reads. Loading it (and
-/// unloading it again) is the test: a `/dev/nvidia0` without the library is as unusable as none.
-fn probe_driver() -> Result<(), String> {
-    const LIBCUDA: &CStr = c"libcuda.so.1";
-    // SAFETY: dlopen/dlclose with a valid C string; the handle is not used otherwise.
-    unsafe {
-        let handle = libc::dlopen(LIBCUDA.as_ptr(), libc::RTLD_LAZY | libc::RTLD_LOCAL);
-        if handle.is_null() {
-            return Err("no NVIDIA driver (libcuda.so.1 not found)".into());
-        }
-        libc::dlclose(handle);
-    }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -3,7 +3,7 @@
 use std::process::ExitCode;
 
 use clap::{CommandFactory, FromArgMatches};
-use gds_gate::cli::{Cli, Command};
+use gds_gate::cli::{Cli, Command, WorkerJob};
 use gds_gate::{commands, gate};
 
 const HELP_TEMPLATE: &str =
@@ -62,7 +62,14 @@ fn main() -> ExitCode {
             nvfs_stats.as_deref(),
             cufile_log.as_deref(),
         ),
-        Some(Command::Worker { spec, result }) => gds_gate::worker::worker_main(&spec, &result),
+        Some(Command::Worker { job, spec, result }) => {
+            let job = match job {
+                WorkerJob::Trial => gds_worker::Job::Trial,
+                WorkerJob::Probe => gds_worker::Job::Probe,
+                WorkerJob::GpuBench => gds_worker::Job::GpuBench,
+            };
+            gds_worker::serve(job, &spec, &result)
+        }
         Some(Command::Bench {
             size,
             runs,

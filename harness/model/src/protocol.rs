@@ -121,3 +121,127 @@ pub fn now_unix_ns() -> u64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as u64)
 }
+
+/// A probe of what the worker side can load and see, asked by the gate, which links neither CUDA
+/// nor cuFile itself (`gds-gate worker --job probe`): a crash inside libcuda or libcufile then
+/// fails the probe, not the gate.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ProbeSpec {
+    pub protocol: u32,
+    /// `cuDriverGetVersion` (no `cuInit`).
+    pub cuda_version: bool,
+    /// `cuDeviceGetCount` (`cuInit`: honours `CUDA_VISIBLE_DEVICES`, as the workers' ordinals do).
+    pub gpu_count: bool,
+    pub cufile: CufileProbeDepth,
+}
+
+/// How far the probe goes with libcufile.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CufileProbeDepth {
+    /// Leave it alone.
+    None,
+    /// Load it and read its version.
+    Load,
+    /// Also `cuFileDriverOpen` (which reads the host's cufile.json) and the driver's properties.
+    OpenDriver,
+}
+
+/// The probe's answer; every part the spec did not ask for is `None`, every part that could not
+/// be learnt says why.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ProbeResult {
+    pub protocol: u32,
+    /// Whether `libcuda.so.1` loads: GPU work needs it, and KvikIO needs it even for host reads.
+    pub libcuda: Result<(), String>,
+    /// `major.minor` of the CUDA version the driver supports.
+    pub cuda_version: Option<Result<String, String>>,
+    pub gpu_count: Option<Result<u32, String>>,
+    pub cufile: Option<CufileProbe>,
+}
+
+impl ProbeResult {
+    /// The answer when the probe itself could not run or answer: every asked part says why.
+    pub fn failed(spec: &ProbeSpec, why: &str) -> ProbeResult {
+        ProbeResult {
+            protocol: PROTOCOL_VERSION,
+            libcuda: Err(format!("cannot tell whether libcuda.so.1 loads: {why}")),
+            cuda_version: spec.cuda_version.then(|| Err(why.to_string())),
+            gpu_count: spec.gpu_count.then(|| Err(why.to_string())),
+            cufile: (spec.cufile != CufileProbeDepth::None).then(|| CufileProbe {
+                searched: Vec::new(),
+                library: Err(why.to_string()),
+                driver: DriverProbe::NotAttempted(format!("not attempted: {why}")),
+            }),
+        }
+    }
+}
+
+/// libcufile as the probe found it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CufileProbe {
+    /// Where it looked, in order (`GDS_GATE_LIBCUFILE` alone when that is set).
+    pub searched: Vec<String>,
+    pub library: Result<LoadedCufile, String>,
+    pub driver: DriverProbe,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LoadedCufile {
+    pub path: PathBuf,
+    /// `major.minor` from `cuFileGetVersion`.
+    pub version: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DriverProbe {
+    /// Why `cuFileDriverOpen` was not called.
+    NotAttempted(String),
+    Opened {
+        properties: Result<crate::cufile_abi::DriverProperties, String>,
+    },
+    Failed {
+        error: String,
+    },
+}
+
+/// `bench --gpu`'s measurements that need a GPU, made in a worker (`gds-gate worker --job
+/// gpu-bench`): the verification kernels over a device buffer, and the cufile reader against `dd`
+/// on a cold file, interleaved run by run.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct GpuBenchSpec {
+    pub protocol: u32,
+    /// Bytes of the device buffer the kernels run over.
+    pub size: u64,
+    pub runs: usize,
+    /// The generated file the readers read (the gate prepared it).
+    pub file: crate::plan::PlannedFile,
+    /// Reader settings, each `(threads, task size)`.
+    pub settings: Vec<(u32, u64)>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct GpuBenchResult {
+    pub protocol: u32,
+    /// The GPU, by name; or why none could be opened, when nothing was measured.
+    pub gpu: Result<String, String>,
+    /// TB/s per run of each kernel, or why they could not run.
+    pub kernels: Option<Result<KernelRates, String>>,
+    pub storage: Option<Result<StorageRates, String>>,
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct KernelRates {
+    pub plain_read: Vec<f64>,
+    pub exact_compare: Vec<f64>,
+    pub checksum: Vec<f64>,
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct StorageRates {
+    /// GB/s of each `dd iflag=direct bs=16M` run.
+    pub dd: Vec<f64>,
+    /// Per setting of the spec: GB/s of each run, and its ratio to the dd run before it.
+    pub readers: Vec<(Vec<f64>, Vec<f64>)>,
+}

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::gdscheck::GdscheckReport;
-use crate::gpu::cufile::DriverProperties;
+use gds_model::cufile_abi::DriverProperties;
 
 /// Version of the facts' JSON layout; bumped when a field changes meaning.
 pub const SCHEMA_VERSION: u32 = 1;

@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 pub use checks::{Can, Check, Expectation, Outcome, State, TrialOutlook, Verdict};
-pub use collect::{collect, cufile_probe_main};
+pub use collect::collect;
 pub use facts::Facts;
 pub use render::{json, short_summary, table};
 
@@ -27,17 +27,15 @@ use gds_model::scenario::{self, ScenarioError, TrialSpec};
 /// Version of the report's JSON layout.
 pub const REPORT_SCHEMA_VERSION: u32 = 1;
 
-/// How the doctor learns about libcufile.
+/// How far the doctor goes with libcufile, always in a worker process (a crash inside cuFile then
+/// fails the probe, not the doctor).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum CufileProbe {
     /// Load it and read its version; do not open its driver.
     LoadOnly,
-    /// Also `cuFileDriverOpen` in this process and read the driver's properties. cuFile reads
-    /// the host's cufile.json and may write `cufile.log` in the working directory.
+    /// Also `cuFileDriverOpen` and the driver's properties. cuFile reads the host's cufile.json;
+    /// its log goes to the worker's temporary folder.
     OpenDriver,
-    /// Run this command, which prints the facts as JSON ([`cufile_probe_main`] behind a hidden
-    /// subcommand): a crash inside cuFile then fails the probe, not the doctor.
-    Command { program: PathBuf, args: Vec<String> },
 }
 
 #[derive(Clone, Debug)]
@@ -58,7 +56,7 @@ pub struct DoctorOptions {
 }
 
 impl DoctorOptions {
-    /// The full doctor over `suites`, with the cuFile driver opened in this process.
+    /// The full doctor over `suites`, with the cuFile driver opened (in a worker).
     pub fn new(suites: Vec<PathBuf>, data_dir: PathBuf) -> DoctorOptions {
         DoctorOptions {
             suites,
@@ -172,7 +170,7 @@ pub fn facts_json(facts: &Facts) -> String {
 }
 
 /// The quick form for the start of every gate run: no slow tools, libcufile loaded but its
-/// driver not opened in the gate's process. Print [`short_summary`] of it and record it.
+/// driver not opened. Print [`short_summary`] of it and record it.
 pub fn preflight(data_dir: &Path, trials: &[TrialSpec], require_gpu: bool) -> DoctorReport {
     let opts = DoctorOptions {
         suites: Vec::new(),

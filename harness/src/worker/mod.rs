@@ -6,8 +6,9 @@
 
 mod assess;
 mod decode;
-pub(crate) mod measure;
+pub mod job;
 pub mod multi;
+pub mod probe;
 pub mod process;
 mod sampling;
 
@@ -27,6 +28,9 @@ const TAIL_LINES: usize = 15;
 
 /// The Python worker, shipped inside the gate and written into each KvikIO trial's folder.
 pub const KVIKIO_WORKER: &str = include_str!("../../worker/kvikio_worker.py");
+/// The verification kernels, written beside the Python worker, which compiles them with cupy:
+/// the Rust worker's own source (gds-worker's `gpu/kernels.cu`), so both verify with one.
+pub const KERNELS: &str = include_str!("../../worker/src/gpu/kernels.cu");
 
 /// What the orchestrator needs to start workers.
 pub struct Launcher {
@@ -126,7 +130,7 @@ impl Launcher {
             Reader::Kvikio => {
                 env.extend(kvikio_env(spec));
                 let script = write("kvikio_worker.py", KVIKIO_WORKER)?;
-                write("kernels.cu", crate::gpu::KERNELS)?;
+                write("kernels.cu", KERNELS)?;
                 (python(spec).into(), vec![script.into()])
             }
             _ => (self.gate.clone(), vec!["worker".into()]),
@@ -325,53 +329,6 @@ impl Launcher {
         record.worker = Some(run);
         assess::apply(&mut record, dir, nvfs_before);
         record
-    }
-}
-
-/// The worker side: read the spec, measure, write the result atomically. The exit status only
-/// says whether a result was written.
-pub fn worker_main(spec_path: &Path, result_path: &Path) -> u8 {
-    let spec = match std::fs::read_to_string(spec_path)
-        .map_err(|e| e.to_string())
-        .and_then(|text| serde_json::from_str::<WorkerSpec>(&text).map_err(|e| e.to_string()))
-    {
-        Ok(spec) => spec,
-        Err(error) => {
-            eprintln!(
-                "error: cannot read the worker spec `{}`: {error}",
-                spec_path.display()
-            );
-            return 2;
-        }
-    };
-    let result = if spec.protocol == PROTOCOL_VERSION {
-        measure::measure(&spec)
-    } else {
-        let reason = format!(
-            "the gate speaks protocol {}, this worker {PROTOCOL_VERSION}",
-            spec.protocol
-        );
-        WorkerResult {
-            protocol: PROTOCOL_VERSION,
-            measurement: None,
-            raw_cufile: None,
-            failure: Some(WorkerFailure {
-                reason,
-                next: "rebuild the gate".into(),
-                missing: None,
-            }),
-        }
-    };
-    let text = serde_json::to_string_pretty(&result).unwrap_or_default();
-    match gds_model::fsutil::write_atomically(result_path, text.as_bytes()) {
-        Ok(()) => 0,
-        Err(error) => {
-            eprintln!(
-                "error: cannot write the worker result `{}`: {error}",
-                result_path.display()
-            );
-            2
-        }
     }
 }
 

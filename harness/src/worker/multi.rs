@@ -71,22 +71,16 @@ pub fn resolve(set: &GpuSet, count: &Result<u32, String>) -> Resolved {
     }
 }
 
-/// The GPUs CUDA numbers on this host: cuDeviceGetCount when libcuda loads (it honours
+/// The GPUs CUDA numbers on this host: cuDeviceGetCount, asked in a worker (it honours
 /// `CUDA_VISIBLE_DEVICES`, as the workers' ordinals do), else the entries of
 /// `/proc/driver/nvidia/gpus`. Counted once per process.
 pub fn host_gpu_count() -> Result<u32, String> {
     static COUNT: OnceLock<Result<u32, String>> = OnceLock::new();
     COUNT
         .get_or_init(|| {
-            // SAFETY: only probes whether the library can be loaded; cudarc panics at the first
-            // call into a missing library otherwise.
-            let cuda = if unsafe { cudarc::driver::sys::is_culib_present() } {
-                match cudarc::driver::CudaContext::device_count() {
-                    Ok(count) => return Ok(u32::try_from(count).unwrap_or(0)),
-                    Err(error) => format!("cuDeviceGetCount failed ({error})"),
-                }
-            } else {
-                "libcuda.so.1 not found".to_string()
+            let cuda = match super::probe::gpu_count() {
+                Ok(count) => return Ok(count),
+                Err(why) => why,
             };
             match std::fs::read_dir("/proc/driver/nvidia/gpus") {
                 Ok(entries) => Ok(entries.flatten().count() as u32),

@@ -5,19 +5,19 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::{Duration, Instant};
 
-use gds_model::protocol::{GDS_STATS_TEXT, IO_DONE, SAMPLED, WORKER_WAIT};
+use gds_model::protocol::{GDS_STATS_TEXT, IO_DONE, SAMPLED};
 
 /// The `gds_stats` tool: `GDS_GATE_GDS_STATS`, else on `PATH` or where the GDS packages put it.
 pub fn find_tool() -> Option<PathBuf> {
     match std::env::var_os("GDS_GATE_GDS_STATS").filter(|p| !p.is_empty()) {
         Some(path) => Some(PathBuf::from(path)),
-        None => crate::host::find_program("gds_stats", crate::host::GDS_TOOL_DIRS),
+        None => crate::tools::find_program("gds_stats", crate::tools::GDS_TOOL_DIRS),
     }
 }
 
-/// Orchestrator side: once the worker says its I/O is done, sample it once.
+/// Once the worker says its I/O is done, sample it once. (The worker's side is
+/// `gds_worker::trial::hold_for_sample`.)
 pub struct Sampler {
     tool: PathBuf,
     dir: PathBuf,
@@ -50,17 +50,5 @@ impl Sampler {
         };
         let _ = std::fs::write(self.dir.join(GDS_STATS_TEXT), text);
         let _ = std::fs::write(self.dir.join(SAMPLED), b"");
-    }
-}
-
-/// Worker side: announce the end of the I/O and wait for the sample, if one was asked for.
-pub fn hold_for_sample(dir: Option<&Path>) {
-    let Some(dir) = dir else { return };
-    if std::fs::write(dir.join(IO_DONE), b"").is_err() {
-        return;
-    }
-    let deadline = Instant::now() + WORKER_WAIT;
-    while !dir.join(SAMPLED).exists() && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(10));
     }
 }

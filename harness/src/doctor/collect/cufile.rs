@@ -1,127 +1,57 @@
-//! libcufile (where the gate looked, what it found, `cuFileDriverOpen` and the driver's
-//! properties), the nvidia-fs module, and the cufile.json in effect.
+//! libcufile (where the worker looked, what it found, `cuFileDriverOpen` and the driver's
+//! properties, all asked in a worker process), the nvidia-fs module, and the cufile.json in effect.
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::time::Duration;
 
 use serde_json::{Map, Value};
 
-use super::{read_text, run_tool};
+use super::read_text;
 use crate::doctor::facts::{
     ConfigFacts, ConfigStatus, CufileFacts, CufileLibrary, DriverOpen, Fact, NvfsFacts, SETTINGS,
     UnknownKey,
 };
 use crate::doctor::{CufileProbe, DoctorOptions};
-use crate::gpu::cufile::{Cufile, CufileError, SEARCH};
 use gds_model::cufile_config::{self, ConfigError, KNOWN_KEYS};
+use gds_model::protocol::{CufileProbeDepth, DriverProbe};
 
-pub(super) fn cufile(opts: &DoctorOptions, gpu_unavailable: Option<&str>) -> CufileFacts {
-    match (&opts.cufile_probe, gpu_unavailable) {
-        (CufileProbe::Command { program, args }, None) => probe_in_child(program, args),
-        (CufileProbe::OpenDriver, None) => probe(true, None),
-        (CufileProbe::OpenDriver | CufileProbe::Command { .. }, Some(why)) => {
-            probe(false, Some(format!("not attempted: {why}")))
+pub(super) fn cufile(opts: &DoctorOptions) -> CufileFacts {
+    let probe = match opts.cufile_probe {
+        CufileProbe::LoadOnly => crate::worker::probe::host().cufile.clone(),
+        CufileProbe::OpenDriver => {
+            crate::worker::probe::probe(false, false, CufileProbeDepth::OpenDriver).cufile
         }
-        (CufileProbe::LoadOnly, _) => probe(false, Some("not attempted (quick check)".into())),
+    };
+    match probe {
+        Some(probe) => facts_of(&probe),
+        None => CufileFacts {
+            searched: Vec::new(),
+            library: Fact::Unknown("not probed".into()),
+            driver_open: Fact::Unknown("not attempted".into()),
+        },
     }
 }
 
-/// Loads libcufile in this process and, when `open`, opens its driver and reads its properties.
-fn probe(open: bool, not_opened: Option<String>) -> CufileFacts {
-    let searched = match std::env::var("GDS_GATE_LIBCUFILE") {
-        Ok(path) if !path.is_empty() => vec![path],
-        _ => SEARCH.iter().map(|s| s.to_string()).collect(),
-    };
-    let cufile = match Cufile::load() {
-        Ok(cufile) => cufile,
-        Err(error) => {
-            let why = match error {
-                CufileError::NotFound { .. } => "libcufile not found".to_string(),
-                other => other.to_string(),
-            };
-            return CufileFacts {
-                searched,
-                driver_open: Fact::Unknown(format!("not attempted: {why}")),
-                library: Fact::Unknown(why),
-            };
-        }
-    };
-    let library = Fact::Known(CufileLibrary {
-        path: cufile.path.display().to_string(),
-        version: cufile.version.to_string(),
-    });
-    let driver_open = match (open, not_opened) {
-        (true, _) => Fact::Known(match cufile.open_driver() {
-            Ok(()) => DriverOpen::Opened {
-                properties: Fact::from_result(cufile.properties()),
-            },
-            Err(error) => DriverOpen::Failed {
-                error: error.to_string(),
-            },
-        }),
-        (false, why) => Fact::Unknown(why.unwrap_or_else(|| "not attempted".into())),
-    };
+/// The worker's account of libcufile as the doctor's facts.
+pub fn facts_of(probe: &gds_model::protocol::CufileProbe) -> CufileFacts {
     CufileFacts {
-        searched,
-        library,
-        driver_open,
-    }
-}
-
-/// Runs the probe in a child process (the gate binary's hidden probe), so that a crash inside
-/// cuFile fails the probe, not the doctor, and its cufile.log lands in a temporary folder.
-fn probe_in_child(program: &Path, args: &[String]) -> CufileFacts {
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let log_dir = tempfile::Builder::new()
-        .prefix("gds-gate-doctor-")
-        .tempdir();
-    let env = match &log_dir {
-        Ok(dir) => vec![(
-            "CUFILE_LOGFILE_PATH".to_string(),
-            dir.path().join("cufile.log").display().to_string(),
-        )],
-        Err(_) => Vec::new(),
-    };
-    let failed = |why: String| {
-        let mut facts = probe(false, None);
-        facts.driver_open = Fact::Unknown(why);
-        facts
-    };
-    match run_tool(program, &args, env, Duration::from_secs(60)) {
-        Ok(output) if output.ending.is_clean() => serde_json::from_str(&output.stdout)
-            .unwrap_or_else(|error| failed(format!("the cuFile probe printed no facts: {error}"))),
-        Ok(output) => failed(format!(
-            "the cuFile probe `{}` {}: {}",
-            program.display(),
-            output.ending,
-            output.stderr.lines().last().unwrap_or("")
-        )),
-        Err(error) => failed(error),
-    }
-}
-
-/// The hidden probe's body: prints this process's [`CufileFacts`] (driver opened) as JSON.
-/// Wire it to a hidden subcommand and pass that command as [`CufileProbe::Command`].
-pub fn cufile_probe_main() -> u8 {
-    // SAFETY: only probes whether the library can be loaded.
-    let gpu = unsafe { cudarc::driver::sys::is_culib_present() };
-    let facts = match gpu {
-        true => probe(true, None),
-        false => probe(
-            false,
-            Some("not attempted: no NVIDIA driver (libcuda not found)".into()),
-        ),
-    };
-    match serde_json::to_string(&facts) {
-        Ok(json) => {
-            println!("{json}");
-            0
-        }
-        Err(error) => {
-            eprintln!("error: cannot print the cuFile facts: {error}");
-            1
-        }
+        searched: probe.searched.clone(),
+        library: match &probe.library {
+            Ok(library) => Fact::Known(CufileLibrary {
+                path: library.path.display().to_string(),
+                version: library.version.clone(),
+            }),
+            Err(why) => Fact::Unknown(why.clone()),
+        },
+        driver_open: match &probe.driver {
+            DriverProbe::NotAttempted(why) => Fact::Unknown(why.clone()),
+            DriverProbe::Opened { properties } => Fact::Known(DriverOpen::Opened {
+                properties: Fact::from_result(properties.clone()),
+            }),
+            DriverProbe::Failed { error } => Fact::Known(DriverOpen::Failed {
+                error: error.clone(),
+            }),
+        },
     }
 }
 

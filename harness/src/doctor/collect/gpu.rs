@@ -1,5 +1,5 @@
 //! The NVIDIA driver, the CUDA version it supports, and each GPU's PCIe link and BAR1 size, from
-//! `/proc/driver/nvidia/version`, `cuDriverGetVersion` (through cudarc, only when libcuda loads)
+//! `/proc/driver/nvidia/version`, `cuDriverGetVersion` (asked in a worker, when libcuda loads)
 //! and `nvidia-smi`. The `nvidia-smi` parsers go by column and label names, never positions:
 //! its output "is not guaranteed to be backwards compatible" (nvidia-smi(1)).
 
@@ -35,7 +35,8 @@ pub(super) fn driver(host: &HostFacts, nvidia_smi: Option<&str>) -> DriverFacts 
         None => Fact::Known("libcuda.so.1 loads".into()),
         Some(why) => Fact::Unknown(why.clone()),
     };
-    let cuda_version = match cuda_from_driver_api() {
+    let asked = crate::worker::probe::host().cuda_version.clone();
+    let cuda_version = match asked.unwrap_or_else(|| Err("not asked".into())) {
         Ok(version) => Fact::Known(version),
         Err(why) => match nvidia_smi.map(|smi| run_ok(Path::new(smi), &[], TIMEOUT)) {
             Some(Ok(text)) => banner_cuda_version(&text).map_or_else(
@@ -52,23 +53,6 @@ pub(super) fn driver(host: &HostFacts, nvidia_smi: Option<&str>) -> DriverFacts 
         libcuda,
         cuda_version,
     }
-}
-
-/// `cuDriverGetVersion` (no `cuInit` needed), as `major.minor`.
-fn cuda_from_driver_api() -> Result<String, String> {
-    use cudarc::driver::sys;
-    // SAFETY: only probes whether the library can be loaded; cudarc panics on a missing library
-    // at the first call otherwise.
-    if !unsafe { sys::is_culib_present() } {
-        return Err("libcuda is not loadable, so cuDriverGetVersion cannot be asked".into());
-    }
-    let mut version = 0;
-    // SAFETY: a valid out-pointer; the library is present (checked above).
-    let result = unsafe { sys::cuDriverGetVersion(&mut version) };
-    if result != sys::CUresult::CUDA_SUCCESS || version <= 0 {
-        return Err(format!("cuDriverGetVersion failed: {result:?}"));
-    }
-    Ok(format!("{}.{}", version / 1000, (version % 1000) / 10))
 }
 
 /// `CUDA Version: 13.0` from `nvidia-smi`'s banner, or `CUDA Version : 13.0` from `-q`.

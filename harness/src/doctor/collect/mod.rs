@@ -12,7 +12,7 @@ use std::ffi::OsString;
 use std::path::Path;
 use std::time::Duration;
 
-pub use cufile::{config_facts, cufile_probe_main, parse_config};
+pub use cufile::{config_facts, facts_of, parse_config};
 pub use gpu::{parse_bar1, parse_query_csv};
 pub use kvikio::{KVIKIO_PROBE, parse_probe};
 pub use platform::{parse_acs, parse_cmdline_iommu};
@@ -45,7 +45,7 @@ pub fn collect(opts: &DoctorOptions) -> Facts {
         },
         driver: gpu::driver(&host, nvidia_smi.as_deref()),
         gpus: gpu::gpus(nvidia_smi.as_deref()),
-        cufile: cufile::cufile(opts, host.gpu_unavailable.as_deref()),
+        cufile: cufile::cufile(opts),
         nvidia_fs: cufile::nvidia_fs(),
         data_dir: storage::data_dir(&opts.data_dir),
         platform: platform::platform(&tools, nvidia_smi.as_deref(), opts.quick),
@@ -57,7 +57,7 @@ pub fn collect(opts: &DoctorOptions) -> Facts {
 }
 
 fn tools() -> ToolFacts {
-    use crate::host::{GDS_TOOL_DIRS, find_program};
+    use crate::tools::{GDS_TOOL_DIRS, find_program};
     let find = |name: &str, extra: &[&str]| find_program(name, extra).map(|p| display(&p));
     ToolFacts {
         nvidia_smi: find("nvidia-smi", &[]),

@@ -1,11 +1,12 @@
-//! Inside the worker: open the reader the trial names, run `warmup + repetitions` passes (cold
+//! One trial, inside its worker process: open the reader the trial names, run `warmup + repetitions` passes (cold
 //! cache dropped before each when asked), verify every pass where the bytes are, and gather the
 //! path evidence the reader can give.
 
-use std::time::Instant;
+use std::path::Path;
+use std::time::{Duration, Instant};
 
 use crate::gpu::Gpu;
-use crate::gpu::cufile::{self, Cufile};
+use crate::libcufile::{self, Cufile};
 use crate::reader::bounce::Bounce;
 use crate::reader::cufile::CufileReader;
 use crate::reader::posix::{self, Posix};
@@ -19,14 +20,35 @@ use gds_model::record::Measurement;
 use gds_model::scenario::{Cache, Integrity, Reader as ReaderKind};
 
 use gds_model::protocol::{
-    CUFILE_DRIVER_OPEN, GPU_CONTEXT, WorkerFailure, WorkerResult, WorkerSpec,
+    CUFILE_DRIVER_OPEN, GPU_CONTEXT, IO_DONE, PROTOCOL_VERSION, SAMPLED, WORKER_WAIT,
+    WorkerFailure, WorkerResult, WorkerSpec,
 };
 use gds_model::record::CufileEvidence;
 
 /// A cold read that finds more than this fraction of a file cached measures memory, not storage.
 const MAX_RESIDENT_AFTER_DROP: f64 = 0.05;
 
-pub fn measure(spec: &WorkerSpec) -> WorkerResult {
+/// The trial worker: a spec of another protocol version is refused in the result.
+pub fn run(spec: WorkerSpec) -> WorkerResult {
+    if spec.protocol == PROTOCOL_VERSION {
+        return measure(&spec);
+    }
+    WorkerResult {
+        protocol: PROTOCOL_VERSION,
+        measurement: None,
+        raw_cufile: None,
+        failure: Some(WorkerFailure {
+            reason: format!(
+                "the gate speaks protocol {}, this worker {PROTOCOL_VERSION}",
+                spec.protocol
+            ),
+            next: "rebuild the gate".into(),
+            missing: None,
+        }),
+    }
+}
+
+fn measure(spec: &WorkerSpec) -> WorkerResult {
     let started = Instant::now();
     let mut m = Measurement {
         files: spec.plan.files.clone(),
@@ -75,7 +97,7 @@ pub fn measure(spec: &WorkerSpec) -> WorkerResult {
     m.median_gbps = (!m.gbps.is_empty()).then(|| median(&m.gbps));
     m.total_seconds = started.elapsed().as_secs_f64();
     WorkerResult {
-        protocol: gds_model::protocol::PROTOCOL_VERSION,
+        protocol: PROTOCOL_VERSION,
         measurement: Some(m),
         failure,
         raw_cufile: None,
@@ -116,7 +138,7 @@ fn with_gpu_and_cufile(spec: &WorkerSpec, m: &mut Measurement) -> Result<(), Wor
         let driver = scope.spawn(|| {
             let library = Cufile::load()?;
             library.open_driver()?;
-            Ok::<_, crate::gpu::cufile::CufileError>((library, started.elapsed()))
+            Ok::<_, crate::libcufile::CufileError>((library, started.elapsed()))
         });
         let gpu = Gpu::open(spec.trial.gpu).map(|gpu| (gpu, started.elapsed()));
         (
@@ -176,7 +198,7 @@ fn with_cufile(
                 CufileReader::open(gpu, library, &spec.plan, spec.trial.buffer).map_err(fail)?;
             phase(m, "device buffer and file registration");
             let outcome = passes(spec, &mut reader, m);
-            super::sampling::hold_for_sample(spec.hold_for_sampling.as_deref());
+            hold_for_sample(spec.hold_for_sampling.as_deref());
             outcome
         };
         if let Some(before) = before {
@@ -187,7 +209,7 @@ fn with_cufile(
         }
         outcome
     })();
-    evidence.loaded_copies = cufile::loaded_paths("libcufile.so");
+    evidence.loaded_copies = libcufile::loaded_paths("libcufile.so");
     m.cufile = Some(evidence);
     result
 }
@@ -292,4 +314,17 @@ fn integrity_failure(result: &IntegrityResult, pass: u32, passes: u32) -> Worker
     WorkerFailure {
         reason,
         next: "the bytes that arrived differ from the file. Run the trial again; if it repeats, the read path corrupts data: check `dmesg` for I/O errors and the storage's health. A file changed on purpose is regenerated or re-checksummed on the next run.".into(), missing: None }
+}
+
+/// Announces the end of the I/O and waits for the gate's `gds_stats` sample, if one was asked
+/// for (the hand-shake is in [`gds_model::protocol`]).
+pub fn hold_for_sample(dir: Option<&Path>) {
+    let Some(dir) = dir else { return };
+    if std::fs::write(dir.join(IO_DONE), b"").is_err() {
+        return;
+    }
+    let deadline = Instant::now() + WORKER_WAIT;
+    while !dir.join(SAMPLED).exists() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
 }

@@ -11,7 +11,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use crate::gpu::GpuError;
-use crate::gpu::cufile::{CufileError, ReadFailure};
+use crate::libcufile::{CufileError, ReadFailure};
 use gds_model::integrity::IntegrityResult;
 use gds_model::plan::ReadPlan;
 use gds_model::scenario::Integrity;

@@ -9,8 +9,8 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::time::Duration;
 
 use super::{Reader, ReaderError, run_parallel};
-use crate::gpu::cufile::{Cufile, Handle, RegisteredBuffer};
 use crate::gpu::{DeviceBuffer, Gpu};
+use crate::libcufile::{Cufile, Handle, RegisteredBuffer};
 use gds_model::integrity::IntegrityResult;
 use gds_model::plan::ReadPlan;
 use gds_model::scenario::{BufferKind, Integrity};

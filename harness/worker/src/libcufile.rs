@@ -25,6 +25,15 @@ pub const SEARCH: &[&str] = &[
     "/usr/lib64/libcufile.so.0",
 ];
 
+/// Where libcufile is looked for, in order: `GDS_GATE_LIBCUFILE` alone when it is set, else
+/// [`SEARCH`].
+pub fn candidates() -> Vec<String> {
+    match std::env::var("GDS_GATE_LIBCUFILE") {
+        Ok(path) if !path.is_empty() => vec![path],
+        _ => SEARCH.iter().map(|s| s.to_string()).collect(),
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum CufileError {
     #[error("libcufile not found; looked for {}; install the CUDA toolkit's cuFile (libcufile) or set GDS_GATE_LIBCUFILE to its path", searched.join(", "))]
@@ -83,12 +92,9 @@ struct StatsApi {
 }
 
 impl Cufile {
-    /// Loads libcufile from `GDS_GATE_LIBCUFILE` or the first of [`SEARCH`] that opens.
+    /// Loads the first of [`candidates`] that opens.
     pub fn load() -> Result<Cufile, CufileError> {
-        let candidates: Vec<String> = match std::env::var("GDS_GATE_LIBCUFILE") {
-            Ok(path) if !path.is_empty() => vec![path],
-            _ => SEARCH.iter().map(|s| s.to_string()).collect(),
-        };
+        let candidates = candidates();
         for candidate in &candidates {
             // SAFETY: loading libcufile runs its initialisers, which is what using it requires.
             if let Ok(library) = unsafe { Library::new(candidate) } {

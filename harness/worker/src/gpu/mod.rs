@@ -1,10 +1,9 @@
 //! The GPU side of a worker: one CUDA context on the trial's GPU, a plain device allocation for the
-//! bytes, the verification kernels (NVRTC), pinned host memory for the bounce path, and libcufile.
+//! bytes, the verification kernels (NVRTC, from `kernels.cu` beside this file) and pinned host
+//! memory for the bounce path.
 //!
 //! Everything here loads its libraries at run time and checks that they exist before the first
 //! call: cudarc panics on a missing library, so [`Gpu::open`] asks `is_culib_present` first.
-
-pub mod cufile;
 
 use std::sync::Arc;
 

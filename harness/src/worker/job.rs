@@ -1,0 +1,97 @@
+//! Worker processes other than trials: the gds-gate binary's `worker --job NAME`, given a spec
+//! as JSON in a temporary folder, answering with a JSON result there, run with a timeout in its
+//! own process group like a trial's worker. The gate itself links neither CUDA nor cuFile; this is
+//! how it asks them.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use super::process::{self, Job};
+
+static PROGRAM: OnceLock<PathBuf> = OnceLock::new();
+
+/// Names the binary that runs workers (`gds-gate worker …`). The gate binary sets itself; a
+/// program that embeds the gate library sets the gds-gate binary it ships with.
+pub fn set_worker_program(path: PathBuf) {
+    let _ = PROGRAM.set(path);
+}
+
+/// The binary that runs workers: the one set with [`set_worker_program`], else this process
+/// when it is the gds-gate binary.
+pub fn worker_program() -> Result<PathBuf, String> {
+    if let Some(program) = PROGRAM.get() {
+        return Ok(program.clone());
+    }
+    let exe = std::env::current_exe().map_err(|error| error.to_string())?;
+    if exe.file_name().is_some_and(|name| name == "gds-gate") {
+        Ok(exe)
+    } else {
+        Err(format!(
+            "`{}` is not the gds-gate binary, which runs the workers",
+            exe.display()
+        ))
+    }
+}
+
+/// Runs `gds-gate worker --job <job>` on `spec` and reads its result; `Err` says why there is
+/// none (the worker could not start, crashed, hung, or answered nonsense).
+pub fn run<S: Serialize, R: DeserializeOwned>(
+    job: &str,
+    spec: &S,
+    timeout: Duration,
+) -> Result<R, String> {
+    let program = worker_program()?;
+    let dir = tempfile::Builder::new()
+        .prefix("gds-gate-worker-")
+        .tempdir()
+        .map_err(|error| format!("cannot create a temporary folder for a worker: {error}"))?;
+    let spec_path = dir.path().join("spec.json");
+    let result_path = dir.path().join("result.json");
+    let text = serde_json::to_string_pretty(spec).unwrap_or_default();
+    std::fs::write(&spec_path, text)
+        .map_err(|error| format!("cannot write `{}`: {error}", spec_path.display()))?;
+    let args: Vec<OsString> = vec![
+        "worker".into(),
+        "--job".into(),
+        job.into(),
+        "--spec".into(),
+        spec_path.into(),
+        "--result".into(),
+        result_path.clone().into(),
+    ];
+    // cuFile writes its log to the working directory unless told otherwise.
+    let env = vec![(
+        "CUFILE_LOGFILE_PATH".to_string(),
+        dir.path().join("cufile.log").display().to_string(),
+    )];
+    let finished = process::run(&Job {
+        program: program.clone(),
+        args,
+        env,
+        dir: dir.path().to_path_buf(),
+        timeout,
+    })
+    .map_err(|error| format!("cannot start `{}`: {error}", program.display()))?;
+    match std::fs::read_to_string(&result_path) {
+        Ok(text) => serde_json::from_str(&text)
+            .map_err(|error| format!("the {job} worker's answer is not a valid result: {error}")),
+        Err(_) => {
+            let said = finished.tail(1);
+            Err(format!(
+                "the {job} worker `{}` {} without a result{}",
+                program.display(),
+                finished.ending,
+                if said.trim().is_empty() {
+                    String::new()
+                } else {
+                    format!(": {}", said.trim())
+                }
+            ))
+        }
+    }
+}

@@ -1,0 +1,70 @@
+//! gds-worker: the process side of gds-gate, and the only crate that links CUDA (cudarc) and
+//! loads libcufile. The gate starts `gds-gate worker --job …` as a fresh process for each trial,
+//! probe and GPU bench; the binary hands it to [`serve`], which reads the spec, does the job and
+//! writes the result, so that a crash in the stack under test ends this process, not the gate.
+//!
+//! Every `unsafe` call into CUDA or cuFile is in [`gpu`], [`libcufile`] and [`reader`].
+
+pub mod gpu;
+pub mod gpu_bench;
+pub mod libcufile;
+pub mod probe;
+pub mod reader;
+pub mod trial;
+
+use std::path::Path;
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+/// What a worker process is started to do.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Job {
+    /// One trial (`WorkerSpec` → `WorkerResult`).
+    Trial,
+    /// What this host's CUDA and cuFile say (`ProbeSpec` → `ProbeResult`).
+    Probe,
+    /// `bench --gpu`'s GPU measurements (`GpuBenchSpec` → `GpuBenchResult`).
+    GpuBench,
+}
+
+/// The worker's `main`: read the spec, do the job, write the result atomically. The exit status
+/// only says whether a result was written.
+pub fn serve(job: Job, spec: &Path, result: &Path) -> u8 {
+    match job {
+        Job::Trial => answer(spec, result, trial::run),
+        Job::Probe => answer(spec, result, probe::run),
+        Job::GpuBench => answer(spec, result, gpu_bench::run),
+    }
+}
+
+fn answer<S: DeserializeOwned, R: Serialize>(
+    spec_path: &Path,
+    result_path: &Path,
+    job: impl FnOnce(S) -> R,
+) -> u8 {
+    let spec = match std::fs::read_to_string(spec_path)
+        .map_err(|e| e.to_string())
+        .and_then(|text| serde_json::from_str::<S>(&text).map_err(|e| e.to_string()))
+    {
+        Ok(spec) => spec,
+        Err(error) => {
+            eprintln!(
+                "error: cannot read the worker spec `{}`: {error}",
+                spec_path.display()
+            );
+            return 2;
+        }
+    };
+    let text = serde_json::to_string_pretty(&job(spec)).unwrap_or_default();
+    match gds_model::fsutil::write_atomically(result_path, text.as_bytes()) {
+        Ok(()) => 0,
+        Err(error) => {
+            eprintln!(
+                "error: cannot write the worker result `{}`: {error}",
+                result_path.display()
+            );
+            2
+        }
+    }
+}

@@ -1,0 +1,144 @@
+//! What the gate needs to know from CUDA and cuFile, asked in a worker process: whether libcuda
+//! loads, the CUDA version the driver supports, how many GPUs CUDA numbers, and libcufile (where
+//! it was looked for, what was found, `cuFileDriverOpen` and the driver's properties).
+
+use std::ffi::CStr;
+
+use cudarc::driver::sys;
+use gds_model::protocol::{
+    CufileProbe, CufileProbeDepth, DriverProbe, LoadedCufile, PROTOCOL_VERSION, ProbeResult,
+    ProbeSpec,
+};
+
+use crate::libcufile::{Cufile, CufileError};
+
+pub fn run(spec: ProbeSpec) -> ProbeResult {
+    if spec.protocol != PROTOCOL_VERSION {
+        let why = format!(
+            "the gate speaks protocol {}, this worker {PROTOCOL_VERSION}; rebuild the gate",
+            spec.protocol
+        );
+        return ProbeResult::failed(&spec, &why);
+    }
+    let libcuda = libcuda_loads();
+    ProbeResult {
+        protocol: PROTOCOL_VERSION,
+        cuda_version: spec.cuda_version.then(cuda_version),
+        gpu_count: spec.gpu_count.then(gpu_count),
+        cufile: match spec.cufile {
+            CufileProbeDepth::None => None,
+            CufileProbeDepth::Load => Some(cufile(false, "not attempted (quick check)".into())),
+            CufileProbeDepth::OpenDriver => Some(match &libcuda {
+                Ok(()) => cufile(true, String::new()),
+                Err(why) => cufile(false, format!("not attempted: {why}")),
+            }),
+        },
+        libcuda,
+    }
+}
+
+/// GPU work needs the driver library; KvikIO needs it even for host reads. Loading it (and
+/// unloading it again) is the test: a `/dev/nvidia0` without the library is as unusable as none.
+fn libcuda_loads() -> Result<(), String> {
+    const LIBCUDA: &CStr = c"libcuda.so.1";
+    // SAFETY: `LIBCUDA` is a valid NUL-terminated string; the handle is only passed back to
+    // dlclose, once, and no symbol from it is used.
+    unsafe {
+        let handle = libc::dlopen(LIBCUDA.as_ptr(), libc::RTLD_LAZY | libc::RTLD_LOCAL);
+        if handle.is_null() {
+            return Err("no NVIDIA driver (libcuda.so.1 not found)".into());
+        }
+        libc::dlclose(handle);
+    }
+    Ok(())
+}
+
+/// `cuDriverGetVersion` (no `cuInit` needed), as `major.minor`.
+fn cuda_version() -> Result<String, String> {
+    // SAFETY: only probes whether the library can be loaded; cudarc panics on a missing library
+    // at the first call otherwise.
+    if !unsafe { sys::is_culib_present() } {
+        return Err("libcuda is not loadable, so cuDriverGetVersion cannot be asked".into());
+    }
+    let mut version = 0;
+    // SAFETY: a valid out-pointer; the library is present (checked above).
+    let result = unsafe { sys::cuDriverGetVersion(&mut version) };
+    if result != sys::CUresult::CUDA_SUCCESS || version <= 0 {
+        return Err(format!("cuDriverGetVersion failed: {result:?}"));
+    }
+    Ok(format!("{}.{}", version / 1000, (version % 1000) / 10))
+}
+
+/// `cuDeviceGetCount`, or why it could not be asked.
+fn gpu_count() -> Result<u32, String> {
+    // SAFETY: only probes whether the library can be loaded; cudarc panics at the first call
+    // into a missing library otherwise.
+    if !unsafe { sys::is_culib_present() } {
+        return Err("libcuda.so.1 not found".to_string());
+    }
+    match cudarc::driver::CudaContext::device_count() {
+        Ok(count) => Ok(u32::try_from(count).unwrap_or(0)),
+        Err(error) => Err(format!("cuDeviceGetCount failed ({error})")),
+    }
+}
+
+/// Loads libcufile and, when `open`, opens its driver and reads its properties; `not_opened` says
+/// why the driver was not opened otherwise.
+fn cufile(open: bool, not_opened: String) -> CufileProbe {
+    let searched = crate::libcufile::candidates();
+    let cufile = match Cufile::load() {
+        Ok(cufile) => cufile,
+        Err(error) => {
+            let why = match error {
+                CufileError::NotFound { .. } => "libcufile not found".to_string(),
+                other => other.to_string(),
+            };
+            return CufileProbe {
+                searched,
+                driver: DriverProbe::NotAttempted(format!("not attempted: {why}")),
+                library: Err(why),
+            };
+        }
+    };
+    let library = Ok(LoadedCufile {
+        path: cufile.path.clone(),
+        version: cufile.version.to_string(),
+    });
+    let driver = if open {
+        match cufile.open_driver() {
+            Ok(()) => DriverProbe::Opened {
+                properties: cufile.properties().map_err(|error| error.to_string()),
+            },
+            Err(error) => DriverProbe::Failed {
+                error: error.to_string(),
+            },
+        }
+    } else {
+        DriverProbe::NotAttempted(not_opened)
+    };
+    CufileProbe {
+        searched,
+        library,
+        driver,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_probe_of_another_protocol_says_so_in_every_part() {
+        let result = run(ProbeSpec {
+            protocol: PROTOCOL_VERSION + 1,
+            cuda_version: true,
+            gpu_count: false,
+            cufile: CufileProbeDepth::Load,
+        });
+        let why = result.libcuda.unwrap_err();
+        assert!(why.contains("rebuild the gate"), "{why}");
+        assert!(result.cuda_version.unwrap().is_err());
+        assert!(result.gpu_count.is_none());
+        assert!(result.cufile.unwrap().library.is_err());
+    }
+}
