@@ -269,7 +269,7 @@ def measure(spec, trial, plan, here, stack, m, raw, state):
 
 def hold_for_sample(folder):
     """gds_stats reads this live process's counters: say the I/O is done and wait (bounded) for
-    the gate to have sampled it. See harness/src/worker/sampling.rs."""
+    the gate to have sampled it. See harness/model/src/protocol.rs."""
     if not folder:
         return
     open(os.path.join(folder, "io-done"), "w").close()
@@ -311,7 +311,7 @@ def integrity_failure(result, p, passes):
 
 
 class Verifier:
-    """The Rust worker's verification (harness/src/integrity.rs) over the cupy buffer, with the
+    """The Rust worker's verification (harness/model/src/integrity.rs) over the cupy buffer, with the
     same kernels, walking the same regions the gate computed."""
 
     def __init__(self, cupy, device, buffer, source):

@@ -53,7 +53,7 @@ fn main() -> Result<()> {
     };
     cmd!(
         sh,
-        "cargo build --release --package gds-gate --bin gds-gate"
+        "cargo build --release --package gds-gate-bin --bin gds-gate"
     )
     .run()
     .context("building the gate failed")?;

@@ -1,4 +1,4 @@
-// GPU side of gds-gate's verification: the same functions as harness/src/verify (the CPU
+// GPU side of gds-gate's verification: the same functions as harness/model/src/verify (the CPU
 // reference), bit for bit, run over the device buffer where the bytes landed. Compiled at run time
 // with NVRTC (by the Rust worker through cudarc, by the KvikIO worker through cupy.RawKernel).
 //

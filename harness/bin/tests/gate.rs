@@ -1,0 +1,433 @@
+//! The real gate binary on small suites with the `posix` reader: generation, reading,
+//! verification, reports, exit codes and the data cache. GPU trials are ignored on hosts without a
+//! driver, which is what these tests check the wording of.
+
+use std::fs;
+use std::os::unix::fs::FileExt;
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+const GATE: &str = env!("CARGO_BIN_EXE_gds-gate");
+
+/// A scratch area on the build disk (not /tmp, which may be tmpfs and never drops its pages).
+struct Scratch {
+    dir: tempfile::TempDir,
+}
+
+impl Scratch {
+    fn new() -> Scratch {
+        Scratch {
+            dir: tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap(),
+        }
+    }
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+    fn data(&self) -> PathBuf {
+        self.path("data")
+    }
+    fn out(&self) -> PathBuf {
+        self.path("out")
+    }
+    fn suite(&self, text: &str) -> PathBuf {
+        let path = self.path("suite.yaml");
+        fs::write(&path, text).unwrap();
+        path
+    }
+    /// Runs the gate with this scratch's data and report directories.
+    fn gate(&self, args: &[&str]) -> Run {
+        let output = Command::new(GATE)
+            .args(args)
+            .arg("--data-dir")
+            .arg(self.data())
+            .arg("--out")
+            .arg(self.out())
+            .arg("--baselines")
+            .arg(self.path("baselines"))
+            .current_dir(env!("CARGO_MANIFEST_DIR").to_owned() + "/../..")
+            .env_remove("GITHUB_STEP_SUMMARY")
+            .env_remove("GDS_GATE_REQUIRE_GPU")
+            .env_remove("GDS_GATE_RUNNER")
+            .output()
+            .unwrap();
+        Run::from(output)
+    }
+    fn report(&self) -> serde_json::Value {
+        serde_json::from_str(&fs::read_to_string(self.out().join("report.json")).unwrap()).unwrap()
+    }
+}
+
+struct Run {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+impl From<Output> for Run {
+    fn from(output: Output) -> Run {
+        Run {
+            code: output.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        }
+    }
+}
+
+impl std::fmt::Debug for Run {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "exit {}\n--- stdout\n{}\n--- stderr\n{}",
+            self.code, self.stdout, self.stderr
+        )
+    }
+}
+
+fn has_nvidia_driver() -> bool {
+    // The probe runs in a worker of the binary under test.
+    gds_gate::launch::job::set_worker_program(GATE.into());
+    gds_gate::host::HostFacts::probe().gpu_unavailable.is_none()
+}
+
+const SMALL: &str = "suite: small\nscenarios:\n  - name: read\n    files: { size: 3MiB, seed: 5 }\n    repetitions: 2\n";
+
+#[test]
+fn smoke_suite_passes_and_writes_well_formed_reports() {
+    let scratch = Scratch::new();
+    let run = scratch.gate(&["--suite", "scenarios/smoke.yaml"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(
+        run.stdout
+            .contains("test [posix]  smoke::cold-read[reader=posix,nthreads=4]"),
+        "{run:?}"
+    );
+    assert!(
+        run.stdout
+            .contains("GB/s median of 3, path host, checksum 0x"),
+        "{run:?}"
+    );
+
+    let report = scratch.report();
+    assert_eq!(report["schema_version"], 1);
+    let trials = report["trials"].as_array().unwrap();
+    assert_eq!(trials.len(), 16);
+    assert_eq!(report["totals"]["passed"], 5);
+    for trial in trials.iter().filter(|t| t["status"] == "passed") {
+        let m = &trial["measurement"];
+        assert_eq!(m["gbps"].as_array().unwrap().len(), 3, "{trial}");
+        assert_eq!(m["integrity"]["bad_words"], 0);
+        assert_eq!(
+            m["integrity"]["checksum"],
+            m["integrity"]["expected_checksum"]
+        );
+        assert!(m["median_gbps"].as_f64().unwrap() > 0.0);
+    }
+    let junit = fs::read_to_string(scratch.out().join("junit.xml")).unwrap();
+    assert!(
+        junit.starts_with("<?xml") && junit.contains("<testsuite name=\"smoke\" tests=\"16\""),
+        "{junit}"
+    );
+    let summary = fs::read_to_string(scratch.out().join("summary.md")).unwrap();
+    assert!(
+        summary.contains("| `smoke::multi-file` | ok |"),
+        "{summary}"
+    );
+
+    if !has_nvidia_driver() {
+        assert_eq!(report["totals"]["ignored"], 11);
+        assert!(
+            run.stdout
+                .contains("ignored (no NVIDIA driver (libcuda.so.1 not found))"),
+            "{run:?}"
+        );
+        assert!(
+            run.stderr.contains("the GPU part of the gate did not run"),
+            "{run:?}"
+        );
+        assert!(summary.contains("the GPU part of the gate did not run"));
+    }
+}
+
+#[test]
+fn cached_files_are_reused_and_regenerated_after_a_change() {
+    let scratch = Scratch::new();
+    let suite = scratch.suite(SMALL);
+    let suite = suite.to_str().unwrap();
+    let first = scratch.gate(&["--suite", suite]);
+    assert_eq!(first.code, 0, "{first:?}");
+    assert!(first.stderr.contains("data: generated"), "{first:?}");
+
+    let second = scratch.gate(&["--suite", suite]);
+    assert_eq!(second.code, 0, "{second:?}");
+    assert!(second.stderr.contains("data: reused"), "{second:?}");
+
+    // Writing to the file changes its mtime: the cache must not trust it any more.
+    let file = scratch.data().join("gds-gate-s5-3145728.bin");
+    fs::OpenOptions::new()
+        .write(true)
+        .open(&file)
+        .unwrap()
+        .write_at(b"X", 12345)
+        .unwrap();
+    let third = scratch.gate(&["--suite", suite]);
+    assert_eq!(third.code, 0, "{third:?}");
+    assert!(third.stderr.contains("data: generated"), "{third:?}");
+}
+
+#[test]
+fn corruption_that_slips_past_the_cache_fails_the_trial_at_its_offset() {
+    let scratch = Scratch::new();
+    let suite = scratch.suite(SMALL);
+    let suite = suite.to_str().unwrap();
+    assert_eq!(scratch.gate(&["--suite", suite]).code, 0);
+
+    // Flip a byte outside the spot-checked blocks and restore the mtime: the file now looks like
+    // the cached one, so only the read verification can notice.
+    let file = scratch.data().join("gds-gate-s5-3145728.bin");
+    let spots = gds_gate::data::spot_check_offsets(5, 3 << 20);
+    let offset = (0..3u64 << 20)
+        .step_by(4096)
+        .find(|block| !spots.contains(block))
+        .unwrap()
+        + 1001;
+    let handle = fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&file)
+        .unwrap();
+    let mtime = handle.metadata().unwrap().modified().unwrap();
+    let mut byte = [0u8];
+    handle.read_at(&mut byte, offset).unwrap();
+    handle.write_at(&[byte[0] ^ 0x40], offset).unwrap();
+    handle.set_modified(mtime).unwrap();
+    drop(handle);
+
+    let run = scratch.gate(&["--suite", suite]);
+    assert_eq!(run.code, 1, "{run:?}");
+    let expected = format!(
+        "first wrong byte at offset {offset} of `{}`",
+        file.display()
+    );
+    assert!(run.stdout.contains(&expected), "{expected}\n{run:?}");
+    assert!(run.stdout.contains("scenario: `read` at "), "{run:?}");
+    let report = scratch.report();
+    assert_eq!(report["trials"][0]["status"], "failed");
+    assert_eq!(
+        report["trials"][0]["measurement"]["integrity"]["first_bad"]["file_offset"],
+        offset
+    );
+}
+
+#[test]
+fn a_generation_killed_mid_write_is_regenerated_by_the_next_run() {
+    let scratch = Scratch::new();
+    let suite = scratch.suite("suite: big\nscenarios:\n  - name: read\n    files: { size: 768MiB, seed: 9 }\n    repetitions: 1\n    warmup: 0\n");
+    let mut child = Command::new(GATE)
+        .args(["gen", "--suite", suite.to_str().unwrap(), "--data-dir"])
+        .arg(scratch.data())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let partial = || {
+        fs::read_dir(scratch.data())
+            .into_iter()
+            .flatten()
+            .flatten()
+            .any(|entry| entry.file_name().to_string_lossy().contains(".partial-"))
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !partial() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+    assert!(partial(), "the generation never showed its temporary file");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let final_name = scratch.data().join("gds-gate-s9-805306368.bin");
+    assert!(
+        !final_name.exists()
+            || !scratch
+                .data()
+                .join("gds-gate-s9-805306368.bin.id.json")
+                .exists(),
+        "a killed generation left a file that looks valid"
+    );
+
+    let run = scratch.gate(&["--suite", suite.to_str().unwrap()]);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(run.stderr.contains("data: generated"), "{run:?}");
+    let leftovers: Vec<_> = fs::read_dir(scratch.data())
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().contains(".partial-"))
+        .collect();
+    assert!(
+        leftovers.is_empty(),
+        "temporary files left behind: {leftovers:?}"
+    );
+}
+
+#[test]
+fn exit_codes_say_what_happened() {
+    let scratch = Scratch::new();
+    let suite = scratch.suite(SMALL);
+    let suite = suite.to_str().unwrap();
+
+    let nothing = scratch.gate(&["--suite", suite, "no-such-trial"]);
+    assert_eq!(nothing.code, 5, "{nothing:?}");
+    assert!(
+        nothing.stderr.contains("matches none of the 1 trials"),
+        "{nothing:?}"
+    );
+
+    let bad = scratch.suite("scenarios:\n  - name: a\n    files: { size: 4GB }\n");
+    let bad = scratch.gate(&["--suite", bad.to_str().unwrap()]);
+    assert_eq!(bad.code, 2, "{bad:?}");
+    assert!(
+        bad.stderr.contains("suite.yaml:3:") && bad.stderr.contains("did you mean `GiB`?"),
+        "{bad:?}"
+    );
+
+    let listed = scratch.gate(&[
+        "--suite",
+        "scenarios/smoke.yaml",
+        "--list",
+        "--format",
+        "terse",
+    ]);
+    assert_eq!(listed.code, 0, "{listed:?}");
+    assert!(
+        listed.stdout.lines().all(|line| line.ends_with(": test")),
+        "{listed:?}"
+    );
+    assert_eq!(listed.stdout.lines().count(), 16);
+}
+
+#[test]
+fn gpu_trials_fail_under_require_gpu_when_they_cannot_run() {
+    let scratch = Scratch::new();
+    let suite = scratch.suite("scenarios:\n  - name: gpu\n    files: { size: 1MiB }\n    reader: [posix, cufile]\n    repetitions: 1\n");
+    let run = scratch.gate(&["--suite", suite.to_str().unwrap(), "--require-gpu"]);
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(run.stdout.contains("GPU trial could not run"), "{run:?}");
+    let run = scratch.gate(&["--suite", suite.to_str().unwrap()]);
+    assert_eq!(run.code, 0, "{run:?}");
+}
+
+#[test]
+fn validate_checks_files_without_running() {
+    let scratch = Scratch::new();
+    let good = scratch.suite(SMALL);
+    let run = scratch.gate_plain(&["validate", good.to_str().unwrap(), "scenarios/smoke.yaml"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(run.stdout.contains("(1 scenarios, 1 trials)"), "{run:?}");
+    assert!(!scratch.data().exists(), "validate must not generate data");
+    let typo = scratch.path("typo.yaml");
+    fs::write(
+        &typo,
+        "scenarios:\n  - name: a\n    files: { size: 1MiB }\n    repetitons: 3\n",
+    )
+    .unwrap();
+    let run = scratch.gate_plain(&["validate", typo.to_str().unwrap()]);
+    assert_eq!(run.code, 2, "{run:?}");
+    assert!(
+        run.stderr.contains("typo.yaml:4:5:")
+            && run.stderr.contains("did you mean the key `repetitions`?"),
+        "{run:?}"
+    );
+}
+
+impl Scratch {
+    /// Runs the gate with only `args` (subcommands that take no --out).
+    fn gate_plain(&self, args: &[&str]) -> Run {
+        Command::new(GATE)
+            .args(args)
+            .current_dir(env!("CARGO_MANIFEST_DIR").to_owned() + "/../..")
+            .output()
+            .unwrap()
+            .into()
+    }
+}
+
+#[test]
+fn bless_writes_a_baseline_that_the_next_run_is_judged_against_and_refuses_in_ci() {
+    let scratch = Scratch::new();
+    let suite = scratch.suite(SMALL);
+    let suite = suite.to_str().unwrap();
+
+    let bless = |ci: bool| {
+        let mut command = Command::new(GATE);
+        command
+            .args([
+                "bless",
+                "--suite",
+                suite,
+                "--runner",
+                "ci-box",
+                "--baselines",
+            ])
+            .arg(scratch.path("baselines"))
+            .arg("--data-dir")
+            .arg(scratch.data())
+            .arg("--out")
+            .arg(scratch.out())
+            .env_remove("GITHUB_ACTIONS");
+        if ci {
+            command.env("CI", "true");
+        } else {
+            command.env_remove("CI");
+        }
+        Run::from(command.output().unwrap())
+    };
+
+    let refused = bless(true);
+    assert_eq!(refused.code, 2, "{refused:?}");
+    assert!(
+        refused.stderr.contains("refusing to write baselines in CI"),
+        "{refused:?}"
+    );
+    assert!(!scratch.path("baselines/ci-box.yaml").exists());
+
+    let blessed = bless(false);
+    assert_eq!(blessed.code, 0, "{blessed:?}");
+    assert!(blessed.stdout.contains("updating:"), "{blessed:?}");
+    let baseline = fs::read_to_string(scratch.path("baselines/ci-box.yaml")).unwrap();
+    assert!(baseline.contains("small::read"), "{baseline}");
+
+    let judged = scratch.gate(&["--suite", suite, "--runner", "ci-box"]);
+    assert!(judged.code == 0 || judged.code == 3, "{judged:?}");
+    let report = scratch.report();
+    assert_eq!(report["runner"], "ci-box");
+    assert!(
+        report["baseline"]["trials"][0]["trial"] == "small::read",
+        "{}",
+        report["baseline"]
+    );
+    assert!(scratch.out().join("history.jsonl").exists());
+}
+
+/// A filter matches the reader shown in brackets too (`[posix] smoke::multi-file`): the data of
+/// every trial libtest then runs must have been prepared.
+#[test]
+fn a_filter_on_the_reader_runs_with_its_data_prepared() {
+    let scratch = Scratch::new();
+    let run = scratch.gate(&["--suite", "scenarios/smoke.yaml", "posix"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(
+        run.stdout.contains("smoke::multi-file ") && run.stdout.contains("5 passed"),
+        "{run:?}"
+    );
+}
+
+#[test]
+fn a_trial_leaves_no_page_cache_for_the_next_one() {
+    let scratch = Scratch::new();
+    let suite = scratch.suite(
+        "suite: warm\nscenarios:\n  - name: read\n    files: { size: 3MiB, seed: 6 }\n    cache: warm\n    repetitions: 2\n",
+    );
+    let run = scratch.gate(&["--suite", suite.to_str().unwrap()]);
+    assert_eq!(run.code, 0, "{run:?}");
+    // A warm trial reads through the page cache and keeps it; the gate drops it afterwards.
+    let file = fs::File::open(scratch.data().join("gds-gate-s6-3145728.bin")).unwrap();
+    let resident = gds_model::cache::resident_fraction(&file, 3 << 20).unwrap();
+    assert!(resident < 0.05, "{resident} of the file still cached");
+}

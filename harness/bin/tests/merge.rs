@@ -1,0 +1,245 @@
+//! `report --merge` over real reports (the gate run on a tiny posix suite as two runners), and the
+//! GitHub annotations of a report with a failed trial.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use gds_gate::exit;
+use gds_gate::report::Report;
+use gds_gate::report::annotations::github_annotations_in;
+use gds_gate::report::merge::{self, MergeError};
+
+const GATE: &str = env!("CARGO_BIN_EXE_gds-gate");
+
+const TINY: &str = "suite: tiny\nscenarios:\n  - name: read\n    files: { size: 1MiB, seed: 3 }\n    repetitions: 1\n";
+
+struct Scratch(tempfile::TempDir);
+
+impl Scratch {
+    fn new() -> Scratch {
+        let scratch = Scratch(tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap());
+        fs::write(scratch.path("suite.yaml"), TINY).unwrap();
+        scratch
+    }
+    fn path(&self, name: &str) -> PathBuf {
+        self.0.path().join(name)
+    }
+    /// The gate on the tiny suite as `runner`, its reports in `dir`.
+    fn run(&self, runner: &str, dir: &str) -> PathBuf {
+        let out = self.path(dir);
+        let output = Command::new(GATE)
+            .arg("--suite")
+            .arg(self.path("suite.yaml"))
+            .args(["--runner", runner])
+            .arg("--out")
+            .arg(&out)
+            .arg("--data-dir")
+            .arg(self.path("data"))
+            .arg("--baselines")
+            .arg(self.path("baselines"))
+            .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
+            .env_remove("GITHUB_STEP_SUMMARY")
+            .env_remove("GDS_GATE_REQUIRE_GPU")
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{output:?}");
+        out
+    }
+}
+
+fn read(dir: &Path) -> Report {
+    serde_json::from_str(&fs::read_to_string(dir.join("report.json")).unwrap()).unwrap()
+}
+
+/// Rewrites a report's JSON in place.
+fn edit(dir: &Path, change: impl FnOnce(&mut serde_json::Value)) {
+    let path = dir.join("report.json");
+    let mut value: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(&path).unwrap()).unwrap();
+    change(&mut value);
+    fs::write(&path, serde_json::to_string_pretty(&value).unwrap()).unwrap();
+}
+
+fn fail_first_trial(value: &mut serde_json::Value) {
+    let trial = &mut value["trials"][0];
+    trial["status"] = "failed".into();
+    trial["reason"] = "wrong bytes at offset 0x100, 5% of words".into();
+    trial["details"] = "  expected: 0x1\n  seen: 0x2".into();
+    value["totals"]["passed"] = 0.into();
+    value["totals"]["failed"] = 1.into();
+}
+
+#[test]
+fn runs_merge_into_one_report_with_each_runners_trials_named_apart() {
+    let scratch = Scratch::new();
+    let dirs = vec![scratch.run("a", "a"), scratch.run("b", "b")];
+    let out = scratch.path("merged");
+    let merged = merge::merge_dirs(&dirs, &out).unwrap();
+
+    let report = &merged.report.report;
+    let names: Vec<&str> = report.trials.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(names, ["a/tiny::read", "b/tiny::read"]);
+    assert_eq!(report.totals.passed, 2);
+    assert_eq!(report.totals.failed, 0);
+    assert_eq!(merged.report.runs.len(), 2);
+    assert_eq!(merged.report.runs[0].label, "a");
+    assert_eq!(merged.report.runs[1].source, dirs[1].join("report.json"));
+    assert_eq!(merged.report.exit_code(), exit::PASSED);
+    assert_eq!(
+        merged.written,
+        ["merged.json", "merged-junit.xml", "merged-summary.md"].map(|name| out.join(name))
+    );
+
+    let junit = fs::read_to_string(out.join("merged-junit.xml")).unwrap();
+    assert!(junit.contains("<testsuite name=\"a/tiny\""), "{junit}");
+    assert!(junit.contains("<testsuite name=\"b/tiny\""), "{junit}");
+    let summary = fs::read_to_string(out.join("merged-summary.md")).unwrap();
+    assert!(
+        summary.starts_with("## gds-gate: 2 runs merged"),
+        "{summary}"
+    );
+    assert!(summary.contains("| `a` |") && summary.contains("| `b` |"));
+    assert!(summary.contains("| `b/tiny::read` | ok |"), "{summary}");
+    assert!(summary.contains("### Baseline `a`"), "{summary}");
+
+    // merged.json is a report too (plus `runs`): tools that read report.json read it.
+    let again: Report =
+        serde_json::from_str(&fs::read_to_string(out.join("merged.json")).unwrap()).unwrap();
+    assert_eq!(again.totals, report.totals);
+    let json: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(out.join("merged.json")).unwrap()).unwrap();
+    assert_eq!(json["runs"][1]["runner"], "b");
+}
+
+#[test]
+fn a_failure_on_one_runner_fails_the_merge_and_the_same_runner_twice_stays_apart() {
+    let scratch = Scratch::new();
+    let first = scratch.run("a", "one");
+    let second = scratch.run("a", "two");
+    edit(&second, fail_first_trial);
+    let code = merge::merge_command(&[first.clone(), second.clone()], &scratch.path("m"));
+    assert_eq!(code, exit::TRIAL_FAILED);
+    let merged: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(scratch.path("m").join("merged.json")).unwrap())
+            .unwrap();
+    let names: Vec<&str> = merged["trials"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            format!("a@{}/tiny::read", first.display()),
+            format!("a@{}/tiny::read", second.display())
+        ]
+    );
+    assert_eq!(merged["totals"]["failed"], 1);
+    assert_eq!(merged["runs"][1]["exit_code"], 1);
+}
+
+#[test]
+fn unreadable_and_foreign_reports_are_errors_naming_the_file() {
+    let scratch = Scratch::new();
+    let good = scratch.run("a", "good");
+
+    let missing = scratch.path("crashed");
+    fs::create_dir_all(&missing).unwrap();
+    let error =
+        merge::merge_dirs(&[good.clone(), missing.clone()], &scratch.path("m")).unwrap_err();
+    assert!(matches!(error, MergeError::Read { .. }), "{error:?}");
+    assert!(
+        error
+            .to_string()
+            .contains(&missing.join("report.json").display().to_string()),
+        "{error}"
+    );
+    assert_eq!(
+        merge::merge_command(&[good.clone(), missing], &scratch.path("m")),
+        exit::SETUP
+    );
+    assert!(!scratch.path("m").join("merged.json").exists());
+
+    let newer = scratch.run("b", "newer");
+    edit(&newer, |value| {
+        value["schema_version"] = 2.into();
+        value["trials"] = "changed meaning".into();
+    });
+    let error = merge::merge_dirs(&[good.clone(), newer.clone()], &scratch.path("m")).unwrap_err();
+    let shown = error.to_string();
+    assert!(
+        shown.contains(&newer.join("report.json").display().to_string())
+            && shown.contains("schema version 2")
+            && shown.contains("reads version 1"),
+        "{shown}"
+    );
+
+    let not_json = scratch.path("not-json");
+    fs::create_dir_all(&not_json).unwrap();
+    fs::write(not_json.join("report.json"), "{\"hello\": 1}").unwrap();
+    let error = merge::merge_dirs(&[not_json], &scratch.path("m")).unwrap_err();
+    assert!(matches!(error, MergeError::NotAReport { .. }), "{error:?}");
+
+    let error = merge::merge_dirs(
+        &[good.clone(), good.join("report.json")],
+        &scratch.path("m"),
+    )
+    .unwrap_err();
+    assert!(matches!(error, MergeError::Duplicate { .. }), "{error:?}");
+    assert_eq!(merge::merge_command(&[], &scratch.path("m")), exit::USAGE);
+}
+
+#[test]
+fn annotations_point_at_the_scenario_of_each_failed_trial() {
+    let scratch = Scratch::new();
+    let dir = scratch.run("a", "run");
+    edit(&dir, fail_first_trial);
+    let report = read(&dir);
+    let lines = github_annotations_in(&report, Some(scratch.0.path()));
+    assert_eq!(
+        lines[0],
+        "::error file=suite.yaml,line=3,title=tiny%3A%3Aread::wrong bytes at offset 0x100, 5%25 of words%0A  expected: 0x1%0A  seen: 0x2"
+    );
+    // The runner has no baseline yet: summary.md says so, the annotations do not.
+    assert_eq!(lines.len(), 1, "{lines:#?}");
+}
+
+#[test]
+fn annotations_carry_the_baseline_failures_at_the_scenario_or_the_baseline_file() {
+    let scratch = Scratch::new();
+    let dir = scratch.run("a", "run");
+    edit(&dir, |value| {
+        let baseline = &mut value["baseline"];
+        baseline["baseline_found"] = true.into();
+        baseline["trials"] = serde_json::json!([
+            {
+                "trial": "tiny::gone",
+                "judgement": { "kind": "missing-trial", "cause": { "why": "not-defined" } },
+                "headline": "no suite defines it",
+                "message": "tiny::gone: in the baseline, but no suite defines it"
+            },
+            {
+                "trial": "tiny::read",
+                "judgement": { "kind": "checksum-changed", "from": null, "to": null },
+                "headline": "checksum changed",
+                "message": "tiny::read: the bytes read changed\n  next: find out why"
+            },
+            {
+                "trial": "tiny::new",
+                "judgement": { "kind": "new-trial" },
+                "headline": "new trial",
+                "message": "not in the baseline yet"
+            }
+        ]);
+    });
+    let lines = github_annotations_in(&read(&dir), Some(scratch.0.path()));
+    assert_eq!(
+        lines,
+        [
+            "::error file=baselines/a.yaml,title=tiny%3A%3Agone::tiny::gone: in the baseline, but no suite defines it",
+            "::error file=suite.yaml,line=3,title=tiny%3A%3Aread::tiny::read: the bytes read changed%0A  next: find out why",
+        ]
+    );
+}

@@ -1,0 +1,161 @@
+//! After a worker ran: gather every source of path evidence (what the worker measured, the
+//! trial's cufile.log, nvidia-fs counters around the trial, the host's udev and nvidia-fs state)
+//! and judge the trial's path against its expectation.
+
+pub mod raw_cufile;
+
+use std::path::Path;
+
+use gds_model::evidence::{
+    CufileGpuCounters, CufileLogFindings, Evidence, NvfsEvidence, NvfsStats,
+};
+use gds_model::record::{Measurement, Status, TrialRecord};
+use gds_model::scenario::{BufferKind, Reader, TrialSpec};
+use gds_model::verdict;
+
+pub const NVFS_STATS: &str = "/proc/driver/nvidia-fs/stats";
+
+/// `/proc/driver/nvidia-fs/stats` now, if nvidia-fs is loaded.
+pub fn nvfs_snapshot() -> Option<String> {
+    std::fs::read_to_string(NVFS_STATS).ok()
+}
+
+/// Judges the path of `record` and records the verdict: a path that does not meet `expect.path`
+/// fails the trial with the evidence table, the likely cause and the fix. A trial that already
+/// failed keeps its reason and gains the diagnosis.
+pub fn apply(record: &mut TrialRecord, trial_dir: &Path, nvfs_before: Option<String>) {
+    let evidence = evidence(
+        &record.spec,
+        record.measurement.as_ref(),
+        trial_dir,
+        nvfs_before,
+    );
+    let judgement = verdict::judge_trial(&evidence, &record.spec.expect);
+    if let Some(m) = record.measurement.as_mut() {
+        m.path = judgement.verdict.path.to_string();
+        m.path_evidence = Some(judgement.to_string());
+    }
+    match record.status {
+        Status::Passed if !judgement.passed => {
+            record.status = Status::Failed;
+            record.reason = Some(format!("path: {}", judgement.summary));
+            record.details = Some(format!(
+                "{}\n{}",
+                where_(&record.spec),
+                indent(&judgement.to_string())
+            ));
+        }
+        Status::Failed if matches!(record.spec.reader, Reader::Cufile | Reader::Kvikio) => {
+            if let (Some(cause), Some(fix)) = (&judgement.likely_cause, &judgement.fix) {
+                let details = record.details.get_or_insert_with(String::new);
+                details.push_str(&format!("\n  likely cause: {cause}\n  fix: {fix}"));
+            }
+        }
+        _ => {}
+    }
+}
+
+fn evidence(
+    spec: &TrialSpec,
+    m: Option<&Measurement>,
+    trial_dir: &Path,
+    nvfs_before: Option<String>,
+) -> Evidence {
+    let passes = m.map_or(0, |m| (m.warmup_seconds.len() + m.seconds.len()) as u64);
+    let mut evidence = Evidence::new(
+        spec.reader,
+        m.map_or(0, |m| m.bytes_per_repetition * passes),
+    );
+    if let Some(m) = m {
+        evidence.kvikio = m.kvikio.as_ref().map(|k| k.backends.clone());
+        evidence.cufile = m
+            .cufile
+            .as_ref()
+            .and_then(|c| c.stats.as_ref())
+            .map(|stats| {
+                stats
+                    .gpus
+                    .iter()
+                    .map(|g| CufileGpuCounters {
+                        gpu: g.index,
+                        n_total_reads: g.n_total_reads,
+                        n_nvfs_reads: g.n_nvfs_reads,
+                        n_p2p_reads: g.n_p2p_reads,
+                        n_posix_reads: g.n_posix_reads,
+                        n_dr_reads: g.n_dr_reads,
+                        n_unaligned_reads: g.n_unaligned_reads,
+                        n_reads_err: g.n_reads_err,
+                        read_bytes: g.read_bytes,
+                    })
+                    .collect()
+            });
+        evidence.smallest_read = smallest_read(spec, m);
+    }
+    evidence.cufile_log = cufile_log(trial_dir);
+    evidence.gds_stats =
+        std::fs::read_to_string(trial_dir.join(gds_model::protocol::GDS_STATS_TEXT))
+            .ok()
+            .and_then(|text| gds_model::evidence::GdsStats::parse(&text).ok());
+    evidence.nvfs = Some(
+        match (
+            nvfs_before.as_deref().map(NvfsStats::parse),
+            nvfs_snapshot().as_deref().map(NvfsStats::parse),
+        ) {
+            (Some(Ok(before)), Some(Ok(after))) => {
+                NvfsEvidence::Delta(NvfsStats::delta(&before, &after))
+            }
+            (None, _) | (_, None) => NvfsEvidence::Unavailable {
+                note: format!("no {NVFS_STATS} (nvidia-fs is not loaded)"),
+            },
+            (Some(Err(error)), _) | (_, Some(Err(error))) => NvfsEvidence::Unavailable {
+                note: format!("{NVFS_STATS} unreadable: {error}"),
+            },
+        },
+    );
+    evidence.nvidia_fs_loaded = Some(Path::new("/sys/module/nvidia_fs").exists());
+    evidence.run_udev = Some(Path::new("/run/udev").exists());
+    if spec.reader == Reader::Kvikio {
+        evidence.compat_mode = spec.compat_mode;
+        evidence.gds_threshold = Some(spec.gds_threshold);
+    }
+    evidence.task_size = Some(spec.task_size);
+    evidence.buffer_registered = Some(spec.buffer == BufferKind::Registered);
+    evidence.allow_compat_mode = spec
+        .cufile
+        .get("properties.allow_compat_mode")
+        .and_then(serde_json::Value::as_bool);
+    evidence
+}
+
+/// The smallest single read of the plan: a chunk, a random read, or a file's last task.
+fn smallest_read(spec: &TrialSpec, m: &Measurement) -> Option<u64> {
+    let plan = gds_model::plan::ReadPlan::new(m.files.clone(), &spec.pattern);
+    let reads = if spec.reader == Reader::Kvikio {
+        plan.segments
+    } else {
+        plan.tasks(spec.task_size)
+    };
+    reads.iter().map(|read| read.len).min()
+}
+
+fn cufile_log(dir: &Path) -> Option<CufileLogFindings> {
+    gds_model::evidence::cufile_log::read_logs(dir).map(|text| CufileLogFindings::scan(&text))
+}
+
+fn indent(text: &str) -> String {
+    text.lines()
+        .map(|line| format!("  {line}"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// `scenario `cold-read` at scenarios/smoke.yaml:12, reader posix`.
+pub fn where_(spec: &TrialSpec) -> String {
+    format!(
+        "  scenario: `{}` at {}:{}, reader {}",
+        spec.scenario,
+        spec.source_file.display(),
+        spec.source_line,
+        spec.reader.name()
+    )
+}

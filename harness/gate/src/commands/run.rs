@@ -1,0 +1,396 @@
+//! One gate run: load suites, expand trials, prepare data, run the trials through libtest-mimic,
+//! write reports, and turn the outcome into an exit code.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::sync::{Arc, Mutex};
+use std::time::{Instant, SystemTime};
+
+use libtest_mimic::{Completion, Failed, FormatSetting, Trial};
+
+use crate::cli::RunArgs;
+use crate::exit;
+
+mod baseline;
+use crate::host::HostFacts;
+use crate::launch::Launcher;
+use crate::prepare::DataSet;
+use crate::report::{self, PreparedFileRecord, Report, SuiteRef, Totals};
+pub use baseline::{BlessRequest, bless_command, report_command};
+use gds_model::error_chain;
+use gds_model::plan::ReadPlan;
+use gds_model::record::{Status, TrialRecord};
+use gds_model::scenario::Reader;
+use gds_model::scenario::{self, GpuSet, Suite, TrialSpec};
+
+/// Loads every suite, printing each error; `None` when any is invalid.
+pub fn load_suites(paths: &[std::path::PathBuf]) -> Option<Vec<Suite>> {
+    let mut suites = Vec::new();
+    let mut ok = true;
+    for path in paths {
+        match scenario::load(path) {
+            Ok(suite) => suites.push(suite),
+            Err(error) => {
+                eprintln!("error: {}", error_chain(&error));
+                ok = false;
+            }
+        }
+    }
+    ok.then_some(suites)
+}
+
+/// What a run of the trials produced, before any baseline is consulted.
+pub struct Outcome {
+    pub report: Report,
+    /// Every trial name the suites define (selected or not), for the baseline comparison.
+    pub defined: std::collections::BTreeSet<String>,
+    /// libtest's own count agreed with the records.
+    pub consistent: bool,
+}
+
+/// `gds-gate [OPTIONS] [FILTER]`: the trials, then the baseline comparison, then the reports.
+pub fn run_gate(args: RunArgs, command: Vec<String>) -> u8 {
+    let outcome = match run_trials(&args, command) {
+        Ok(outcome) => outcome,
+        Err(code) => return code,
+    };
+    baseline::finish_run(&args, outcome)
+}
+
+/// Loads the suites and runs the selected trials; `Err` carries the exit code of a run that could
+/// not happen (bad suites) or that only listed trials.
+pub fn run_trials(args: &RunArgs, command: Vec<String>) -> Result<Outcome, u8> {
+    let mut libtest = args.libtest.clone();
+    let started_at = SystemTime::now();
+    let started = Instant::now();
+    let Some(suites) = load_suites(&args.inputs.suite_paths()) else {
+        return Err(exit::USAGE);
+    };
+    let specs: Vec<TrialSpec> = suites.iter().flat_map(scenario::expand).collect();
+    if let Some(duplicate) = first_duplicate_name(&specs) {
+        eprintln!(
+            "error: trial `{duplicate}` is defined twice; give the suites different `suite:` names"
+        );
+        return Err(exit::USAGE);
+    }
+    // Throughput trials share the machine's storage and memory bandwidth: one at a time.
+    libtest.test_threads = Some(1);
+    if libtest.list {
+        let trials = specs.iter().map(listed).collect();
+        let _ = libtest_mimic::run(&libtest, trials);
+        return Err(exit::PASSED);
+    }
+
+    let host = HostFacts::probe();
+    let selected: Vec<&TrialSpec> = specs
+        .iter()
+        .filter(|spec| !libtest.is_filtered_out(&listed(spec)))
+        .collect();
+    if selected.is_empty() {
+        explain_empty_selection(args, specs.len());
+    }
+    // The doctor's short form first, so that a host that cannot do GDS says so before the trials.
+    let selected_specs: Vec<TrialSpec> = selected.iter().map(|spec| (*spec).clone()).collect();
+    let doctor = crate::doctor::short_summary(&crate::doctor::preflight(
+        &args.inputs.data_dir,
+        &selected_specs,
+        args.require_gpu,
+    ));
+    for line in &doctor {
+        eprintln!("{line}");
+    }
+    let runnable = selected
+        .iter()
+        .copied()
+        .filter(|spec| unavailable(spec, &host).is_none());
+    let data = DataSet::prepare(&args.inputs.data_dir, runnable);
+    let gate = match crate::launch::job::worker_program() {
+        Ok(path) => path,
+        Err(error) => {
+            eprintln!("error: cannot find the gate's own binary to start workers: {error}");
+            return Err(exit::SETUP);
+        }
+    };
+    let launcher = Launcher {
+        gate,
+        trials_dir: args.out.join("trials"),
+        strict: args.strict,
+        timeout: args.timeout.map(std::time::Duration::from_secs),
+        gds_stats: crate::launch::find_gds_stats(),
+    };
+    let executor = Arc::new(Executor {
+        data,
+        host: host.clone(),
+        require_gpu: args.require_gpu,
+        launcher,
+    });
+
+    let records: Arc<Mutex<Vec<TrialRecord>>> = Arc::default();
+    let show_summary =
+        !libtest.quiet && matches!(libtest.format, None | Some(FormatSetting::Pretty));
+    let trials = specs
+        .iter()
+        .map(|spec| {
+            let (spec, executor, records) =
+                (spec.clone(), Arc::clone(&executor), Arc::clone(&records));
+            let (kind, name) = (spec.reader.name(), spec.name.clone());
+            Trial::ignorable_test(name, move || {
+                let record = executor.execute_catching_panics(spec);
+                if show_summary && record.status != Status::Ignored {
+                    print!("{} ", record.summary());
+                    let _ = std::io::stdout().flush();
+                }
+                let outcome = libtest_outcome(&record);
+                records
+                    .lock()
+                    .unwrap_or_else(|poisoned| poisoned.into_inner())
+                    .push(record);
+                outcome
+            })
+            .with_kind(kind)
+        })
+        .collect();
+    let conclusion = libtest_mimic::run(&libtest, trials);
+
+    let trials = std::mem::take(
+        &mut *records
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()),
+    );
+    let totals = Totals::of(&trials, specs.len() - selected.len());
+    let notes = notes(&trials, args.require_gpu);
+    let report = Report {
+        schema_version: report::SCHEMA_VERSION,
+        gate_version: env!("CARGO_PKG_VERSION").into(),
+        started_at: humantime::format_rfc3339_seconds(started_at).to_string(),
+        duration_seconds: started.elapsed().as_secs_f64(),
+        command,
+        host,
+        data_dir: args.inputs.data_dir.clone(),
+        suites: suites
+            .iter()
+            .map(|suite| SuiteRef {
+                name: suite.name.clone(),
+                path: suite.path.clone(),
+            })
+            .collect(),
+        data: executor
+            .data
+            .log
+            .iter()
+            .map(PreparedFileRecord::from)
+            .collect(),
+        trials,
+        totals,
+        notes,
+        doctor,
+        runner: None,
+        fingerprint: None,
+        baseline: None,
+    };
+    for note in &report.notes {
+        eprintln!("note: {note}");
+    }
+    let consistent = conclusion.num_failed as usize == report.totals.failed;
+    let defined = specs.iter().map(|spec| spec.name.clone()).collect();
+    Ok(Outcome {
+        report,
+        defined,
+        consistent,
+    })
+}
+
+/// A trial as libtest lists and filters it: its name and, as its kind, the reader. Filters match
+/// `[kind] name`, so the selection made here for data preparation is the one libtest runs.
+fn listed(spec: &TrialSpec) -> Trial {
+    Trial::test(spec.name.clone(), || Ok(())).with_kind(spec.reader.name())
+}
+
+/// Drops the page cache a trial's reads left behind, outside every worker's clock. No trial then
+/// inherits the pages of the ones before it (a name filter cannot change a result, and a warm
+/// trial warms the cache with its own warmup passes), and a cold trial does not pay for evicting
+/// its predecessor's pages in its start-up: on the H200 host that took 0.4-0.5 s for 4 GiB read
+/// by 8 threads. Best effort: a cold trial's own drop reports what fails.
+fn leave_uncached(paths: &[std::path::PathBuf]) {
+    for path in paths {
+        let _ = gds_model::cache::drop_path(path);
+    }
+}
+
+/// What every trial needs to run: the prepared data, the host's facts, how to start workers.
+struct Executor {
+    data: DataSet,
+    host: HostFacts,
+    require_gpu: bool,
+    launcher: Launcher,
+}
+
+impl Executor {
+    /// A panic in the gate fails that trial with a record, instead of leaving a hole in the reports.
+    fn execute_catching_panics(&self, spec: TrialSpec) -> TrialRecord {
+        let copy = spec.clone();
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.execute(spec)))
+            .unwrap_or_else(|panic| {
+                let message = panic
+                    .downcast_ref::<String>()
+                    .cloned()
+                    .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                    .unwrap_or_default();
+                let details =
+                    "  next: this is a bug in gds-gate; please report it with report.json"
+                        .to_string();
+                TrialRecord::failed(copy, format!("the gate panicked: {message}"), details, None)
+            })
+    }
+
+    fn execute(&self, spec: TrialSpec) -> TrialRecord {
+        match unavailable(&spec, &self.host) {
+            None => match self.data.files_for(&spec.files) {
+                Ok(files) => {
+                    let plan = ReadPlan::new(files, &spec.pattern);
+                    let paths: Vec<_> = plan.files.iter().map(|file| file.path.clone()).collect();
+                    let record = match spec.gpus.clone() {
+                        Some(set) => self.execute_on_gpus(spec, plan, &set),
+                        None => self.launcher.run_trial(spec, plan),
+                    };
+                    leave_uncached(&paths);
+                    record
+                }
+                Err(error) => {
+                    let details = format!(
+                        "{}\n  next: fix the data problem above and run again",
+                        crate::assess::where_(&spec)
+                    );
+                    TrialRecord::failed(
+                        spec,
+                        format!("test data unavailable: {error}"),
+                        details,
+                        None,
+                    )
+                }
+            },
+            Some(reason) if self.require_gpu && spec.reader.uses_gpu() => {
+                let details = format!(
+                    "  the run was started with --require-gpu, and reader `{}` needs a GPU\n  next: run on a host with the NVIDIA driver and GDS installed (check it with `cargo xtask doctor`), or drop --require-gpu",
+                    spec.reader.name()
+                );
+                TrialRecord::failed(
+                    spec,
+                    format!("GPU trial could not run: {reason}"),
+                    details,
+                    None,
+                )
+            }
+            Some(reason) => TrialRecord::ignored(spec, reason),
+        }
+    }
+}
+
+impl Executor {
+    /// A trial over several GPUs (`gpus:`): `all` becomes this host's GPUs (one GPU runs as one
+    /// shard); none found is a trial ignored with the reason, or failed under --require-gpu.
+    fn execute_on_gpus(&self, spec: TrialSpec, plan: ReadPlan, set: &GpuSet) -> TrialRecord {
+        use crate::launch::multi::{Resolved, host_gpu_count, resolve};
+        match resolve(set, &host_gpu_count()) {
+            Resolved::Gpus(gpus) => self.launcher.run_multi(spec, plan, &gpus),
+            Resolved::NoGpu(reason) if self.require_gpu => {
+                let details = format!(
+                    "{}\n  the run was started with --require-gpu\n  next: run on a host whose GPUs CUDA can see (check CUDA_VISIBLE_DEVICES and `nvidia-smi`)",
+                    crate::assess::where_(&spec)
+                );
+                TrialRecord::failed(
+                    spec,
+                    format!("GPU trial could not run: {reason}"),
+                    details,
+                    None,
+                )
+            }
+            Resolved::NoGpu(reason) => TrialRecord::ignored(spec, reason),
+            Resolved::Invalid(reason) => {
+                let details = format!(
+                    "{}\n  next: list GPUs this host has in `gpus:`, or write `gpus: all`",
+                    crate::assess::where_(&spec)
+                );
+                TrialRecord::failed(spec, reason, details, None)
+            }
+        }
+    }
+}
+
+/// Why a trial cannot run on this host or build, if it cannot.
+fn unavailable(spec: &TrialSpec, host: &HostFacts) -> Option<String> {
+    match spec.reader {
+        Reader::Posix => None,
+        _ if host.gpu_unavailable.is_some() => host.gpu_unavailable.clone(),
+        // KvikIO too: it needs libcuda.so.1 even for host reads.
+        Reader::H2d | Reader::Cufile | Reader::Kvikio => None,
+    }
+}
+
+fn libtest_outcome(record: &TrialRecord) -> Result<Completion, Failed> {
+    match record.status {
+        Status::Passed => Ok(Completion::Completed),
+        Status::Ignored => Ok(Completion::ignored_with(
+            record.reason.clone().unwrap_or_default(),
+        )),
+        Status::Failed => Err(Failed::from(format!(
+            "{}\n{}",
+            record.reason.as_deref().unwrap_or("failed"),
+            record.details.as_deref().unwrap_or("")
+        ))),
+    }
+}
+
+/// Plain sentences for what did not run, grouped by reason, so a green run on a host without a GPU
+/// never reads as a tested GPU path.
+fn notes(trials: &[TrialRecord], require_gpu: bool) -> Vec<String> {
+    let mut by_reason: BTreeMap<&str, (usize, bool)> = BTreeMap::new();
+    for trial in trials
+        .iter()
+        .filter(|trial| trial.status == Status::Ignored)
+    {
+        let entry = by_reason
+            .entry(trial.reason.as_deref().unwrap_or("no reason given"))
+            .or_default();
+        entry.0 += 1;
+        entry.1 |= trial.spec.reader.uses_gpu();
+    }
+    let mut notes: Vec<String> = by_reason
+        .into_iter()
+        .map(|(reason, (count, gpu))| {
+            let what = if gpu { "GPU trial(s)" } else { "trial(s)" };
+            format!("{count} {what} did not run: {reason}")
+        })
+        .collect();
+    let ran_gpu = trials
+        .iter()
+        .any(|trial| trial.spec.reader.uses_gpu() && trial.status != Status::Ignored);
+    let skipped_gpu = trials
+        .iter()
+        .any(|trial| trial.spec.reader.uses_gpu() && trial.status == Status::Ignored);
+    if skipped_gpu && !ran_gpu && !require_gpu {
+        notes.push("the GPU part of the gate did not run: this result covers the CPU (posix) trials only; pass --require-gpu to make that a failure".into());
+    }
+    notes
+}
+
+/// A filter that selects nothing is most often a typo, of a trial or of a subcommand.
+fn explain_empty_selection(args: &RunArgs, trials: usize) {
+    let Some(filter) = &args.libtest.filter else {
+        return;
+    };
+    eprintln!(
+        "error: the filter `{filter}` matches none of the {trials} trials; `--list` shows their names"
+    );
+    if let Some(command) = gds_model::suggest::nearest(filter, &["validate", "gen", "bench"]) {
+        eprintln!("  help: did you mean the subcommand `{command}`?");
+    }
+}
+
+fn first_duplicate_name(specs: &[TrialSpec]) -> Option<&str> {
+    let mut seen = std::collections::HashSet::new();
+    specs
+        .iter()
+        .map(|spec| spec.name.as_str())
+        .find(|name| !seen.insert(*name))
+}

@@ -1,0 +1,146 @@
+//! Collection: every read of `/proc` and `/sys`, every tool the doctor runs, every library it
+//! loads happens under this module, and each failure becomes an unknown fact with its reason.
+//! The parsers of what is read are plain functions beside their collectors, tested on samples.
+
+mod cufile;
+mod gpu;
+mod kvikio;
+mod platform;
+mod storage;
+
+use std::ffi::OsString;
+use std::path::Path;
+use std::time::Duration;
+
+pub use cufile::{config_facts, facts_of, parse_config};
+pub use gpu::{parse_bar1, parse_query_csv};
+pub use kvikio::{KVIKIO_PROBE, parse_probe};
+pub use platform::{parse_acs, parse_cmdline_iommu};
+
+use super::DoctorOptions;
+use super::facts::{Fact, Facts, Provenance, SCHEMA_VERSION, ToolFacts};
+use crate::launch::process::{self, Job};
+use gds_model::record::Ending;
+
+/// Reads the host. Never panics: what cannot be read is recorded as unknown, with why.
+pub fn collect(opts: &DoctorOptions) -> Facts {
+    let host = crate::host::HostFacts::probe();
+    let tools = tools();
+    let nvidia_smi = tools.nvidia_smi.clone();
+    let gdscheck = match (&tools.gdscheck, opts.quick) {
+        (_, true) => Fact::Unknown("not run (quick check)".into()),
+        (Some(program), false) => platform::gdscheck(Path::new(program)),
+        (None, false) => Fact::Unknown(
+            "gdscheck is not installed (not on PATH nor in /usr/local/cuda/gds/tools); it ships in the `gds-tools` package".into(),
+        ),
+    };
+    Facts {
+        schema_version: SCHEMA_VERSION,
+        provenance: Provenance {
+            source: format!("collected by gds-gate {}", env!("CARGO_PKG_VERSION")),
+            hostname: host.hostname.clone(),
+            kernel: host.kernel.clone(),
+            collected_at: humantime::format_rfc3339_seconds(std::time::SystemTime::now())
+                .to_string(),
+        },
+        driver: gpu::driver(&host, nvidia_smi.as_deref()),
+        gpus: gpu::gpus(nvidia_smi.as_deref()),
+        cufile: cufile::cufile(opts),
+        nvidia_fs: cufile::nvidia_fs(),
+        data_dir: storage::data_dir(&opts.data_dir),
+        platform: platform::platform(&tools, nvidia_smi.as_deref(), opts.quick),
+        config: config_facts(),
+        kvikio: kvikio::kvikio(opts),
+        tools,
+        gdscheck,
+    }
+}
+
+fn tools() -> ToolFacts {
+    use crate::tools::{GDS_TOOL_DIRS, find_program};
+    let find = |name: &str, extra: &[&str]| find_program(name, extra).map(|p| display(&p));
+    ToolFacts {
+        nvidia_smi: find("nvidia-smi", &[]),
+        gdscheck: find("gdscheck", GDS_TOOL_DIRS),
+        gdsio: find("gdsio", GDS_TOOL_DIRS),
+        gds_stats: find("gds_stats", GDS_TOOL_DIRS),
+        lspci: find("lspci", &["/usr/sbin", "/sbin", "/usr/bin"]),
+    }
+}
+
+/// What a tool printed, when it ran to completion.
+pub(crate) struct ToolOutput {
+    pub stdout: String,
+    pub stderr: String,
+    pub ending: Ending,
+}
+
+/// Runs `program` with a timeout, stdin closed, in its own process group (the gate's worker
+/// runner), and returns what it printed; `Err` says why there is nothing to read.
+pub(crate) fn run_tool(
+    program: &Path,
+    args: &[&str],
+    env: Vec<(String, String)>,
+    timeout: Duration,
+) -> Result<ToolOutput, String> {
+    let shown = display(program);
+    let dir = tempfile::Builder::new()
+        .prefix("gds-gate-doctor-")
+        .tempdir()
+        .map_err(|error| format!("cannot create a temporary folder to run `{shown}`: {error}"))?;
+    let job = Job {
+        program: program.to_path_buf(),
+        args: args.iter().map(OsString::from).collect(),
+        env,
+        dir: dir.path().to_path_buf(),
+        timeout,
+    };
+    let finished = process::run(&job).map_err(|error| match error.kind() {
+        std::io::ErrorKind::NotFound => format!("`{shown}` not found"),
+        _ => format!("cannot run `{shown}`: {error}"),
+    })?;
+    let read = |path: &Path| {
+        std::fs::read(path)
+            .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
+            .unwrap_or_default()
+    };
+    Ok(ToolOutput {
+        stdout: read(&finished.stdout),
+        stderr: read(&finished.stderr),
+        ending: finished.ending,
+    })
+}
+
+/// `run_tool`, insisting on a clean exit: the error names the command, how it ended, and the
+/// first line of what it said.
+pub(crate) fn run_ok(program: &Path, args: &[&str], timeout: Duration) -> Result<String, String> {
+    let output = run_tool(program, args, Vec::new(), timeout)?;
+    if output.ending.is_clean() {
+        return Ok(output.stdout);
+    }
+    let said = output
+        .stderr
+        .lines()
+        .chain(output.stdout.lines())
+        .find(|line| !line.trim().is_empty())
+        .map(|line| format!(": {}", line.trim()))
+        .unwrap_or_default();
+    Err(format!(
+        "`{} {}` {}{said}",
+        display(program),
+        args.join(" "),
+        output.ending
+    ))
+}
+
+pub(crate) fn display(path: &Path) -> String {
+    path.display().to_string()
+}
+
+/// A file's text, trimmed, or why it could not be read.
+pub(crate) fn read_text(path: &str) -> Fact<String> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => Fact::Known(text.trim().to_string()),
+        Err(error) => Fact::Unknown(format!("cannot read {path}: {error}")),
+    }
+}

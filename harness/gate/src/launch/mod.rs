@@ -1,0 +1,601 @@
+//! Launching and watching workers. One trial = one fresh worker process: cuFile reads its config
+//! once per process and KvikIO its environment, and a crash or hang in the stack under test must
+//! fail one trial, not the gate. The orchestrator writes the spec, starts the worker (`gds-gate
+//! worker` for the Rust readers, the shipped Python worker for KvikIO) with the trial's
+//! environment and `cufile.json`, enforces the timeout, and turns whatever happened into a
+//! [`TrialRecord`], whose path [`crate::assess`] then judges. Probes and the GPU bench run in
+//! workers too ([`job`], [`probe`]).
+
+pub mod job;
+pub mod multi;
+pub mod probe;
+pub mod process;
+mod sampling;
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crate::assess::where_;
+use gds_model::plan::ReadPlan;
+use gds_model::protocol::{PROTOCOL_VERSION, WorkerFailure, WorkerResult, WorkerSpec};
+use gds_model::record::Ending;
+use gds_model::record::{TrialRecord, WorkerRun};
+use gds_model::scenario::{Reader, TrialSpec};
+use process::Job;
+
+/// Lines of the worker's stderr shown with a failure.
+const TAIL_LINES: usize = 15;
+
+/// The Python worker, shipped inside the gate and written into each KvikIO trial's folder.
+pub const KVIKIO_WORKER: &str = include_str!("../../../worker/kvikio_worker.py");
+/// The verification kernels, written beside the Python worker, which compiles them with cupy:
+/// the Rust worker's own source (gds-worker's `gpu/kernels.cu`), so both verify with one.
+pub const KERNELS: &str = include_str!("../../../worker/src/gpu/kernels.cu");
+
+/// What the orchestrator needs to start workers.
+pub struct Launcher {
+    /// The gate binary (its hidden `worker` subcommand).
+    pub gate: PathBuf,
+    /// Trial folders go under `<reports dir>/trials/`.
+    pub trials_dir: PathBuf,
+    /// A crash after a complete result fails the trial instead of warning.
+    pub strict: bool,
+    /// Overrides the per-trial timeout derived from the bytes a trial moves.
+    pub timeout: Option<Duration>,
+    /// The `gds_stats` tool, when the host has one ([`find_gds_stats`]).
+    pub gds_stats: Option<PathBuf>,
+}
+
+pub use sampling::find_tool as find_gds_stats;
+
+/// A worker that ran: how it ended, its answer (or why there is none), and nvidia-fs's counters
+/// from before it started.
+struct Ran {
+    finished: process::Finished,
+    result: Result<WorkerResult, String>,
+    nvfs_before: Option<String>,
+}
+
+enum StartError {
+    /// The worker's program does not exist (no python).
+    Missing(String),
+    Setup(String),
+}
+
+impl Launcher {
+    pub fn run_trial(&self, spec: TrialSpec, plan: ReadPlan) -> TrialRecord {
+        let dir = self.trials_dir.join(slug(&spec.name));
+        let timeout = self.timeout.unwrap_or_else(|| timeout_for(&spec, &plan));
+        self.run_trial_in(spec, plan, &dir, timeout)
+    }
+
+    /// One worker reading `plan` in `dir`, killed after `timeout`: a whole trial, or one GPU's
+    /// share of a trial over several GPUs ([`multi`]).
+    fn run_trial_in(
+        &self,
+        spec: TrialSpec,
+        plan: ReadPlan,
+        dir: &Path,
+        timeout: Duration,
+    ) -> TrialRecord {
+        match self.start(&spec, plan, dir, timeout) {
+            Ok(ran) => self.judge(spec, dir, ran),
+            Err(StartError::Missing(what)) if spec.reader == Reader::Kvikio => {
+                let hint = "install Python 3, or point GDS_GATE_PYTHON (or the suite's `python:`) at an interpreter with kvikio and cupy";
+                self.missing(spec, format!("{what}: {hint}"))
+            }
+            Err(StartError::Missing(reason) | StartError::Setup(reason)) => {
+                let details = format!(
+                    "{}\n  next: check that the reports directory is writable and the gate binary runs",
+                    where_(&spec)
+                );
+                TrialRecord::failed(spec, reason, details, None)
+            }
+        }
+    }
+
+    fn start(
+        &self,
+        spec: &TrialSpec,
+        plan: ReadPlan,
+        dir: &Path,
+        timeout: Duration,
+    ) -> Result<Ran, StartError> {
+        let _ = std::fs::remove_dir_all(dir);
+        std::fs::create_dir_all(dir).map_err(|error| {
+            StartError::Setup(format!(
+                "cannot create the trial folder `{}`: {error}",
+                dir.display()
+            ))
+        })?;
+        let write = |name: &str, contents: &str| {
+            let path = dir.join(name);
+            std::fs::write(&path, contents)
+                .map(|()| path.clone())
+                .map_err(|error| {
+                    StartError::Setup(format!("cannot write `{}`: {error}", path.display()))
+                })
+        };
+        let mut env = Vec::new();
+        if matches!(spec.reader, Reader::Cufile | Reader::Kvikio) {
+            let config = gds_model::cufile_config::write_for_trial(&spec.cufile, dir)
+                .map_err(|error| StartError::Setup(gds_model::error_chain(&error)))?;
+            env.push((
+                "CUFILE_ENV_PATH_JSON".to_string(),
+                config.display().to_string(),
+            ));
+        }
+        let result_path = dir.join("result.json");
+        let (program, mut args): (PathBuf, Vec<OsString>) = match spec.reader {
+            Reader::Kvikio => {
+                env.extend(kvikio_env(spec));
+                let script = write("kvikio_worker.py", KVIKIO_WORKER)?;
+                write("kernels.cu", KERNELS)?;
+                (python(spec).into(), vec![script.into()])
+            }
+            _ => (self.gate.clone(), vec!["worker".into()]),
+        };
+        args.extend([
+            "--spec".into(),
+            dir.join("spec.json").into(),
+            "--result".into(),
+            result_path.clone().into(),
+        ]);
+        // Stamped last, so that preparing the folder is not counted as the worker's start-up.
+        let mut worker_spec = WorkerSpec::new(spec.clone(), plan);
+        let mut sampler = self
+            .gds_stats
+            .clone()
+            .filter(|_| matches!(spec.reader, Reader::Cufile | Reader::Kvikio))
+            .map(|tool| sampling::Sampler::new(tool, dir));
+        if sampler.is_some() {
+            worker_spec.hold_for_sampling = Some(dir.to_path_buf());
+        }
+        write(
+            "spec.json",
+            &serde_json::to_string_pretty(&worker_spec).unwrap_or_default(),
+        )?;
+        let job = Job {
+            program: program.clone(),
+            args,
+            env,
+            dir: dir.to_path_buf(),
+            timeout,
+        };
+        let nvfs_before = crate::assess::nvfs_snapshot();
+        let finished = process::run_watching(&job, |pid| {
+            if let Some(sampler) = sampler.as_mut() {
+                sampler.poll(pid);
+            }
+        })
+        .map_err(|error| match error.kind() {
+            std::io::ErrorKind::NotFound => {
+                StartError::Missing(format!("`{}` not found", program.display()))
+            }
+            _ => StartError::Setup(format!(
+                "cannot start the worker `{}`: {error}",
+                program.display()
+            )),
+        })?;
+        let result = match std::fs::read_to_string(&result_path) {
+            Err(_) => Err("no result".to_string()),
+            Ok(text) => serde_json::from_str::<WorkerResult>(&text)
+                .map_err(|error| format!("the worker's answer is not a valid result: {error}")),
+        };
+        Ok(Ran {
+            finished,
+            result,
+            nvfs_before,
+        })
+    }
+
+    /// A missing piece of the KvikIO stack: ignored with how to install it, or a failure when the
+    /// suite requires KvikIO.
+    fn missing(&self, spec: TrialSpec, reason: String) -> TrialRecord {
+        if spec.require_kvikio {
+            let details = format!(
+                "{}\n  next: the suite sets `require_kvikio: true`; install the missing piece",
+                where_(&spec)
+            );
+            TrialRecord::failed(spec, reason, details, None)
+        } else {
+            TrialRecord::ignored(spec, reason)
+        }
+    }
+
+    /// Every way a worker can end, turned into one record.
+    fn judge(&self, spec: TrialSpec, dir: &Path, ran: Ran) -> TrialRecord {
+        let Ran {
+            finished,
+            result,
+            nvfs_before,
+        } = ran;
+        let tail = finished.tail(TAIL_LINES);
+        let shown_tail = if tail.trim().is_empty() {
+            String::new()
+        } else {
+            format!("\n  last lines of the worker's output:\n{}", indent(&tail))
+        };
+        let run = WorkerRun {
+            dir: dir.to_path_buf(),
+            ending: finished.ending.clone(),
+            seconds: finished.elapsed.as_secs_f64(),
+        };
+        let result = result.map(|mut result| {
+            if let (Some(m), Some(raw)) = (result.measurement.as_mut(), result.raw_cufile.take()) {
+                crate::assess::raw_cufile::cufile_evidence(raw, &spec, m);
+            }
+            result
+        });
+        let mut record = match result {
+            Ok(result) if result.protocol != PROTOCOL_VERSION => TrialRecord::failed(
+                spec.clone(),
+                format!(
+                    "the worker speaks protocol {}, the gate {PROTOCOL_VERSION}",
+                    result.protocol
+                ),
+                format!(
+                    "{}\n  next: rebuild the gate, or use the Python worker shipped with it",
+                    where_(&spec)
+                ),
+                None,
+            ),
+            Ok(WorkerResult {
+                failure:
+                    Some(WorkerFailure {
+                        missing: Some(_),
+                        reason,
+                        next,
+                    }),
+                ..
+            }) => {
+                return self.missing(spec, format!("{reason}; {next}"));
+            }
+            Ok(WorkerResult {
+                measurement,
+                failure: Some(failure),
+                ..
+            }) => TrialRecord::failed(
+                spec.clone(),
+                failure.reason,
+                format!("{}\n  next: {}{shown_tail}", where_(&spec), failure.next),
+                measurement,
+            ),
+            Ok(WorkerResult {
+                measurement: Some(measurement),
+                failure: None,
+                ..
+            }) => {
+                let mut record = TrialRecord::passed(spec.clone(), measurement);
+                if !finished.ending.is_clean() {
+                    // Seen on real hardware: KvikIO with cuda.bindings loaded segfaults at
+                    // interpreter exit, after a complete result.
+                    let warning = format!(
+                        "the worker {} after writing a complete result",
+                        finished.ending
+                    );
+                    if self.strict {
+                        let details = format!(
+                            "{}\n  next: --strict turns a crash during teardown into a failure{shown_tail}",
+                            where_(&spec)
+                        );
+                        record =
+                            TrialRecord::failed(spec.clone(), warning, details, record.measurement);
+                    } else {
+                        record.warnings.push(warning);
+                    }
+                }
+                record
+            }
+            Ok(WorkerResult {
+                measurement: None,
+                failure: None,
+                ..
+            }) => TrialRecord::failed(
+                spec.clone(),
+                "the worker answered with neither a measurement nor a failure".into(),
+                format!("{}{shown_tail}", where_(&spec)),
+                None,
+            ),
+            Err(problem) => {
+                let reason = match (&finished.ending, problem.as_str()) {
+                    (Ending::TimedOut { .. }, _) => format!("the worker {}", finished.ending),
+                    (Ending::Exited { code: 0 }, "no result") => {
+                        "the worker exited without writing its result".to_string()
+                    }
+                    (ending, "no result") => format!("the worker {ending} without a result"),
+                    (_, problem) => problem.to_string(),
+                };
+                let next = match finished.ending {
+                    Ending::TimedOut { .. } => {
+                        "the stack under test hung or is far slower than expected: look at the worker's output and the trial's cufile.log"
+                    }
+                    _ => {
+                        "the stack under test crashed the worker: look at its output and the trial's cufile.log"
+                    }
+                };
+                TrialRecord::failed(
+                    spec.clone(),
+                    reason,
+                    format!(
+                        "{}\n  next: {next} (in `{}`){shown_tail}",
+                        where_(&spec),
+                        dir.display()
+                    ),
+                    None,
+                )
+            }
+        };
+        record.worker = Some(run);
+        crate::assess::apply(&mut record, dir, nvfs_before);
+        record
+    }
+}
+
+/// `GDS_GATE_PYTHON`, else the suite's `python`, else `python3`.
+fn python(spec: &TrialSpec) -> String {
+    std::env::var("GDS_GATE_PYTHON")
+        .ok()
+        .filter(|p| !p.is_empty())
+        .unwrap_or_else(|| spec.python.clone())
+}
+
+/// KvikIO reads these once, at import: the trial's settings go in the worker's environment.
+fn kvikio_env(spec: &TrialSpec) -> Vec<(String, String)> {
+    let mut env = vec![
+        ("KVIKIO_NTHREADS".to_string(), spec.nthreads.to_string()),
+        ("KVIKIO_TASK_SIZE".to_string(), spec.task_size.to_string()),
+        (
+            "KVIKIO_GDS_THRESHOLD".to_string(),
+            spec.gds_threshold.to_string(),
+        ),
+        (
+            "KVIKIO_BOUNCE_BUFFER_SIZE".to_string(),
+            spec.bounce_buffer_size.to_string(),
+        ),
+    ];
+    if let Some(mode) = spec.compat_mode {
+        env.push(("KVIKIO_COMPAT_MODE".to_string(), mode.to_string()));
+    }
+    env
+}
+
+/// Generous: a minute to start, plus every pass at 50 MB/s. A hang is caught, a slow disk is not
+/// mistaken for one.
+fn timeout_for(spec: &TrialSpec, plan: &ReadPlan) -> Duration {
+    let bytes = plan.total_bytes() * u64::from(spec.warmup + spec.repetitions);
+    Duration::from_secs(60 + bytes / 50_000_000)
+}
+
+/// A trial name as a folder name.
+pub(crate) fn slug(name: &str) -> String {
+    name.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+fn indent(text: &str) -> String {
+    text.lines()
+        .map(|line| format!("    {line}"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::fs::PermissionsExt;
+
+    use super::*;
+    use gds_model::integrity::IntegrityResult;
+    use gds_model::record::{Measurement, Status};
+    use gds_model::scenario::{Integrity, Pattern};
+
+    /// A stand-in for the gate binary: a shell script that misbehaves as told. `$5` is the result
+    /// path (`worker --spec S --result R`).
+    fn launcher(dir: &Path, script: &str, strict: bool) -> Launcher {
+        let path = dir.join("fake-gate");
+        std::fs::write(&path, format!("#!/bin/sh\n{script}\n")).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        Launcher {
+            gate: path,
+            trials_dir: dir.join("trials"),
+            strict,
+            timeout: Some(Duration::from_millis(500)),
+            gds_stats: None,
+        }
+    }
+
+    fn trial() -> (TrialSpec, ReadPlan) {
+        let suite = gds_model::scenario::parse(
+            Path::new("s.yaml"),
+            "scenarios:\n  - name: t\n    files: { size: 1MiB }\n",
+        )
+        .unwrap();
+        let spec = gds_model::scenario::expand(&suite).remove(0);
+        (spec, ReadPlan::new(Vec::new(), &Pattern::Whole))
+    }
+
+    fn valid_result(dir: &Path) -> PathBuf {
+        let measurement = Measurement {
+            files: Vec::new(),
+            bytes_per_repetition: 1,
+            warmup_seconds: vec![],
+            seconds: vec![1.0],
+            gbps: vec![1e-9],
+            median_gbps: Some(1e-9),
+            path: "host".into(),
+            path_evidence: None,
+            integrity: IntegrityResult::not_checked(Integrity::None),
+            resident_after_drop: None,
+            verify_seconds: 0.0,
+            total_seconds: 1.0,
+            startup_seconds: None,
+            setup: Vec::new(),
+            gpu: None,
+            cufile: None,
+            kvikio: None,
+            per_gpu: Vec::new(),
+        };
+        let result = WorkerResult {
+            protocol: PROTOCOL_VERSION,
+            measurement: Some(measurement),
+            failure: None,
+            raw_cufile: None,
+        };
+        let path = dir.join("canned-result.json");
+        std::fs::write(&path, serde_json::to_string(&result).unwrap()).unwrap();
+        path
+    }
+
+    fn run(script: &str, strict: bool) -> TrialRecord {
+        let dir = tempfile::tempdir().unwrap();
+        let canned = valid_result(dir.path());
+        let script = script.replace("CANNED", &canned.display().to_string());
+        let (spec, plan) = trial();
+        launcher(dir.path(), &script, strict).run_trial(spec, plan)
+    }
+
+    #[test]
+    fn an_aborting_worker_fails_its_trial_with_the_signal_and_its_last_words() {
+        let record = run("echo 'cuFile: driver exploded' >&2; kill -ABRT $$", false);
+        assert_eq!(record.status, Status::Failed);
+        assert_eq!(
+            record.reason.as_deref(),
+            Some("the worker killed by signal 6 (SIGABRT) without a result")
+        );
+        assert!(record.details.unwrap().contains("cuFile: driver exploded"));
+    }
+
+    #[test]
+    fn a_hanging_worker_is_killed_and_fails_its_trial() {
+        let record = run("sleep 30", false);
+        assert_eq!(record.status, Status::Failed);
+        assert!(record.reason.unwrap().contains("did not finish within"));
+    }
+
+    #[test]
+    fn garbage_instead_of_a_result_fails_the_trial() {
+        let record = run("echo 'not json' > \"$5\"", false);
+        assert_eq!(record.status, Status::Failed);
+        assert!(
+            record
+                .reason
+                .unwrap()
+                .starts_with("the worker's answer is not a valid result")
+        );
+        let record = run("exit 0", false);
+        assert_eq!(
+            record.reason.as_deref(),
+            Some("the worker exited without writing its result")
+        );
+    }
+
+    fn kvikio_trial(python: &str, require: bool) -> TrialRecord {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut spec, plan) = trial();
+        spec.reader = Reader::Kvikio;
+        spec.python = python.into();
+        spec.require_kvikio = require;
+        let launcher = Launcher {
+            gate: "unused".into(),
+            trials_dir: dir.path().join("trials"),
+            strict: false,
+            timeout: Some(Duration::from_secs(60)),
+            gds_stats: None,
+        };
+        launcher.run_trial(spec, plan)
+    }
+
+    #[test]
+    fn kvikio_trials_without_python_are_ignored_with_the_fix() {
+        let record = kvikio_trial("/nonexistent/python3", false);
+        assert_eq!(record.status, Status::Ignored);
+        let reason = record.reason.unwrap();
+        assert!(
+            reason.starts_with("`/nonexistent/python3` not found")
+                && reason.contains("GDS_GATE_PYTHON"),
+            "{reason}"
+        );
+        assert_eq!(
+            kvikio_trial("/nonexistent/python3", true).status,
+            Status::Failed
+        );
+    }
+
+    /// The real Python worker, on a host without kvikio (hosted CI): ignored, naming the module
+    /// and how to install it.
+    #[test]
+    fn kvikio_trials_without_kvikio_are_ignored_with_the_install_command() {
+        let has_kvikio = std::process::Command::new("python3")
+            .args(["-c", "import kvikio"])
+            .output()
+            .is_ok_and(|out| out.status.success());
+        if has_kvikio {
+            eprintln!("skipped: this host has kvikio");
+            return;
+        }
+        let record = kvikio_trial("python3", false);
+        assert_eq!(record.status, Status::Ignored, "{record:?}");
+        let reason = record.reason.unwrap();
+        assert!(
+            reason.contains("kvikio")
+                && reason.contains("not found by")
+                && reason.contains("pip install kvikio-cu13"),
+            "{reason}"
+        );
+        let record = kvikio_trial("python3", true);
+        assert_eq!(record.status, Status::Failed);
+        assert!(record.details.unwrap().contains("require_kvikio"));
+    }
+
+    /// A worker that announces the end of its I/O and waits: the orchestrator samples it with
+    /// `gds_stats` (here a stand-in printing NVIDIA's published level-3 sample) and the verdict
+    /// uses the text.
+    #[test]
+    fn gds_stats_is_sampled_while_the_worker_holds() {
+        let dir = tempfile::tempdir().unwrap();
+        let canned = valid_result(dir.path());
+        let sample = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../model/tests/fixtures/gds_stats_l3_nvidia_guide.txt"
+        );
+        let tool = dir.path().join("gds_stats");
+        std::fs::write(&tool, format!("#!/bin/sh\ncat {sample}\n")).unwrap();
+        std::fs::set_permissions(&tool, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let script = format!(
+            "d=$(dirname \"$5\"); touch \"$d/io-done\"; while [ ! -f \"$d/sampled\" ]; do sleep 0.01; done; cp {} \"$5\"",
+            canned.display()
+        );
+        let mut launcher = launcher(dir.path(), &script, false);
+        launcher.gds_stats = Some(tool);
+        launcher.timeout = Some(Duration::from_secs(20));
+        let (mut spec, plan) = trial();
+        spec.reader = Reader::Cufile;
+        let record = launcher.run_trial(spec, plan);
+        let trial_dir = record.worker.as_ref().unwrap().dir.clone();
+        let text = std::fs::read_to_string(trial_dir.join("gds_stats.txt")).unwrap();
+        assert!(text.contains("GPU 2 Read: bw=6.32129"), "{text}");
+        let evidence = record.measurement.unwrap().path_evidence.unwrap();
+        assert!(evidence.contains("gds_stats"), "{evidence}");
+    }
+
+    #[test]
+    fn a_crash_after_a_complete_result_warns_or_fails_under_strict() {
+        let record = run("cp CANNED \"$5\"; kill -SEGV $$", false);
+        assert_eq!(record.status, Status::Passed);
+        assert_eq!(
+            record.warnings,
+            ["the worker killed by signal 11 (SIGSEGV) after writing a complete result"]
+        );
+        let record = run("cp CANNED \"$5\"; kill -SEGV $$", true);
+        assert_eq!(record.status, Status::Failed);
+        assert!(record.measurement.is_some());
+    }
+}
