@@ -118,7 +118,8 @@ fn a_failure_on_one_runner_fails_the_merge_and_the_same_runner_twice_stays_apart
     let first = scratch.run("a", "one");
     let second = scratch.run("a", "two");
     edit(&second, fail_first_trial);
-    let code = merge::merge_command(&[first.clone(), second.clone()], &scratch.path("m"));
+    let code =
+        gds_gate::commands::report::merge(&[first.clone(), second.clone()], &scratch.path("m"));
     assert_eq!(code, exit::TRIAL_FAILED);
     let merged: serde_json::Value =
         serde_json::from_str(&fs::read_to_string(scratch.path("m").join("merged.json")).unwrap())
@@ -157,7 +158,7 @@ fn unreadable_and_foreign_reports_are_errors_naming_the_file() {
         "{error}"
     );
     assert_eq!(
-        merge::merge_command(&[good.clone(), missing], &scratch.path("m")),
+        gds_gate::commands::report::merge(&[good.clone(), missing], &scratch.path("m")),
         exit::SETUP
     );
     assert!(!scratch.path("m").join("merged.json").exists());
@@ -188,7 +189,10 @@ fn unreadable_and_foreign_reports_are_errors_naming_the_file() {
     )
     .unwrap_err();
     assert!(matches!(error, MergeError::Duplicate { .. }), "{error:?}");
-    assert_eq!(merge::merge_command(&[], &scratch.path("m")), exit::USAGE);
+    assert_eq!(
+        gds_gate::commands::report::merge(&[], &scratch.path("m")),
+        exit::USAGE
+    );
 }
 
 #[test]

@@ -1,5 +1,6 @@
 //! Exit codes: one per outcome, so CI can tell a slow disk from a broken setup. README's table
-//! and `--help` say the same.
+//! and `--help` say the same. Which error of a command ends in which code is mapped in one place,
+//! beside the commands ([`crate::commands`]).
 
 /// Every selected trial passed, or was ignored for an accepted reason.
 pub const PASSED: u8 = 0;

@@ -14,7 +14,7 @@ pub fn run(
     collect: Option<&Path>,
     facts: Option<&Path>,
 ) -> u8 {
-    use crate::doctor::{self, DoctorError, DoctorOptions};
+    use crate::doctor::{self, DoctorOptions};
     let mut options = DoctorOptions::new(inputs.suite_paths(), inputs.data_dir.clone());
     options.require_gpu = require_gpu;
     if let Some(path) = collect {
@@ -54,10 +54,7 @@ pub fn run(
         }
         Err(error) => {
             eprintln!("error: {}", error_chain(&error));
-            match error {
-                DoctorError::Suite(_) => exit::USAGE,
-                _ => exit::SETUP,
-            }
+            super::doctor_error_code(&error)
         }
     }
 }

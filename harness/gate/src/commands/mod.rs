@@ -79,3 +79,36 @@ pub fn dispatch(cli: Cli, argv: Vec<String>) -> u8 {
         }
     }
 }
+
+// The one mapping from the commands' errors to exit codes (the codes: [`crate::exit`]): what the
+// user can fix in the command line or a file is a usage error, what the gate could not do (read a
+// baseline, write a report) a setup error.
+
+/// `doctor`: a suite that does not load is the user's to fix; unreadable facts are a setup error.
+pub(crate) fn doctor_error_code(error: &crate::doctor::DoctorError) -> u8 {
+    match error {
+        crate::doctor::DoctorError::Suite(_) => exit::USAGE,
+        _ => exit::SETUP,
+    }
+}
+
+/// `bless`: failed trials are not blessed; a baseline that cannot be read or written is a setup
+/// error; a refusal (in CI, a changed fingerprint, nothing selected) is the user's to resolve.
+pub(crate) fn bless_error_code(error: &crate::baseline::BlessError) -> u8 {
+    use crate::baseline::BlessError;
+    match error {
+        BlessError::FailedTrials { .. } => exit::TRIAL_FAILED,
+        BlessError::Baseline(_) => exit::SETUP,
+        _ => exit::USAGE,
+    }
+}
+
+/// `report --merge`: no inputs, or one run given twice, is a usage error; a report that cannot be
+/// read or written is a setup error.
+pub(crate) fn merge_error_code(error: &crate::report::merge::MergeError) -> u8 {
+    use crate::report::merge::MergeError;
+    match error {
+        MergeError::NoInputs | MergeError::Duplicate { .. } => exit::USAGE,
+        _ => exit::SETUP,
+    }
+}

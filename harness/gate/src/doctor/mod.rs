@@ -85,7 +85,11 @@ pub struct DoctorReport {
 impl DoctorReport {
     /// 0 when the selected suites can pass here, 1 when they cannot.
     pub fn exit_code(&self) -> u8 {
-        if self.verdict.can_pass { 0 } else { 1 }
+        if self.verdict.can_pass {
+            crate::exit::PASSED
+        } else {
+            crate::exit::TRIAL_FAILED
+        }
     }
 }
 

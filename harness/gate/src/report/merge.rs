@@ -16,7 +16,6 @@ use super::{Report, ReportError, SCHEMA_VERSION, Totals, junit, markdown};
 use crate::baseline::{self, Comparison, Fingerprint};
 use crate::exit;
 use crate::host::HostFacts;
-use gds_model::error_chain;
 
 pub const MERGED_JSON: &str = "merged.json";
 pub const MERGED_JUNIT: &str = "merged-junit.xml";
@@ -100,39 +99,6 @@ pub enum MergeError {
 pub struct Merged {
     pub report: MergedReport,
     pub written: Vec<PathBuf>,
-}
-
-/// `report --merge INPUT... --out OUT`, for the CLI: reads, merges, writes, prints the paths, and
-/// returns the exit status of the merged outcome (as the gate's: 1 failed, 3 slower, 5 nothing
-/// ran), or 4 when a report cannot be read or written.
-pub fn merge_command(inputs: &[PathBuf], out: &Path) -> u8 {
-    match merge_dirs(inputs, out) {
-        Ok(merged) => {
-            let totals = merged.report.report.totals;
-            eprintln!(
-                "merged {} run(s): {} passed, {} failed, {} ignored, {} filtered out",
-                merged.report.runs.len(),
-                totals.passed,
-                totals.failed,
-                totals.ignored,
-                totals.filtered_out
-            );
-            let names: Vec<String> = merged
-                .written
-                .iter()
-                .map(|path| path.display().to_string())
-                .collect();
-            eprintln!("reports: {}", names.join(", "));
-            merged.report.exit_code()
-        }
-        Err(error) => {
-            eprintln!("error: {}", error_chain(&error));
-            match error {
-                MergeError::NoInputs | MergeError::Duplicate { .. } => exit::USAGE,
-                _ => exit::SETUP,
-            }
-        }
-    }
 }
 
 /// Reads each input's report, merges them and writes the three merged reports into `out`; the

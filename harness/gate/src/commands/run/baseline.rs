@@ -208,7 +208,6 @@ pub fn bless_command(request: BlessRequest, command: Vec<String>) -> u8 {
 }
 
 fn report_bless(result: Result<baseline::BlessOutcome, baseline::BlessError>) -> u8 {
-    use baseline::BlessError;
     match result {
         Ok(outcome) => {
             print!("{outcome}");
@@ -216,11 +215,7 @@ fn report_bless(result: Result<baseline::BlessOutcome, baseline::BlessError>) ->
         }
         Err(error) => {
             eprintln!("error: {}", error_chain(&error));
-            match error {
-                BlessError::FailedTrials { .. } => exit::TRIAL_FAILED,
-                BlessError::Baseline(_) => exit::SETUP,
-                _ => exit::USAGE,
-            }
+            crate::commands::bless_error_code(&error)
         }
     }
 }
