@@ -9,9 +9,9 @@ use std::path::{Path, PathBuf};
 
 use super::compare::{Judgement, RunResults, judge};
 use super::error::BaselineError;
-use super::explain::{bless_command, change, gbps, quote};
 use super::file::{self, Baseline, Loaded, Provenance, SCHEMA_VERSION, TrialBaseline};
 use super::fingerprint::{self, FieldChange};
+use super::message::{bless_command, change, gbps, quote};
 use gds_model::record::{Status, TrialRecord};
 
 /// Which trials a bless takes: libtest's rules (substring, or whole name with `exact`); no

@@ -7,9 +7,9 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::decision::{Throughput, Verdict};
-use super::explain::{self, Context};
 use super::file::{Loaded, TrialBaseline};
 use super::fingerprint::{self, FieldChange, Fingerprint};
+use super::message::{self, Context};
 use crate::exit;
 use gds_model::record::{Status, TrialRecord};
 
@@ -220,7 +220,7 @@ pub fn compare(loaded: &Loaded, path: &Path, runner: &str, run: &RunResults<'_>)
         .into_iter()
         .map(|(trial, (judgement, entry))| {
             let record = records.get(trial.as_str()).copied();
-            let (headline, message) = explain::explain(&context, &trial, entry, record, &judgement);
+            let (headline, message) = message::explain(&context, &trial, entry, record, &judgement);
             TrialJudgement {
                 trial,
                 judgement,

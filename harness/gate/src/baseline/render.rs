@@ -5,8 +5,8 @@ use std::fmt::Write;
 use std::path::Path;
 
 use super::compare::{Comparison, Judgement, Severity};
-use super::explain::{bless_command, change};
 use super::fingerprint::{self, ChangeKind};
+use super::message::{bless_command, change};
 use super::plot::PlotFile;
 
 /// The console text: the fingerprint block, then every judgement that is not a plain pass, then
