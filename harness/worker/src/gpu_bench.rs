@@ -15,7 +15,7 @@ use gds_model::scenario::{BufferKind, Pattern};
 
 use crate::gpu::{Gpu, GpuError, copy_to_device};
 use crate::libcufile::Cufile;
-use crate::reader::Reader;
+use crate::reader::PlanReader;
 use crate::reader::cufile::CufileReader;
 
 pub fn run(spec: GpuBenchSpec) -> GpuBenchResult {

@@ -10,14 +10,14 @@ use crate::libcufile::{self, Cufile};
 use crate::reader::bounce::Bounce;
 use crate::reader::cufile::CufileReader;
 use crate::reader::posix::{self, Posix};
-use crate::reader::{Reader, ReaderError};
+use crate::reader::{PlanReader, ReaderError};
 use gds_model::cache;
 use gds_model::hex;
 use gds_model::integrity::IntegrityResult;
 use gds_model::numbers::median;
 use gds_model::plan::ReadPlan;
 use gds_model::record::Measurement;
-use gds_model::scenario::{Cache, Integrity, Reader as ReaderKind};
+use gds_model::scenario::{Cache, Integrity, Reader};
 
 use gds_model::protocol::{
     CUFILE_DRIVER_OPEN, GPU_CONTEXT, IO_DONE, PROTOCOL_VERSION, SAMPLED, WORKER_WAIT,
@@ -71,10 +71,8 @@ fn measure(spec: &WorkerSpec) -> WorkerResult {
         per_gpu: Vec::new(),
     };
     let failure = match spec.trial.reader {
-        ReaderKind::Posix => {
-            open_posix(spec).and_then(|mut reader| passes(spec, &mut reader, &mut m))
-        }
-        ReaderKind::H2d => with_gpu(spec, &mut m, |gpu, m| {
+        Reader::Posix => open_posix(spec).and_then(|mut reader| passes(spec, &mut reader, &mut m)),
+        Reader::H2d => with_gpu(spec, &mut m, |gpu, m| {
             let t = &spec.trial;
             let mut reader = Bounce::open(
                 gpu,
@@ -86,8 +84,8 @@ fn measure(spec: &WorkerSpec) -> WorkerResult {
             .map_err(fail)?;
             passes(spec, &mut reader, m)
         }),
-        ReaderKind::Cufile => with_gpu_and_cufile(spec, &mut m),
-        ReaderKind::Kvikio => Err(WorkerFailure {
+        Reader::Cufile => with_gpu_and_cufile(spec, &mut m),
+        Reader::Kvikio => Err(WorkerFailure {
             reason: "the Rust worker does not run KvikIO trials".into(),
             next: "this is a bug in gds-gate: KvikIO trials go to the Python worker".into(),
             missing: None,
@@ -217,7 +215,7 @@ fn with_cufile(
 /// Warmup and measured passes: drop the cache, clear the destination, read (timed), verify.
 fn passes(
     spec: &WorkerSpec,
-    reader: &mut dyn Reader,
+    reader: &mut dyn PlanReader,
     m: &mut Measurement,
 ) -> Result<(), WorkerFailure> {
     let (trial, plan) = (&spec.trial, &spec.plan);

@@ -5,12 +5,12 @@ pub(crate) use gds_model::verdict::diagnose::{
     FS_FIX, NVFS_FIX, NVME_FIX, ODIRECT_FIX, STRICT_HINT, UDEV_FIX,
 };
 
-/// From `CufileError::NotFound` (gpu/cufile.rs).
+/// From `CufileError::NotFound` (gds-worker's libcufile.rs).
 pub const LIBCUFILE_FIX: &str =
     "install the CUDA toolkit's cuFile (libcufile) or set GDS_GATE_LIBCUFILE to its path";
-/// From `ConfigError::Syntax` (cufile_config.rs).
+/// From `ConfigError::Syntax` (gds-model's cufile_config.rs).
 pub const CONFIG_SYNTAX_FIX: &str = "fix the file or point CUFILE_ENV_PATH_JSON at a valid one";
-/// From the KvikIO worker's launcher (worker/mod.rs).
+/// From the KvikIO worker's launcher (launch/mod.rs).
 pub const PYTHON_FIX: &str = "install Python 3, or point GDS_GATE_PYTHON (or the suite's `python:`) at an interpreter with kvikio and cupy";
 /// From `--require-gpu` (gate.rs).
 pub const DRIVER_FIX: &str =

@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-pub use checks::{Can, Check, Expectation, Outcome, State, TrialOutlook, Verdict};
+pub use checks::{Can, Check, Conclusion, Expectation, Outcome, State, TrialOutlook};
 pub use collect::collect;
 pub use facts::Facts;
 pub use render::{json, short_summary, table};
@@ -79,7 +79,7 @@ pub struct DoctorReport {
     pub checks: Vec<Check>,
     pub expectations: Vec<Expectation>,
     pub trials: Vec<TrialOutlook>,
-    pub verdict: Verdict,
+    pub verdict: Conclusion,
 }
 
 impl DoctorReport {

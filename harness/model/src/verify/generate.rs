@@ -2,7 +2,7 @@
 
 use rayon::prelude::*;
 
-use super::kernels::{self, Isa};
+use super::simd::{self, Isa};
 
 /// Bytes per rayon task; a multiple of 8 so that every task starts on a word.
 const PAR_CHUNK: usize = 1 << 20;
@@ -21,7 +21,7 @@ fn assert_word_aligned(file_offset: u64) {
 /// If `file_offset` is not a multiple of 8.
 pub fn fill(seed: u64, file_offset: u64, buf: &mut [u8]) {
     assert_word_aligned(file_offset);
-    kernels::fill(Isa::detected(), seed, file_offset / 8, buf);
+    simd::fill(Isa::detected(), seed, file_offset / 8, buf);
 }
 
 /// [`fill`] on all rayon threads.
@@ -33,7 +33,7 @@ pub fn fill_parallel(seed: u64, file_offset: u64, buf: &mut [u8]) {
     let isa = Isa::detected();
     buf.par_chunks_mut(PAR_CHUNK)
         .enumerate()
-        .for_each(|(i, chunk)| kernels::fill(isa, seed, first_word(file_offset, i), chunk));
+        .for_each(|(i, chunk)| simd::fill(isa, seed, first_word(file_offset, i), chunk));
 }
 
 fn first_word(file_offset: u64, chunk: usize) -> u64 {
@@ -48,7 +48,7 @@ pub fn fill_parallel_with_checksum(seed: u64, file_offset: u64, buf: &mut [u8]) 
     let isa = Isa::detected();
     buf.par_chunks_mut(PAR_CHUNK)
         .enumerate()
-        .map(|(i, chunk)| kernels::fill_checksum(isa, seed, first_word(file_offset, i), chunk))
+        .map(|(i, chunk)| simd::fill_checksum(isa, seed, first_word(file_offset, i), chunk))
         .reduce(|| 0, u64::wrapping_add)
 }
 

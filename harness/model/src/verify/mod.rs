@@ -43,12 +43,12 @@
 //! result counts bad words and names the *byte* offset of the first difference: the first bad
 //! word's offset plus `trailing_zeros(read ^ expected) / 8`.
 //!
-//! The one-thread functions run the loops of [`kernels`] (one source, compiled per instruction
+//! The one-thread functions run the loops of `simd` (the CPU loops) (one source, compiled per instruction
 //! set); the parallel ones split at 8-byte-aligned boundaries with rayon. All return identical
 //! results, and the tests check them against a literal transcription of this specification.
 
 mod generate;
-pub(crate) mod kernels;
+pub(crate) mod simd;
 #[cfg(test)]
 mod tests;
 
@@ -56,7 +56,7 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 pub use generate::{fill, fill_parallel, fill_parallel_with_checksum};
-use kernels::Isa;
+use simd::Isa;
 
 /// Weyl-sequence increment of the generator (the golden-ratio constant of SplitMix64).
 pub const GAMMA: u64 = 0x9E37_79B9_7F4A_7C15;
@@ -119,7 +119,7 @@ fn assert_word_aligned(file_offset: u64) {
 /// If `file_offset` is not a multiple of 8.
 pub fn checksum_range(buf: &[u8], file_offset: u64) -> u64 {
     assert_word_aligned(file_offset);
-    kernels::checksum(Isa::detected(), buf, file_offset / 8)
+    simd::checksum(Isa::detected(), buf, file_offset / 8)
 }
 
 /// [`checksum_range`] on all rayon threads; identical result.
@@ -131,9 +131,7 @@ pub fn checksum_range_parallel(buf: &[u8], file_offset: u64) -> u64 {
     let isa = Isa::detected();
     buf.par_chunks(PAR_CHUNK)
         .enumerate()
-        .map(|(i, chunk)| {
-            kernels::checksum(isa, chunk, file_offset / 8 + i as u64 * PAR_CHUNK_WORDS)
-        })
+        .map(|(i, chunk)| simd::checksum(isa, chunk, file_offset / 8 + i as u64 * PAR_CHUNK_WORDS))
         .reduce(|| 0, u64::wrapping_add)
 }
 
@@ -161,7 +159,7 @@ pub fn expected_checksum_range(seed: u64, file_offset: u64, len: u64) -> u64 {
             let count = PAR_CHUNK_WORDS.min(words - start);
             // Only the last task owns the partial word at the end of the range.
             let tail = if t == tasks - 1 { tail } else { 0 };
-            kernels::expected_sum(isa, seed, first + start, count, tail)
+            simd::expected_sum(isa, seed, first + start, count, tail)
         })
         .reduce(|| 0, u64::wrapping_add)
 }
@@ -211,13 +209,13 @@ pub fn exact_compare_serial(seed: u64, file_offset: u64, buf: &[u8]) -> Mismatch
 }
 
 fn compare_chunk(isa: Isa, seed: u64, file_offset: u64, buf: &[u8]) -> Mismatch {
-    let bad_words = kernels::count_bad(isa, seed, file_offset / 8, buf);
+    let bad_words = simd::count_bad(isa, seed, file_offset / 8, buf);
     if bad_words == 0 {
         return Mismatch::default();
     }
     // Locating is a second pass, only when something is wrong; it stops at the first bad word.
     let first_bad_offset =
-        kernels::first_bad_byte(seed, file_offset / 8, buf).map(|index| file_offset + index as u64);
+        simd::first_bad_byte(seed, file_offset / 8, buf).map(|index| file_offset + index as u64);
     Mismatch {
         bad_words,
         first_bad_offset,

@@ -5,7 +5,7 @@
 use std::fs::File;
 use std::time::Duration;
 
-use super::{Reader, ReaderError, pread_exact, run_parallel};
+use super::{PlanReader, ReaderError, pread_exact, run_parallel};
 use crate::gpu::{DeviceBuffer, Gpu, PinnedBuffer};
 use gds_model::integrity::IntegrityResult;
 use gds_model::plan::ReadPlan;
@@ -41,7 +41,7 @@ impl<'g> Bounce<'g> {
     }
 }
 
-impl Reader for Bounce<'_> {
+impl PlanReader for Bounce<'_> {
     fn path(&self) -> &'static str {
         "bounce"
     }

@@ -8,7 +8,7 @@ use std::os::fd::AsRawFd;
 use std::os::unix::fs::OpenOptionsExt;
 use std::time::Duration;
 
-use super::{Reader, ReaderError, run_parallel};
+use super::{PlanReader, ReaderError, run_parallel};
 use crate::gpu::{DeviceBuffer, Gpu};
 use crate::libcufile::{Cufile, Handle, RegisteredBuffer};
 use gds_model::integrity::IntegrityResult;
@@ -65,7 +65,7 @@ impl<'a> CufileReader<'a> {
     }
 }
 
-impl Reader for CufileReader<'_> {
+impl PlanReader for CufileReader<'_> {
     fn path(&self) -> &'static str {
         "cufile"
     }

@@ -16,8 +16,9 @@ use gds_model::integrity::IntegrityResult;
 use gds_model::plan::ReadPlan;
 use gds_model::scenario::Integrity;
 
-/// One reader's destination and way of reading.
-pub trait Reader {
+/// One reader's destination and way of reading a plan (the suite names the reader with
+/// [`gds_model::scenario::Reader`]).
+pub trait PlanReader {
     /// The path the bytes take when nothing else is known (`host`, `bounce`, `cufile`).
     fn path(&self) -> &'static str;
     /// Before each pass: clear the destination so that a read that did not happen cannot pass.

@@ -7,7 +7,7 @@ use std::time::Duration;
 use rayon::prelude::*;
 
 use super::host_memory::HostMemory;
-use super::{Reader, ReaderError, pread_exact, run_parallel};
+use super::{PlanReader, ReaderError, pread_exact, run_parallel};
 use gds_model::integrity::{self, HostBuffer, IntegrityResult};
 use gds_model::plan::{ReadPlan, Segment};
 use gds_model::scenario::Integrity;
@@ -56,7 +56,7 @@ pub fn open_all(plan: &ReadPlan) -> Result<Vec<File>, ReaderError> {
         .collect()
 }
 
-impl Reader for Posix {
+impl PlanReader for Posix {
     fn path(&self) -> &'static str {
         "host"
     }

@@ -10,7 +10,7 @@ mod storage;
 use serde::{Deserialize, Serialize};
 
 pub use capability::Can;
-pub use outlook::{Expectation, Outcome, TrialOutlook, Verdict, outlook};
+pub use outlook::{Conclusion, Expectation, Outcome, TrialOutlook, outlook};
 
 use super::facts::Facts;
 use gds_model::scenario::TrialSpec;

@@ -57,7 +57,7 @@ pub struct TrialOutlook {
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Verdict {
+pub struct Conclusion {
     /// Drives the exit status: 0 when true, 1 when false.
     pub can_pass: bool,
     pub summary: String,
@@ -73,7 +73,7 @@ pub fn outlook(
     trials: &[TrialSpec],
     require_gpu: bool,
     checks: &[Check],
-) -> (Vec<Expectation>, Vec<TrialOutlook>, Verdict) {
+) -> (Vec<Expectation>, Vec<TrialOutlook>, Conclusion) {
     let host = Settings::of(facts, &BTreeMap::new());
     let space = space_problem(facts, trials);
     let outlooks: Vec<TrialOutlook> = trials
@@ -482,7 +482,7 @@ fn consequence(
     Some(parts.join("; "))
 }
 
-fn verdict(outlooks: &[TrialOutlook], checks: &[Check]) -> Verdict {
+fn verdict(outlooks: &[TrialOutlook], checks: &[Check]) -> Conclusion {
     let count = |f: fn(&Outcome) -> bool| outlooks.iter().filter(|o| f(&o.outcome)).count();
     let pass = count(|o| matches!(o, Outcome::Pass { .. }));
     let fail = count(|o| matches!(o, Outcome::Fail { .. }));
@@ -518,7 +518,7 @@ fn verdict(outlooks: &[TrialOutlook], checks: &[Check]) -> Verdict {
         };
         (fail == 0, format!("{head}: {}", parts.join(", ")))
     };
-    Verdict {
+    Conclusion {
         can_pass,
         summary,
         pass,

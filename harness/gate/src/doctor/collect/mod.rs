@@ -1,8 +1,9 @@
-//! Collection: every read of `/proc` and `/sys`, every tool the doctor runs, every library it
-//! loads happens under this module, and each failure becomes an unknown fact with its reason.
+//! Collection: every read of `/proc` and `/sys`, every tool the doctor runs and every probe of
+//! CUDA and libcufile (in a worker process) happens under this module, and each failure becomes
+//! an unknown fact with its reason.
 //! The parsers of what is read are plain functions beside their collectors, tested on samples.
 
-mod cufile;
+mod gds;
 mod gpu;
 mod kvikio;
 mod platform;
@@ -12,7 +13,7 @@ use std::ffi::OsString;
 use std::path::Path;
 use std::time::Duration;
 
-pub use cufile::{config_facts, facts_of, parse_config};
+pub use gds::{config_facts, facts_of, parse_config};
 pub use gpu::{parse_bar1, parse_query_csv};
 pub use kvikio::{KVIKIO_PROBE, parse_probe};
 pub use platform::{parse_acs, parse_cmdline_iommu};
@@ -45,8 +46,8 @@ pub fn collect(opts: &DoctorOptions) -> Facts {
         },
         driver: gpu::driver(&host, nvidia_smi.as_deref()),
         gpus: gpu::gpus(nvidia_smi.as_deref()),
-        cufile: cufile::cufile(opts),
-        nvidia_fs: cufile::nvidia_fs(),
+        cufile: gds::cufile(opts),
+        nvidia_fs: gds::nvidia_fs(),
         data_dir: storage::data_dir(&opts.data_dir),
         platform: platform::platform(&tools, nvidia_smi.as_deref(), opts.quick),
         config: config_facts(),
