@@ -15,8 +15,6 @@ pub struct Cli {
     pub run: RunArgs,
 }
 
-// Parsed once per process: the size of the largest variant does not matter.
-#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Check suite files without running anything.

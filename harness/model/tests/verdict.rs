@@ -3,7 +3,7 @@
 //! (DESIGN.md).
 
 // Each test binary uses part of the shared builders.
-#[allow(dead_code)]
+#[expect(dead_code)]
 mod verdict_support;
 
 use gds_model::evidence::{

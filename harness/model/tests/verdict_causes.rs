@@ -2,7 +2,7 @@
 //! cufile.log and counters recorded on the H200.
 
 // Each test binary uses part of the shared builders.
-#[allow(dead_code)]
+#[expect(dead_code)]
 mod verdict_support;
 
 use gds_model::evidence::{CufileGpuCounters, CufileLogFindings, Evidence};

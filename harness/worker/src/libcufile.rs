@@ -217,8 +217,10 @@ impl Cufile {
     pub fn start_stats(&self) -> Result<(), CufileError> {
         let stats = self.stats_api()?;
         StatsLayout::for_version(self.version)?;
-        // SAFETY: plain calls with documented arguments.
+        // SAFETY: a plain call with a level cufile.h documents (0 to 3); the symbol's type is
+        // cufile.h's.
         check("cuFileSetStatsLevel", unsafe { (stats.set_level)(3) })?;
+        // SAFETY: no arguments; the driver is open (the caller's contract) and the level set above.
         check("cuFileStatsStart", unsafe { (stats.start)() })
     }
 
@@ -252,6 +254,7 @@ pub struct Handle<'a> {
 
 // SAFETY: cuFile handles may be used from any thread (cuFileRead is thread-safe per the API guide).
 unsafe impl Send for Handle<'_> {}
+// SAFETY: as above: concurrent `cuFileRead`s on one handle are what the API guide allows.
 unsafe impl Sync for Handle<'_> {}
 
 impl Handle<'_> {
@@ -366,6 +369,7 @@ mod tests {
             .err()
             .map(|e| e.to_string())
             .unwrap_or_default();
+        // SAFETY: as above.
         unsafe { std::env::remove_var("GDS_GATE_LIBCUFILE") };
         assert!(
             error.contains("/nonexistent/libcufile.so.0") && error.contains("GDS_GATE_LIBCUFILE"),

@@ -371,7 +371,7 @@ impl Validator<'_> {
 
     /// `gpus:` is one trial over several GPUs: it needs a GPU reader, cannot be combined with a
     /// `gpu` axis, and cannot split a file of the user's (whose checksum covers the whole file).
-    #[allow(clippy::too_many_arguments)]
+    #[expect(clippy::too_many_arguments)]
     fn gpu_set(
         &self,
         set: &GpuSet,

@@ -274,13 +274,13 @@ impl Gpu {
             launch.arg(value);
         }
         launch.arg(&mut out);
-        // SAFETY: the arguments match the kernel's signature in kernels.cu, and [start, start+len)
-        // lies inside the live allocation (asserted above).
         let timing = Some(sys::CUevent_flags::CU_EVENT_DEFAULT);
         let start_event = self
             .stream
             .record_event(timing)
             .context(|| "record a CUDA event".into())?;
+        // SAFETY: the arguments match the kernel's signature in kernels.cu, and [start, start+len)
+        // lies inside the live allocation (asserted above).
         unsafe { launch.launch(config) }.context(|| "launch a verification kernel".into())?;
         let end_event = self
             .stream

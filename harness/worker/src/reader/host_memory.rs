@@ -15,6 +15,7 @@ pub struct HostMemory {
 
 // SAFETY: the mapping is owned by this value alone; access goes through `&`/`&mut` borrows.
 unsafe impl Send for HostMemory {}
+// SAFETY: as above: shared access is `&[u8]` only, which many threads may hold at once.
 unsafe impl Sync for HostMemory {}
 
 impl HostMemory {

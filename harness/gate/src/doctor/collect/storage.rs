@@ -228,7 +228,7 @@ fn free_space(dir: &Path) -> Result<u64, String> {
     // SAFETY: statvfs succeeded, so it filled the struct.
     let stat = unsafe { stat.assume_init() };
     // The field types vary by target (u32 on some 32-bit ones).
-    #[allow(clippy::unnecessary_cast)]
+    #[expect(clippy::unnecessary_cast)]
     let (avail, fragment) = (stat.f_bavail as u64, stat.f_frsize as u64);
     Ok(avail.saturating_mul(fragment))
 }
