@@ -106,7 +106,8 @@ impl ReaderError {
 
 /// Runs `work` over `items` with one thread per element of `states`, items handed out in order,
 /// and returns the wall time of the whole. Per-thread state (a bounce buffer) is allocated by the
-/// caller, outside the timed section.
+/// caller, outside the timed section. When several items fail, the error is the first one's in
+/// plan order, whichever thread met it first.
 pub fn run_parallel<T, S, E, W>(items: Vec<T>, states: &mut [S], work: W) -> Result<Duration, E>
 where
     T: Send,
@@ -114,11 +115,11 @@ where
     E: Send,
     W: Fn(&mut S, T) -> Result<(), E> + Sync,
 {
-    let mut items = items;
+    let mut items: Vec<(usize, T)> = items.into_iter().enumerate().collect();
     items.reverse(); // popped from the back: handed out in plan order
     let queue = Mutex::new(items);
     let start = Instant::now();
-    let result = std::thread::scope(|scope| {
+    let failures = std::thread::scope(|scope| {
         let workers: Vec<_> = states
             .iter_mut()
             .map(|state| {
@@ -129,23 +130,28 @@ where
                             .lock()
                             .unwrap_or_else(|poisoned| poisoned.into_inner())
                             .pop();
-                        let Some(item) = next else { return Ok(()) };
-                        work(state, item)?;
+                        let (index, item) = next?;
+                        if let Err(error) = work(state, item) {
+                            return Some((index, error));
+                        }
                     }
                 })
             })
             .collect();
         workers
             .into_iter()
-            .map(|worker| {
+            .filter_map(|worker| {
                 worker
                     .join()
                     .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
             })
-            .collect::<Result<Vec<()>, E>>()
+            .collect::<Vec<(usize, E)>>()
     });
     let elapsed = start.elapsed();
-    result.map(|_| elapsed)
+    match failures.into_iter().min_by_key(|(index, _)| *index) {
+        Some((_, error)) => Err(error),
+        None => Ok(elapsed),
+    }
 }
 
 /// `pread` until `buffer` is full.
