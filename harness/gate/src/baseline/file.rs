@@ -2,7 +2,6 @@
 //! never "no baseline") and atomic writing (a bless killed half-way leaves the old file).
 
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -269,39 +268,12 @@ fn write_with(
     contents: &[u8],
     before_rename: impl FnOnce() -> std::io::Result<()>,
 ) -> Result<(), BaselineError> {
-    let failed = |source| BaselineError::Write {
-        path: path.to_path_buf(),
-        source,
-    };
-    let dir = path
-        .parent()
-        .filter(|dir| !dir.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir).map_err(failed)?;
-    let name = path
-        .file_name()
-        .map_or_else(|| "baseline".into(), |name| name.to_string_lossy());
-    // Hidden and named after the target, so a leftover from a killed bless is recognisable.
-    let mut temp = tempfile::Builder::new()
-        .prefix(&format!(".{name}."))
-        .suffix(".tmp")
-        .tempfile_in(dir)
-        .map_err(failed)?;
-    temp.write_all(contents).map_err(failed)?;
-    // tempfile creates 0600; a baseline is a file of the repository like any other.
-    let mode = std::fs::metadata(path).map_or(0o644, |m| {
-        std::os::unix::fs::PermissionsExt::mode(&m.permissions())
-    });
-    temp.as_file()
-        .set_permissions(std::os::unix::fs::PermissionsExt::from_mode(mode))
-        .map_err(failed)?;
-    temp.as_file().sync_all().map_err(failed)?;
-    before_rename().map_err(failed)?;
-    temp.persist(path).map_err(|error| failed(error.error))?;
-    std::fs::File::open(dir)
-        .and_then(|dir| dir.sync_all())
-        .map_err(failed)?;
-    Ok(())
+    gds_model::fsutil::write_atomically_with(path, contents, before_rename).map_err(|source| {
+        BaselineError::Write {
+            path: path.to_path_buf(),
+            source,
+        }
+    })
 }
 
 #[cfg(test)]
