@@ -29,7 +29,7 @@ fn main() -> ExitCode {
         _ => {
             // Workers, probes and benches run in this binary.
             if let Ok(exe) = std::env::current_exe() {
-                gds_gate::launch::job::set_worker_program(exe);
+                gds_gate::job::set_worker_program(exe);
             }
             gds_gate::commands::dispatch(cli, std::env::args().collect())
         }

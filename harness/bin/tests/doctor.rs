@@ -22,7 +22,7 @@ fn collects_this_host_without_panicking() {
         .map(PathBuf::from)
         .unwrap_or_else(|_| scratch.path().join("data"));
     // The probes run in workers of the binary under test.
-    gds_gate::launch::job::set_worker_program(env!("CARGO_BIN_EXE_gds-gate").into());
+    gds_gate::job::set_worker_program(env!("CARGO_BIN_EXE_gds-gate").into());
     let mut opts = DoctorOptions::new(vec![suite], data_dir);
     opts.cufile_probe = CufileProbe::OpenDriver;
     let facts = doctor::collect(&opts);

@@ -85,7 +85,7 @@ impl std::fmt::Debug for Run {
 
 fn has_nvidia_driver() -> bool {
     // The probe runs in a worker of the binary under test.
-    gds_gate::launch::job::set_worker_program(GATE.into());
+    gds_gate::job::set_worker_program(GATE.into());
     gds_gate::host::HostFacts::probe().gpu_unavailable.is_none()
 }
 

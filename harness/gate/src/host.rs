@@ -1,5 +1,10 @@
-//! Facts about the host a run happened on, recorded in every report. Whether the NVIDIA driver
-//! loads is asked in a worker process ([`crate::launch::probe`]).
+//! Facts about the host a run happens on, each read once per process: [`HostFacts`], recorded in
+//! every report, and [`GdsHost`], what the verdict, the fingerprint and the doctor need to know of
+//! nvidia-fs and udev. Whether the NVIDIA driver loads is asked in a worker process
+//! ([`crate::job::probe`]).
+
+use std::path::Path;
+use std::sync::OnceLock;
 
 use serde::{Deserialize, Serialize};
 
@@ -15,17 +20,50 @@ pub struct HostFacts {
 }
 
 impl HostFacts {
+    /// This host's facts, read once per process: every part of a run sees the same.
     pub fn probe() -> HostFacts {
-        HostFacts {
-            hostname: read_trimmed("/proc/sys/kernel/hostname").unwrap_or_else(|| "unknown".into()),
-            kernel: read_trimmed("/proc/sys/kernel/osrelease").unwrap_or_else(|| "unknown".into()),
-            cpus: std::thread::available_parallelism().map_or(1, usize::from),
-            memory_bytes: gds_model::meminfo::total_memory(),
-            gpu_unavailable: crate::launch::probe::host().libcuda.clone().err(),
-            nvidia_driver_version: read_trimmed("/proc/driver/nvidia/version")
-                .and_then(|text| driver_version(&text)),
-        }
+        static FACTS: OnceLock<HostFacts> = OnceLock::new();
+        FACTS
+            .get_or_init(|| HostFacts {
+                hostname: hostname(),
+                kernel: read_trimmed("/proc/sys/kernel/osrelease")
+                    .unwrap_or_else(|| "unknown".into()),
+                cpus: std::thread::available_parallelism().map_or(1, usize::from),
+                memory_bytes: gds_model::meminfo::total_memory(),
+                gpu_unavailable: crate::job::probe::host().libcuda.clone().err(),
+                nvidia_driver_version: read_trimmed("/proc/driver/nvidia/version")
+                    .and_then(|text| driver_version(&text)),
+            })
+            .clone()
     }
+}
+
+/// The host's name, without asking anything else (what bless and report need).
+pub fn hostname() -> String {
+    read_trimmed("/proc/sys/kernel/hostname").unwrap_or_else(|| "unknown".into())
+}
+
+/// What the GDS stack's kernel side looks like to the path verdict, the fingerprint and the
+/// doctor: whether nvidia-fs is loaded, its version, and whether udev's database is there (cuFile
+/// needs it to register files; KvikIO AUTO needs it to use cuFile at all).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GdsHost {
+    /// `/sys/module/nvidia_fs` exists.
+    pub nvidia_fs_loaded: bool,
+    /// `/sys/module/nvidia_fs/version`.
+    pub nvidia_fs_version: Option<String>,
+    /// `/run/udev` exists.
+    pub run_udev: bool,
+}
+
+/// [`GdsHost`], read once per process.
+pub fn gds() -> &'static GdsHost {
+    static GDS: OnceLock<GdsHost> = OnceLock::new();
+    GDS.get_or_init(|| GdsHost {
+        nvidia_fs_loaded: Path::new("/sys/module/nvidia_fs").exists(),
+        nvidia_fs_version: read_trimmed("/sys/module/nvidia_fs/version"),
+        run_udev: Path::new("/run/udev").exists(),
+    })
 }
 
 /// The version in `/proc/driver/nvidia/version`: the first word of the `NVRM` line made of digits
@@ -37,7 +75,7 @@ pub fn driver_version(text: &str) -> Option<String> {
         .map(str::to_owned)
 }
 
-pub(crate) fn read_trimmed(path: &str) -> Option<String> {
+fn read_trimmed(path: &str) -> Option<String> {
     std::fs::read_to_string(path)
         .ok()
         .map(|text| text.trim().to_string())

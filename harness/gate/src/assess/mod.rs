@@ -112,8 +112,9 @@ fn evidence(
             },
         },
     );
-    evidence.nvidia_fs_loaded = Some(Path::new("/sys/module/nvidia_fs").exists());
-    evidence.run_udev = Some(Path::new("/run/udev").exists());
+    let host = crate::host::gds();
+    evidence.nvidia_fs_loaded = Some(host.nvidia_fs_loaded);
+    evidence.run_udev = Some(host.run_udev);
     if spec.reader == Reader::Kvikio {
         evidence.compat_mode = spec.compat_mode;
         evidence.gds_threshold = Some(spec.gds_threshold);

@@ -16,8 +16,8 @@ pub fn probe(host: &HostFacts, data_dir: &Path) -> Fingerprint {
     Fingerprint {
         gpu_model,
         gpu_count,
-        nvidia_fs_loaded: Path::new("/sys/module/nvidia_fs").exists(),
-        nvidia_fs_version: crate::host::read_trimmed("/sys/module/nvidia_fs/version"),
+        nvidia_fs_loaded: crate::host::gds().nvidia_fs_loaded,
+        nvidia_fs_version: crate::host::gds().nvidia_fs_version.clone(),
         data_dir_fs: mount.as_ref().map(|m| m.fs_type.clone()),
         data_dir_device: mount.map(|m| m.source),
         cufile_json_hash: gds_model::cufile_config::host_config_path()

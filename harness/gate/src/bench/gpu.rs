@@ -29,7 +29,7 @@ pub fn run(size: u64, runs: usize, dir: &Path) -> Result<String, String> {
     let mut startup = String::new();
     super::startup::run(runs, dir, &mut startup)?;
     // No file of `size` for a host that cannot open a GPU.
-    crate::launch::probe::host().libcuda.clone()?;
+    crate::job::probe::host().libcuda.clone()?;
     let prepared = data::ensure_generated(dir, GeneratedFile { seed: 77, size }, &mut NoProgress)
         .map_err(|error| gds_model::error_chain(&error))?;
     let path = prepared.path.clone();
@@ -48,8 +48,7 @@ pub fn run(size: u64, runs: usize, dir: &Path) -> Result<String, String> {
     // Generous: ten minutes, plus every read of every run at 50 MB/s.
     let reads = size * runs as u64 * (SETTINGS.len() as u64 + 1);
     let timeout = Duration::from_secs(600 + reads / 50_000_000);
-    let result: Result<GpuBenchResult, String> =
-        crate::launch::job::run("gpu-bench", &spec, timeout);
+    let result: Result<GpuBenchResult, String> = crate::job::run("gpu-bench", &spec, timeout);
     let _ = std::fs::remove_file(&path);
     let _ = std::fs::remove_file(path.with_extension("bin.id.json"));
     let result = result?;

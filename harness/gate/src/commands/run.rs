@@ -104,7 +104,7 @@ pub fn run_trials(args: &RunArgs, command: Vec<String>) -> Result<Outcome, u8> {
         .copied()
         .filter(|spec| unavailable(spec, &host).is_none());
     let data = DataSet::prepare(&args.inputs.data_dir, runnable);
-    let gate = match crate::launch::job::worker_program() {
+    let gate = match crate::job::worker_program() {
         Ok(path) => path,
         Err(error) => {
             eprintln!("error: cannot find the gate's own binary to start workers: {error}");

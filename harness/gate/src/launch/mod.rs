@@ -4,12 +4,9 @@
 //! worker` for the Rust readers, the shipped Python worker for KvikIO) with the trial's
 //! environment and `cufile.json`, enforces the timeout, and turns whatever happened into a
 //! [`TrialRecord`], whose path [`crate::assess`] then judges. Probes and the GPU bench run in
-//! workers too ([`job`], [`probe`]).
+//! workers too ([`crate::job`]).
 
-pub mod job;
 pub mod multi;
-pub mod probe;
-pub mod process;
 mod sampling;
 
 use std::ffi::OsString;
@@ -17,12 +14,12 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::assess::where_;
+use crate::process::{self, Job};
 use gds_model::plan::ReadPlan;
 use gds_model::protocol::{PROTOCOL_VERSION, WorkerFailure, WorkerResult, WorkerSpec};
 use gds_model::record::Ending;
 use gds_model::record::{TrialRecord, WorkerRun};
 use gds_model::scenario::{Reader, TrialSpec};
-use process::Job;
 
 /// Lines of the worker's stderr shown with a failure.
 const TAIL_LINES: usize = 15;
@@ -333,12 +330,9 @@ impl Launcher {
     }
 }
 
-/// `GDS_GATE_PYTHON`, else the suite's `python`, else `python3`.
+/// The interpreter the trial's KvikIO worker runs in ([`crate::tools::python`]).
 fn python(spec: &TrialSpec) -> String {
-    std::env::var("GDS_GATE_PYTHON")
-        .ok()
-        .filter(|p| !p.is_empty())
-        .unwrap_or_else(|| spec.python.clone())
+    crate::tools::python(Some(&spec.python)).0
 }
 
 /// KvikIO reads these once, at import: the trial's settings go in the worker's environment.

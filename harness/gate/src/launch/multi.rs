@@ -78,7 +78,7 @@ pub fn host_gpu_count() -> Result<u32, String> {
     static COUNT: OnceLock<Result<u32, String>> = OnceLock::new();
     COUNT
         .get_or_init(|| {
-            let cuda = match super::probe::gpu_count() {
+            let cuda = match crate::job::probe::gpu_count() {
                 Ok(count) => return Ok(count),
                 Err(why) => why,
             };

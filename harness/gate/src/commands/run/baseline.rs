@@ -141,7 +141,7 @@ pub fn bless_command(request: BlessRequest, command: Vec<String>) -> u8 {
         patterns: args.libtest.filter.iter().cloned().collect(),
         exact: args.libtest.exact,
     };
-    let hostname = crate::host::HostFacts::probe().hostname;
+    let hostname = crate::host::hostname();
     let saved = match &request.from {
         Some(path) => match report::saved::load_report(path) {
             Ok(saved) => Some(saved),
@@ -234,7 +234,7 @@ fn revision() -> Option<String> {
 
 /// `report`: the plots of this runner's history against its baseline, linked from summary.md.
 pub fn report_command(out: &Path, args: &BaselineArgs) -> u8 {
-    let hostname = crate::host::HostFacts::probe().hostname;
+    let hostname = crate::host::hostname();
     let (runner, path) = match runner_and_path(args, &hostname) {
         Ok(found) => found,
         Err(code) => return code,

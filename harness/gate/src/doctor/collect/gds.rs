@@ -17,9 +17,9 @@ use gds_model::protocol::{CufileProbeDepth, DriverProbe};
 
 pub(super) fn cufile(opts: &DoctorOptions) -> CufileFacts {
     let probe = match opts.cufile_probe {
-        CufileProbe::LoadOnly => crate::launch::probe::host().cufile.clone(),
+        CufileProbe::LoadOnly => crate::job::probe::host().cufile.clone(),
         CufileProbe::OpenDriver => {
-            crate::launch::probe::probe(false, false, CufileProbeDepth::OpenDriver).cufile
+            crate::job::probe::probe(false, false, CufileProbeDepth::OpenDriver).cufile
         }
     };
     match probe {
@@ -58,7 +58,7 @@ pub fn facts_of(probe: &gds_model::protocol::CufileProbe) -> CufileFacts {
 pub(super) fn nvidia_fs() -> NvfsFacts {
     let rw_stats = "/sys/module/nvidia_fs/parameters/rw_stats_enabled";
     NvfsFacts {
-        module_loaded: Path::new("/sys/module/nvidia_fs").exists(),
+        module_loaded: crate::host::gds().nvidia_fs_loaded,
         proc_present: Path::new("/proc/driver/nvidia-fs").exists(),
         version: read_text("/proc/driver/nvidia-fs/version").known().cloned(),
         rw_stats_enabled: match read_text(rw_stats) {

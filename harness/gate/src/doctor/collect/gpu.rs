@@ -35,7 +35,7 @@ pub(super) fn driver(host: &HostFacts, nvidia_smi: Option<&str>) -> DriverFacts 
         None => Fact::Known("libcuda.so.1 loads".into()),
         Some(why) => Fact::Unknown(why.clone()),
     };
-    let asked = crate::launch::probe::host().cuda_version.clone();
+    let asked = crate::job::probe::host().cuda_version.clone();
     let cuda_version = match asked.unwrap_or_else(|| Err("not asked".into())) {
         Ok(version) => Fact::Known(version),
         Err(why) => match nvidia_smi.map(|smi| run_ok(Path::new(smi), &[], TIMEOUT)) {

@@ -56,13 +56,8 @@ sys.stdout.flush()
 "#;
 
 pub(super) fn kvikio(opts: &DoctorOptions) -> KvikioFacts {
-    let (python, python_from) = match std::env::var("GDS_GATE_PYTHON") {
-        Ok(python) if !python.is_empty() => (python, "GDS_GATE_PYTHON".to_string()),
-        _ => match &opts.python {
-            Some(python) => (python.clone(), "the suite's `python:`".to_string()),
-            None => ("python3".to_string(), "the default".to_string()),
-        },
-    };
+    let (python, from) = crate::tools::python(opts.python.as_deref());
+    let python_from = from.to_string();
     if !opts.probe_kvikio {
         let probe = Fact::Unknown("not probed: no KvikIO trial is selected".into());
         return KvikioFacts {

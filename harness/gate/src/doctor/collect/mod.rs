@@ -20,7 +20,7 @@ pub use platform::{parse_acs, parse_cmdline_iommu};
 
 use super::DoctorOptions;
 use super::facts::{Fact, Facts, Provenance, SCHEMA_VERSION, ToolFacts};
-use crate::launch::process::{self, Job};
+use crate::process::{self, Job};
 use gds_model::record::Ending;
 
 /// Reads the host. Never panics: what cannot be read is recorded as unknown, with why.

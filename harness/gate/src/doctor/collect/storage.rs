@@ -55,7 +55,7 @@ pub(super) fn data_dir(configured: &Path) -> DataDirFacts {
         mount,
         block,
         o_direct,
-        run_udev: Path::new("/run/udev").exists(),
+        run_udev: crate::host::gds().run_udev,
         udev,
         free_bytes,
         existing_files: if exists {

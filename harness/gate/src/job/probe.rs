@@ -18,7 +18,7 @@ pub fn probe(cuda_version: bool, gpu_count: bool, cufile: CufileProbeDepth) -> P
         gpu_count,
         cufile,
     };
-    super::job::run("probe", &spec, TIMEOUT)
+    super::run("probe", &spec, TIMEOUT)
         .unwrap_or_else(|why| ProbeResult::failed(&spec, &format!("the probe failed: {why}")))
 }
 

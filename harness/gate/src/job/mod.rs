@@ -1,7 +1,9 @@
-//! Worker processes other than trials: the gds-gate binary's `worker --job NAME`, given a spec
-//! as JSON in a temporary folder, answering with a JSON result there, run with a timeout in its
-//! own process group like a trial's worker. The gate itself links neither CUDA nor cuFile; this is
-//! how it asks them.
+//! Worker processes other than trials ([`probe`]s, the GPU bench): the gds-gate binary's
+//! `worker --job NAME`, given a spec as JSON in a temporary folder, answering with a JSON result
+//! there, run with a timeout in its own process group like a trial's worker. The gate itself
+//! links neither CUDA nor cuFile; this is how it asks them.
+
+pub mod probe;
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -11,7 +13,7 @@ use std::time::Duration;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use super::process::{self, Job};
+use crate::process::{self, Job};
 
 static PROGRAM: OnceLock<PathBuf> = OnceLock::new();
 
