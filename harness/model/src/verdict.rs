@@ -9,6 +9,7 @@ mod cross_check;
 pub mod diagnose;
 mod ops;
 mod split;
+pub mod stack;
 
 use std::collections::BTreeMap;
 use std::fmt;

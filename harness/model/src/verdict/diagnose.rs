@@ -4,6 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::stack::{self, AutoBlocker, CufileRoute, KvikioPosix};
 use super::{Path, PathVerdict, expected_name};
 use crate::evidence::{Bytes, CufileLogFindings, Evidence, FindingKind, clip, cufile_log};
 use crate::scenario::{CompatMode, ExpectedPath};
@@ -237,27 +238,30 @@ fn log_causes(e: &Evidence, causes: &mut Causes, what: &str, driver: Driver) {
 
 /// KvikIO read with POSIX: its compat mode, small reads, or its silent per-file AUTO fallback.
 fn kvikio_posix(e: &Evidence, causes: &mut Causes) {
-    if e.compat_mode == Some(CompatMode::ON) {
-        causes.push(
-            "KVIKIO_COMPAT_MODE=ON: KvikIO never calls cuFile",
-            "set `compat_mode: AUTO` or `OFF` in the scenario",
-        );
-        return;
-    }
     let start = causes.list.len();
-    if let (Some(threshold), Some(smallest)) = (e.gds_threshold, e.smallest_read.or(e.task_size))
-        && smallest < threshold
-    {
-        causes.push(
+    match stack::kvikio_posix(
+        e.compat_mode,
+        e.smallest_read.or(e.task_size),
+        e.gds_threshold,
+    ) {
+        Some(KvikioPosix::CompatOn) => {
+            causes.push(
+                "KVIKIO_COMPAT_MODE=ON: KvikIO never calls cuFile",
+                "set `compat_mode: AUTO` or `OFF` in the scenario",
+            );
+            return;
+        }
+        Some(KvikioPosix::BelowThreshold { read, threshold }) => causes.push(
             format!(
                 "reads of {} are below KVIKIO_GDS_THRESHOLD ({}): KvikIO reads them with POSIX",
-                Bytes(smallest),
+                Bytes(read),
                 Bytes(threshold)
             ),
             "raise the read size (`pattern: { chunks: SIZE }`, `task_size`) above the threshold, or lower `gds_threshold` in the scenario",
-        );
+        ),
+        None => {}
     }
-    if e.run_udev == Some(false) {
+    if stack::auto_blockers(e.run_udev, None, None).contains(&AutoBlocker::NoRunUdev) {
         causes.push(
             "KvikIO AUTO uses cuFile only where `/run/udev` exists, and it is missing here",
             UDEV_FIX,
@@ -269,7 +273,9 @@ fn kvikio_posix(e: &Evidence, causes: &mut Causes) {
     };
     // With compat mode allowed, a missing nvidia-fs would have sent the reads to cuFile's compat
     // mode, not to KvikIO's POSIX: only a forbidden compat mode makes the driver the cause.
-    let driver = if e.allow_compat_mode == Some(false) {
+    let without_nvfs =
+        stack::cufile_route(false, None, Some(false), e.allow_compat_mode != Some(false));
+    let driver = if without_nvfs == CufileRoute::Refused {
         Driver::First
     } else {
         Driver::Skip

@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::doctor::facts::{DriverOpen, Fact, Facts, KvikioProbe};
+use gds_model::verdict::stack::{self, AutoBlocker};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -252,21 +253,19 @@ pub(crate) fn p2p(facts: &Facts, settings: &Settings) -> Answer {
 /// What KvikIO AUTO decides for the process: cuFile when libcufile loads, `/run/udev` exists and
 /// the host is not WSL (then, per file, registration may still fail).
 pub(crate) fn auto(facts: &Facts) -> Answer {
-    let mut against = Vec::new();
-    if !facts.data_dir.run_udev {
-        against.push("/run/udev does not exist");
-    }
-    if facts.platform.wsl {
-        against.push("this is WSL");
-    }
     let probe = facts.kvikio.probe.known();
     let lib = match probe.and_then(kvikio_loads_cufile) {
         Some(loaded) => loaded,
         None => facts.cufile.library.known().is_some(),
     };
-    if !lib {
-        against.push("libcufile does not load");
-    }
+    let against: Vec<&str> = stack::auto_blockers(
+        Some(facts.data_dir.run_udev),
+        Some(facts.platform.wsl),
+        Some(lib),
+    )
+    .into_iter()
+    .map(AutoBlocker::describe)
+    .collect();
     match (probe.and_then(|p| p.auto_prefers_posix), against.is_empty()) {
         (Some(true), _) => no(format!(
             "KvikIO itself prefers POSIX here{}",

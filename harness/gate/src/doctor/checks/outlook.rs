@@ -2,9 +2,10 @@
 //! trial should come out as (the path its bytes would take, or why it cannot run), and from
 //! that the verdict the exit status follows: can the selected suites pass on this host.
 //!
-//! The model is the stack's documented behaviour (DESIGN.md): cuFile without nvidia-fs reads in
-//! its compat mode when allowed; a file cuFile cannot register (no udev record, no `O_DIRECT`)
-//! fails the cufile reader and KvikIO OFF, and sends KvikIO AUTO to POSIX without a word.
+//! The rules are the path verdict's own ([`gds_model::verdict::stack`]): cuFile without nvidia-fs
+//! reads in its compat mode when allowed; a file cuFile cannot register (no udev record, no
+//! `O_DIRECT`) fails the cufile reader and KvikIO OFF, and sends KvikIO AUTO to POSIX without a
+//! word.
 
 use std::collections::BTreeMap;
 
@@ -17,6 +18,7 @@ use super::capability::{
 use super::{Check, State};
 use crate::doctor::facts::{ConfigStatus, DriverOpen, Fact, Facts};
 use gds_model::scenario::{CompatMode, ExpectedPath, FileSet, Pattern, Reader, TrialSpec};
+use gds_model::verdict::stack::{self, CufileRoute, KvikioPosix};
 use gds_model::verdict::{Path, expected_name};
 
 /// One line of "what this host can meet", e.g. `path nvfs: no — nvidia-fs is not loaded`.
@@ -88,27 +90,33 @@ pub fn outlook(
     (expectations, outlooks, verdict)
 }
 
-/// The path cuFile would take for a registered file, with why.
+/// The path cuFile would take for a registered file, with why ([`stack::cufile_route`]).
 fn cufile_path(facts: &Facts, settings: &Settings) -> Result<(Path, String), Outcome> {
-    if settings.force_compat {
-        return Ok((
+    let (p2p, nvfs) = (p2p(facts, settings), nvfs(facts));
+    let known = |answer: &Answer| match answer.can {
+        Can::Yes => Some(true),
+        Can::No => Some(false),
+        Can::Unknown => None,
+    };
+    let route = stack::cufile_route(
+        settings.force_compat,
+        known(&p2p),
+        known(&nvfs),
+        settings.allow_compat,
+    );
+    match route {
+        CufileRoute::Forced => Ok((
             Path::CufilePosix,
             "`properties.force_compat_mode` is true".into(),
-        ));
-    }
-    let p2p = p2p(facts, settings);
-    if p2p.can == Can::Yes {
-        return Ok((Path::P2p, p2p.why));
-    }
-    let nvfs = nvfs(facts);
-    match nvfs.can {
-        Can::Yes => Ok((Path::Nvfs, nvfs.why)),
-        Can::Unknown => Err(Outcome::Unknown { reason: nvfs.why }),
-        Can::No if settings.allow_compat => Ok((
+        )),
+        CufileRoute::P2p => Ok((Path::P2p, p2p.why)),
+        CufileRoute::Nvfs => Ok((Path::Nvfs, nvfs.why)),
+        CufileRoute::Unknown => Err(Outcome::Unknown { reason: nvfs.why }),
+        CufileRoute::Compat => Ok((
             Path::CufilePosix,
             format!("cuFile's compat mode: {}", nvfs.why),
         )),
-        Can::No => Err(Outcome::Fail {
+        CufileRoute::Refused => Err(Outcome::Fail {
             reason: format!(
                 "no GDS path ({}) and `properties.allow_compat_mode` is false, so cuFile refuses",
                 nvfs.why
@@ -249,15 +257,14 @@ fn kvikio_path(
     }
     let posix = |why: String| Ok((Path::KvikioPosix, why));
     let mode = spec.compat_mode.unwrap_or(CompatMode::AUTO);
-    if mode == CompatMode::ON {
-        return posix("KVIKIO_COMPAT_MODE=ON".into());
-    }
-    let size = read_size(spec);
-    if size < spec.gds_threshold {
-        return posix(format!(
-            "reads of {size} bytes are below KVIKIO_GDS_THRESHOLD ({} bytes)",
-            spec.gds_threshold
-        ));
+    match stack::kvikio_posix(Some(mode), Some(read_size(spec)), Some(spec.gds_threshold)) {
+        Some(KvikioPosix::CompatOn) => return posix("KVIKIO_COMPAT_MODE=ON".into()),
+        Some(KvikioPosix::BelowThreshold { read, threshold }) => {
+            return posix(format!(
+                "reads of {read} bytes are below KVIKIO_GDS_THRESHOLD ({threshold} bytes)"
+            ));
+        }
+        None => {}
     }
     let decision = auto(facts);
     let register = registration(facts);
