@@ -113,7 +113,7 @@ pub(crate) fn fsync_dir(dir: &Path) -> io::Result<()> {
 }
 
 /// Bytes available to an unprivileged user in the file system holding `dir`.
-pub(crate) fn free_space(dir: &Path) -> io::Result<u64> {
+pub fn free_space(dir: &Path) -> io::Result<u64> {
     let c_path = CString::new(dir.as_os_str().as_bytes())
         .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "path contains a NUL byte"))?;
     let mut stat = std::mem::MaybeUninit::<libc::statvfs>::uninit();

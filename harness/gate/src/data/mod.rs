@@ -30,6 +30,7 @@ use std::time::{Duration, Instant};
 use serde::{Serialize, Serializer};
 
 pub use direct::LOCK_NAME as LOCK_FILE_NAME;
+pub use direct::free_space;
 pub use progress::{BarProgress, LineProgress, NoProgress, Progress, stderr_progress};
 pub use reuse::spot_check_offsets;
 pub use user::{UserFile, ensure_user_checksum};

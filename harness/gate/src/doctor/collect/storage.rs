@@ -4,9 +4,7 @@
 //! already present.
 
 use std::collections::BTreeMap;
-use std::ffi::CString;
 use std::fs::OpenOptions;
-use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
@@ -214,23 +212,8 @@ fn udev_record(device: &str) -> UdevRecord {
 }
 
 fn free_space(dir: &Path) -> Result<u64, String> {
-    let c_path = CString::new(dir.as_os_str().as_bytes())
-        .map_err(|_| format!("{} contains a NUL byte", dir.display()))?;
-    let mut stat = std::mem::MaybeUninit::<libc::statvfs>::uninit();
-    // SAFETY: `c_path` is NUL-terminated and `stat` is a valid out-pointer.
-    if unsafe { libc::statvfs(c_path.as_ptr(), stat.as_mut_ptr()) } != 0 {
-        return Err(format!(
-            "statvfs({}) failed: {}",
-            dir.display(),
-            std::io::Error::last_os_error()
-        ));
-    }
-    // SAFETY: statvfs succeeded, so it filled the struct.
-    let stat = unsafe { stat.assume_init() };
-    // The field types vary by target (u32 on some 32-bit ones).
-    #[expect(clippy::unnecessary_cast)]
-    let (avail, fragment) = (stat.f_bavail as u64, stat.f_frsize as u64);
-    Ok(avail.saturating_mul(fragment))
+    crate::data::free_space(dir)
+        .map_err(|error| format!("statvfs({}) failed: {error}", dir.display()))
 }
 
 /// Generated files (`gds-gate-s<seed>-<size>.bin`) already in the data dir, with their sizes.
