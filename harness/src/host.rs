@@ -19,7 +19,7 @@ pub struct HostFacts {
 impl HostFacts {
     pub fn probe() -> HostFacts {
         HostFacts {
-            hostname: read_trimmed("/proc/sys/kernel/hostname").unwrap_or_else(|| "unknown".into()),
+            hostname: hostname(),
             kernel: read_trimmed("/proc/sys/kernel/osrelease").unwrap_or_else(|| "unknown".into()),
             cpus: std::thread::available_parallelism().map_or(1, usize::from),
             memory_bytes: meminfo("MemTotal:"),
@@ -32,6 +32,10 @@ impl HostFacts {
 
 /// The version in `/proc/driver/nvidia/version`: the first word of the `NVRM` line made of digits
 /// and dots. Its position differs between the proprietary and the open kernel module.
+pub fn hostname() -> String {
+    read_trimmed("/proc/sys/kernel/hostname").unwrap_or_else(|| "unknown".into())
+}
+
 pub fn driver_version(text: &str) -> Option<String> {
     let line = text.lines().find(|line| line.starts_with("NVRM"))?;
     line.split_whitespace()

@@ -25,10 +25,12 @@ fn main() -> ExitCode {
             accept_fingerprint,
             remove_missing,
             refresh,
+            runs,
             run,
         }) => gate::bless_command(
             gate::BlessRequest {
                 from,
+                runs,
                 accept_fingerprint,
                 remove_missing,
                 refresh,

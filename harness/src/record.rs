@@ -32,6 +32,10 @@ pub struct TrialRecord {
     pub warnings: Vec<String>,
     /// How the worker process ran.
     pub worker: Option<WorkerRun>,
+    /// A trial whose run looked slower than its baseline is run again (fresh worker, same
+    /// invocation) before it fails: these are the confirmation runs' measurements, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub confirmations: Vec<Measurement>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -108,6 +112,7 @@ impl TrialRecord {
             measurement: Some(measurement),
             warnings: Vec::new(),
             worker: None,
+            confirmations: Vec::new(),
         }
     }
 
@@ -121,6 +126,7 @@ impl TrialRecord {
             measurement: None,
             warnings: Vec::new(),
             worker: None,
+            confirmations: Vec::new(),
         }
     }
 
@@ -139,6 +145,7 @@ impl TrialRecord {
             measurement,
             warnings: Vec::new(),
             worker: None,
+            confirmations: Vec::new(),
         }
     }
 

@@ -33,6 +33,7 @@ const TAIL_LINES: usize = 15;
 pub const KVIKIO_WORKER: &str = include_str!("../../worker/kvikio_worker.py");
 
 /// What the orchestrator needs to start workers.
+#[derive(Clone)]
 pub struct Launcher {
     /// The gate binary (its hidden `worker` subcommand).
     pub gate: PathBuf,
