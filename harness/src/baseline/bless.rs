@@ -8,15 +8,17 @@ use std::fmt::{self, Write};
 use std::path::{Path, PathBuf};
 
 use super::compare::{Judgement, RunResults, judge};
+use super::decision::Throughput;
 use super::error::BaselineError;
-use super::explain::{bless_command, change, gbps, quote};
+use super::explain::{bless_command, change, gbps, quote, threshold};
 use super::file::{self, Baseline, Loaded, Provenance, SCHEMA_VERSION, TrialBaseline};
 use super::fingerprint::{self, FieldChange};
 use super::stats::{Summary, log_mean_sd};
 use crate::record::{Measurement, Status, TrialRecord};
 
-/// Which trials a bless takes: libtest's rules (substring, or whole name with `exact`); no
-/// pattern takes every trial.
+/// Which trials a bless takes: libtest-mimic's rules, so that bless takes exactly the trials a run
+/// with the same filter runs. A pattern is a substring of the trial as listed, `[reader] name`, or
+/// with `exact` the whole name or listing; no pattern takes every trial.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Filter {
     pub patterns: Vec<String>,
@@ -24,13 +26,15 @@ pub struct Filter {
 }
 
 impl Filter {
-    pub fn matches(&self, name: &str) -> bool {
+    /// `kind` is the trial's reader where known (a run's record), `None` for a baseline entry.
+    pub fn matches(&self, name: &str, kind: Option<&str>) -> bool {
+        let listed = kind.map_or_else(|| name.to_string(), |kind| format!("[{kind}] {name}"));
         self.patterns.is_empty()
             || self.patterns.iter().any(|pattern| {
                 if self.exact {
-                    name == pattern
+                    name == pattern || listed == *pattern
                 } else {
-                    name.contains(pattern.as_str())
+                    listed.contains(pattern.as_str())
                 }
             })
     }
@@ -151,6 +155,9 @@ pub struct BlessOutcome {
     pub unchanged: Vec<String>,
     /// Baseline trials kept although the run did not measure them, with the reason.
     pub kept: Vec<(String, String)>,
+    /// Trials recorded whose runs disagree more than their tolerance allows, with what the
+    /// comparison will be able to detect: worth a re-bless on a quieter runner.
+    pub insensitive: Vec<(String, String)>,
 }
 
 /// Writes the baseline from `runs`: one or more complete runs of the same trials (fresh workers,
@@ -188,7 +195,11 @@ pub fn bless(
     let scoped: Vec<&TrialRecord> = run
         .records
         .iter()
-        .filter(|record| options.filter.matches(&record.name))
+        .filter(|record| {
+            options
+                .filter
+                .matches(&record.name, Some(record.spec.reader.name()))
+        })
         .collect();
     // Every run's record of each selected trial, in run order.
     let rounds: Vec<Vec<&TrialRecord>> = scoped
@@ -231,6 +242,7 @@ pub fn bless(
         changes: Vec::new(),
         unchanged: Vec::new(),
         kept: Vec::new(),
+        insensitive: Vec::new(),
     };
     let re_record_all = options.refresh || runner_changed;
     for records in &rounds {
@@ -365,6 +377,12 @@ fn take(
         return;
     };
     let new = TrialBaseline::from_runs(&measured, &options.provenance);
+    let sensitivity = Throughput::measure(&new.runs, &new.runs[0], first.spec.expect.tolerance);
+    if sensitivity.spread_exceeds_tolerance() || sensitivity.spread.is_none() {
+        outcome
+            .insensitive
+            .push((name.clone(), threshold(&sensitivity)));
+    }
     match trials.get(&name) {
         None => {
             trials.insert(name.clone(), new.clone());
@@ -403,7 +421,7 @@ fn remove_undefined(
     };
     let stale: Vec<String> = trials
         .keys()
-        .filter(|name| options.filter.matches(name) && !defined.contains(*name))
+        .filter(|name| options.filter.matches(name, None) && !defined.contains(*name))
         .filter(|name| !run.records.iter().any(|r| &r.name == *name))
         .cloned()
         .collect();
@@ -461,6 +479,9 @@ impl fmt::Display for BlessOutcome {
                 f,
                 "  kept: {trial} ({why}); pass --remove-missing to drop it"
             )?;
+        }
+        for (trial, threshold) in &self.insensitive {
+            writeln!(f, "  warning: {trial}: {threshold}")?;
         }
         if !self.unchanged.is_empty() {
             writeln!(

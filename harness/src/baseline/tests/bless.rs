@@ -40,6 +40,24 @@ fn bless_refuses_a_failing_run_and_writes_nothing() {
 }
 
 #[test]
+fn bless_takes_the_trials_a_run_with_the_same_filter_runs() {
+    // libtest matches `[reader] name`: `posix` selects a posix trial whatever its name.
+    let filter = Filter {
+        patterns: vec!["posix".into()],
+        exact: false,
+    };
+    assert!(filter.matches("s::multi-file", Some("posix")));
+    assert!(!filter.matches("s::multi-file", Some("cufile")));
+    assert!(!filter.matches("s::multi-file", None));
+    let exact = Filter {
+        patterns: vec!["[posix] s::a".into()],
+        exact: true,
+    };
+    assert!(exact.matches("s::a", Some("posix")));
+    assert!(!exact.matches("s::ab", Some("posix")));
+}
+
+#[test]
 fn bless_refuses_in_ci_and_prints_the_local_command() {
     let s = scratch();
     let records = [fixtures::passed("s::a", &BASE, "nvfs", CHECKSUM)];
@@ -150,6 +168,11 @@ fn bless_writes_only_what_changed_and_prints_the_diff() {
         "{shown}"
     );
     assert!(shown.contains("unchanged: 1 trial(s)"), "{shown}");
+    // Blessed from one run, the new trial's spread is unknown, and bless says what that means.
+    assert!(
+        shown.contains("  warning: s::c: slower means below 2.32 GB/s (−10.0% of the level 2.58 GB/s): the tolerance of 10% alone, since 1 blessed run(s) cannot show"),
+        "{shown}"
+    );
     let after = std::fs::read_to_string(&s.path).unwrap();
     let changed_lines = diff_lines(&before, &after);
     // s::a's figures and bless time, s::c's block, and the file's provenance; nothing of s::b.
