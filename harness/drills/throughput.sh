@@ -288,7 +288,7 @@ main() {
   {
     printf 'phase\trun\texit\tslower\tconfirmed-away\tfailed\tjudged\tratios (run/baseline >confirmations, ! = slower)\ttotals\n'
     cat "$WORK/table.tsv"
-  } | column -t -s $'\t'
+  } | awk -F'\t' '{ printf "%-10s %-4s %-5s %-7s %-15s %-7s %-7s %s   %s\n", $1, $2, $3, $4, $5, $6, $7, $8, $9 }'
   local bad_clean caught
   bad_clean=$(awk -F'\t' '$1 == "clean" && ($3 != 0 || $4 != 0 || $6 != 0)' "$WORK/table.tsv" | wc -l)
   caught=$(awk -F'\t' '$1 == "throttled" && $3 == 3 && $4 >= 1' "$WORK/table.tsv" | wc -l)

@@ -184,8 +184,19 @@ pub fn bench_stats(history: Option<&History>) -> (String, bool) {
     let mut met = stated.meets_targets();
     match history.and_then(noise::fit) {
         Some(fitted) => {
-            let own = simulate(&SimulationOptions::fitted(&fitted));
+            let options = SimulationOptions::fitted(&fitted);
+            let own = simulate(&options);
             text.push_str(&format!("\n{fitted}\n{own}"));
+            if !own.meets_targets() {
+                text.push_str(&match runs_needed(&options) {
+                    Some(runs) => format!(
+                        "to meet the targets with this noise, bless with --runs {runs}: more blessed runs pin the spread down, so the bound need not allow for an unlucky estimate of it\n"
+                    ),
+                    None => format!(
+                        "no bless of up to {MAX_BLESS_RUNS} runs meets the targets with this noise: quiet the runner (other jobs on the disk), or read more per pass so that a run's level settles\n"
+                    ),
+                });
+            }
             met &= own.meets_targets();
         }
         None => text.push_str(
@@ -193,6 +204,22 @@ pub fn bench_stats(history: Option<&History>) -> (String, bool) {
         ),
     }
     (text, met)
+}
+
+/// The most blessed runs [`runs_needed`] tries.
+const MAX_BLESS_RUNS: usize = 24;
+
+/// The fewest blessed runs (up to [`MAX_BLESS_RUNS`]) with which `options`' noise meets the
+/// targets, at 10 000 cycles per try.
+pub fn runs_needed(options: &SimulationOptions) -> Option<usize> {
+    (options.blessed_runs..=MAX_BLESS_RUNS).find(|&runs| {
+        simulate(&SimulationOptions {
+            blessed_runs: runs,
+            comparisons: options.comparisons.min(10_000),
+            ..options.clone()
+        })
+        .meets_targets()
+    })
 }
 
 impl fmt::Display for SimulationReport {
@@ -286,6 +313,25 @@ mod tests {
         assert!((quiet.detectable_drop - 0.10).abs() < 1e-9, "{quiet}");
         let noisy = quick(SimulationOptions::default());
         assert!(noisy.detectable_drop > quiet.detectable_drop, "{noisy}");
+    }
+
+    #[test]
+    fn a_noisier_runner_is_told_how_many_runs_to_bless() {
+        let noisy = SimulationOptions {
+            comparisons: 2_000,
+            between_cv: 0.16,
+            ..SimulationOptions::default()
+        };
+        assert!(!simulate(&noisy).meets_targets());
+        let runs = runs_needed(&noisy).expect("some number of runs meets the targets");
+        assert!(runs > noisy.blessed_runs, "{runs}");
+        assert!(
+            simulate(&SimulationOptions {
+                blessed_runs: runs,
+                ..noisy
+            })
+            .meets_targets()
+        );
     }
 
     #[test]
