@@ -403,6 +403,80 @@ fn bless_writes_a_baseline_that_the_next_run_is_judged_against_and_refuses_in_ci
         report["baseline"]
     );
     assert!(scratch.out().join("history.jsonl").exists());
+
+    // A baseline at 1000 GB/s: every run of the trial is a confirmed regression, shown as a
+    // failure everywhere a user looks, and exit 3, not 1.
+    pin_baseline(&scratch.path("baselines/ci-box.yaml"), 1000.0);
+    let slower = scratch.gate(&["--suite", suite, "--runner", "ci-box"]);
+    assert_eq!(slower.code, 3, "{slower:?}");
+    let line = slower
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("test [posix] small::read"));
+    assert!(line.is_some_and(|l| l.ends_with("FAILED")), "{slower:?}");
+    assert!(
+        slower
+            .stdout
+            .contains("test result: FAILED. 0 passed; 1 failed")
+            && slower
+                .stdout
+                .contains("small::read: slower than its baseline by"),
+        "{slower:?}"
+    );
+    let report = scratch.report();
+    assert_eq!(report["totals"]["slower"], 1, "{}", report["totals"]);
+    assert_eq!(report["totals"]["failed"], 0, "{}", report["totals"]);
+    let trial = &report["trials"][0];
+    assert_eq!(
+        trial["confirmations"].as_array().map(Vec::len),
+        Some(1),
+        "the slow run is confirmed by one more: {trial}"
+    );
+    assert!(
+        scratch
+            .out()
+            .join("trials/confirmation-1")
+            .read_dir()
+            .is_ok_and(|mut dir| dir.next().is_some())
+    );
+    let junit = fs::read_to_string(scratch.out().join("junit.xml")).unwrap();
+    assert!(
+        junit.contains("failures=\"1\"") && junit.contains("type=\"regression\""),
+        "{junit}"
+    );
+    let summary = fs::read_to_string(scratch.out().join("summary.md")).unwrap();
+    assert!(
+        summary.starts_with("## gds-gate: SLOWER than the baseline"),
+        "{summary}"
+    );
+
+    // The trial renamed away: the baseline's trial is missing, failing on a line of its own.
+    let renamed = scratch.suite(&SMALL.replace("name: read", "name: renamed"));
+    let missing = scratch.gate(&["--suite", renamed.to_str().unwrap(), "--runner", "ci-box"]);
+    assert_eq!(missing.code, 1, "{missing:?}");
+    let line = missing
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("test [missing] small::read"));
+    assert!(line.is_some_and(|l| l.ends_with("FAILED")), "{missing:?}");
+    assert_eq!(scratch.report()["totals"]["changed"], 1);
+}
+
+/// Rewrites a baseline as if every pass of every blessed run had read at `gbps`: a level far from
+/// this host's, with no spread to hide a difference in.
+fn pin_baseline(path: &std::path::Path, gbps: f64) {
+    use gds_gate::baseline::{Loaded, file};
+    let Loaded::Present(mut baseline) = file::read(path).unwrap() else {
+        panic!("no baseline at {}", path.display());
+    };
+    for trial in baseline.trials.values_mut() {
+        for run in &mut trial.runs {
+            run.iter_mut().for_each(|pass| *pass = gbps);
+        }
+        trial.run_medians_gbps.iter_mut().for_each(|g| *g = gbps);
+        (trial.median_gbps, trial.min_gbps, trial.max_gbps) = (gbps, gbps, gbps);
+    }
+    file::write(path, &baseline).unwrap();
 }
 
 /// A filter matches the reader shown in brackets too (`[posix] smoke::multi-file`): the data of

@@ -42,6 +42,11 @@ pub enum Command {
         /// Re-record trials even when they are within noise of their baseline.
         #[arg(long)]
         refresh: bool,
+        /// Complete runs of the selected trials to record (fresh workers, trial by trial in turn):
+        /// their spread is what later runs are judged against; 3 at least to measure it.
+        #[arg(long, value_name = "N", default_value_t = crate::baseline::decision::BLESS_RUNS, conflicts_with = "from",
+              value_parser = clap::value_parser!(u16).range(1..=100))]
+        runs: u16,
         #[command(flatten)]
         run: RunArgs,
     },
@@ -193,6 +198,11 @@ pub struct RunArgs {
     pub strict: bool,
     #[command(flatten)]
     pub baselines: BaselineArgs,
+    /// Runs of a trial that looks slower than its baseline again (fresh worker) up to N times;
+    /// it fails as slower only if every repeat is slower too. 0: fail on the first run.
+    #[arg(long, value_name = "N", env = "GDS_GATE_CONFIRM", default_value_t = 1,
+          value_parser = clap::value_parser!(u8).range(0..=5))]
+    pub confirm: u8,
     /// Seconds a trial's worker may run (default: a minute plus every pass at 50 MB/s).
     #[arg(long, value_name = "SECONDS", env = "GDS_GATE_TIMEOUT")]
     pub timeout: Option<u64>,

@@ -73,7 +73,7 @@ fn bless_then_compare_then_history_and_plots() {
         defined: Some(&defined),
         fingerprint: &fingerprint,
     };
-    let outcome = baseline::bless(&run, &options).unwrap();
+    let outcome = baseline::bless(std::slice::from_ref(&run), &options).unwrap();
     assert!(outcome.written);
     assert!(matches!(outcome.changes[0], TrialChange::Added { .. }));
     assert!(outcome.to_string().starts_with("updating: "));

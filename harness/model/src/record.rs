@@ -33,6 +33,10 @@ pub struct TrialRecord {
     pub warnings: Vec<String>,
     /// How the worker process ran.
     pub worker: Option<WorkerRun>,
+    /// A trial whose run looked slower than its baseline is run again (fresh worker, same
+    /// invocation) before it fails: these are the confirmation runs' measurements, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub confirmations: Vec<Measurement>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -192,6 +196,7 @@ impl TrialRecord {
             measurement: Some(measurement),
             warnings: Vec::new(),
             worker: None,
+            confirmations: Vec::new(),
         }
     }
 
@@ -205,6 +210,7 @@ impl TrialRecord {
             measurement: None,
             warnings: Vec::new(),
             worker: None,
+            confirmations: Vec::new(),
         }
     }
 
@@ -223,6 +229,7 @@ impl TrialRecord {
             measurement,
             warnings: Vec::new(),
             worker: None,
+            confirmations: Vec::new(),
         }
     }
 

@@ -8,14 +8,17 @@ use std::fmt::{self, Write};
 use std::path::{Path, PathBuf};
 
 use super::compare::{Judgement, RunResults, judge};
+use super::decision::Throughput;
 use super::error::BaselineError;
 use super::file::{self, Baseline, Loaded, Provenance, SCHEMA_VERSION, TrialBaseline};
 use super::fingerprint::{self, FieldChange};
-use super::message::{bless_command, change, gbps, quote};
-use gds_model::record::{Status, TrialRecord};
+use super::message::{bless_command, change, gbps, quote, threshold};
+use super::stats::{Summary, log_mean_sd};
+use gds_model::record::{Measurement, Status, TrialRecord};
 
-/// Which trials a bless takes: libtest's rules (substring, or whole name with `exact`); no
-/// pattern takes every trial.
+/// Which trials a bless takes: libtest-mimic's rules, so that bless takes exactly the trials a run
+/// with the same filter runs. A pattern is a substring of the trial as listed, `[reader] name`, or
+/// with `exact` the whole name or listing; no pattern takes every trial.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Filter {
     pub patterns: Vec<String>,
@@ -23,13 +26,15 @@ pub struct Filter {
 }
 
 impl Filter {
-    pub fn matches(&self, name: &str) -> bool {
+    /// `kind` is the trial's reader where known (a run's record), `None` for a baseline entry.
+    pub fn matches(&self, name: &str, kind: Option<&str>) -> bool {
+        let listed = kind.map_or_else(|| name.to_string(), |kind| format!("[{kind}] {name}"));
         self.patterns.is_empty()
             || self.patterns.iter().any(|pattern| {
                 if self.exact {
-                    name == pattern
+                    name == pattern || listed == *pattern
                 } else {
-                    name.contains(pattern.as_str())
+                    listed.contains(pattern.as_str())
                 }
             })
     }
@@ -105,6 +110,10 @@ pub enum BlessError {
         trials: Vec<String>,
         details: String,
     },
+    #[error(
+        "refusing to bless: the blessed runs disagree on a trial's path or checksum, so the runner is not stable enough to record:\n{details}  help: find out why the path changes between runs (`cargo xtask doctor`, each trial's cufile.log), then bless again"
+    )]
+    Unstable { details: String },
     #[error("nothing to bless into `{}`: {why}\n  help: {help}", path.display())]
     Nothing {
         path: PathBuf,
@@ -146,10 +155,26 @@ pub struct BlessOutcome {
     pub unchanged: Vec<String>,
     /// Baseline trials kept although the run did not measure them, with the reason.
     pub kept: Vec<(String, String)>,
+    /// Trials recorded whose runs disagree more than their tolerance allows, with what the
+    /// comparison will be able to detect: worth a re-bless on a quieter runner.
+    pub insensitive: Vec<(String, String)>,
 }
 
-pub fn bless(run: &RunResults<'_>, options: &BlessOptions<'_>) -> Result<BlessOutcome, BlessError> {
+/// Writes the baseline from `runs`: one or more complete runs of the same trials (fresh workers,
+/// interleaved trial by trial), whose spread is what later comparisons measure noise by. The first
+/// run's fingerprint and suites stand for all.
+pub fn bless(
+    runs: &[RunResults<'_>],
+    options: &BlessOptions<'_>,
+) -> Result<BlessOutcome, BlessError> {
     let path = options.baseline_path;
+    let Some(run) = runs.first() else {
+        return Err(BlessError::Nothing {
+            path: path.to_path_buf(),
+            why: "no run to take figures from".into(),
+            help: "pass --runs 1 or more".into(),
+        });
+    };
     if options.ci {
         let local = bless_command(
             options.runner,
@@ -170,9 +195,23 @@ pub fn bless(run: &RunResults<'_>, options: &BlessOptions<'_>) -> Result<BlessOu
     let scoped: Vec<&TrialRecord> = run
         .records
         .iter()
-        .filter(|record| options.filter.matches(&record.name))
+        .filter(|record| {
+            options
+                .filter
+                .matches(&record.name, Some(record.spec.reader.name()))
+        })
         .collect();
-    refuse_failures(&scoped)?;
+    // Every run's record of each selected trial, in run order.
+    let rounds: Vec<Vec<&TrialRecord>> = scoped
+        .iter()
+        .map(|first| {
+            runs.iter()
+                .filter_map(|run| run.records.iter().find(|r| r.name == first.name))
+                .collect()
+        })
+        .collect();
+    refuse_failures(rounds.iter().flatten().copied())?;
+    refuse_unstable(&rounds)?;
     let differences = old
         .as_ref()
         .map(|b| fingerprint::diff(&b.fingerprint, run.fingerprint))
@@ -203,10 +242,11 @@ pub fn bless(run: &RunResults<'_>, options: &BlessOptions<'_>) -> Result<BlessOu
         changes: Vec::new(),
         unchanged: Vec::new(),
         kept: Vec::new(),
+        insensitive: Vec::new(),
     };
     let re_record_all = options.refresh || runner_changed;
-    for record in &scoped {
-        take(record, &mut trials, options, re_record_all, &mut outcome);
+    for records in &rounds {
+        take(records, &mut trials, options, re_record_all, &mut outcome);
     }
     remove_undefined(run, options, &mut trials, &mut outcome);
 
@@ -225,10 +265,10 @@ pub fn bless(run: &RunResults<'_>, options: &BlessOptions<'_>) -> Result<BlessOu
         }
         return Ok(outcome);
     }
-    if old.is_none() && trials.is_empty() {
+    if trials.is_empty() {
         return Err(BlessError::Nothing {
             path: path.to_path_buf(),
-            why: "no trial of this run passed with measured repetitions".into(),
+            why: "no trial would be left in it: none of the selected trials passed with measured passes".into(),
             help: "run the trials on this runner first; ignored trials (no GPU) cannot be blessed"
                 .into(),
         });
@@ -245,9 +285,8 @@ pub fn bless(run: &RunResults<'_>, options: &BlessOptions<'_>) -> Result<BlessOu
     Ok(outcome)
 }
 
-fn refuse_failures(scoped: &[&TrialRecord]) -> Result<(), BlessError> {
-    let failed: Vec<&&TrialRecord> = scoped
-        .iter()
+fn refuse_failures<'a>(records: impl Iterator<Item = &'a TrialRecord>) -> Result<(), BlessError> {
+    let failed: Vec<&TrialRecord> = records
         .filter(|record| record.status == Status::Failed)
         .collect();
     if failed.is_empty() {
@@ -263,30 +302,63 @@ fn refuse_failures(scoped: &[&TrialRecord]) -> Result<(), BlessError> {
             )
         })
         .collect();
-    Err(BlessError::FailedTrials {
-        trials: failed.iter().map(|record| record.name.clone()).collect(),
-        details,
-    })
+    let mut trials: Vec<String> = failed.iter().map(|record| record.name.clone()).collect();
+    trials.dedup();
+    Err(BlessError::FailedTrials { trials, details })
 }
 
-/// One selected trial: add, update or keep its entry.
+/// A trial whose path or checksum differs between the blessed runs has no baseline to speak of.
+fn refuse_unstable(rounds: &[Vec<&TrialRecord>]) -> Result<(), BlessError> {
+    let mut details = String::new();
+    for records in rounds {
+        let seen: Vec<(&str, Option<u64>)> = records
+            .iter()
+            .filter_map(|r| r.measurement.as_ref())
+            .map(|m| (m.path.as_str(), m.integrity.checksum))
+            .collect();
+        if seen.windows(2).any(|pair| pair[0] != pair[1]) {
+            let runs: Vec<String> = seen
+                .iter()
+                .enumerate()
+                .map(|(i, (path, checksum))| {
+                    let checksum = checksum.map_or_else(|| "none".into(), gds_model::hex::format);
+                    format!("run {}: path {path}, checksum {checksum}", i + 1)
+                })
+                .collect();
+            let _ = writeln!(details, "  {}: {}", records[0].name, runs.join("; "));
+        }
+    }
+    if details.is_empty() {
+        Ok(())
+    } else {
+        Err(BlessError::Unstable { details })
+    }
+}
+
+/// One selected trial, as every blessed run measured it: add, update or keep its entry.
 fn take(
-    record: &TrialRecord,
+    records: &[&TrialRecord],
     trials: &mut BTreeMap<String, TrialBaseline>,
     options: &BlessOptions<'_>,
     re_record_all: bool,
     outcome: &mut BlessOutcome,
 ) {
-    let name = record.name.clone();
-    let measured = record
-        .measurement
-        .as_ref()
-        .filter(|m| record.status == Status::Passed && !m.gbps.is_empty());
-    let Some(m) = measured else {
-        let reason = match record.status {
+    let first = records[0];
+    let name = first.name.clone();
+    let measured: Option<Vec<&Measurement>> = records
+        .iter()
+        .map(|record| {
+            record
+                .measurement
+                .as_ref()
+                .filter(|m| record.status == Status::Passed && !m.gbps.is_empty())
+        })
+        .collect();
+    let Some(measured) = measured else {
+        let reason = match first.status {
             Status::Ignored => format!(
                 "did not run: {}",
-                record.reason.as_deref().unwrap_or("no reason given")
+                first.reason.as_deref().unwrap_or("no reason given")
             ),
             _ => "no measured repetitions".to_string(),
         };
@@ -304,7 +376,13 @@ fn take(
         }
         return;
     };
-    let new = TrialBaseline::from_measurement(m, &options.provenance);
+    let new = TrialBaseline::from_runs(&measured, &options.provenance);
+    let sensitivity = Throughput::measure(&new.runs, &new.runs[0], first.spec.expect.tolerance);
+    if sensitivity.spread_exceeds_tolerance() || sensitivity.spread.is_none() {
+        outcome
+            .insensitive
+            .push((name.clone(), threshold(&sensitivity)));
+    }
     match trials.get(&name) {
         None => {
             trials.insert(name.clone(), new.clone());
@@ -313,7 +391,9 @@ fn take(
                 .push(TrialChange::Added { trial: name, new });
         }
         Some(old) => {
-            let within_noise = matches!(judge(old, record), Judgement::Pass { .. });
+            let within_noise = records
+                .iter()
+                .all(|record| matches!(judge(old, record), Judgement::Pass { .. }));
             if old.same_figures(&new) || (within_noise && !re_record_all) {
                 outcome.unchanged.push(name);
             } else {
@@ -341,7 +421,7 @@ fn remove_undefined(
     };
     let stale: Vec<String> = trials
         .keys()
-        .filter(|name| options.filter.matches(name) && !defined.contains(*name))
+        .filter(|name| options.filter.matches(name, None) && !defined.contains(*name))
         .filter(|name| !run.records.iter().any(|r| &r.name == *name))
         .cloned()
         .collect();
@@ -375,11 +455,9 @@ impl fmt::Display for BlessOutcome {
             match change {
                 TrialChange::Added { trial, new } => writeln!(
                     f,
-                    "  + {trial}: {} median of {} ({:.2}–{:.2}), path {}{}",
+                    "  + {trial}: {} from {}, path {}{}",
                     gbps(new.median_gbps),
-                    new.samples,
-                    new.min_gbps,
-                    new.max_gbps,
+                    runs_figures(new),
                     new.path,
                     new.checksum
                         .map(|c| format!(", checksum {}", gds_model::hex::format(c)))
@@ -402,6 +480,9 @@ impl fmt::Display for BlessOutcome {
                 "  kept: {trial} ({why}); pass --remove-missing to drop it"
             )?;
         }
+        for (trial, threshold) in &self.insensitive {
+            writeln!(f, "  warning: {trial}: {threshold}")?;
+        }
         if !self.unchanged.is_empty() {
             writeln!(
                 f,
@@ -413,12 +494,33 @@ impl fmt::Display for BlessOutcome {
     }
 }
 
+/// `5 runs (run medians 1.16–1.41, spread 7.5%)`, or the passes of a single run.
+fn runs_figures(trial: &TrialBaseline) -> String {
+    let medians = &trial.run_medians_gbps;
+    if medians.len() < 2 {
+        return format!(
+            "1 run of {} passes ({:.2}–{:.2})",
+            trial.samples, trial.min_gbps, trial.max_gbps
+        );
+    }
+    let (_, spread) = log_mean_sd(medians);
+    let range = Summary::of(medians);
+    format!(
+        "{} runs (run medians {:.2}–{:.2}, spread {:.1}%)",
+        medians.len(),
+        range.min,
+        range.max,
+        spread * 100.0
+    )
+}
+
 fn describe_update(old: &TrialBaseline, new: &TrialBaseline) -> String {
     let mut parts = vec![format!(
-        "median {:.2} → {} ({})",
+        "median {:.2} → {} ({}), {}",
         old.median_gbps,
         gbps(new.median_gbps),
-        change(new.median_gbps / old.median_gbps)
+        change(new.median_gbps / old.median_gbps),
+        runs_figures(new)
     )];
     if old.path != new.path {
         parts.push(format!("path {} → {}", old.path, new.path));

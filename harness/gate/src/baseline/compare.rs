@@ -28,11 +28,12 @@ pub struct RunResults<'a> {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "kebab-case")]
 pub enum Judgement {
-    /// Same path, same checksum, throughput within tolerance or not significantly different.
+    /// Same path, same checksum, throughput within what the tolerance and the runner's
+    /// run-to-run spread allow (or a slow run that its confirmation run did not repeat).
     Pass { throughput: Throughput },
-    /// Slower beyond the tolerance, and significantly so.
+    /// Slower beyond the tolerance and the runner's spread, in the run and in every confirmation.
     Regression { throughput: Throughput },
-    /// Faster beyond the tolerance, significantly: consider blessing. Not a failure.
+    /// Faster beyond the tolerance and the spread: consider blessing. Not a failure.
     Faster { throughput: Throughput },
     /// The path verdict differs from the baseline's (e.g. `nvfs` → `cufile-posix`). A failure.
     PathChanged {
@@ -93,6 +94,17 @@ impl Judgement {
             Judgement::PathChanged { .. }
             | Judgement::ChecksumChanged { .. }
             | Judgement::MissingTrial { .. } => Severity::Failure,
+        }
+    }
+
+    /// The throughput comparison, where the judgement made one.
+    pub fn throughput(&self) -> Option<&Throughput> {
+        match self {
+            Judgement::Pass { throughput }
+            | Judgement::Regression { throughput }
+            | Judgement::Faster { throughput }
+            | Judgement::PathChanged { throughput, .. } => Some(throughput),
+            _ => None,
         }
     }
 
@@ -273,7 +285,10 @@ pub fn judge(entry: &TrialBaseline, record: &TrialRecord) -> Judgement {
             to: Some(to),
         };
     }
-    let throughput = Throughput::measure(&entry.gbps, &m.gbps, record.spec.expect.tolerance);
+    let mut throughput = Throughput::measure(&entry.runs, &m.gbps, record.spec.expect.tolerance);
+    for repeat in record.confirmations.iter().filter(|r| !r.gbps.is_empty()) {
+        throughput.confirm(&repeat.gbps);
+    }
     if entry.path != m.path {
         return Judgement::PathChanged {
             from: entry.path.clone(),

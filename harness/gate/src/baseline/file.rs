@@ -11,10 +11,11 @@ use super::fingerprint::Fingerprint;
 use super::stats::{Summary, median};
 use gds_model::record::Measurement;
 
-/// Bump when a field changes meaning or disappears; older gates refuse newer files.
-pub const SCHEMA_VERSION: u32 = 1;
+/// Bump when a field changes meaning or disappears; older gates refuse newer files. Version 1
+/// held one run's passes (`gbps`); it is read as a baseline of one run.
+pub const SCHEMA_VERSION: u32 = 2;
 
-const HEADER: &str = "# gds-gate baseline. Written by `cargo xtask gds-gate bless`; review changes as a diff,\n# do not edit by hand (the statistics use `gbps`, the other figures are for people).\n";
+const HEADER: &str = "# gds-gate baseline. Written by `cargo xtask gds-gate bless`; review changes as a diff,\n# do not edit by hand (the statistics use `runs`, the other figures are for people).\n";
 
 /// One runner's baseline. Field order is file order; trials are sorted by name.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -44,14 +45,16 @@ pub struct Provenance {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TrialBaseline {
+    /// Median of the blessed runs' medians.
     pub median_gbps: f64,
-    /// Median absolute deviation from the median.
-    pub mad_gbps: f64,
+    /// Each blessed run's median, in the order the runs ran.
+    pub run_medians_gbps: Vec<f64>,
     pub min_gbps: f64,
     pub max_gbps: f64,
+    /// Passes over all blessed runs.
     pub samples: usize,
-    /// Every measured repetition: what the significance test compares against.
-    pub gbps: Vec<f64>,
+    /// Every blessed run's measured passes: what the comparison uses (see `decision`).
+    pub runs: Vec<Vec<f64>>,
     /// The path verdict, e.g. `nvfs`, `cufile-posix`, `host`.
     pub path: String,
     /// The checksum of what was read, `0x…`; absent when the trial does not verify.
@@ -62,18 +65,25 @@ pub struct TrialBaseline {
 }
 
 impl TrialBaseline {
-    pub fn from_measurement(m: &Measurement, provenance: &Provenance) -> TrialBaseline {
-        let gbps: Vec<f64> = m.gbps.iter().copied().map(round).collect();
-        let summary = Summary::of(&gbps);
+    /// From the measurements of the blessed runs, in the order they ran: at least one, all with
+    /// passes, path and checksum as the first's (bless checks that).
+    pub fn from_runs(runs: &[&Measurement], provenance: &Provenance) -> TrialBaseline {
+        let first = runs[0];
+        let runs: Vec<Vec<f64>> = runs
+            .iter()
+            .map(|m| m.gbps.iter().copied().map(round).collect())
+            .collect();
+        let passes = Summary::of(&runs.concat());
+        let run_medians: Vec<f64> = runs.iter().map(|run| round(median(run))).collect();
         TrialBaseline {
-            median_gbps: round(summary.median),
-            mad_gbps: round(summary.mad),
-            min_gbps: summary.min,
-            max_gbps: summary.max,
-            samples: gbps.len(),
-            gbps,
-            path: m.path.clone(),
-            checksum: m.integrity.checksum,
+            median_gbps: round(median(&run_medians)),
+            run_medians_gbps: run_medians,
+            min_gbps: passes.min,
+            max_gbps: passes.max,
+            samples: passes.count,
+            runs,
+            path: first.path.clone(),
+            checksum: first.integrity.checksum,
             blessed_at: provenance.blessed_at.clone(),
             gate_version: provenance.gate_version.clone(),
         }
@@ -81,7 +91,7 @@ impl TrialBaseline {
 
     /// Equal in everything a comparison looks at (not when or by which gate it was blessed).
     pub fn same_figures(&self, other: &TrialBaseline) -> bool {
-        self.gbps == other.gbps && self.path == other.path && self.checksum == other.checksum
+        self.runs == other.runs && self.path == other.path && self.checksum == other.checksum
     }
 }
 
@@ -148,14 +158,14 @@ pub fn parse(path: &Path, text: &str) -> Result<Baseline, BaselineError> {
         None => {
             return Err(corrupt(
                 (1, 1),
-                "expected a mapping that starts with `schema_version: 1`, found no `schema_version`"
+                "expected a mapping that starts with `schema_version: 2`, found no `schema_version`"
                     .into(),
             ));
         }
         Some(None) => {
             return Err(corrupt(
                 (version_line, 1),
-                "expected `schema_version` to be a whole number such as 1".into(),
+                "expected `schema_version` to be a whole number such as 2".into(),
             ));
         }
         Some(Some(found)) if found > u64::from(SCHEMA_VERSION) => {
@@ -165,6 +175,13 @@ pub fn parse(path: &Path, text: &str) -> Result<Baseline, BaselineError> {
                 found,
                 supported: SCHEMA_VERSION,
             });
+        }
+        Some(Some(1)) => {
+            let old: v1::Baseline = yaml_serde::from_str(text)
+                .map_err(|error| corrupt(position(&error), message(&error)))?;
+            let baseline = old.upgrade();
+            validate(path, text, &baseline)?;
+            return Ok(baseline);
         }
         Some(Some(_)) => {}
     }
@@ -193,38 +210,123 @@ fn validate(path: &Path, text: &str, baseline: &Baseline) -> Result<(), Baseline
             ),
         ));
     }
+    if baseline.trials.is_empty() {
+        return Err(corrupt(
+            line_of(text, "trials:").unwrap_or(1),
+            "expected `trials` to hold at least one trial; the file is cut short or was edited by hand (bless again to rewrite it)".into(),
+        ));
+    }
     for (name, trial) in &baseline.trials {
         let line = line_of(text, name).unwrap_or(1);
-        if trial.gbps.is_empty() || trial.gbps.iter().any(|x| !x.is_finite() || *x <= 0.0) {
+        let runs_valid = !trial.runs.is_empty()
+            && trial
+                .runs
+                .iter()
+                .all(|run| !run.is_empty() && run.iter().all(|x| x.is_finite() && *x > 0.0));
+        if !runs_valid {
             return Err(corrupt(
                 line,
                 format!(
-                    "trial `{name}`: expected `gbps` to list positive throughputs, one per repetition"
+                    "trial `{name}`: expected `runs` to list the blessed runs, each a list of positive throughputs, one per pass"
                 ),
             ));
         }
-        if trial.samples != trial.gbps.len() {
+        let passes: usize = trial.runs.iter().map(Vec::len).sum();
+        if trial.samples != passes {
             return Err(corrupt(
                 line,
                 format!(
-                    "trial `{name}`: `samples: {}` but `gbps` lists {} values",
+                    "trial `{name}`: `samples: {}` but `runs` lists {passes} passes",
                     trial.samples,
-                    trial.gbps.len()
                 ),
             ));
         }
-        if (median(&trial.gbps) - trial.median_gbps).abs() > 1e-3 {
+        let medians: Vec<f64> = trial.runs.iter().map(|run| median(run)).collect();
+        let medians_agree = medians.len() == trial.run_medians_gbps.len()
+            && medians
+                .iter()
+                .zip(&trial.run_medians_gbps)
+                .all(|(a, b)| (a - b).abs() <= 1e-3);
+        if !medians_agree || (median(&medians) - trial.median_gbps).abs() > 1e-3 {
             return Err(corrupt(
                 line,
                 format!(
-                    "trial `{name}`: `median_gbps: {}` is not the median of `gbps` ({:.4}); the file was edited by hand",
-                    trial.median_gbps,
-                    median(&trial.gbps)
+                    "trial `{name}`: `median_gbps` or `run_medians_gbps` are not the medians of `runs`; the file was edited by hand (bless again to rewrite it)"
                 ),
             ));
         }
     }
     Ok(())
+}
+
+/// Schema version 1: one run's passes per trial. Read and upgraded, never written.
+mod v1 {
+    use std::collections::BTreeMap;
+
+    use serde::Deserialize;
+
+    use super::{Fingerprint, Provenance, TrialBaseline, median};
+
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    pub struct Baseline {
+        runner: String,
+        fingerprint: Fingerprint,
+        provenance: Provenance,
+        trials: BTreeMap<String, Trial>,
+        #[serde(rename = "schema_version")]
+        _schema_version: u32,
+    }
+
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Trial {
+        median_gbps: f64,
+        #[serde(rename = "mad_gbps")]
+        _mad_gbps: f64,
+        min_gbps: f64,
+        max_gbps: f64,
+        samples: usize,
+        gbps: Vec<f64>,
+        path: String,
+        #[serde(with = "gds_model::hex::option")]
+        checksum: Option<u64>,
+        blessed_at: String,
+        gate_version: String,
+    }
+
+    impl Baseline {
+        /// A version-1 trial is a baseline of one run; its `median_gbps` stays as written, so
+        /// that a hand-edited file is still caught by the validation.
+        pub fn upgrade(self) -> super::Baseline {
+            let trials = self
+                .trials
+                .into_iter()
+                .map(|(name, t)| {
+                    let trial = TrialBaseline {
+                        median_gbps: t.median_gbps,
+                        run_medians_gbps: vec![median(&t.gbps)],
+                        min_gbps: t.min_gbps,
+                        max_gbps: t.max_gbps,
+                        samples: t.samples,
+                        runs: vec![t.gbps],
+                        path: t.path,
+                        checksum: t.checksum,
+                        blessed_at: t.blessed_at,
+                        gate_version: t.gate_version,
+                    };
+                    (name, trial)
+                })
+                .collect();
+            super::Baseline {
+                schema_version: super::SCHEMA_VERSION,
+                runner: self.runner,
+                fingerprint: self.fingerprint,
+                provenance: self.provenance,
+                trials,
+            }
+        }
+    }
 }
 
 fn position(error: &yaml_serde::Error) -> (usize, usize) {
@@ -298,7 +400,7 @@ mod tests {
             let m = fixtures::measurement(&BASE, "nvfs", CHECKSUM);
             trials.insert(
                 name.to_string(),
-                TrialBaseline::from_measurement(&m, &provenance()),
+                TrialBaseline::from_runs(&[&m], &provenance()),
             );
         }
         Baseline {
@@ -375,7 +477,11 @@ mod tests {
         );
         let truncated = &good[..good.len() / 2];
         std::fs::write(&path, truncated).unwrap();
-        assert!(matches!(read(&path), Err(BaselineError::Corrupt { .. })));
+        let read_back = read(&path);
+        assert!(
+            matches!(read_back, Err(BaselineError::Corrupt { .. })),
+            "{read_back:?}\n{truncated}"
+        );
         expect_corrupt(&path, "- just\n- a list\n", 1, "schema_version");
         let typo = good.replace("median_gbps:", "median_gbsp:");
         let line = typo
@@ -394,7 +500,7 @@ mod tests {
             &path,
             &edited,
             line,
-            "`samples: 4` but `gbps` lists 5 values",
+            "`samples: 4` but `runs` lists 5 passes",
         );
         let other_runner = good.replace("runner: gpu-runner-1", "runner: other");
         expect_corrupt(&path, &other_runner, 4, "does not match the file name");
@@ -404,7 +510,7 @@ mod tests {
     fn a_newer_schema_is_an_error_not_a_missing_baseline() {
         let (_dir, path) = scratch();
         let newer = render(&sample("gpu-runner-1"))
-            .replace("schema_version: 1", "schema_version: 2")
+            .replace("schema_version: 2", "schema_version: 3")
             .replace("median_gbps:", "p50_gbps:");
         std::fs::write(&path, newer).unwrap();
         let error = read(&path).unwrap_err();
@@ -413,7 +519,7 @@ mod tests {
             matches!(
                 error,
                 BaselineError::NewerSchema {
-                    found: 2,
+                    found: 3,
                     line: 3,
                     ..
                 }
@@ -421,7 +527,7 @@ mod tests {
             "{shown}"
         );
         assert!(
-            shown.contains(":3: baseline has schema_version 2"),
+            shown.contains(":3: baseline has schema_version 3"),
             "{shown}"
         );
         assert!(shown.contains("update gds-gate"), "{shown}");
@@ -522,7 +628,7 @@ mod tests {
         );
         // The next bless goes through regardless.
         let mut new = old;
-        new.trials.clear();
+        new.provenance.blessed_at = "2026-03-02T08:00:00Z".into();
         write(&path, &new).unwrap();
         assert_eq!(read(&path).unwrap(), Loaded::Present(new));
     }

@@ -5,9 +5,10 @@ use std::fmt::Write;
 use std::path::Path;
 
 use super::compare::{Judgement, Missing};
-use super::decision::{ALPHA, Throughput};
+use super::decision::{BLESS_RUNS, Throughput};
 use super::file::TrialBaseline;
 use super::fingerprint::{self, FieldChange, Fingerprint};
+use super::stats::Summary;
 use gds_model::hex;
 use gds_model::record::TrialRecord;
 
@@ -100,41 +101,73 @@ fn percent(fraction: f64) -> String {
     format!("{:.0}%", fraction * 100.0)
 }
 
-/// `median of 5, range 1.97–2.05, blessed 2026-03-01T12:00:00Z in `baselines/r1.yaml``
+/// `5 blessed run(s), run medians 1.16–1.41, blessed 2026-03-01T12:00:00Z in `baselines/r1.yaml``
 fn baseline_figures(entry: &TrialBaseline, file: &Path) -> String {
+    let medians = Summary::of(&entry.run_medians_gbps);
     format!(
-        "median of {}, range {:.2}–{:.2}, blessed {} in `{}`",
-        entry.samples,
-        entry.min_gbps,
-        entry.max_gbps,
+        "{} blessed run(s), run medians {:.2}–{:.2}, blessed {} in `{}`",
+        medians.count,
+        medians.min,
+        medians.max,
         entry.blessed_at,
         file.display()
     )
 }
 
+/// `1.08 GB/s (−18.2%), 1.10 GB/s (−16.7%)`: each ratio as GB/s and as a change.
+fn at_level(t: &Throughput, ratios: &[f64]) -> String {
+    ratios
+        .iter()
+        .map(|r| format!("{} ({})", gbps(r * t.level), change(*r)))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 fn run_figures(t: &Throughput) -> String {
-    format!(
-        "{} median of {}, range {:.2}–{:.2}",
+    let mut text = format!(
+        "{} median of {} passes, range {:.2}–{:.2}",
         gbps(t.run.median),
         t.run.count,
         t.run.min,
         t.run.max
-    )
-}
-
-fn statistics(t: &Throughput, p: f64) -> String {
-    let mut text = format!(
-        "estimated change {} (Hodges–Lehmann), one-sided Mann–Whitney p = {p:.3} (significant at ≤ {ALPHA})",
-        change(t.ratio)
     );
-    if !t.test_possible() {
+    if !t.confirmations.is_empty() {
         let _ = write!(
             text,
-            "; {} against {} repetitions cannot reach significance, so the tolerance alone decided: set `repetitions: 5` or more",
-            t.baseline.count, t.run.count
+            "; confirmation run(s): {}",
+            at_level(t, &t.confirmations)
         );
     }
     text
+}
+
+/// Where the line between noise and slower lies for this trial, and what set it.
+pub fn threshold(t: &Throughput) -> String {
+    let line = format!(
+        "slower means below {} ({} of the level {})",
+        gbps(t.level * t.slower_below()),
+        change(t.slower_below()),
+        gbps(t.level)
+    );
+    match (t.spread, t.lower_bound) {
+        (Some(spread), Some(bound)) if t.spread_exceeds_tolerance() => format!(
+            "{line}: this runner's run-to-run spread ({:.1}%) explains drops up to {}, more than the tolerance of {}: smaller drops cannot be told from noise here",
+            spread * 100.0,
+            percent(1.0 - bound),
+            percent(t.tolerance)
+        ),
+        (Some(spread), Some(_)) => format!(
+            "{line}: the tolerance of {} (this runner's run-to-run spread, {:.1}%, explains less)",
+            percent(t.tolerance),
+            spread * 100.0
+        ),
+        _ => format!(
+            "{line}: the tolerance of {} alone, since {} blessed run(s) cannot show this runner's run-to-run spread (bless with --runs {} or more)",
+            percent(t.tolerance),
+            t.baseline.count,
+            BLESS_RUNS
+        ),
+    }
 }
 
 /// `(headline, message)` for one trial's judgement.
@@ -161,33 +194,42 @@ pub fn explain(
     let unchanged = "the runner's fingerprint (GPU, driver, CUDA, cuFile, KvikIO, nvidia-fs, kernel, file system, cufile.json) is unchanged";
     match (judgement, entry) {
         (Judgement::Pass { throughput: t }, _) => {
-            let headline = format!(
+            let mut headline = format!(
                 "as fast as the baseline: {:.2} vs {} ({})",
                 t.run.median,
-                gbps(t.baseline.median),
+                gbps(t.level),
                 change(t.ratio)
             );
+            if t.cleared_by_confirmation() {
+                let _ = write!(
+                    headline,
+                    "; that run looked slower, its confirmation run did not: {}",
+                    at_level(t, &t.confirmations)
+                );
+            }
             let message = format!("{trial}: {headline}");
             (headline, message)
         }
         (Judgement::Regression { throughput: t }, Some(entry)) => {
             let headline = format!(
-                "slower than the baseline: {:.2} vs {} ({}, p = {:.3})",
+                "slower than the baseline: {:.2} vs {} ({}){}",
                 t.run.median,
-                gbps(t.baseline.median),
+                gbps(t.level),
                 change(t.ratio),
-                t.p_slower
+                match t.confirmations.len() {
+                    0 => String::new(),
+                    n => format!(", confirmed by {n} more run(s)"),
+                }
             );
             let message = format!(
-                "{trial}: slower than its baseline by {:.1}%, beyond the tolerance of {}\n  expected: about {}, at most {} slower ({}), path `{}`\n  seen:     {}; {}\n  likely cause: {}\n  next: find and fix the cause; if the new speed is intended, bless it on this runner:\n        {bless}",
+                "{trial}: slower than its baseline by {:.1}%, beyond the tolerance of {} and beyond this runner's run-to-run spread\n  expected: about {} ({}), path `{}`; {}\n  seen:     {}\n  likely cause: {}\n  next: find and fix the cause; if the new speed is intended, bless it on this runner:\n        {bless}",
                 t.drop() * 100.0,
                 percent(t.tolerance),
-                gbps(entry.median_gbps),
-                percent(t.tolerance),
+                gbps(t.level),
                 figures(entry),
                 entry.path,
+                threshold(t),
                 run_figures(t),
-                statistics(t, t.p_slower),
                 cause(&format!(
                     "{unchanged}: look at the storage (other jobs on the disk, a degraded array, a fuller file system, thermal throttling) and at changes to this trial's settings"
                 )),
@@ -198,18 +240,17 @@ pub fn explain(
             let headline = format!(
                 "faster than baseline — consider blessing: {:.2} vs {} ({})",
                 t.run.median,
-                gbps(t.baseline.median),
+                gbps(t.level),
                 change(t.ratio)
             );
             let message = format!(
-                "{trial}: faster than baseline — consider blessing ({}, beyond the tolerance of {})\n  expected: about {} ({}), path `{}`\n  seen:     {}; {}\n  likely cause: {}\n  next: if the speed-up is expected, record it so that a later drop is measured from the new level:\n        {bless}",
+                "{trial}: faster than baseline — consider blessing ({}, beyond the tolerance of {} and this runner's run-to-run spread)\n  expected: about {} ({}), path `{}`\n  seen:     {}\n  likely cause: {}\n  next: if the speed-up is expected, record it so that a later drop is measured from the new level:\n        {bless}",
                 change(t.ratio),
                 percent(t.tolerance),
-                gbps(entry.median_gbps),
+                gbps(t.level),
                 figures(entry),
                 entry.path,
                 run_figures(t),
-                statistics(t, t.p_faster),
                 cause(&format!(
                     "{unchanged}: a quieter or emptier disk, or a change to this trial's settings"
                 )),

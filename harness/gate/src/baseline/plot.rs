@@ -260,7 +260,7 @@ mod tests {
             provenance: provenance.clone(),
             trials: BTreeMap::from([(
                 "s::a[x=1]".to_string(),
-                TrialBaseline::from_measurement(&m, &provenance),
+                TrialBaseline::from_runs(&[&m], &provenance),
             )]),
         };
         let dir = tempfile::tempdir().unwrap();

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use super::compare::{Comparison, Judgement, Severity};
 use super::fingerprint::{self, ChangeKind};
-use super::message::{bless_command, change};
+use super::message::{bless_command, change, threshold};
 use super::plot::PlotFile;
 
 /// The console text: the fingerprint block, then every judgement that is not a plain pass, then
@@ -36,6 +36,9 @@ pub fn console(comparison: &Comparison) -> String {
             let _ = writeln!(out, "\n{}", trial.message);
         }
     }
+    for line in cleared(comparison).chain(insensitive(comparison)) {
+        let _ = writeln!(out, "\nwarning: {line}");
+    }
     let passed = comparison
         .trials
         .iter()
@@ -51,6 +54,26 @@ pub fn console(comparison: &Comparison) -> String {
         comparison.not_selected
     );
     out
+}
+
+/// Trials whose first run looked slower and whose confirmation run did not: passed, but worth
+/// seeing, since a run that is often cleared this way is a runner getting noisier.
+fn cleared(comparison: &Comparison) -> impl Iterator<Item = String> + '_ {
+    comparison.trials.iter().filter_map(|trial| {
+        let t = trial.judgement.throughput()?;
+        t.cleared_by_confirmation()
+            .then(|| format!("{}: {}", trial.trial, trial.headline))
+    })
+}
+
+/// Trials whose tolerance this runner's spread cannot honour (or whose spread is unknown): the
+/// gate says what it can detect instead of failing or passing silently.
+fn insensitive(comparison: &Comparison) -> impl Iterator<Item = String> + '_ {
+    comparison.trials.iter().filter_map(|trial| {
+        let t = trial.judgement.throughput()?;
+        (t.spread_exceeds_tolerance() || t.spread.is_none())
+            .then(|| format!("{}: {}", trial.trial, threshold(t)))
+    })
 }
 
 fn count(comparison: &Comparison, test: impl Fn(&Judgement) -> bool) -> usize {
@@ -132,24 +155,18 @@ pub fn markdown(comparison: &Comparison, plots: &[PlotFile], summary_dir: &Path)
     }
     let _ = writeln!(
         out,
-        "| trial | vs baseline | baseline GB/s | run GB/s | change | p | plot |"
+        "| trial | vs baseline | baseline GB/s | run GB/s | change | slower below | plot |"
     );
     let _ = writeln!(out, "|---|---|---:|---:|---:|---:|---|");
     for trial in &comparison.trials {
-        let (base, run, delta, p) = match &trial.judgement {
-            Judgement::Pass { throughput: t } | Judgement::Regression { throughput: t } => (
-                format!("{:.2}", t.baseline.median),
+        let (base, run, delta, below) = match trial.judgement.throughput() {
+            Some(t) => (
+                format!("{:.2}", t.level),
                 format!("{:.2}", t.run.median),
                 change(t.ratio),
-                format!("{:.3}", t.p_slower),
+                change(t.slower_below()),
             ),
-            Judgement::Faster { throughput: t } | Judgement::PathChanged { throughput: t, .. } => (
-                format!("{:.2}", t.baseline.median),
-                format!("{:.2}", t.run.median),
-                change(t.ratio),
-                format!("{:.3}", t.p_faster.min(t.p_slower)),
-            ),
-            _ => Default::default(),
+            None => Default::default(),
         };
         let mark = match trial.judgement.severity() {
             Severity::Failure => "**FAILED**: ",
@@ -166,10 +183,13 @@ pub fn markdown(comparison: &Comparison, plots: &[PlotFile], summary_dir: &Path)
             .unwrap_or_default();
         let _ = writeln!(
             out,
-            "| `{}` | {mark}{} | {base} | {run} | {delta} | {p} | {plot} |",
+            "| `{}` | {mark}{} | {base} | {run} | {delta} | {below} | {plot} |",
             trial.trial,
             trial.judgement.label().replace('|', "\\|")
         );
+    }
+    for line in cleared(comparison).chain(insensitive(comparison)) {
+        let _ = writeln!(out, "\n> **Warning:** {}", line.replace('|', "\\|"));
     }
     let failing: Vec<_> = comparison
         .trials
@@ -185,7 +205,7 @@ pub fn markdown(comparison: &Comparison, plots: &[PlotFile], summary_dir: &Path)
     }
     let _ = writeln!(
         out,
-        "\nGB/s are medians; change is the Hodges–Lehmann estimate; p is the one-sided exact Mann–Whitney p-value. Baseline: `{file}`{}.",
+        "\nBaseline GB/s is the level of the blessed runs (geometric mean of their medians), run GB/s this run's median; a trial is slower below the tolerance and below what this runner's run-to-run spread explains, and only when its confirmation run agrees. Baseline: `{file}`{}.",
         if comparison.not_selected > 0 {
             format!(", {} trial(s) not selected", comparison.not_selected)
         } else {

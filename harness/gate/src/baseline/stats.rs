@@ -1,18 +1,8 @@
-//! Small-sample statistics for throughput: summaries, the exact Mann–Whitney test and the
-//! Hodges–Lehmann estimate of the run/baseline ratio.
+//! Small-sample statistics for throughput: summaries, and the Student t quantile behind the
+//! prediction bound of the run-level decision (see `decision`).
 //!
-//! Why Mann–Whitney with exact p-values rather than a bootstrap confidence interval of the median
-//! ratio: at the default 5 repetitions a bootstrap has only 126 distinct resamples per side, its
-//! percentile interval is too narrow (it under-covers, which is a false alarm in waiting), and it
-//! needs a random generator in the gate. The rank test is distribution-free (throughput noise is
-//! skewed: a slow outlier is common, a fast one rare), exact at any sample size through the
-//! permutation distribution below (ties included), and deterministic: the same samples always give
-//! the same verdict. Its smallest possible one-sided p-value with 5 against 5 samples is
-//! 1/252 ≈ 0.004, so it can reach significance at the default repetitions.
-//!
-//! The size of a change is estimated by Hodges–Lehmann (the median of all run/baseline sample
-//! ratios) rather than by the ratio of the two medians: with 5 samples it has about two thirds of
-//! the variance, which is what lets a 15% drop clear a 10% tolerance reliably (see `simulate`).
+//! Throughput noise is multiplicative (a slower disk slows every pass by a factor), so levels and
+//! spreads are taken on the log scale: a log-scale standard deviation of 0.10 is about 10% CV.
 
 use serde::{Deserialize, Serialize};
 
@@ -51,143 +41,123 @@ fn median_or_zero(samples: &[f64]) -> f64 {
     }
 }
 
-/// Hodges–Lehmann estimate of `run / baseline`: the median over all pairs of `run_j / base_i`,
-/// taken on the log scale so that a halving and a doubling are symmetric.
-pub fn ratio_estimate(baseline: &[f64], run: &[f64]) -> f64 {
-    let logs: Vec<f64> = run
-        .iter()
-        .flat_map(|r| baseline.iter().map(move |b| (r / b).ln()))
-        .collect();
-    median(&logs).exp()
+/// Mean and sample standard deviation of the logs of `values` (all positive); the deviation is
+/// 0 for fewer than two values.
+pub fn log_mean_sd(values: &[f64]) -> (f64, f64) {
+    let logs: Vec<f64> = values.iter().map(|v| v.ln()).collect();
+    let n = logs.len() as f64;
+    let mean = logs.iter().sum::<f64>() / n;
+    if logs.len() < 2 {
+        return (mean, 0.0);
+    }
+    let variance = logs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0);
+    (mean, variance.sqrt())
 }
 
-/// One-sided exact p-values of the Mann–Whitney (Wilcoxon rank-sum) test of `run` against
-/// `baseline`.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct RankTest {
-    /// Probability, were both sets drawn from one distribution, of a run at least this much slower.
-    pub p_slower: f64,
-    /// The same for faster.
-    pub p_faster: f64,
-    /// The smallest one-sided p-value these sample counts can produce: when it is above the
-    /// significance level, the test cannot detect anything and says so.
-    pub p_min: f64,
-}
-
-/// Above this many pooled samples the exact distribution gives way to the normal approximation
-/// (its cost grows as N³; 200 samples is far beyond any sensible repetition count).
-const EXACT_LIMIT: usize = 200;
-
-pub fn rank_test(baseline: &[f64], run: &[f64]) -> RankTest {
-    let (m, n) = (run.len(), baseline.len());
-    if m == 0 || n == 0 {
-        return RankTest {
-            p_slower: 1.0,
-            p_faster: 1.0,
-            p_min: 1.0,
-        };
+/// The `p` quantile of Student's t distribution with `df` degrees of freedom (`df` ≥ 1), by
+/// bisection on its distribution function. Exact to far below the noise of any throughput.
+pub fn student_t_quantile(p: f64, df: f64) -> f64 {
+    if p == 0.5 {
+        return 0.0;
     }
-    // Doubled mid-ranks keep tied ranks integral.
-    let ranks = doubled_midranks(baseline, run);
-    let observed: usize = ranks[n..].iter().sum();
-    if m + n > EXACT_LIMIT {
-        return normal_approximation(&ranks, m, observed);
+    if p < 0.5 {
+        return -student_t_quantile(1.0 - p, df);
     }
-    let counts = rank_sum_counts(&ranks, m);
-    let total: f64 = counts.iter().sum();
-    let below: f64 = counts[..=observed].iter().sum();
-    let above: f64 = counts[observed..].iter().sum();
-    let lowest = counts.iter().find(|&&c| c > 0.0).copied().unwrap_or(total);
-    let highest = counts
-        .iter()
-        .rev()
-        .find(|&&c| c > 0.0)
-        .copied()
-        .unwrap_or(total);
-    RankTest {
-        p_slower: below / total,
-        p_faster: above / total,
-        p_min: lowest.min(highest) / total,
+    let (mut low, mut high) = (0.0, 1.0);
+    while student_t_cdf(high, df) < p {
+        high *= 2.0;
     }
-}
-
-/// Twice the mid-rank (1-based) of every sample in `baseline ++ run`, in that order.
-fn doubled_midranks(baseline: &[f64], run: &[f64]) -> Vec<usize> {
-    let pooled: Vec<f64> = baseline.iter().chain(run).copied().collect();
-    let mut order: Vec<usize> = (0..pooled.len()).collect();
-    order.sort_by(|&a, &b| pooled[a].total_cmp(&pooled[b]));
-    let mut ranks = vec![0; pooled.len()];
-    let mut start = 0;
-    while start < order.len() {
-        let mut end = start + 1;
-        while end < order.len() && pooled[order[end]] == pooled[order[start]] {
-            end += 1;
-        }
-        // Ranks start+1 ..= end share their mean; doubled, that is start + 1 + end.
-        for &index in &order[start..end] {
-            ranks[index] = start + 1 + end;
-        }
-        start = end;
-    }
-    ranks
-}
-
-/// `counts[s]`: how many ways `m` of the pooled samples have doubled rank sum `s` (the exact
-/// permutation distribution, ties included). Counts are f64: C(200, 100) overflows integers.
-fn rank_sum_counts(ranks: &[usize], m: usize) -> Vec<f64> {
-    let max_sum: usize = ranks.iter().sum();
-    // ways[k][s]: subsets of size k of the ranks seen so far with sum s.
-    let mut ways = vec![vec![0.0f64; max_sum + 1]; m + 1];
-    ways[0][0] = 1.0;
-    let mut reach = 0;
-    for &rank in ranks {
-        reach += rank;
-        for k in (1..=m).rev() {
-            let (lower, upper) = ways.split_at_mut(k);
-            let (from, to) = (&lower[k - 1], &mut upper[0]);
-            for s in (rank..=reach).rev() {
-                to[s] += from[s - rank];
-            }
+    for _ in 0..100 {
+        let mid = (low + high) / 2.0;
+        if student_t_cdf(mid, df) < p {
+            low = mid;
+        } else {
+            high = mid;
         }
     }
-    ways.swap_remove(m)
+    (low + high) / 2.0
 }
 
-fn normal_approximation(ranks: &[usize], m: usize, observed: usize) -> RankTest {
-    let total = ranks.len() as f64;
-    let m = m as f64;
-    let mean_rank = ranks.iter().sum::<usize>() as f64 / total;
-    let variance_rank = ranks
-        .iter()
-        .map(|&r| (r as f64 - mean_rank).powi(2))
-        .sum::<f64>()
-        / (total - 1.0);
-    let mean = m * mean_rank;
-    let sd = (m * (total - m) / total * variance_rank).sqrt();
-    // Continuity correction of half a rank, which is one unit of the doubled scale.
-    let z_slower = (observed as f64 + 1.0 - mean) / sd;
-    let z_faster = (observed as f64 - 1.0 - mean) / sd;
-    RankTest {
-        p_slower: normal_cdf(z_slower),
-        p_faster: 1.0 - normal_cdf(z_faster),
-        p_min: 0.0,
+/// P(T ≤ t) for Student's t with `df` degrees of freedom, through the regularized incomplete beta
+/// function: P(|T| > t) = I_{df/(df+t²)}(df/2, 1/2).
+pub fn student_t_cdf(t: f64, df: f64) -> f64 {
+    let tail = incomplete_beta(df / 2.0, 0.5, df / (df + t * t)) / 2.0;
+    if t >= 0.0 { 1.0 - tail } else { tail }
+}
+
+/// The regularized incomplete beta function I_x(a, b), by its continued fraction (Lentz's method,
+/// as in Numerical Recipes §6.4), using the symmetry I_x(a, b) = 1 − I_{1−x}(b, a) where that
+/// converges faster.
+fn incomplete_beta(a: f64, b: f64, x: f64) -> f64 {
+    if x <= 0.0 {
+        return 0.0;
     }
-}
-
-/// Standard normal CDF (Abramowitz–Stegun 7.1.26 through erf; error below 1.5e-7).
-pub fn normal_cdf(z: f64) -> f64 {
-    let x = z.abs() / std::f64::consts::SQRT_2;
-    let t = 1.0 / (1.0 + 0.327_591_1 * x);
-    let poly = t
-        * (0.254_829_592
-            + t * (-0.284_496_736
-                + t * (1.421_413_741 + t * (-1.453_152_027 + t * 1.061_405_429))));
-    let erf = 1.0 - poly * (-x * x).exp();
-    if z >= 0.0 {
-        0.5 * (1.0 + erf)
+    if x >= 1.0 {
+        return 1.0;
+    }
+    let front =
+        (ln_gamma(a + b) - ln_gamma(a) - ln_gamma(b) + a * x.ln() + b * (1.0 - x).ln()).exp();
+    if x < (a + 1.0) / (a + b + 2.0) {
+        front * beta_fraction(a, b, x) / a
     } else {
-        0.5 * (1.0 - erf)
+        1.0 - front * beta_fraction(b, a, 1.0 - x) / b
     }
+}
+
+fn beta_fraction(a: f64, b: f64, x: f64) -> f64 {
+    const TINY: f64 = 1e-300;
+    let mut c = 1.0;
+    let mut d = 1.0 - (a + b) * x / (a + 1.0);
+    d = 1.0 / if d.abs() < TINY { TINY } else { d };
+    let mut h = d;
+    for m in 1..300 {
+        let m = f64::from(m);
+        for numerator in [
+            m * (b - m) * x / ((a + 2.0 * m - 1.0) * (a + 2.0 * m)),
+            -(a + m) * (a + b + m) * x / ((a + 2.0 * m) * (a + 2.0 * m + 1.0)),
+        ] {
+            d = 1.0 + numerator * d;
+            d = 1.0 / if d.abs() < TINY { TINY } else { d };
+            c = 1.0 + numerator / c;
+            if c.abs() < TINY {
+                c = TINY;
+            }
+            h *= d * c;
+        }
+        if (d * c - 1.0).abs() < 1e-15 {
+            break;
+        }
+    }
+    h
+}
+
+/// ln Γ(x) for x > 0 (Lanczos, g = 7, 9 terms; relative error below 1e-13).
+fn ln_gamma(x: f64) -> f64 {
+    const COEFFICIENTS: [f64; 9] = [
+        0.999_999_999_999_809_9,
+        676.520_368_121_885_1,
+        -1_259.139_216_722_402_8,
+        771.323_428_777_653_1,
+        -176.615_029_162_140_6,
+        12.507_343_278_686_905,
+        -0.138_571_095_265_720_12,
+        9.984_369_578_019_572e-6,
+        1.505_632_735_149_311_6e-7,
+    ];
+    if x < 0.5 {
+        // Reflection: Γ(x)Γ(1−x) = π / sin(πx).
+        let pi = std::f64::consts::PI;
+        return (pi / (pi * x).sin()).ln() - ln_gamma(1.0 - x);
+    }
+    let x = x - 1.0;
+    let t = x + 7.5;
+    let sum = COEFFICIENTS[1..]
+        .iter()
+        .enumerate()
+        .fold(COEFFICIENTS[0], |sum, (i, c)| {
+            sum + c / (x + i as f64 + 1.0)
+        });
+    0.5 * (2.0 * std::f64::consts::PI).ln() + (x + 0.5) * t.ln() - t + sum.ln()
 }
 
 #[cfg(test)]
@@ -203,66 +173,30 @@ mod tests {
     }
 
     #[test]
-    fn complete_separation_gives_the_smallest_exact_p() {
-        let baseline = [2.0, 2.1, 2.2, 2.3, 2.4];
-        let run = [1.0, 1.1, 1.2, 1.3, 1.4];
-        let test = rank_test(&baseline, &run);
-        assert!((test.p_slower - 1.0 / 252.0).abs() < 1e-12, "{test:?}");
-        assert!((test.p_faster - 1.0).abs() < 1e-12);
-        assert!((test.p_min - 1.0 / 252.0).abs() < 1e-12);
-        let reverse = rank_test(&run, &baseline);
-        assert!((reverse.p_faster - 1.0 / 252.0).abs() < 1e-12);
+    fn t_quantiles_match_the_tables() {
+        // Two-sided 90%, 95% and 99% points of common tables.
+        for (p, df, expected) in [
+            (0.95, 1.0, 6.314),
+            (0.95, 4.0, 2.132),
+            (0.975, 4.0, 2.776),
+            (0.99, 4.0, 3.747),
+            (0.95, 9.0, 1.833),
+            (0.99, 30.0, 2.457),
+        ] {
+            let t = student_t_quantile(p, df);
+            assert!(
+                (t - expected).abs() < 1e-3,
+                "t({p}, {df}) = {t}, tables say {expected}"
+            );
+        }
+        assert!((student_t_quantile(0.05, 4.0) + 2.132).abs() < 1e-3);
     }
 
     #[test]
-    fn one_inversion_doubles_the_tail() {
-        // Run ranks 1,2,3,4,6: only {1,2,3,4,5} and this set have a sum ≤ 16.
-        let test = rank_test(&[5.0, 7.0, 8.0, 9.0, 10.0], &[1.0, 2.0, 3.0, 4.0, 6.0]);
-        assert!((test.p_slower - 2.0 / 252.0).abs() < 1e-12, "{test:?}");
-    }
-
-    #[test]
-    fn matches_the_textbook_table_for_unequal_sizes() {
-        // m = 3 run, n = 4 baseline, U = 0 or 1: P = 2 / C(7,3) = 2/35.
-        let test = rank_test(&[4.0, 5.0, 6.0, 7.0], &[1.0, 2.0, 4.5]);
-        assert!((test.p_slower - 2.0 / 35.0).abs() < 1e-12, "{test:?}");
-    }
-
-    #[test]
-    fn identical_samples_are_not_significant_either_way() {
-        let test = rank_test(&[1.0; 5], &[1.0; 5]);
-        assert_eq!((test.p_slower, test.p_faster), (1.0, 1.0));
-    }
-
-    #[test]
-    fn too_few_samples_cannot_reach_one_percent() {
-        assert!(rank_test(&[2.0, 2.1, 2.2], &[1.0, 1.1, 1.2]).p_min > 0.01);
-        assert!(rank_test(&[2.0; 1], &[1.0; 1]).p_min >= 0.5);
-        assert_eq!(rank_test(&[], &[1.0]).p_slower, 1.0);
-    }
-
-    #[test]
-    fn large_samples_use_the_normal_approximation_sensibly() {
-        let baseline: Vec<f64> = (0..150).map(|i| 2.0 + f64::from(i) * 1e-3).collect();
-        let run: Vec<f64> = baseline.iter().map(|x| x * 0.8).collect();
-        let test = rank_test(&baseline, &run);
-        assert!(test.p_slower < 1e-6 && test.p_faster > 0.99, "{test:?}");
-        let same = rank_test(&baseline, &baseline);
-        assert!(same.p_slower > 0.4 && same.p_faster > 0.4, "{same:?}");
-    }
-
-    #[test]
-    fn hodges_lehmann_ratio() {
-        let baseline = [2.0, 2.0, 2.0];
-        let run = [1.7, 1.7, 1.7];
-        assert!((ratio_estimate(&baseline, &run) - 0.85).abs() < 1e-12);
-        assert!((ratio_estimate(&[1.0, 1.0], &[1.0, 4.0]) - 2.0).abs() < 1e-12);
-    }
-
-    #[test]
-    fn normal_cdf_known_values() {
-        assert!((normal_cdf(0.0) - 0.5).abs() < 1e-7);
-        assert!((normal_cdf(1.96) - 0.975).abs() < 1e-4);
-        assert!((normal_cdf(-2.326) - 0.01).abs() < 1e-4);
+    fn log_spread_of_run_levels() {
+        let (mean, sd) = log_mean_sd(&[1.0, std::f64::consts::E]);
+        assert!((mean - 0.5).abs() < 1e-12);
+        assert!((sd - 0.5f64.sqrt()).abs() < 1e-12);
+        assert_eq!(log_mean_sd(&[2.0]).1, 0.0);
     }
 }

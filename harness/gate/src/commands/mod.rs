@@ -27,10 +27,12 @@ pub fn dispatch(cli: Cli, argv: Vec<String>) -> u8 {
             accept_fingerprint,
             remove_missing,
             refresh,
+            runs,
             run,
         }) => bless::run(
             bless::BlessRequest {
                 from,
+                runs,
                 accept_fingerprint,
                 remove_missing,
                 refresh,

@@ -1,8 +1,9 @@
 //! One gate run: load suites, expand trials, prepare data, run the trials through libtest-mimic,
 //! write reports, and turn the outcome into an exit code.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Instant, SystemTime};
 
@@ -43,23 +44,37 @@ pub fn load_suites(paths: &[std::path::PathBuf]) -> Option<Vec<Suite>> {
 pub struct Outcome {
     pub report: Report,
     /// Every trial name the suites define (selected or not), for the baseline comparison.
-    pub defined: std::collections::BTreeSet<String>,
-    /// libtest's own count agreed with the records.
-    pub consistent: bool,
+    pub defined: BTreeSet<String>,
+    /// libtest's count of failed trials: the records' failures, their failures against the
+    /// baseline, and `missing_reported`.
+    pub libtest_failed: usize,
+    /// Baseline trials no suite defines that libtest ran (as failing trials of their own).
+    pub missing_reported: usize,
 }
 
 /// `gds-gate [OPTIONS] [FILTER]`: the trials, then the baseline comparison, then the reports.
 pub fn run_gate(args: RunArgs, command: Vec<String>) -> u8 {
-    let outcome = match run_trials(&args, command) {
+    // The baseline is read before the first trial: a damaged file stops the gate at once, and the
+    // trials are judged against it as they run.
+    let against = match baseline::Against::load(&args) {
+        Ok(against) => against,
+        Err(code) => return code,
+    };
+    let outcome = match run_trials(&args, command, Some(&against)) {
         Ok(outcome) => outcome,
         Err(code) => return code,
     };
-    baseline::finish_run(&args, outcome)
+    baseline::finish_run(&args, outcome, &against)
 }
 
-/// Loads the suites and runs the selected trials; `Err` carries the exit code of a run that could
-/// not happen (bad suites) or that only listed trials.
-pub fn run_trials(args: &RunArgs, command: Vec<String>) -> Result<Outcome, u8> {
+/// Loads the suites and runs the selected trials, each judged against `against`'s baseline (when
+/// it has one) as soon as it ran; `Err` carries the exit code of a run that could not happen (bad
+/// suites) or that only listed trials.
+pub fn run_trials(
+    args: &RunArgs,
+    command: Vec<String>,
+    against: Option<&baseline::Against>,
+) -> Result<Outcome, u8> {
     let mut libtest = args.libtest.clone();
     let started_at = SystemTime::now();
     let started = Instant::now();
@@ -123,24 +138,30 @@ pub fn run_trials(args: &RunArgs, command: Vec<String>) -> Result<Outcome, u8> {
         host: host.clone(),
         require_gpu: args.require_gpu,
         launcher,
+        against: against.filter(|a| a.baseline().is_some()).cloned(),
+        confirm: usize::from(args.confirm),
     });
 
     let records: Arc<Mutex<Vec<TrialRecord>>> = Arc::default();
     let show_summary =
         !libtest.quiet && matches!(libtest.format, None | Some(FormatSetting::Pretty));
-    let trials = specs
+    let missing_reported = Arc::new(AtomicUsize::new(0));
+    let mut trials: Vec<Trial> = specs
         .iter()
         .map(|spec| {
             let (spec, executor, records) =
                 (spec.clone(), Arc::clone(&executor), Arc::clone(&records));
             let (kind, name) = (spec.reader.name(), spec.name.clone());
             Trial::ignorable_test(name, move || {
-                let record = executor.execute_catching_panics(spec);
+                let record = executor.execute_and_confirm(spec);
                 if show_summary && record.status != Status::Ignored {
                     print!("{} ", record.summary());
                     let _ = std::io::stdout().flush();
                 }
-                let outcome = libtest_outcome(&record);
+                let outcome = match executor.against.as_ref().and_then(|a| a.failure(&record)) {
+                    Some(failure) => Err(Failed::from(failure)),
+                    None => libtest_outcome(&record),
+                };
                 records
                     .lock()
                     .unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -150,6 +171,18 @@ pub fn run_trials(args: &RunArgs, command: Vec<String>) -> Result<Outcome, u8> {
             .with_kind(kind)
         })
         .collect();
+    // Baseline trials no suite defines any more fail on lines of their own, as trials do.
+    let defined: BTreeSet<String> = specs.iter().map(|spec| spec.name.clone()).collect();
+    for (name, message) in against.map_or_else(Vec::new, |a| a.undefined(&defined)) {
+        let reported = Arc::clone(&missing_reported);
+        trials.push(
+            Trial::test(name, move || {
+                reported.fetch_add(1, Ordering::Relaxed);
+                Err(Failed::from(message))
+            })
+            .with_kind("missing"),
+        );
+    }
     let conclusion = libtest_mimic::run(&libtest, trials);
 
     let trials = std::mem::take(
@@ -191,12 +224,11 @@ pub fn run_trials(args: &RunArgs, command: Vec<String>) -> Result<Outcome, u8> {
     for note in &report.notes {
         eprintln!("note: {note}");
     }
-    let consistent = conclusion.num_failed as usize == report.totals.failed;
-    let defined = specs.iter().map(|spec| spec.name.clone()).collect();
     Ok(Outcome {
         report,
         defined,
-        consistent,
+        libtest_failed: conclusion.num_failed as usize,
+        missing_reported: missing_reported.load(Ordering::Relaxed),
     })
 }
 
@@ -217,41 +249,79 @@ fn leave_uncached(paths: &[std::path::PathBuf]) {
     }
 }
 
-/// What every trial needs to run: the prepared data, the host's facts, how to start workers.
+/// What every trial needs to run: the prepared data, the host's facts, how to start workers, and
+/// what to judge them against.
 struct Executor {
     data: DataSet,
     host: HostFacts,
     require_gpu: bool,
     launcher: Launcher,
+    against: Option<baseline::Against>,
+    /// Confirmation runs a trial that looks slower gets (`--confirm`).
+    confirm: usize,
 }
 
 impl Executor {
-    /// A panic in the gate fails that trial with a record, instead of leaving a hole in the reports.
-    fn execute_catching_panics(&self, spec: TrialSpec) -> TrialRecord {
-        let copy = spec.clone();
-        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.execute(spec)))
-            .unwrap_or_else(|panic| {
-                let message = panic
-                    .downcast_ref::<String>()
-                    .cloned()
-                    .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
-                    .unwrap_or_default();
-                let details =
-                    "  next: this is a bug in gds-gate; please report it with report.json"
-                        .to_string();
-                TrialRecord::failed(copy, format!("the gate panicked: {message}"), details, None)
-            })
+    /// Runs the trial, then again (fresh worker, own folder) for as long as it looks slower than
+    /// its baseline and confirmations are left: a slow run that does not repeat is noise.
+    fn execute_and_confirm(&self, spec: TrialSpec) -> TrialRecord {
+        let mut record = self.execute_catching_panics(spec.clone(), &self.launcher);
+        let Some(against) = &self.against else {
+            return record;
+        };
+        while against.wants_confirmation(&record, self.confirm) {
+            let n = record.confirmations.len() + 1;
+            let launcher = Launcher {
+                trials_dir: self.launcher.trials_dir.join(format!("confirmation-{n}")),
+                ..self.launcher.clone()
+            };
+            let repeat = self.execute_catching_panics(spec.clone(), &launcher);
+            match repeat.measurement {
+                Some(measurement) if repeat.status == Status::Passed => {
+                    record.confirmations.push(measurement);
+                }
+                // A repeat that fails its own checks is a failure like any other, never noise.
+                _ => {
+                    record.status = Status::Failed;
+                    record.reason = Some(format!(
+                        "confirmation run {n} did not pass: {}",
+                        repeat.reason.as_deref().unwrap_or("no reason given")
+                    ));
+                    record.details = repeat.details;
+                    break;
+                }
+            }
+        }
+        record
     }
 
-    fn execute(&self, spec: TrialSpec) -> TrialRecord {
+    /// A panic in the gate fails that trial with a record, instead of leaving a hole in the reports.
+    fn execute_catching_panics(&self, spec: TrialSpec, launcher: &Launcher) -> TrialRecord {
+        let copy = spec.clone();
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            self.execute(spec, launcher)
+        }))
+        .unwrap_or_else(|panic| {
+            let message = panic
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_default();
+            let details =
+                "  next: this is a bug in gds-gate; please report it with report.json".to_string();
+            TrialRecord::failed(copy, format!("the gate panicked: {message}"), details, None)
+        })
+    }
+
+    fn execute(&self, spec: TrialSpec, launcher: &Launcher) -> TrialRecord {
         match unavailable(&spec, &self.host) {
             None => match self.data.files_for(&spec.files) {
                 Ok(files) => {
                     let plan = ReadPlan::new(files, &spec.pattern);
                     let paths: Vec<_> = plan.files.iter().map(|file| file.path.clone()).collect();
                     let record = match spec.gpus.clone() {
-                        Some(set) => self.execute_on_gpus(spec, plan, &set),
-                        None => self.launcher.run_trial(spec, plan),
+                        Some(set) => self.execute_on_gpus(spec, plan, &set, launcher),
+                        None => launcher.run_trial(spec, plan),
                     };
                     leave_uncached(&paths);
                     record
@@ -289,10 +359,16 @@ impl Executor {
 impl Executor {
     /// A trial over several GPUs (`gpus:`): `all` becomes this host's GPUs (one GPU runs as one
     /// shard); none found is a trial ignored with the reason, or failed under --require-gpu.
-    fn execute_on_gpus(&self, spec: TrialSpec, plan: ReadPlan, set: &GpuSet) -> TrialRecord {
+    fn execute_on_gpus(
+        &self,
+        spec: TrialSpec,
+        plan: ReadPlan,
+        set: &GpuSet,
+        launcher: &Launcher,
+    ) -> TrialRecord {
         use crate::launch::multi::{Resolved, host_gpu_count, resolve};
         match resolve(set, &host_gpu_count()) {
-            Resolved::Gpus(gpus) => self.launcher.run_multi(spec, plan, &gpus),
+            Resolved::Gpus(gpus) => launcher.run_multi(spec, plan, &gpus),
             Resolved::NoGpu(reason) if self.require_gpu => {
                 let details = format!(
                     "{}\n  the run was started with --require-gpu\n  next: run on a host whose GPUs CUDA can see (check CUDA_VISIBLE_DEVICES and `nvidia-smi`)",

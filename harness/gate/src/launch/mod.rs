@@ -31,6 +31,7 @@ pub const KVIKIO_WORKER: &str = include_str!("../../../worker/kvikio_worker.py")
 pub const KERNELS: &str = include_str!("../../../worker/src/gpu/kernels.cu");
 
 /// What the orchestrator needs to start workers.
+#[derive(Clone)]
 pub struct Launcher {
     /// The gate binary (its hidden `worker` subcommand).
     pub gate: PathBuf,

@@ -9,20 +9,15 @@ use gds_model::record::{Measurement, Status, TrialRecord};
 
 pub fn render(report: &Report) -> String {
     let totals = report.totals;
-    let verdict = if totals.failed > 0 {
-        "FAILED"
-    } else if totals.passed == 0 {
-        "NOTHING RAN"
-    } else {
-        "passed"
-    };
     let mut out = String::new();
-    let _ = writeln!(out, "## gds-gate: {verdict}\n");
+    let _ = writeln!(out, "## gds-gate: {}\n", totals.outcome());
     let _ = writeln!(
         out,
-        "{} passed, {} failed, {} ignored, {} filtered out — host `{}`, {:.1} s\n",
+        "{} passed, {} failed, {} slower and {} changed against the baseline, {} ignored, {} filtered out — host `{}`, {:.1} s\n",
         totals.passed,
         totals.failed,
+        totals.slower,
+        totals.changed,
         totals.ignored,
         totals.filtered_out,
         report.host.hostname,

@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::baseline::{Comparison, Severity};
 use crate::host::HostFacts;
 use crate::prepare::PreparedFile;
 use gds_model::fsutil::write_atomically;
@@ -76,12 +77,20 @@ impl From<&PreparedFile> for PreparedFileRecord {
     }
 }
 
+/// Trial counts. `passed`, `failed` and `ignored` are each trial's own outcome; `slower` and
+/// `changed` count the trials (and missing baseline trials) that fail against the baseline.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Totals {
     pub passed: usize,
     pub failed: usize,
     pub ignored: usize,
     pub filtered_out: usize,
+    /// Slower than the baseline, confirmed: exit 3.
+    #[serde(default)]
+    pub slower: usize,
+    /// Another path or checksum than the baseline's, or in the baseline but not measured: exit 1.
+    #[serde(default)]
+    pub changed: usize,
 }
 
 impl Totals {
@@ -92,6 +101,34 @@ impl Totals {
             failed: count(Status::Failed),
             ignored: count(Status::Ignored),
             filtered_out,
+            slower: 0,
+            changed: 0,
+        }
+    }
+
+    /// Counts the failures against the baseline.
+    pub fn count_baseline(&mut self, comparison: &Comparison) {
+        let count = |severity| {
+            comparison
+                .trials
+                .iter()
+                .filter(|t| t.judgement.severity() == severity)
+                .count()
+        };
+        self.slower = count(Severity::Regression);
+        self.changed = count(Severity::Failure);
+    }
+
+    /// The run's one-word outcome, as summary.md's first line says it.
+    pub fn outcome(&self) -> &'static str {
+        if self.failed > 0 || self.changed > 0 {
+            "FAILED"
+        } else if self.slower > 0 {
+            "SLOWER than the baseline"
+        } else if self.passed == 0 {
+            "NOTHING RAN"
+        } else {
+            "passed"
         }
     }
 }

@@ -78,5 +78,5 @@ pub fn bless_from_report(
         defined: None,
         fingerprint: &saved.fingerprint,
     };
-    bless(&run, options)
+    bless(std::slice::from_ref(&run), options)
 }

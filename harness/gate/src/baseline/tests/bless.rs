@@ -18,7 +18,7 @@ fn bless_refuses_a_failing_run_and_writes_nothing() {
         fixtures::failed("s::b", &BASE),
     ];
     let fp = fixtures::fingerprint();
-    let error = bless(&run(&records, &fp), &options(&s.path, &Filter::default())).unwrap_err();
+    let error = bless(&[run(&records, &fp)], &options(&s.path, &Filter::default())).unwrap_err();
     let shown = error.to_string();
     assert!(matches!(error, BlessError::FailedTrials { .. }), "{shown}");
     assert!(
@@ -33,10 +33,28 @@ fn bless_refuses_a_failing_run_and_writes_nothing() {
         exact: true,
     };
     assert!(
-        bless(&run(&records, &fp), &options(&s.path, &filter))
+        bless(&[run(&records, &fp)], &options(&s.path, &filter))
             .unwrap()
             .written
     );
+}
+
+#[test]
+fn bless_takes_the_trials_a_run_with_the_same_filter_runs() {
+    // libtest matches `[reader] name`: `posix` selects a posix trial whatever its name.
+    let filter = Filter {
+        patterns: vec!["posix".into()],
+        exact: false,
+    };
+    assert!(filter.matches("s::multi-file", Some("posix")));
+    assert!(!filter.matches("s::multi-file", Some("cufile")));
+    assert!(!filter.matches("s::multi-file", None));
+    let exact = Filter {
+        patterns: vec!["[posix] s::a".into()],
+        exact: true,
+    };
+    assert!(exact.matches("s::a", Some("posix")));
+    assert!(!exact.matches("s::ab", Some("posix")));
 }
 
 #[test]
@@ -50,7 +68,7 @@ fn bless_refuses_in_ci_and_prints_the_local_command() {
     };
     let mut options = options(&s.path, &filter);
     options.ci = true;
-    let shown = bless(&run(&records, &fp), &options)
+    let shown = bless(&[run(&records, &fp)], &options)
         .unwrap_err()
         .to_string();
     assert!(
@@ -77,7 +95,7 @@ fn bless_refuses_a_changed_fingerprint_unless_accepted() {
     };
     let records = [fixtures::passed("s::a", &NOISE, "nvfs", CHECKSUM)];
     let filter = Filter::default();
-    let error = bless(&run(&records, &upgraded), &options(&s.path, &filter)).unwrap_err();
+    let error = bless(&[run(&records, &upgraded)], &options(&s.path, &filter)).unwrap_err();
     let shown = error.to_string();
     assert!(
         shown.contains("the runner changed since its baseline was blessed"),
@@ -91,7 +109,7 @@ fn bless_refuses_a_changed_fingerprint_unless_accepted() {
     assert_eq!(std::fs::read(&s.path).unwrap(), before);
     let mut accepting = options(&s.path, &filter);
     accepting.accept_fingerprint = true;
-    let outcome = bless(&run(&records, &upgraded), &accepting).unwrap();
+    let outcome = bless(&[run(&records, &upgraded)], &accepting).unwrap();
     let shown = outcome.to_string();
     assert!(
         shown.contains("fingerprint: kernel: 6.8.0-60-generic → 6.11.0"),
@@ -117,7 +135,7 @@ fn bless_writes_only_what_changed_and_prints_the_diff() {
         fixtures::passed("s::a", &NOISE, "nvfs", CHECKSUM),
         fixtures::passed("s::b", &NOISE, "nvfs", CHECKSUM),
     ];
-    let outcome = bless(&run(&records, &fp), &options(&s.path, &filter)).unwrap();
+    let outcome = bless(&[run(&records, &fp)], &options(&s.path, &filter)).unwrap();
     assert!(!outcome.written);
     assert!(outcome.to_string().starts_with("up to date: "), "{outcome}");
     assert!(
@@ -135,7 +153,7 @@ fn bless_writes_only_what_changed_and_prints_the_diff() {
     ];
     let mut later = options(&s.path, &filter);
     later.provenance.blessed_at = "2026-03-02T08:00:00Z".into();
-    let outcome = bless(&run(&records, &fp), &later).unwrap();
+    let outcome = bless(&[run(&records, &fp)], &later).unwrap();
     let shown = outcome.to_string();
     assert!(
         shown.starts_with(&format!("updating: {}\n", s.path.display())),
@@ -146,10 +164,15 @@ fn bless_writes_only_what_changed_and_prints_the_diff() {
         "{shown}"
     );
     assert!(
-        shown.contains("  + s::c: 2.58 GB/s median of 5 (2.50–2.62), path host"),
+        shown.contains("  + s::c: 2.58 GB/s from 1 run of 5 passes (2.50–2.62), path host"),
         "{shown}"
     );
     assert!(shown.contains("unchanged: 1 trial(s)"), "{shown}");
+    // Blessed from one run, the new trial's spread is unknown, and bless says what that means.
+    assert!(
+        shown.contains("  warning: s::c: slower means below 2.32 GB/s (−10.0% of the level 2.58 GB/s): the tolerance of 10% alone, since 1 blessed run(s) cannot show"),
+        "{shown}"
+    );
     let after = std::fs::read_to_string(&s.path).unwrap();
     let changed_lines = diff_lines(&before, &after);
     // s::a's figures and bless time, s::c's block, and the file's provenance; nothing of s::b.
@@ -204,7 +227,7 @@ fn missing_trials_are_kept_unless_asked_to_remove_them() {
         fingerprint: &fp,
     };
     let filter = Filter::default();
-    let outcome = bless(&results, &options(&s.path, &filter)).unwrap();
+    let outcome = bless(std::slice::from_ref(&results), &options(&s.path, &filter)).unwrap();
     let shown = outcome.to_string();
     assert!(
         shown.contains("kept: s::gpu (did not run: no NVIDIA driver"),
@@ -216,7 +239,7 @@ fn missing_trials_are_kept_unless_asked_to_remove_them() {
     );
     let mut removing = options(&s.path, &filter);
     removing.remove_missing = true;
-    let outcome = bless(&results, &removing).unwrap();
+    let outcome = bless(std::slice::from_ref(&results), &removing).unwrap();
     let removed: Vec<&str> = outcome
         .changes
         .iter()
@@ -243,7 +266,8 @@ fn bless_never_overwrites_a_corrupt_or_newer_baseline() {
         "schema_version: 7\nrunner: r1\n",
     ] {
         std::fs::write(&s.path, text).unwrap();
-        let error = bless(&run(&records, &fp), &options(&s.path, &Filter::default())).unwrap_err();
+        let error =
+            bless(&[run(&records, &fp)], &options(&s.path, &Filter::default())).unwrap_err();
         assert!(matches!(error, BlessError::Baseline(_)), "{error}");
         assert_eq!(std::fs::read_to_string(&s.path).unwrap(), text);
     }

@@ -54,15 +54,24 @@ fn run<'a>(records: &'a [TrialRecord], fingerprint: &'a Fingerprint) -> RunResul
     }
 }
 
-/// A baseline at `path` for `s::a` and `s::b` (both BASE, path nvfs) and `s::gpu`.
+/// Run levels of the five blessed runs: about 2% apart, a quiet runner.
+const LEVELS: [f64; 5] = [1.0, 1.03, 0.97, 1.01, 0.99];
+
+/// A baseline at `path` for `s::a` and `s::b` (both BASE, path nvfs) and `s::gpu`, blessed from
+/// five runs at [`LEVELS`].
 fn blessed(path: &Path) {
-    let records = [
-        fixtures::passed("s::a", &BASE, "nvfs", CHECKSUM),
-        fixtures::passed("s::b", &BASE, "nvfs", CHECKSUM),
-        fixtures::passed("s::gpu", &BASE, "nvfs", CHECKSUM),
-    ];
+    let rounds: Vec<Vec<TrialRecord>> = LEVELS
+        .iter()
+        .map(|level| {
+            let passes = BASE.map(|g| g * level);
+            ["s::a", "s::b", "s::gpu"]
+                .map(|name| fixtures::passed(name, &passes, "nvfs", CHECKSUM))
+                .to_vec()
+        })
+        .collect();
     let fp = fixtures::fingerprint();
-    let outcome = bless(&run(&records, &fp), &options(path, &Filter::default())).unwrap();
+    let runs: Vec<RunResults> = rounds.iter().map(|records| run(records, &fp)).collect();
+    let outcome = bless(&runs, &options(path, &Filter::default())).unwrap();
     assert!(outcome.written);
 }
 

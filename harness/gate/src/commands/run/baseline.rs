@@ -1,13 +1,19 @@
 //! The run against its runner's baseline: compare, append to the history, render the plots, write
 //! the reports with all of it, and pick the exit code. And `bless`, which writes the baseline.
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
+use crate::baseline::compare::{self, Missing};
+use crate::baseline::file::TrialBaseline;
+use crate::baseline::fingerprint::{self, FieldChange};
 use crate::baseline::{
-    self, BlessOptions, Filter, Fingerprint, Provenance, RunResults, file, history, render,
+    self, Baseline, BlessOptions, Filter, Fingerprint, Judgement, Loaded, Provenance, RunResults,
+    Severity, file, history, message, render,
 };
 use crate::cli::{BaselineArgs, RunArgs};
 use crate::exit;
+use crate::host::HostFacts;
 use crate::report;
 use gds_model::error_chain;
 use gds_model::record::TrialRecord;
@@ -46,38 +52,134 @@ fn fingerprint(outcome: &Outcome, data_dir: &Path) -> Fingerprint {
     fingerprint
 }
 
-pub fn finish_run(args: &RunArgs, mut outcome: Outcome) -> u8 {
-    let (runner, path) = match runner_and_path(&args.baselines, &outcome.report.host.hostname) {
-        Ok(found) => found,
-        Err(code) => return code,
-    };
-    // A baseline that cannot be read is an error, never "no baseline": that would pass anything.
-    let loaded = match file::read(&path) {
-        Ok(loaded) => loaded,
-        Err(error) => {
+/// The runner's baseline, read before the first trial, and what the trials are judged with while
+/// they run.
+#[derive(Clone)]
+pub struct Against {
+    pub runner: String,
+    pub path: PathBuf,
+    pub loaded: Loaded,
+    /// The host's fingerprint before any worker ran (no CUDA, cuFile or KvikIO versions yet), and
+    /// its differences from the baseline's: the likely cause in messages printed during the run.
+    fingerprint: Fingerprint,
+    changes: Vec<FieldChange>,
+}
+
+impl Against {
+    /// Reads the runner's baseline; a damaged one is an error before anything runs, never "no
+    /// baseline", which would pass anything.
+    pub fn load(args: &RunArgs) -> Result<Against, u8> {
+        let (runner, path) = runner_and_path(&args.baselines, &crate::host::hostname())?;
+        let loaded = file::read(&path).map_err(|error| {
             eprintln!("error: {}", error_chain(&error));
-            return exit::SETUP;
+            exit::SETUP
+        })?;
+        let fingerprint = baseline::probe::probe(&HostFacts::probe(), &args.inputs.data_dir);
+        let changes = match &loaded {
+            Loaded::Present(baseline) => fingerprint::diff(&baseline.fingerprint, &fingerprint),
+            Loaded::Absent => Vec::new(),
+        };
+        Ok(Against {
+            runner,
+            path,
+            loaded,
+            fingerprint,
+            changes,
+        })
+    }
+
+    pub fn baseline(&self) -> Option<&Baseline> {
+        match &self.loaded {
+            Loaded::Present(baseline) => Some(baseline),
+            Loaded::Absent => None,
         }
-    };
+    }
+
+    fn judge(&self, record: &TrialRecord) -> Option<(Judgement, &TrialBaseline)> {
+        let entry = self.baseline()?.trials.get(&record.name)?;
+        Some((compare::judge(entry, record), entry))
+    }
+
+    /// The trial looks slower than its baseline and has confirmation runs left (of `wanted`).
+    pub fn wants_confirmation(&self, record: &TrialRecord, wanted: usize) -> bool {
+        matches!(
+            self.judge(record),
+            Some((Judgement::Regression { throughput }, _)) if throughput.wants_confirmation(wanted)
+        )
+    }
+
+    /// Why the trial fails against its baseline (slower, another path or checksum, in the baseline
+    /// but not run), as libtest shows it on the trial's own line; `None` when it does not.
+    pub fn failure(&self, record: &TrialRecord) -> Option<String> {
+        let (judgement, entry) = self.judge(record)?;
+        (judgement.severity() >= Severity::Regression).then(|| {
+            let (_, message) = message::explain(
+                &self.context(),
+                &record.name,
+                Some(entry),
+                Some(record),
+                &judgement,
+            );
+            message
+        })
+    }
+
+    /// Baseline trials that no suite in `defined` has, each with the message of its failure.
+    pub fn undefined(&self, defined: &BTreeSet<String>) -> Vec<(String, String)> {
+        let Some(baseline) = self.baseline() else {
+            return Vec::new();
+        };
+        let judgement = Judgement::MissingTrial {
+            cause: Missing::NotDefined,
+        };
+        baseline
+            .trials
+            .iter()
+            .filter(|(name, _)| !defined.contains(*name))
+            .map(|(name, entry)| {
+                let (_, message) =
+                    message::explain(&self.context(), name, Some(entry), None, &judgement);
+                (name.clone(), message)
+            })
+            .collect()
+    }
+
+    fn context(&self) -> message::Context<'_> {
+        message::Context {
+            runner: &self.runner,
+            baseline_path: &self.path,
+            changes: &self.changes,
+            fingerprint: &self.fingerprint,
+        }
+    }
+}
+
+pub fn finish_run(args: &RunArgs, mut outcome: Outcome, against: &Against) -> u8 {
+    let Against {
+        runner,
+        path,
+        loaded,
+        ..
+    } = against;
     let fingerprint = fingerprint(&outcome, &args.inputs.data_dir);
     let run = RunResults {
         records: &outcome.report.trials,
         defined: Some(&outcome.defined),
         fingerprint: &fingerprint,
     };
-    let comparison = baseline::compare(&loaded, &path, &runner, &run);
+    let comparison = baseline::compare(loaded, path, runner, &run);
     eprint!("{}", render::console(&comparison));
 
     let history_line = history::HistoryLine::new(
         outcome.report.started_at.clone(),
-        &runner,
+        runner,
         &outcome.report.host.hostname,
         &fingerprint,
         &outcome.report.trials,
     );
     let mut extra = String::new();
     match history::append(&history::path_in(&args.out), &history_line)
-        .and_then(|()| baseline::plots_for_report(&args.out, &path, &runner))
+        .and_then(|()| baseline::plots_for_report(&args.out, path, runner))
     {
         Ok(plots) => extra.push_str(&render::markdown(&comparison, &plots.plots, &args.out)),
         Err(error) => {
@@ -89,7 +191,25 @@ pub fn finish_run(args: &RunArgs, mut outcome: Outcome) -> u8 {
         }
     }
     let comparison_code = comparison.exit_code();
-    outcome.report.runner = Some(runner);
+    outcome.report.totals.count_baseline(&comparison);
+    let not_defined = comparison
+        .trials
+        .iter()
+        .filter(|t| {
+            matches!(
+                t.judgement,
+                Judgement::MissingTrial {
+                    cause: Missing::NotDefined
+                }
+            )
+        })
+        .count();
+    let totals = outcome.report.totals;
+    // libtest failed every trial that failed on its own or against the baseline, and the
+    // undefined baseline trials it was not told to filter out.
+    let consistent = outcome.libtest_failed + not_defined
+        == totals.failed + totals.slower + totals.changed + outcome.missing_reported;
+    outcome.report.runner = Some(runner.clone());
     outcome.report.fingerprint = Some(fingerprint);
     outcome.report.baseline = Some(comparison);
     match report::write_all(&args.out, &outcome.report, &extra) {
@@ -111,7 +231,7 @@ pub fn finish_run(args: &RunArgs, mut outcome: Outcome) -> u8 {
             println!("{line}");
         }
     }
-    if !outcome.consistent {
+    if !consistent {
         eprintln!(
             "error: libtest's count of failures differs from the recorded trials; this is a bug in gds-gate"
         );
@@ -127,6 +247,8 @@ pub fn finish_run(args: &RunArgs, mut outcome: Outcome) -> u8 {
 
 pub struct BlessRequest {
     pub from: Option<PathBuf>,
+    /// Complete runs to record.
+    pub runs: u16,
     pub accept_fingerprint: bool,
     pub remove_missing: bool,
     pub refresh: bool,
@@ -180,7 +302,7 @@ pub fn bless_command(request: BlessRequest, command: Vec<String>) -> u8 {
             defined: None,
             fingerprint: &Fingerprint::default(),
         };
-        return report_bless(baseline::bless(&run, &options(true)));
+        return report_bless(baseline::bless(std::slice::from_ref(&run), &options(true)));
     }
     if let Some(saved) = saved {
         let run = RunResults {
@@ -188,23 +310,37 @@ pub fn bless_command(request: BlessRequest, command: Vec<String>) -> u8 {
             defined: None,
             fingerprint: &saved.fingerprint,
         };
-        return report_bless(baseline::bless(&run, &options(false)));
+        return report_bless(baseline::bless(std::slice::from_ref(&run), &options(false)));
     }
-    let outcome = match super::run_trials(args, command) {
-        Ok(outcome) => outcome,
-        Err(code) => return code,
-    };
-    let fingerprint = fingerprint(&outcome, &args.inputs.data_dir);
-    let records: &[TrialRecord] = &outcome.report.trials;
-    let run = RunResults {
-        records,
-        defined: Some(&outcome.defined),
-        fingerprint: &fingerprint,
-    };
-    if let Err(error) = report::write_all(&args.out, &outcome.report, "") {
+    // Whole runs one after the other, each trial once per run: slow drift of the runner then
+    // touches every trial alike, and the runs' spread is what later runs are judged against.
+    let mut outcomes = Vec::new();
+    for round in 1..=request.runs {
+        eprintln!("bless: run {round} of {}", request.runs);
+        match super::run_trials(args, command.clone(), None) {
+            Ok(outcome) => outcomes.push(outcome),
+            Err(code) => return code,
+        }
+    }
+    let fingerprints: Vec<Fingerprint> = outcomes
+        .iter()
+        .map(|outcome| fingerprint(outcome, &args.inputs.data_dir))
+        .collect();
+    let runs: Vec<RunResults> = outcomes
+        .iter()
+        .zip(&fingerprints)
+        .map(|(outcome, fingerprint)| RunResults {
+            records: &outcome.report.trials,
+            defined: Some(&outcome.defined),
+            fingerprint,
+        })
+        .collect();
+    if let Some(last) = outcomes.last()
+        && let Err(error) = report::write_all(&args.out, &last.report, "")
+    {
         eprintln!("warning: {}", error_chain(&error));
     }
-    report_bless(baseline::bless(&run, &options(false)))
+    report_bless(baseline::bless(&runs, &options(false)))
 }
 
 fn report_bless(result: Result<baseline::BlessOutcome, baseline::BlessError>) -> u8 {
