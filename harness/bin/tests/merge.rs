@@ -142,6 +142,22 @@ fn a_failure_on_one_runner_fails_the_merge_and_the_same_runner_twice_stays_apart
 }
 
 #[test]
+fn a_slowdown_on_one_runner_is_counted_and_said_in_the_merge() {
+    let scratch = Scratch::new();
+    let dirs = vec![scratch.run("a", "a"), scratch.run("b", "b")];
+    // Runner b's run was slower than its baseline (as the gate records it: totals, not status).
+    edit(&dirs[1], |value| value["totals"]["slower"] = 1.into());
+    let out = scratch.path("merged");
+    let merged = merge::merge_dirs(&dirs, &out).unwrap();
+    assert_eq!(merged.report.report.totals.slower, 1);
+    let summary = fs::read_to_string(out.join("merged-summary.md")).unwrap();
+    assert!(
+        summary.contains("## gds-gate: SLOWER than the baseline"),
+        "{summary}"
+    );
+}
+
+#[test]
 fn unreadable_and_foreign_reports_are_errors_naming_the_file() {
     let scratch = Scratch::new();
     let good = scratch.run("a", "good");

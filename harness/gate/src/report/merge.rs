@@ -244,7 +244,12 @@ pub fn merge(reports: &[(PathBuf, Report)]) -> Result<MergedReport, MergeError> 
         ));
     }
     let (started_at, duration_seconds) = span(reports);
-    let totals = Totals::of(&trials, filtered_out);
+    let mut totals = Totals::of(&trials, filtered_out);
+    // Failures against a baseline are each run's own: the merged report keeps their sum.
+    for (_, report) in reports {
+        totals.slower += report.totals.slower;
+        totals.changed += report.totals.changed;
+    }
     let mut command: Vec<String> = ["gds-gate", "report", "--merge"].map(String::from).into();
     command.extend(reports.iter().map(|(path, _)| path.display().to_string()));
     let report = Report {
