@@ -29,7 +29,9 @@ Usage: throughput.sh [OPTIONS] [-- GATE_ARGS...]
   --runner NAME            runner profile for the drill's own baseline (default: drill)
   --work DIR               baselines, reports and logs (default: a fresh mktemp -d)
   --data-dir DIR           the gate's --data-dir, on a block device (default: WORK/data)
-  --bless-runs N           runs recorded by bless (default: 5)
+  --bless-runs N           runs recorded by bless (default: 6, the gate's own)
+  --bless-interval S       seconds between the blessed runs, so that bless sees the disk's slow
+                           drift too (default: 0)
   --clean N                clean runs, none may be slower (default: 10)
   --throttled N            throttled runs, all must be caught (default: 2)
   --throttle-fraction F    read cap as a fraction of the measured rate, 0<F<1 (default: 0.5)
@@ -182,18 +184,19 @@ run_gate() {
 }
 
 main() {
-  GATE="" SUITE="" RUNNER=drill WORK="" DATA="" BLESS_RUNS=5 CLEAN=10 THROTTLED=2 FRACTION=0.5 CALIBRATE=0
+  GATE="" SUITE="" RUNNER=drill WORK="" DATA="" BLESS_RUNS=6 BLESS_INTERVAL=0 CLEAN=10 THROTTLED=2 FRACTION=0.5 CALIBRATE=0
   EXTRA=()
   while (($#)); do
     case $1 in
       -h|--help) usage; exit 0 ;;
       --calibrate) CALIBRATE=1; shift ;;
       --) shift; EXTRA=("$@"); break ;;
-      --gate|--suite|--runner|--work|--data-dir|--bless-runs|--clean|--throttled|--throttle-fraction)
+      --gate|--suite|--runner|--work|--data-dir|--bless-runs|--bless-interval|--clean|--throttled|--throttle-fraction)
         (($# >= 2)) || die "$1 needs a value (see --help)"
         case $1 in
           --gate) GATE=$2 ;; --suite) SUITE=$2 ;; --runner) RUNNER=$2 ;; --work) WORK=$2 ;;
-          --data-dir) DATA=$2 ;; --bless-runs) BLESS_RUNS=$2 ;; --clean) CLEAN=$2 ;;
+          --data-dir) DATA=$2 ;; --bless-runs) BLESS_RUNS=$2 ;; --bless-interval) BLESS_INTERVAL=$2 ;;
+          --clean) CLEAN=$2 ;;
           --throttled) THROTTLED=$2 ;; --throttle-fraction) FRACTION=$2 ;;
         esac
         shift 2 ;;
@@ -201,7 +204,7 @@ main() {
     esac
   done
   local repo; repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-  for n in BLESS_RUNS CLEAN THROTTLED; do
+  for n in BLESS_RUNS BLESS_INTERVAL CLEAN THROTTLED; do
     [[ ${!n} =~ ^[0-9]+$ ]] || die "--$(tr 'A-Z_' 'a-z-' <<< "$n") must be a whole number, got '${!n}'"
   done
   ((BLESS_RUNS >= 1)) || die "--bless-runs must be at least 1"
@@ -214,8 +217,8 @@ main() {
   SUITE=$(realpath -e "$SUITE")
   if [[ -z $GATE ]]; then
     command -v cargo > /dev/null || die "no --gate given and no cargo to build one"
-    say "building the gate: cargo build --release -p gds-gate"
-    (cd "$repo" && cargo build --release -p gds-gate) || die "cargo build failed"
+    say "building the gate: cargo build --release -p gds-gate-bin --bin gds-gate"
+    (cd "$repo" && cargo build --release -p gds-gate-bin --bin gds-gate) || die "cargo build failed"
     GATE=$repo/target/release/gds-gate
   fi
   [[ -f $GATE && -x $GATE ]] || die "--gate is not an executable file: $GATE"
@@ -233,12 +236,12 @@ main() {
   local common=(--suite "$SUITE" --runner "$RUNNER" --baselines "$WORK/baselines" --data-dir "$DATA")
   say "gate $GATE, suite $SUITE, runner $RUNNER, work $WORK, data $DATA, extra: ${EXTRA[*]:-none}"
 
-  say "1. bless: $BLESS_RUNS runs"
+  say "1. bless: $BLESS_RUNS runs, $BLESS_INTERVAL s apart"
   local rc=0   # data first, flushed, so that writeback does not slow bless's first run
   "$GATE" gen --suite "$SUITE" --data-dir "$DATA" > "$WORK/gen.log" 2>&1 || rc=$?
   ((rc == 0)) || { tail -n 20 "$WORK/gen.log" >&2; echo "throughput drill: gen exited $rc" >&2; exit 1; }
   sync
-  env -u CI "$GATE" bless --runs "$BLESS_RUNS" "${common[@]}" --out "$WORK/bless" "${EXTRA[@]}" \
+  env -u CI "$GATE" bless --runs "$BLESS_RUNS" --interval "$BLESS_INTERVAL" "${common[@]}" --out "$WORK/bless" "${EXTRA[@]}" \
     > "$WORK/bless.log" 2>&1 || rc=$?
   if ((rc != 0)); then
     tail -n 30 "$WORK/bless.log" >&2

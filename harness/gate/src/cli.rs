@@ -47,6 +47,15 @@ pub enum Command {
         #[arg(long, value_name = "N", default_value_t = crate::baseline::decision::BLESS_RUNS, conflicts_with = "from",
               value_parser = clap::value_parser!(u16).range(1..=100))]
         runs: u16,
+        /// Seconds to wait between the blessed runs, so that they also sample the runner's slow
+        /// drift (a shared or cloud disk's level can move by a quarter over minutes).
+        #[arg(
+            long,
+            value_name = "SECONDS",
+            default_value_t = 0,
+            conflicts_with = "from"
+        )]
+        interval: u64,
         #[command(flatten)]
         run: RunArgs,
     },

@@ -1,4 +1,143 @@
 //! `gds-gate bless`: run the trials (or take a saved report) and write the runner's baseline from
 //! those that passed every check but throughput. Refuses in CI.
 
-pub use super::run::{BlessRequest, bless_command as run};
+use std::path::PathBuf;
+
+use super::run::baseline::{fingerprint, runner_and_path};
+use crate::baseline::{self, BlessOptions, Filter, Fingerprint, Provenance, RunResults};
+use crate::cli::{BaselineArgs, RunArgs};
+use crate::exit;
+use crate::report;
+use gds_model::error_chain;
+
+pub struct BlessRequest {
+    pub from: Option<PathBuf>,
+    /// Complete runs to record.
+    pub runs: u16,
+    /// Pause between them.
+    pub interval: std::time::Duration,
+    pub accept_fingerprint: bool,
+    pub remove_missing: bool,
+    pub refresh: bool,
+    pub run: RunArgs,
+}
+
+/// `bless`: refuses in CI before anything runs; otherwise runs the selected trials (or reads a
+/// saved report) and writes the baseline from the trials that passed every non-throughput check.
+pub fn run(request: BlessRequest, command: Vec<String>) -> u8 {
+    let args = &request.run;
+    let filter = Filter {
+        patterns: args.libtest.filter.iter().cloned().collect(),
+        exact: args.libtest.exact,
+    };
+    let hostname = crate::host::hostname();
+    let saved = match &request.from {
+        Some(path) => match report::saved::load_report(path) {
+            Ok(saved) => Some(saved),
+            Err(error) => {
+                eprintln!("error: {}", error_chain(&error));
+                return exit::USAGE;
+            }
+        },
+        None => None,
+    };
+    let runner_args = BaselineArgs {
+        runner: args
+            .baselines
+            .runner
+            .clone()
+            .or_else(|| saved.as_ref().and_then(|s| s.runner.clone())),
+        baselines: args.baselines.baselines.clone(),
+    };
+    let (runner, path) = match runner_and_path(&runner_args, &hostname) {
+        Ok(found) => found,
+        Err(code) => return code,
+    };
+    let options = |ci: bool| BlessOptions {
+        runner: &runner,
+        baseline_path: &path,
+        filter: &filter,
+        accept_fingerprint: request.accept_fingerprint,
+        remove_missing: request.remove_missing,
+        refresh: request.refresh,
+        ci,
+        provenance: Provenance::now(&hostname, revision()),
+    };
+    if baseline::in_ci() {
+        let run = RunResults {
+            records: &[],
+            defined: None,
+            fingerprint: &Fingerprint::default(),
+        };
+        return report_bless(baseline::bless(std::slice::from_ref(&run), &options(true)));
+    }
+    if let Some(saved) = saved {
+        let run = RunResults {
+            records: &saved.report.trials,
+            defined: None,
+            fingerprint: &saved.fingerprint,
+        };
+        return report_bless(baseline::bless(std::slice::from_ref(&run), &options(false)));
+    }
+    // Whole runs one after the other, each trial once per run: slow drift of the runner then
+    // touches every trial alike, and the runs' spread is what later runs are judged against.
+    let mut outcomes = Vec::new();
+    for round in 1..=request.runs {
+        if round > 1 && !request.interval.is_zero() {
+            eprintln!(
+                "bless: waiting {} s before the next run",
+                request.interval.as_secs()
+            );
+            std::thread::sleep(request.interval);
+        }
+        eprintln!("bless: run {round} of {}", request.runs);
+        match super::run::run_trials(args, command.clone(), None) {
+            Ok(outcome) => outcomes.push(outcome),
+            Err(code) => return code,
+        }
+    }
+    let fingerprints: Vec<Fingerprint> = outcomes
+        .iter()
+        .map(|outcome| fingerprint(outcome, &args.inputs.data_dir))
+        .collect();
+    let runs: Vec<RunResults> = outcomes
+        .iter()
+        .zip(&fingerprints)
+        .map(|(outcome, fingerprint)| RunResults {
+            records: &outcome.report.trials,
+            defined: Some(&outcome.defined),
+            fingerprint,
+        })
+        .collect();
+    if let Some(last) = outcomes.last()
+        && let Err(error) = report::write_all(&args.out, &last.report, "")
+    {
+        eprintln!("warning: {}", error_chain(&error));
+    }
+    report_bless(baseline::bless(&runs, &options(false)))
+}
+
+fn report_bless(result: Result<baseline::BlessOutcome, baseline::BlessError>) -> u8 {
+    match result {
+        Ok(outcome) => {
+            print!("{outcome}");
+            exit::PASSED
+        }
+        Err(error) => {
+            eprintln!("error: {}", error_chain(&error));
+            crate::commands::bless_error_code(&error)
+        }
+    }
+}
+
+/// The repository revision, when the gate runs from a git checkout (provenance of a baseline).
+fn revision() -> Option<String> {
+    let output = std::process::Command::new("git")
+        .args(["rev-parse", "--short=12", "HEAD"])
+        .output()
+        .ok()?;
+    output
+        .status
+        .success()
+        .then(|| String::from_utf8_lossy(&output.stdout).trim().to_string())
+}

@@ -28,11 +28,13 @@ pub fn dispatch(cli: Cli, argv: Vec<String>) -> u8 {
             remove_missing,
             refresh,
             runs,
+            interval,
             run,
         }) => bless::run(
             bless::BlessRequest {
                 from,
                 runs,
+                interval: std::time::Duration::from_secs(interval),
                 accept_fingerprint,
                 remove_missing,
                 refresh,

@@ -3,13 +3,16 @@
 
 use std::path::{Path, PathBuf};
 
+use super::run::baseline::runner_and_path;
+use crate::baseline;
 use crate::cli::BaselineArgs;
+use crate::exit;
 use crate::report::merge::merge_dirs;
 use gds_model::error_chain;
 
 pub fn run(merge_inputs: &[PathBuf], out: &Path, baselines: &BaselineArgs) -> u8 {
     if merge_inputs.is_empty() {
-        super::run::report_command(out, baselines)
+        plots(out, baselines)
     } else {
         merge(merge_inputs, out)
     }
@@ -23,10 +26,12 @@ pub fn merge(inputs: &[PathBuf], out: &Path) -> u8 {
         Ok(merged) => {
             let totals = merged.report.report.totals;
             eprintln!(
-                "merged {} run(s): {} passed, {} failed, {} ignored, {} filtered out",
+                "merged {} run(s): {} passed, {} failed, {} slower and {} changed against their baselines, {} ignored, {} filtered out",
                 merged.report.runs.len(),
                 totals.passed,
                 totals.failed,
+                totals.slower,
+                totals.changed,
                 totals.ignored,
                 totals.filtered_out
             );
@@ -41,6 +46,38 @@ pub fn merge(inputs: &[PathBuf], out: &Path) -> u8 {
         Err(error) => {
             eprintln!("error: {}", error_chain(&error));
             super::merge_error_code(&error)
+        }
+    }
+}
+
+/// `report`: the plots of this runner's history against its baseline, linked from summary.md.
+fn plots(out: &Path, args: &BaselineArgs) -> u8 {
+    let hostname = crate::host::hostname();
+    let (runner, path) = match runner_and_path(args, &hostname) {
+        Ok(found) => found,
+        Err(code) => return code,
+    };
+    match baseline::plots_for_report(out, &path, &runner) {
+        Ok(plots) => {
+            for note in &plots.skipped {
+                eprintln!("note: {note}");
+            }
+            for plot in &plots.plots {
+                println!("plot: {}", plot.path.display());
+            }
+            let summary = out.join("summary.md");
+            let text = std::fs::read_to_string(&summary).unwrap_or_default() + &plots.markdown;
+            match gds_model::fsutil::write_atomically(&summary, text.as_bytes()) {
+                Ok(()) => exit::PASSED,
+                Err(error) => {
+                    eprintln!("error: cannot write `{}`: {error}", summary.display());
+                    exit::SETUP
+                }
+            }
+        }
+        Err(error) => {
+            eprintln!("error: {}", error_chain(&error));
+            exit::SETUP
         }
     }
 }

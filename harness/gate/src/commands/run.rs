@@ -12,12 +12,11 @@ use libtest_mimic::{Completion, Failed, FormatSetting, Trial};
 use crate::cli::RunArgs;
 use crate::exit;
 
-mod baseline;
+pub(crate) mod baseline;
 use crate::host::HostFacts;
 use crate::launch::Launcher;
 use crate::prepare::DataSet;
 use crate::report::{self, PreparedFileRecord, Report, SuiteRef, Totals};
-pub use baseline::{BlessRequest, bless_command, report_command};
 use gds_model::error_chain;
 use gds_model::plan::ReadPlan;
 use gds_model::record::{Status, TrialRecord};

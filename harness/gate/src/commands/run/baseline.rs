@@ -1,5 +1,6 @@
-//! The run against its runner's baseline: compare, append to the history, render the plots, write
-//! the reports with all of it, and pick the exit code. And `bless`, which writes the baseline.
+//! The run against its runner's baseline: read it before the first trial, judge each trial as it
+//! ran, then compare, append to the history, render the plots, write the reports with all of it,
+//! and pick the exit code.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -8,8 +9,8 @@ use crate::baseline::compare::{self, Missing};
 use crate::baseline::file::TrialBaseline;
 use crate::baseline::fingerprint::{self, FieldChange};
 use crate::baseline::{
-    self, Baseline, BlessOptions, Filter, Fingerprint, Judgement, Loaded, Provenance, RunResults,
-    Severity, file, history, message, render,
+    self, Baseline, Fingerprint, Judgement, Loaded, RunResults, Severity, file, history, message,
+    render,
 };
 use crate::cli::{BaselineArgs, RunArgs};
 use crate::exit;
@@ -21,7 +22,10 @@ use gds_model::record::TrialRecord;
 use super::Outcome;
 
 /// The runner's name and its baseline file.
-fn runner_and_path(args: &BaselineArgs, hostname: &str) -> Result<(String, PathBuf), u8> {
+pub(crate) fn runner_and_path(
+    args: &BaselineArgs,
+    hostname: &str,
+) -> Result<(String, PathBuf), u8> {
     let runner = args
         .runner
         .clone()
@@ -36,7 +40,7 @@ fn runner_and_path(args: &BaselineArgs, hostname: &str) -> Result<(String, PathB
 }
 
 /// What the runner is, from the host and from what the workers reported.
-fn fingerprint(outcome: &Outcome, data_dir: &Path) -> Fingerprint {
+pub(crate) fn fingerprint(outcome: &Outcome, data_dir: &Path) -> Fingerprint {
     let mut fingerprint = baseline::probe::probe(&outcome.report.host, data_dir);
     let measurements = || {
         outcome
@@ -243,159 +247,4 @@ pub fn finish_run(args: &RunArgs, mut outcome: Outcome, against: &Against) -> u8
     comparison_code.unwrap_or_else(|| {
         crate::exit::for_trials(outcome.report.totals.failed, outcome.report.totals.passed)
     })
-}
-
-pub struct BlessRequest {
-    pub from: Option<PathBuf>,
-    /// Complete runs to record.
-    pub runs: u16,
-    pub accept_fingerprint: bool,
-    pub remove_missing: bool,
-    pub refresh: bool,
-    pub run: RunArgs,
-}
-
-/// `bless`: refuses in CI before anything runs; otherwise runs the selected trials (or reads a
-/// saved report) and writes the baseline from the trials that passed every non-throughput check.
-pub fn bless_command(request: BlessRequest, command: Vec<String>) -> u8 {
-    let args = &request.run;
-    let filter = Filter {
-        patterns: args.libtest.filter.iter().cloned().collect(),
-        exact: args.libtest.exact,
-    };
-    let hostname = crate::host::hostname();
-    let saved = match &request.from {
-        Some(path) => match report::saved::load_report(path) {
-            Ok(saved) => Some(saved),
-            Err(error) => {
-                eprintln!("error: {}", error_chain(&error));
-                return exit::USAGE;
-            }
-        },
-        None => None,
-    };
-    let runner_args = BaselineArgs {
-        runner: args
-            .baselines
-            .runner
-            .clone()
-            .or_else(|| saved.as_ref().and_then(|s| s.runner.clone())),
-        baselines: args.baselines.baselines.clone(),
-    };
-    let (runner, path) = match runner_and_path(&runner_args, &hostname) {
-        Ok(found) => found,
-        Err(code) => return code,
-    };
-    let options = |ci: bool| BlessOptions {
-        runner: &runner,
-        baseline_path: &path,
-        filter: &filter,
-        accept_fingerprint: request.accept_fingerprint,
-        remove_missing: request.remove_missing,
-        refresh: request.refresh,
-        ci,
-        provenance: Provenance::now(&hostname, revision()),
-    };
-    if baseline::in_ci() {
-        let run = RunResults {
-            records: &[],
-            defined: None,
-            fingerprint: &Fingerprint::default(),
-        };
-        return report_bless(baseline::bless(std::slice::from_ref(&run), &options(true)));
-    }
-    if let Some(saved) = saved {
-        let run = RunResults {
-            records: &saved.report.trials,
-            defined: None,
-            fingerprint: &saved.fingerprint,
-        };
-        return report_bless(baseline::bless(std::slice::from_ref(&run), &options(false)));
-    }
-    // Whole runs one after the other, each trial once per run: slow drift of the runner then
-    // touches every trial alike, and the runs' spread is what later runs are judged against.
-    let mut outcomes = Vec::new();
-    for round in 1..=request.runs {
-        eprintln!("bless: run {round} of {}", request.runs);
-        match super::run_trials(args, command.clone(), None) {
-            Ok(outcome) => outcomes.push(outcome),
-            Err(code) => return code,
-        }
-    }
-    let fingerprints: Vec<Fingerprint> = outcomes
-        .iter()
-        .map(|outcome| fingerprint(outcome, &args.inputs.data_dir))
-        .collect();
-    let runs: Vec<RunResults> = outcomes
-        .iter()
-        .zip(&fingerprints)
-        .map(|(outcome, fingerprint)| RunResults {
-            records: &outcome.report.trials,
-            defined: Some(&outcome.defined),
-            fingerprint,
-        })
-        .collect();
-    if let Some(last) = outcomes.last()
-        && let Err(error) = report::write_all(&args.out, &last.report, "")
-    {
-        eprintln!("warning: {}", error_chain(&error));
-    }
-    report_bless(baseline::bless(&runs, &options(false)))
-}
-
-fn report_bless(result: Result<baseline::BlessOutcome, baseline::BlessError>) -> u8 {
-    match result {
-        Ok(outcome) => {
-            print!("{outcome}");
-            exit::PASSED
-        }
-        Err(error) => {
-            eprintln!("error: {}", error_chain(&error));
-            crate::commands::bless_error_code(&error)
-        }
-    }
-}
-
-/// The repository revision, when the gate runs from a git checkout (provenance of a baseline).
-fn revision() -> Option<String> {
-    let output = std::process::Command::new("git")
-        .args(["rev-parse", "--short=12", "HEAD"])
-        .output()
-        .ok()?;
-    output
-        .status
-        .success()
-        .then(|| String::from_utf8_lossy(&output.stdout).trim().to_string())
-}
-
-/// `report`: the plots of this runner's history against its baseline, linked from summary.md.
-pub fn report_command(out: &Path, args: &BaselineArgs) -> u8 {
-    let hostname = crate::host::hostname();
-    let (runner, path) = match runner_and_path(args, &hostname) {
-        Ok(found) => found,
-        Err(code) => return code,
-    };
-    match baseline::plots_for_report(out, &path, &runner) {
-        Ok(plots) => {
-            for note in &plots.skipped {
-                eprintln!("note: {note}");
-            }
-            for plot in &plots.plots {
-                println!("plot: {}", plot.path.display());
-            }
-            let summary = out.join("summary.md");
-            let text = std::fs::read_to_string(&summary).unwrap_or_default() + &plots.markdown;
-            match gds_model::fsutil::write_atomically(&summary, text.as_bytes()) {
-                Ok(()) => exit::PASSED,
-                Err(error) => {
-                    eprintln!("error: cannot write `{}`: {error}", summary.display());
-                    exit::SETUP
-                }
-            }
-        }
-        Err(error) => {
-            eprintln!("error: {}", error_chain(&error));
-            exit::SETUP
-        }
-    }
 }
