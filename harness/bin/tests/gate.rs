@@ -407,7 +407,14 @@ fn bless_writes_a_baseline_that_the_next_run_is_judged_against_and_refuses_in_ci
     // A baseline at 1000 GB/s: every run of the trial is a confirmed regression, shown as a
     // failure everywhere a user looks, and exit 3, not 1.
     pin_baseline(&scratch.path("baselines/ci-box.yaml"), 1000.0);
-    let slower = scratch.gate(&["--suite", suite, "--runner", "ci-box"]);
+    let slower = scratch.gate(&[
+        "--suite",
+        suite,
+        "--runner",
+        "ci-box",
+        "--confirm-delay",
+        "0",
+    ]);
     assert_eq!(slower.code, 3, "{slower:?}");
     let line = slower
         .stdout

@@ -212,6 +212,15 @@ pub struct RunArgs {
     #[arg(long, value_name = "N", env = "GDS_GATE_CONFIRM", default_value_t = 1,
           value_parser = clap::value_parser!(u8).range(0..=5))]
     pub confirm: u8,
+    /// Seconds to wait before a confirmation run: a disturbance of the disk lasting seconds (another
+    /// job's burst of I/O) then no longer slows the run and its repeat alike.
+    #[arg(
+        long,
+        value_name = "SECONDS",
+        env = "GDS_GATE_CONFIRM_DELAY",
+        default_value_t = 10
+    )]
+    pub confirm_delay: u64,
     /// Seconds a trial's worker may run (default: a minute plus every pass at 50 MB/s).
     #[arg(long, value_name = "SECONDS", env = "GDS_GATE_TIMEOUT")]
     pub timeout: Option<u64>,

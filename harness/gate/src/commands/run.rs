@@ -139,6 +139,7 @@ pub fn run_trials(
         launcher,
         against: against.filter(|a| a.baseline().is_some()).cloned(),
         confirm: usize::from(args.confirm),
+        confirm_delay: std::time::Duration::from_secs(args.confirm_delay),
     });
 
     let records: Arc<Mutex<Vec<TrialRecord>>> = Arc::default();
@@ -256,8 +257,9 @@ struct Executor {
     require_gpu: bool,
     launcher: Launcher,
     against: Option<baseline::Against>,
-    /// Confirmation runs a trial that looks slower gets (`--confirm`).
+    /// Confirmation runs a trial that looks slower gets (`--confirm`), each after a pause.
     confirm: usize,
+    confirm_delay: std::time::Duration,
 }
 
 impl Executor {
@@ -270,6 +272,7 @@ impl Executor {
         };
         while against.wants_confirmation(&record, self.confirm) {
             let n = record.confirmations.len() + 1;
+            std::thread::sleep(self.confirm_delay);
             let launcher = Launcher {
                 trials_dir: self.launcher.trials_dir.join(format!("confirmation-{n}")),
                 ..self.launcher.clone()
