@@ -30,8 +30,8 @@ Usage: throughput.sh [OPTIONS] [-- GATE_ARGS...]
   --work DIR               baselines, reports and logs (default: a fresh mktemp -d)
   --data-dir DIR           the gate's --data-dir, on a block device (default: WORK/data)
   --bless-runs N           runs recorded by bless (default: 6, the gate's own)
-  --bless-interval S       seconds between the blessed runs, so that bless sees the disk's slow
-                           drift too (default: 0)
+  --bless-interval S       least seconds between the starts of the blessed runs, so that bless
+                           sees the disk's slow drift too (default: 60, the gate's own)
   --clean N                clean runs, none may be slower (default: 10)
   --throttled N            throttled runs, all must be caught (default: 2)
   --throttle-fraction F    read cap as a fraction of the measured rate, 0<F<1 (default: 0.5)
@@ -184,7 +184,7 @@ run_gate() {
 }
 
 main() {
-  GATE="" SUITE="" RUNNER=drill WORK="" DATA="" BLESS_RUNS=6 BLESS_INTERVAL=0 CLEAN=10 THROTTLED=2 FRACTION=0.5 CALIBRATE=0
+  GATE="" SUITE="" RUNNER=drill WORK="" DATA="" BLESS_RUNS=6 BLESS_INTERVAL=60 CLEAN=10 THROTTLED=2 FRACTION=0.5 CALIBRATE=0
   EXTRA=()
   while (($#)); do
     case $1 in
@@ -236,7 +236,7 @@ main() {
   local common=(--suite "$SUITE" --runner "$RUNNER" --baselines "$WORK/baselines" --data-dir "$DATA")
   say "gate $GATE, suite $SUITE, runner $RUNNER, work $WORK, data $DATA, extra: ${EXTRA[*]:-none}"
 
-  say "1. bless: $BLESS_RUNS runs, $BLESS_INTERVAL s apart"
+  say "1. bless: $BLESS_RUNS runs, starting at least $BLESS_INTERVAL s apart"
   local rc=0   # data first, flushed, so that writeback does not slow bless's first run
   "$GATE" gen --suite "$SUITE" --data-dir "$DATA" > "$WORK/gen.log" 2>&1 || rc=$?
   ((rc == 0)) || { tail -n 20 "$WORK/gen.log" >&2; echo "throughput drill: gen exited $rc" >&2; exit 1; }

@@ -359,6 +359,8 @@ fn bless_writes_a_baseline_that_the_next_run_is_judged_against_and_refuses_in_ci
         command
             .args([
                 "bless",
+                "--interval",
+                "0",
                 "--suite",
                 suite,
                 "--runner",

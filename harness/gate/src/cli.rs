@@ -47,12 +47,13 @@ pub enum Command {
         #[arg(long, value_name = "N", default_value_t = crate::baseline::decision::BLESS_RUNS, conflicts_with = "from",
               value_parser = clap::value_parser!(u16).range(1..=100))]
         runs: u16,
-        /// Seconds to wait between the blessed runs, so that they also sample the runner's slow
-        /// drift (a shared or cloud disk's level can move by a quarter over minutes).
+        /// Seconds from the start of one blessed run to the start of the next, at least: short
+        /// suites then wait between runs, so that the runs also sample the runner's slow drift (a
+        /// shared or cloud disk's level can move by a quarter over minutes).
         #[arg(
             long,
             value_name = "SECONDS",
-            default_value_t = 0,
+            default_value_t = 60,
             conflicts_with = "from"
         )]
         interval: u64,

@@ -14,7 +14,7 @@ pub struct BlessRequest {
     pub from: Option<PathBuf>,
     /// Complete runs to record.
     pub runs: u16,
-    /// Pause between them.
+    /// The least time from the start of one run to the start of the next.
     pub interval: std::time::Duration,
     pub accept_fingerprint: bool,
     pub remove_missing: bool,
@@ -82,14 +82,19 @@ pub fn run(request: BlessRequest, command: Vec<String>) -> u8 {
     // Whole runs one after the other, each trial once per run: slow drift of the runner then
     // touches every trial alike, and the runs' spread is what later runs are judged against.
     let mut outcomes = Vec::new();
+    let mut started: Option<std::time::Instant> = None;
     for round in 1..=request.runs {
-        if round > 1 && !request.interval.is_zero() {
+        if let Some(wait) = started.and_then(|t| request.interval.checked_sub(t.elapsed()))
+            && !wait.is_zero()
+        {
             eprintln!(
-                "bless: waiting {} s before the next run",
+                "bless: waiting {:.0} s, so that the runs start at least {} s apart",
+                wait.as_secs_f64(),
                 request.interval.as_secs()
             );
-            std::thread::sleep(request.interval);
+            std::thread::sleep(wait);
         }
+        started = Some(std::time::Instant::now());
         eprintln!("bless: run {round} of {}", request.runs);
         match super::run::run_trials(args, command.clone(), None) {
             Ok(outcome) => outcomes.push(outcome),
