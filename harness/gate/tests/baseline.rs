@@ -114,7 +114,8 @@ fn bless_then_compare_then_history_and_plots() {
         let line = history::HistoryLine::new(time.into(), &runner, "gpu01", &fingerprint, records);
         history::append(&history::path_in(&out), &line).unwrap();
     }
-    let report = baseline::plots_for_report(&out, &path, &runner).unwrap();
+    let report =
+        baseline::plots_for_report(&out, &baseline::file::read(&path).unwrap(), &runner).unwrap();
     assert_eq!(report.plots.len(), 2);
     assert!(report.skipped.is_empty());
     assert!(

@@ -185,10 +185,7 @@ impl Comparison {
 /// Judges `run` against the baseline at `path` (already read: a corrupt file must have stopped
 /// the caller with its error, never arrive here as [`Loaded::Absent`]).
 pub fn compare(loaded: &Loaded, path: &Path, runner: &str, run: &RunResults<'_>) -> Comparison {
-    let baseline = match loaded {
-        Loaded::Present(baseline) => Some(baseline),
-        Loaded::Absent => None,
-    };
+    let baseline = loaded.present();
     let fingerprint_changes = baseline
         .map(|b| fingerprint::diff(&b.fingerprint, run.fingerprint))
         .unwrap_or_default();

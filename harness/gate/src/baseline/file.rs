@@ -111,6 +111,15 @@ pub enum Loaded {
     Absent,
 }
 
+impl Loaded {
+    pub fn present(&self) -> Option<&Baseline> {
+        match self {
+            Loaded::Present(baseline) => Some(baseline),
+            Loaded::Absent => None,
+        }
+    }
+}
+
 /// `DIR/<runner>.yaml`, after checking that the runner name is a plain file name.
 pub fn path_for(dir: &Path, runner: &str) -> Result<PathBuf, BaselineError> {
     let valid = !runner.is_empty()

@@ -53,19 +53,15 @@ pub struct PlotReport {
     pub skipped: Vec<String>,
 }
 
-/// Reads `OUT/history.jsonl` and the runner's baseline, and writes one SVG per trial into
-/// `OUT/plots/`.
+/// Reads `OUT/history.jsonl` and writes one SVG per trial into `OUT/plots/`, with the runner's
+/// baseline (already read) as the band.
 pub fn plots_for_report(
     out: &Path,
-    baseline_path: &Path,
+    baseline: &Loaded,
     runner: &str,
 ) -> Result<PlotReport, BaselineError> {
     let history = history::read(&history::path_in(out))?;
-    let baseline = match file::read(baseline_path)? {
-        Loaded::Present(baseline) => Some(baseline),
-        Loaded::Absent => None,
-    };
-    let plots = plot::write_plots(&history, runner, baseline.as_ref(), &plots_dir(out))?;
+    let plots = plot::write_plots(&history, runner, baseline.present(), &plots_dir(out))?;
     Ok(PlotReport {
         markdown: plot::markdown_links(&plots, out),
         plots,

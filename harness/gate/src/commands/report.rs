@@ -57,7 +57,9 @@ fn plots(out: &Path, args: &BaselineArgs) -> u8 {
         Ok(found) => found,
         Err(code) => return code,
     };
-    match baseline::plots_for_report(out, &path, &runner) {
+    match baseline::file::read(&path)
+        .and_then(|loaded| baseline::plots_for_report(out, &loaded, &runner))
+    {
         Ok(plots) => {
             for note in &plots.skipped {
                 eprintln!("note: {note}");

@@ -93,10 +93,7 @@ impl Against {
     }
 
     pub fn baseline(&self) -> Option<&Baseline> {
-        match &self.loaded {
-            Loaded::Present(baseline) => Some(baseline),
-            Loaded::Absent => None,
-        }
+        self.loaded.present()
     }
 
     fn judge(&self, record: &TrialRecord) -> Option<(Judgement, &TrialBaseline)> {
@@ -183,7 +180,7 @@ pub fn finish_run(args: &RunArgs, mut outcome: Outcome, against: &Against) -> u8
     );
     let mut extra = String::new();
     match history::append(&history::path_in(&args.out), &history_line)
-        .and_then(|()| baseline::plots_for_report(&args.out, path, runner))
+        .and_then(|()| baseline::plots_for_report(&args.out, loaded, runner))
     {
         Ok(plots) => extra.push_str(&render::markdown(&comparison, &plots.plots, &args.out)),
         Err(error) => {
