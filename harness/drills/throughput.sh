@@ -30,6 +30,8 @@ Usage: throughput.sh [OPTIONS] [-- GATE_ARGS...]
   --work DIR               baselines, reports and logs (default: a fresh mktemp -d)
   --data-dir DIR           the gate's --data-dir, on a block device (default: WORK/data)
   --bless-runs N           runs recorded by bless (default: 6, the gate's own)
+  --baselines DIR          reuse the runner's baseline in DIR (blessed by an earlier drill on this
+                           runner, e.g. its WORK/baselines) instead of blessing again
   --bless-interval S       least seconds between the starts of the blessed runs, so that bless
                            sees the disk's slow drift too (default: 60, the gate's own)
   --clean N                clean runs, none may be slower (default: 10)
@@ -184,18 +186,18 @@ run_gate() {
 }
 
 main() {
-  GATE="" SUITE="" RUNNER=drill WORK="" DATA="" BLESS_RUNS=6 BLESS_INTERVAL=60 CLEAN=10 THROTTLED=2 FRACTION=0.5 CALIBRATE=0
+  GATE="" SUITE="" RUNNER=drill WORK="" DATA="" BASELINES="" BLESS_RUNS=6 BLESS_INTERVAL=60 CLEAN=10 THROTTLED=2 FRACTION=0.5 CALIBRATE=0
   EXTRA=()
   while (($#)); do
     case $1 in
       -h|--help) usage; exit 0 ;;
       --calibrate) CALIBRATE=1; shift ;;
       --) shift; EXTRA=("$@"); break ;;
-      --gate|--suite|--runner|--work|--data-dir|--bless-runs|--bless-interval|--clean|--throttled|--throttle-fraction)
+      --gate|--suite|--runner|--work|--data-dir|--baselines|--bless-runs|--bless-interval|--clean|--throttled|--throttle-fraction)
         (($# >= 2)) || die "$1 needs a value (see --help)"
         case $1 in
           --gate) GATE=$2 ;; --suite) SUITE=$2 ;; --runner) RUNNER=$2 ;; --work) WORK=$2 ;;
-          --data-dir) DATA=$2 ;; --bless-runs) BLESS_RUNS=$2 ;; --bless-interval) BLESS_INTERVAL=$2 ;;
+          --data-dir) DATA=$2 ;; --baselines) BASELINES=$2 ;; --bless-runs) BLESS_RUNS=$2 ;; --bless-interval) BLESS_INTERVAL=$2 ;;
           --clean) CLEAN=$2 ;;
           --throttled) THROTTLED=$2 ;; --throttle-fraction) FRACTION=$2 ;;
         esac
@@ -233,21 +235,29 @@ main() {
   trap cg_remove EXIT
   trap 'exit 130' INT TERM
   cd "$repo"
-  local common=(--suite "$SUITE" --runner "$RUNNER" --baselines "$WORK/baselines" --data-dir "$DATA")
+  if [[ -n $BASELINES ]]; then
+    [[ -f $BASELINES/$RUNNER.yaml ]] || die "--baselines: no $BASELINES/$RUNNER.yaml to reuse"
+    BASELINES=$(realpath -e "$BASELINES")
+  fi
+  local common=(--suite "$SUITE" --runner "$RUNNER" --baselines "${BASELINES:-$WORK/baselines}" --data-dir "$DATA")
   say "gate $GATE, suite $SUITE, runner $RUNNER, work $WORK, data $DATA, extra: ${EXTRA[*]:-none}"
 
-  say "1. bless: $BLESS_RUNS runs, starting at least $BLESS_INTERVAL s apart"
-  local rc=0   # data first, flushed, so that writeback does not slow bless's first run
+  local rc=0   # data first, flushed, so that writeback does not slow the first run
   "$GATE" gen --suite "$SUITE" --data-dir "$DATA" > "$WORK/gen.log" 2>&1 || rc=$?
   ((rc == 0)) || { tail -n 20 "$WORK/gen.log" >&2; echo "throughput drill: gen exited $rc" >&2; exit 1; }
   sync
-  env -u CI "$GATE" bless --runs "$BLESS_RUNS" --interval "$BLESS_INTERVAL" "${common[@]}" --out "$WORK/bless" "${EXTRA[@]}" \
-    > "$WORK/bless.log" 2>&1 || rc=$?
-  if ((rc != 0)); then
-    tail -n 30 "$WORK/bless.log" >&2
-    echo "throughput drill: bless exited $rc (log: $WORK/bless.log)" >&2; exit 1
+  if [[ -n $BASELINES ]]; then
+    say "1. bless: reusing $BASELINES/$RUNNER.yaml"
+  else
+    say "1. bless: $BLESS_RUNS runs, starting at least $BLESS_INTERVAL s apart"
+    env -u CI "$GATE" bless --runs "$BLESS_RUNS" --interval "$BLESS_INTERVAL" "${common[@]}" --out "$WORK/bless" "${EXTRA[@]}" \
+      > "$WORK/bless.log" 2>&1 || rc=$?
+    if ((rc != 0)); then
+      tail -n 30 "$WORK/bless.log" >&2
+      echo "throughput drill: bless exited $rc (log: $WORK/bless.log)" >&2; exit 1
+    fi
+    echo "   baseline: $WORK/baselines/$RUNNER.yaml"
   fi
-  echo "   baseline: $WORK/baselines/$RUNNER.yaml"
 
   say "2. clean runs: $CLEAN"
   for ((i = 1; i <= CLEAN; i++)); do
