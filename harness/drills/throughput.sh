@@ -17,6 +17,9 @@
 # GPU runner (copy a release build of the gate there, run from a checkout of the repository):
 #   harness/drills/throughput.sh --gate ./gds-gate --suite scenarios/drill.yaml --clean 5 \
 #       --data-dir /mnt/nvme/gds-drill
+# Where one sitting is too short for the spaced-out bless, the phases can run apart on one runner:
+#   throughput.sh ... --clean 5 --throttled 0 --work /var/tmp/drill-a
+#   throughput.sh ... --baselines /var/tmp/drill-a/baselines --clean 0 --throttled 2 --work /var/tmp/drill-b
 # Exit: 0 when the drill holds, 1 when it does not, 2 on bad usage or a host where it cannot run.
 # Every gate invocation's output stays in WORK/<phase>-<n>.log, its reports in WORK/<phase>-<n>/.
 set -euo pipefail

@@ -10,6 +10,7 @@
 //! A regression lowers the level of the judged run and of its confirmations alike.
 
 use std::fmt;
+use std::path::Path;
 
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
@@ -175,14 +176,14 @@ fn standard_normal(rng: &mut StdRng) -> f64 {
     (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
 }
 
-/// `cargo xtask bench --stats`: the figures for the stated runner, then, when `history` holds
-/// enough runs to fit, for this runner's own noise. Returns the text to print and whether every
-/// simulated runner meets the targets.
-pub fn bench_stats(history: Option<&History>) -> (String, bool) {
+/// `cargo xtask bench --stats`: the figures for the stated runner, then, when `history` (read
+/// from `source`) holds enough runs to fit, for this runner's own noise. Returns the text to print
+/// and whether every simulated runner meets the targets.
+pub fn bench_stats(history: &History, source: &Path) -> (String, bool) {
     let stated = simulate(&SimulationOptions::default());
     let mut text = stated.to_string();
     let mut met = stated.meets_targets();
-    match history.and_then(noise::fit) {
+    match noise::fit(history) {
         Some(fitted) => {
             let options = SimulationOptions::fitted(&fitted);
             let own = simulate(&options);
@@ -199,9 +200,10 @@ pub fn bench_stats(history: Option<&History>) -> (String, bool) {
             }
             met &= own.meets_targets();
         }
-        None => text.push_str(
-            "\nno runner noise fitted: the history (target/gds-gate/history.jsonl) needs two runs of a trial with 2+ passes\n",
-        ),
+        None => text.push_str(&format!(
+            "\nno runner noise fitted: the history ({}) needs two runs of a trial with 2+ passes\n",
+            source.display()
+        )),
     }
     (text, met)
 }
@@ -336,9 +338,12 @@ mod tests {
 
     #[test]
     fn bench_text_says_when_no_noise_could_be_fitted() {
-        let (text, met) = bench_stats(Some(&History::default()));
+        let (text, met) = bench_stats(&History::default(), Path::new("runs/history.jsonl"));
         assert!(met, "{text}");
-        assert!(text.contains("no runner noise fitted"), "{text}");
+        assert!(
+            text.contains("no runner noise fitted: the history (runs/history.jsonl)"),
+            "{text}"
+        );
     }
 
     #[test]

@@ -9,9 +9,18 @@ use gds_model::error_chain;
 
 /// `bench`'s measurements, as the command line chose them.
 pub fn run(size: u64, runs: usize, dir: &Path, gpu: bool, stats_history: Option<&Path>) -> u8 {
-    if let Some(history) = stats_history {
-        let history = crate::baseline::history::read(history).ok();
-        let (text, targets_met) = crate::baseline::simulate::bench_stats(history.as_ref());
+    if let Some(source) = stats_history {
+        let history = match crate::baseline::history::read(source) {
+            Ok(history) => history,
+            Err(error) => {
+                eprintln!("error: {}", error_chain(&error));
+                return exit::SETUP;
+            }
+        };
+        for skipped in &history.skipped {
+            eprintln!("warning: {skipped}");
+        }
+        let (text, targets_met) = crate::baseline::simulate::bench_stats(&history, source);
         println!("{text}");
         return if targets_met {
             exit::PASSED
