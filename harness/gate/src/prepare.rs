@@ -57,7 +57,8 @@ impl DataSet {
         let mut set = DataSet::default();
         for trial in trials {
             for key in FileKey::of(&trial.files) {
-                if set.files.contains_key(&key) {
+                // Interrupted: the trials will not run, so neither is their data prepared.
+                if set.files.contains_key(&key) || crate::interrupt::received().is_some() {
                     continue;
                 }
                 let prepared = prepare_one(data_dir, &key);

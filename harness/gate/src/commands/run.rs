@@ -53,10 +53,15 @@ pub struct Outcome {
 
 /// `gds-gate [OPTIONS] [FILTER]`: the trials, then the baseline comparison, then the reports.
 pub fn run_gate(args: RunArgs, command: Vec<String>) -> u8 {
+    crate::interrupt::install();
     // The baseline is read before the first trial: a damaged file stops the gate at once, and the
     // trials are judged against it as they run.
     let against = match baseline::Against::load(&args) {
         Ok(against) => against,
+        Err(code) => return code,
+    };
+    let _out = match claim_out(&args) {
+        Ok(lock) => lock,
         Err(code) => return code,
     };
     let outcome = match run_trials(&args, command, Some(&against)) {
@@ -64,6 +69,21 @@ pub fn run_gate(args: RunArgs, command: Vec<String>) -> u8 {
         Err(code) => return code,
     };
     baseline::finish_run(&args, outcome, &against)
+}
+
+/// Takes `--out` for this run ([`crate::out_lock`]) before the first trial: another gate writing
+/// there, or a folder that cannot be written, stops the run before anything is measured. Listing
+/// trials writes nothing and needs no lock (`None`).
+pub(crate) fn claim_out(args: &RunArgs) -> Result<Option<crate::out_lock::OutLock>, u8> {
+    if args.libtest.list {
+        return Ok(None);
+    }
+    crate::out_lock::claim(&args.out)
+        .map(Some)
+        .map_err(|error| {
+            eprintln!("error: {}", error_chain(&error));
+            exit::SETUP
+        })
 }
 
 /// Loads the suites and runs the selected trials, each judged against `against`'s baseline (when
@@ -100,8 +120,10 @@ pub fn run_trials(
         .iter()
         .filter(|spec| !libtest.is_filtered_out(&listed(spec)))
         .collect();
+    // Before anything is prepared or written: a run of nothing must not replace the reports of
+    // the last real one.
     if selected.is_empty() {
-        explain_empty_selection(args, specs.len());
+        return Err(nothing_selected(args, specs.len()));
     }
     // The doctor's short form first, so that a host that cannot do GDS says so before the trials.
     let selected_specs: Vec<TrialSpec> = selected.iter().map(|spec| (*spec).clone()).collect();
@@ -272,7 +294,10 @@ impl Executor {
         };
         while against.wants_confirmation(&record, self.confirm) {
             let n = record.confirmations.len() + 1;
-            std::thread::sleep(self.confirm_delay);
+            crate::interrupt::sleep(self.confirm_delay);
+            if crate::interrupt::received().is_some() {
+                break;
+            }
             let launcher = Launcher {
                 trials_dir: self.launcher.trials_dir.join(format!("confirmation-{n}")),
                 ..self.launcher.clone()
@@ -316,6 +341,9 @@ impl Executor {
     }
 
     fn execute(&self, spec: TrialSpec, launcher: &Launcher) -> TrialRecord {
+        if let Some(signal) = crate::interrupt::received() {
+            return TrialRecord::ignored(spec, crate::interrupt::not_run_reason(signal));
+        }
         match unavailable(&spec, &self.host) {
             None => match self.data.files_for(&spec.files) {
                 Ok(files) => {
@@ -452,17 +480,28 @@ fn notes(trials: &[TrialRecord], require_gpu: bool) -> Vec<String> {
     notes
 }
 
-/// A filter that selects nothing is most often a typo, of a trial or of a subcommand.
-fn explain_empty_selection(args: &RunArgs, trials: usize) {
+/// A filter that selects nothing is most often a typo, of a trial or of a subcommand
+/// (`gds-gate valdate` is the filter `valdate`): the error says which, and the run ends before it
+/// writes anything. A word near a subcommand is a usage error; otherwise nothing ran.
+fn nothing_selected(args: &RunArgs, trials: usize) -> u8 {
     let Some(filter) = &args.libtest.filter else {
-        return;
+        eprintln!(
+            "error: none of the {trials} trials is selected (--skip, --exact or --ignored left none); `--list` shows their names; the reports of the last run are left as they were"
+        );
+        return exit::NOTHING_RAN;
     };
-    eprintln!(
-        "error: the filter `{filter}` matches none of the {trials} trials; `--list` shows their names"
-    );
-    if let Some(command) = gds_model::suggest::nearest(filter, &["validate", "gen", "bench"]) {
-        eprintln!("  help: did you mean the subcommand `{command}`?");
+    let subcommands = crate::cli::subcommand_names();
+    let names: Vec<&str> = subcommands.iter().map(String::as_str).collect();
+    if let Some(command) = gds_model::suggest::nearest(filter, &names) {
+        eprintln!(
+            "error: `{filter}` is not a subcommand, and as a trial filter it matches none of the {trials} trials\n  help: did you mean `gds-gate {command}`?"
+        );
+        return exit::USAGE;
     }
+    eprintln!(
+        "error: the filter `{filter}` matches none of the {trials} trials; `--list` shows their names; the reports of the last run are left as they were"
+    );
+    exit::NOTHING_RAN
 }
 
 fn first_duplicate_name(specs: &[TrialSpec]) -> Option<&str> {

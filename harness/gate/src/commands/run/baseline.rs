@@ -232,6 +232,9 @@ pub fn finish_run(args: &RunArgs, mut outcome: Outcome, against: &Against) -> u8
             println!("{line}");
         }
     }
+    if let Some(signal) = crate::interrupt::received() {
+        return interrupted(signal);
+    }
     if !consistent {
         eprintln!(
             "error: libtest's count of failures differs from the recorded trials; this is a bug in gds-gate"
@@ -244,4 +247,13 @@ pub fn finish_run(args: &RunArgs, mut outcome: Outcome, against: &Against) -> u8
     comparison_code.unwrap_or_else(|| {
         crate::exit::for_trials(outcome.report.totals.failed, outcome.report.totals.passed)
     })
+}
+
+/// The exit of a run that a signal cut short, once its reports are written.
+pub(crate) fn interrupted(signal: i32) -> u8 {
+    eprintln!(
+        "error: the gate was interrupted by {}: its workers were stopped and the trials after that were not run; the reports hold what ran",
+        crate::interrupt::signal_name(signal)
+    );
+    exit::interrupted(signal)
 }
