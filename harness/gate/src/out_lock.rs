@@ -62,7 +62,7 @@ pub fn claim(dir: &Path) -> Result<OutLock, OutLockError> {
         // No flock here (some NFS or Lustre mounts): the pid left in the file is all there is.
         Err(_)
             if recorded_pid(&mut file)
-                .is_some_and(|pid| pid != std::process::id() && alive(pid)) =>
+                .is_some_and(|pid| pid != std::process::id() && crate::process::running(pid)) =>
         {
             return Err(busy(&mut file));
         }
@@ -102,15 +102,6 @@ fn recorded_pid(file: &mut File) -> Option<u32> {
     file.rewind().ok()?;
     file.read_to_string(&mut text).ok()?;
     text.trim().parse().ok()
-}
-
-/// Whether process `pid` exists and is not a zombie.
-fn alive(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
-        !stat
-            .rsplit_once(") ")
-            .is_some_and(|(_, rest)| rest.starts_with('Z'))
-    })
 }
 
 #[cfg(test)]

@@ -149,6 +149,16 @@ fn signal_name(signal: i32) -> String {
     crate::interrupt::signal_name(signal).to_string()
 }
 
+/// Whether process `pid` runs: it exists and is not a zombie (PID 1 of a container may never reap
+/// one).
+pub fn running(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        !stat
+            .rsplit_once(") ")
+            .is_some_and(|(_, state)| state.starts_with('Z'))
+    })
+}
+
 /// The last `lines` lines of a file, reading at most its last 64 KiB.
 fn tail_of(path: &Path, lines: usize) -> String {
     let Ok(mut file) = File::open(path) else {
