@@ -234,3 +234,90 @@ fn a_mistyped_subcommand_is_an_error_and_leaves_the_last_reports() {
     assert_eq!(fs::read(drill.path("out/report.json")).unwrap(), last);
     assert_eq!(drill.report()["totals"]["passed"], 2);
 }
+
+/// Hostile text from every source a run prints (a worker's output, a file path from the suite, the
+/// `python:` string) reaches the CI log with no line a runner would take for a workflow command,
+/// and the step summary with no markup. The worker is a stand-in that prints the text and fails.
+#[test]
+fn hostile_text_reaches_the_ci_log_and_the_step_summary_inert() {
+    let suite = "suite: hostile\npython: \"::error title=py::python\"\nscenarios:\n  - name: worker\n    files: { size: 1MiB, seed: 3 }\n    warmup: 0\n    repetitions: 1\n  - name: path\n    files: { path: \"missing\\n::add-mask::from-the-suite\" }\n";
+    let drill = Drill::new(suite);
+    let worker = drill.path("hostile-worker");
+    // Its answer: a failure whose reason and fix are hostile too.
+    let answer = serde_json::json!({
+        "protocol": gds_model::protocol::PROTOCOL_VERSION,
+        "measurement": null,
+        "failure": {
+            "reason": "<img src=x onerror=alert(1)>\n# heading<script>alert(1)</script>",
+            "next": "x\n::add-mask::from-the-result",
+        },
+    });
+    fs::write(drill.path("answer.json"), answer.to_string()).unwrap();
+    fs::write(
+        &worker,
+        format!(
+            "#!/bin/sh\ncase \"$2\" in --job) exec {GATE} \"$@\";; esac\nprintf '::stop-commands::pwned\\n  ::add-mask::from-the-worker\\n##[error]old form\\nline\\r::error title=x::after a CR\\n\\033[31mred\\n' >&2\ncp \"$(dirname \"$0\")/answer.json\" \"$5\"\n"
+        ),
+    )
+    .unwrap();
+    fs::set_permissions(&worker, fs::Permissions::from_mode(0o755)).unwrap();
+    let step_summary = drill.path("step-summary.md");
+    let output = drill
+        .gate(&[])
+        .env("GDS_GATE_WORKER", &worker)
+        .env("GITHUB_ACTIONS", "true")
+        .env("GITHUB_STEP_SUMMARY", &step_summary)
+        .output()
+        .unwrap();
+    let log = text(&output.stdout) + &text(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{log}");
+    assert!(
+        ["from-the-worker", "from-the-suite", "from-the-result",]
+            .iter()
+            .all(|text| log.contains(text)),
+        "the hostile text should be shown, inert: {log}"
+    );
+    // The runner splits at LF and at a lone CR and trims leading whitespace before it parses.
+    // The gate's own annotations parse as commands of their own, with the text escaped as data.
+    let own = ["::error file=", "::warning file=", "::notice file="];
+    for line in log.split(['\n', '\r']) {
+        let line = line.trim_start();
+        if own.iter().any(|form| line.starts_with(form)) {
+            continue;
+        }
+        assert!(
+            !line.starts_with("::"),
+            "a workflow command got through: {line}"
+        );
+        assert!(
+            !line.contains("##["),
+            "an old-form command got through: {line}"
+        );
+    }
+    // junit.xml: markup escaped and what XML cannot hold dropped (quick-junit's XmlString).
+    let junit = fs::read_to_string(drill.path("out/junit.xml")).unwrap();
+    assert!(
+        junit.contains("from-the-worker")
+            && !junit.contains("<script")
+            && !junit.contains('\u{1b}'),
+        "{junit}"
+    );
+    for summary in [
+        fs::read_to_string(drill.path("out/summary.md")).unwrap(),
+        fs::read_to_string(&step_summary).unwrap(),
+    ] {
+        assert!(
+            !summary.contains("<img")
+                && !summary.contains("<script")
+                && !summary.contains("\n# heading"),
+            "{summary}"
+        );
+        for trial in ["`hostile::worker`", "`hostile::path`"] {
+            let row = summary
+                .lines()
+                .find(|line| line.starts_with(&format!("| {trial}")))
+                .unwrap_or_else(|| panic!("{summary}"));
+            assert!(row.ends_with(" |"), "the reason left its cell: {row}");
+        }
+    }
+}

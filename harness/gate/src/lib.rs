@@ -14,6 +14,7 @@ pub mod cli;
 pub mod commands;
 pub mod data;
 pub mod doctor;
+pub mod escape;
 pub mod exit;
 pub mod host;
 pub mod interrupt;

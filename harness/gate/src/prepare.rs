@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use crate::data::{self, GeneratedFile};
+use crate::escape::terminal;
 use gds_model::plan::PlannedFile;
 use gds_model::scenario::{FileSet, TrialSpec};
 
@@ -67,12 +68,12 @@ impl DataSet {
                         eprintln!(
                             "data: {} {} ({})",
                             record.action,
-                            file.path.display(),
+                            terminal(&file.path.display().to_string()),
                             gds_model::units::format_bytes(file.size, 2)
                         );
                         set.log.push(record.clone());
                     }
-                    Err(error) => eprintln!("error: {error}"),
+                    Err(error) => eprintln!("error: {}", terminal(error)),
                 }
                 set.files.insert(key, prepared.map(|(file, _)| file));
             }

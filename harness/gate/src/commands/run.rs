@@ -13,6 +13,7 @@ use crate::cli::RunArgs;
 use crate::exit;
 
 pub(crate) mod baseline;
+use crate::escape::terminal;
 use crate::host::HostFacts;
 use crate::launch::Launcher;
 use crate::prepare::DataSet;
@@ -31,7 +32,7 @@ pub fn load_suites(paths: &[std::path::PathBuf]) -> Option<Vec<Suite>> {
         match scenario::load(path) {
             Ok(suite) => suites.push(suite),
             Err(error) => {
-                eprintln!("error: {}", error_chain(&error));
+                eprintln!("error: {}", terminal(&error_chain(&error)));
                 ok = false;
             }
         }
@@ -81,7 +82,7 @@ pub(crate) fn claim_out(args: &RunArgs) -> Result<Option<crate::out_lock::OutLoc
     crate::out_lock::claim(&args.out)
         .map(Some)
         .map_err(|error| {
-            eprintln!("error: {}", error_chain(&error));
+            eprintln!("error: {}", terminal(&error_chain(&error)));
             exit::SETUP
         })
 }
@@ -133,7 +134,7 @@ pub fn run_trials(
         args.require_gpu,
     ));
     for line in &doctor {
-        eprintln!("{line}");
+        eprintln!("{}", terminal(line));
     }
     let runnable = selected
         .iter()
@@ -177,11 +178,11 @@ pub fn run_trials(
             Trial::ignorable_test(name, move || {
                 let record = executor.execute_and_confirm(spec);
                 if show_summary && record.status != Status::Ignored {
-                    print!("{} ", record.summary());
+                    print!("{} ", terminal(&record.summary()));
                     let _ = std::io::stdout().flush();
                 }
                 let outcome = match executor.against.as_ref().and_then(|a| a.failure(&record)) {
-                    Some(failure) => Err(Failed::from(failure)),
+                    Some(failure) => Err(Failed::from(terminal(&failure))),
                     None => libtest_outcome(&record),
                 };
                 records
@@ -200,7 +201,7 @@ pub fn run_trials(
         trials.push(
             Trial::test(name, move || {
                 reported.fetch_add(1, Ordering::Relaxed);
-                Err(Failed::from(message))
+                Err(Failed::from(terminal(&message)))
             })
             .with_kind("missing"),
         );
@@ -244,7 +245,7 @@ pub fn run_trials(
         baseline: None,
     };
     for note in &report.notes {
-        eprintln!("note: {note}");
+        eprintln!("note: {}", terminal(note));
     }
     Ok(Outcome {
         report,
@@ -436,14 +437,14 @@ fn unavailable(spec: &TrialSpec, host: &HostFacts) -> Option<String> {
 fn libtest_outcome(record: &TrialRecord) -> Result<Completion, Failed> {
     match record.status {
         Status::Passed => Ok(Completion::Completed),
-        Status::Ignored => Ok(Completion::ignored_with(
-            record.reason.clone().unwrap_or_default(),
-        )),
-        Status::Failed => Err(Failed::from(format!(
+        Status::Ignored => Ok(Completion::ignored_with(terminal(
+            record.reason.as_deref().unwrap_or_default(),
+        ))),
+        Status::Failed => Err(Failed::from(terminal(&format!(
             "{}\n{}",
             record.reason.as_deref().unwrap_or("failed"),
             record.details.as_deref().unwrap_or("")
-        ))),
+        )))),
     }
 }
 
@@ -484,7 +485,7 @@ fn notes(trials: &[TrialRecord], require_gpu: bool) -> Vec<String> {
 /// (`gds-gate valdate` is the filter `valdate`): the error says which, and the run ends before it
 /// writes anything. A word near a subcommand is a usage error; otherwise nothing ran.
 fn nothing_selected(args: &RunArgs, trials: usize) -> u8 {
-    let Some(filter) = &args.libtest.filter else {
+    let Some(filter) = args.libtest.filter.as_deref().map(terminal) else {
         eprintln!(
             "error: none of the {trials} trials is selected (--skip, --exact or --ignored left none); `--list` shows their names; the reports of the last run are left as they were"
         );
@@ -492,7 +493,7 @@ fn nothing_selected(args: &RunArgs, trials: usize) -> u8 {
     };
     let subcommands = crate::cli::subcommand_names();
     let names: Vec<&str> = subcommands.iter().map(String::as_str).collect();
-    if let Some(command) = gds_model::suggest::nearest(filter, &names) {
+    if let Some(command) = gds_model::suggest::nearest(&filter, &names) {
         eprintln!(
             "error: `{filter}` is not a subcommand, and as a trial filter it matches none of the {trials} trials\n  help: did you mean `gds-gate {command}`?"
         );
