@@ -241,6 +241,16 @@ pub struct BaselineArgs {
     pub baselines: PathBuf,
 }
 
+/// The subcommands people type (not the hidden `worker`), for "did you mean" on a mistyped one.
+pub fn subcommand_names() -> Vec<String> {
+    use clap::CommandFactory;
+    Cli::command()
+        .get_subcommands()
+        .filter(|command| !command.is_hide_set())
+        .map(|command| command.get_name().to_string())
+        .collect()
+}
+
 fn parse_size(text: &str) -> Result<u64, String> {
     gds_model::scenario::size::ByteSize::parse(text).map(|size| size.0)
 }

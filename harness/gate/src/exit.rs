@@ -15,6 +15,12 @@ pub const SETUP: u8 = 4;
 /// No trial ran: everything was filtered out or ignored.
 pub const NOTHING_RAN: u8 = 5;
 
+/// Interrupted by SIGINT or SIGTERM: what a shell reports for a process that `signal` ended,
+/// 130 for Ctrl-C and 143 for SIGTERM. The reports hold the trials that ran.
+pub fn interrupted(signal: i32) -> u8 {
+    u8::try_from(128 + signal).unwrap_or(u8::MAX)
+}
+
 /// The table `--help` prints.
 pub const HELP: &str = "\
 Exit status:
@@ -23,7 +29,8 @@ Exit status:
   2  bad command line or suite file
   3  slower than the baseline
   4  setup error (cannot write reports or read inputs)
-  5  nothing ran (all trials filtered out or ignored)";
+  5  nothing ran (all trials filtered out or ignored)
+  130, 143  interrupted (Ctrl-C, SIGTERM): workers stopped, reports hold what ran";
 
 /// The status of a run from its trial counts: a failure, else nothing ran, else passed. A gate
 /// that ran nothing has not passed, and says so on stderr.
@@ -35,5 +42,14 @@ pub fn for_trials(failed: usize, passed: usize) -> u8 {
         NOTHING_RAN
     } else {
         PASSED
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn an_interrupted_run_exits_as_a_shell_says() {
+        assert_eq!(super::interrupted(libc::SIGINT), 130);
+        assert_eq!(super::interrupted(libc::SIGTERM), 143);
     }
 }

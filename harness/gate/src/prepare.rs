@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use crate::data::{self, GeneratedFile};
+use crate::escape::terminal;
 use gds_model::plan::PlannedFile;
 use gds_model::scenario::{FileSet, TrialSpec};
 
@@ -57,7 +58,8 @@ impl DataSet {
         let mut set = DataSet::default();
         for trial in trials {
             for key in FileKey::of(&trial.files) {
-                if set.files.contains_key(&key) {
+                // Interrupted: the trials will not run, so neither is their data prepared.
+                if set.files.contains_key(&key) || crate::interrupt::received().is_some() {
                     continue;
                 }
                 let prepared = prepare_one(data_dir, &key);
@@ -66,12 +68,12 @@ impl DataSet {
                         eprintln!(
                             "data: {} {} ({})",
                             record.action,
-                            file.path.display(),
+                            terminal(&file.path.display().to_string()),
                             gds_model::units::format_bytes(file.size, 2)
                         );
                         set.log.push(record.clone());
                     }
-                    Err(error) => eprintln!("error: {error}"),
+                    Err(error) => eprintln!("error: {}", terminal(error)),
                 }
                 set.files.insert(key, prepared.map(|(file, _)| file));
             }

@@ -1,6 +1,8 @@
 //! Runs one worker process the way nextest runs a test: stdin closed, its own process group,
 //! stdout and stderr captured to files, a timeout enforced with SIGTERM, a grace period, then
 //! SIGKILL to the whole group, and the way it ended told apart (exit code, signal, timeout).
+//! A worker never outlives the gate: it is stopped the same way when the gate is interrupted
+//! ([`crate::interrupt`]), and killed by the kernel when the gate dies (`PR_SET_PDEATHSIG`).
 
 use std::ffi::OsString;
 use std::fs::File;
@@ -43,11 +45,12 @@ impl Finished {
 }
 
 pub fn run(job: &Job) -> io::Result<Finished> {
-    run_watching(job, |_| {})
+    run_watching(job, |_, _| {})
 }
 
-/// [`run`], calling `watch(pid)` at every poll while the worker runs (to sample it from outside).
-pub fn run_watching(job: &Job, mut watch: impl FnMut(u32)) -> io::Result<Finished> {
+/// [`run`], calling `watch(pid, time_left)` at every poll while the worker runs (to sample it
+/// from outside); `time_left` is what remains of the timeout, which `watch` must not outlast.
+pub fn run_watching(job: &Job, mut watch: impl FnMut(u32, Duration)) -> io::Result<Finished> {
     let stdout = job.dir.join("stdout.log");
     let stderr = job.dir.join("stderr.log");
     let mut command = Command::new(&job.program);
@@ -58,6 +61,7 @@ pub fn run_watching(job: &Job, mut watch: impl FnMut(u32)) -> io::Result<Finishe
         .stdout(File::create(&stdout)?)
         .stderr(File::create(&stderr)?)
         .process_group(0);
+    die_with_this_thread(&mut command);
     let start = Instant::now();
     let mut child = command.spawn()?;
     let pgid = child.id() as i32;
@@ -73,7 +77,14 @@ pub fn run_watching(job: &Job, mut watch: impl FnMut(u32)) -> io::Result<Finishe
                 (None, None) => Ending::Exited { code: -1 },
             };
         }
-        watch(child.id());
+        if let Some(signal) = crate::interrupt::received() {
+            terminate(&mut child, pgid)?;
+            break Ending::Interrupted {
+                signal,
+                name: signal_name(signal),
+            };
+        }
+        watch(child.id(), job.timeout.saturating_sub(start.elapsed()));
         if start.elapsed() >= job.timeout {
             terminate(&mut child, pgid)?;
             break Ending::TimedOut {
@@ -106,24 +117,46 @@ fn terminate(child: &mut std::process::Child, pgid: i32) -> io::Result<()> {
     child.wait().map(|_| ())
 }
 
+/// Has the kernel SIGKILL the child when the thread that spawns it exits, which a SIGKILL of the
+/// gate (or a second Ctrl-C) does. The signal follows the spawning *thread*, not the process: that
+/// is safe here because every caller spawns and waits on one thread ([`run_watching`] returns only
+/// once the child is gone), trials over several GPUs included.
+fn die_with_this_thread(command: &mut Command) {
+    // SAFETY: getpid before the fork; in the child only prctl and getppid, both
+    // async-signal-safe, and no allocation.
+    let gate = unsafe { libc::getpid() };
+    // SAFETY: see above.
+    unsafe {
+        command.pre_exec(move || {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) != 0 {
+                return Err(io::Error::last_os_error());
+            }
+            // The gate died between the fork and the prctl: nobody is left to signal us.
+            if libc::getppid() != gate {
+                return Err(io::Error::other("the gate exited while starting a worker"));
+            }
+            Ok(())
+        });
+    }
+}
+
 fn kill_group(pgid: i32, signal: i32) {
     // SAFETY: signalling a process group we created; ESRCH (already gone) is fine.
     unsafe { libc::kill(-pgid, signal) };
 }
 
 fn signal_name(signal: i32) -> String {
-    let name = match signal {
-        libc::SIGSEGV => "SIGSEGV",
-        libc::SIGABRT => "SIGABRT",
-        libc::SIGBUS => "SIGBUS",
-        libc::SIGILL => "SIGILL",
-        libc::SIGFPE => "SIGFPE",
-        libc::SIGKILL => "SIGKILL",
-        libc::SIGTERM => "SIGTERM",
-        libc::SIGINT => "SIGINT",
-        _ => "signal",
-    };
-    name.to_string()
+    crate::interrupt::signal_name(signal).to_string()
+}
+
+/// Whether process `pid` runs: it exists and is not a zombie (PID 1 of a container may never reap
+/// one).
+pub fn running(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        !stat
+            .rsplit_once(") ")
+            .is_some_and(|(_, state)| state.starts_with('Z'))
+    })
 }
 
 /// The last `lines` lines of a file, reading at most its last 64 KiB.

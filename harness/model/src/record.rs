@@ -62,6 +62,11 @@ pub enum Ending {
     TimedOut {
         after_seconds: u64,
     },
+    /// Stopped by the gate (SIGTERM, grace, SIGKILL) because the gate itself got this signal.
+    Interrupted {
+        signal: i32,
+        name: String,
+    },
 }
 
 impl Ending {
@@ -88,6 +93,10 @@ impl std::fmt::Display for Ending {
             Ending::TimedOut { after_seconds } => write!(
                 f,
                 "did not finish within {after_seconds} s and was killed (SIGTERM, then SIGKILL)"
+            ),
+            Ending::Interrupted { name, .. } => write!(
+                f,
+                "was stopped because the gate was interrupted by {name} (SIGTERM, then SIGKILL)"
             ),
         }
     }

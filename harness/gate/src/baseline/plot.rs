@@ -214,7 +214,8 @@ pub fn markdown_links(plots: &[PlotFile], summary_dir: &Path) -> String {
     let mut out = String::from("#### Throughput over runs\n\n");
     for plot in plots {
         let link = plot.path.strip_prefix(summary_dir).unwrap_or(&plot.path);
-        out.push_str(&format!("- [`{}`]({})\n", plot.trial, link.display()));
+        let name = crate::escape::markdown_code(&plot.trial);
+        out.push_str(&format!("- [{name}]({})\n", link.display()));
     }
     out
 }

@@ -127,24 +127,25 @@ fn fingerprint_block(comparison: &Comparison) -> String {
 /// The `summary.md` section: the fingerprint changes, a table with one row per judged trial, and
 /// a link to each trial's plot (paths relative to `summary_dir`, where summary.md is written).
 pub fn markdown(comparison: &Comparison, plots: &[PlotFile], summary_dir: &Path) -> String {
+    use crate::escape::{markdown as text, markdown_block, markdown_code as code};
     let mut out = String::new();
-    let file = comparison.baseline_path.display();
-    let _ = writeln!(out, "### Baseline `{}`\n", comparison.runner);
+    let file = code(&comparison.baseline_path.display().to_string());
+    let _ = writeln!(out, "### Baseline {}\n", code(&comparison.runner));
     if !comparison.baseline_found {
         let _ = writeln!(
             out,
-            "No baseline (`{file}` does not exist): throughput, path and checksum were not compared. On this runner: `{}`\n",
-            bless_command(
+            "No baseline ({file} does not exist): throughput, path and checksum were not compared. On this runner: {}\n",
+            code(&bless_command(
                 &comparison.runner,
                 &comparison.baseline_path,
                 None,
                 false,
                 false
-            )
+            ))
         );
     }
     let changed: Vec<String> = fingerprint::changed(&comparison.fingerprint_changes)
-        .map(ToString::to_string)
+        .map(|change| text(&change.to_string()))
         .collect();
     if !changed.is_empty() {
         let _ = writeln!(
@@ -183,13 +184,13 @@ pub fn markdown(comparison: &Comparison, plots: &[PlotFile], summary_dir: &Path)
             .unwrap_or_default();
         let _ = writeln!(
             out,
-            "| `{}` | {mark}{} | {base} | {run} | {delta} | {below} | {plot} |",
-            trial.trial,
-            trial.judgement.label().replace('|', "\\|")
+            "| {} | {mark}{} | {base} | {run} | {delta} | {below} | {plot} |",
+            code(&trial.trial),
+            text(&trial.judgement.label())
         );
     }
     for line in cleared(comparison).chain(insensitive(comparison)) {
-        let _ = writeln!(out, "\n> **Warning:** {}", line.replace('|', "\\|"));
+        let _ = writeln!(out, "\n> **Warning:** {}", text(&line));
     }
     let failing: Vec<_> = comparison
         .trials
@@ -197,15 +198,14 @@ pub fn markdown(comparison: &Comparison, plots: &[PlotFile], summary_dir: &Path)
         .filter(|t| t.judgement.severity() >= Severity::Regression)
         .collect();
     if !failing.is_empty() {
-        out.push_str("\n<details><summary>What to do</summary>\n\n```text\n");
-        for trial in failing {
-            let _ = writeln!(out, "{}\n", trial.message);
-        }
-        out.push_str("```\n\n</details>\n");
+        out.push_str("\n<details><summary>What to do</summary>\n\n");
+        let messages: Vec<&str> = failing.iter().map(|t| t.message.as_str()).collect();
+        out.push_str(&markdown_block("text", &messages.join("\n\n")));
+        out.push_str("\n</details>\n");
     }
     let _ = writeln!(
         out,
-        "\nBaseline GB/s is the level of the blessed runs (geometric mean of their medians), run GB/s this run's median; a trial is slower below the tolerance and below what this runner's run-to-run spread explains, and only when its confirmation run agrees. Baseline: `{file}`{}.",
+        "\nBaseline GB/s is the level of the blessed runs (geometric mean of their medians), run GB/s this run's median; a trial is slower below the tolerance and below what this runner's run-to-run spread explains, and only when its confirmation run agrees. Baseline: {file}{}.",
         if comparison.not_selected > 0 {
             format!(", {} trial(s) not selected", comparison.not_selected)
         } else {

@@ -188,8 +188,8 @@ pub fn run(opts: &BenchOptions) -> Result<BenchReport, BenchError> {
             }
         }
     }
-    // The data directory lock file is the bench's too.
-    let _ = fs::remove_file(opts.dir.join(data::LOCK_FILE_NAME));
+    // The data directory's lock file stays: a gate may be waiting on it, and one that then got
+    // the lock of an unlinked file would share the directory with the next gate to create it.
 
     Ok(BenchReport {
         options: opts.clone(),
@@ -303,7 +303,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn small_bench_runs_renders_and_cleans_up() -> Result<(), BenchError> {
+    fn small_bench_runs_renders_and_cleans_up_all_but_the_lock_file() -> Result<(), BenchError> {
         let dir = tempfile::tempdir().map_err(|source| BenchError::Dir {
             dir: "tempdir".into(),
             source,
@@ -326,7 +326,11 @@ mod tests {
             .flatten()
             .map(|e| e.file_name())
             .collect();
-        assert!(left.is_empty(), "bench left files behind: {left:?}");
+        assert_eq!(
+            left,
+            [data::LOCK_FILE_NAME],
+            "bench must leave the lock file, and nothing else"
+        );
         Ok(())
     }
 

@@ -79,6 +79,17 @@ pub fn run(request: BlessRequest, command: Vec<String>) -> u8 {
         };
         return report_bless(baseline::bless(std::slice::from_ref(&run), &options(false)));
     }
+    // Everything that can fail without a trial fails before the first one: the baseline that
+    // will be rewritten must be readable, and the reports folder ours and writable.
+    if let Err(error) = crate::baseline::file::read(&path) {
+        eprintln!("error: {}", error_chain(&error));
+        return exit::SETUP;
+    }
+    let _out = match super::run::claim_out(args) {
+        Ok(lock) => lock,
+        Err(code) => return code,
+    };
+    crate::interrupt::install();
     // Whole runs one after the other, each trial once per run: slow drift of the runner then
     // touches every trial alike, and the runs' spread is what later runs are judged against.
     let mut outcomes = Vec::new();
@@ -92,7 +103,10 @@ pub fn run(request: BlessRequest, command: Vec<String>) -> u8 {
                 wait.as_secs_f64(),
                 request.interval.as_secs()
             );
-            std::thread::sleep(wait);
+            crate::interrupt::sleep(wait);
+        }
+        if crate::interrupt::received().is_some() {
+            break;
         }
         started = Some(std::time::Instant::now());
         eprintln!("bless: run {round} of {}", request.runs);
@@ -118,6 +132,10 @@ pub fn run(request: BlessRequest, command: Vec<String>) -> u8 {
         && let Err(error) = report::write_all(&args.out, &last.report, "")
     {
         eprintln!("warning: {}", error_chain(&error));
+    }
+    // A bless cut short records nothing: its runs are not the ones that were asked for.
+    if let Some(signal) = crate::interrupt::received() {
+        return super::run::baseline::interrupted(signal);
     }
     report_bless(baseline::bless(&runs, &options(false)))
 }

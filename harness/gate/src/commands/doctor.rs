@@ -3,6 +3,7 @@
 use std::path::Path;
 
 use crate::cli::Inputs;
+use crate::escape::terminal;
 use crate::exit;
 use gds_model::error_chain;
 
@@ -47,13 +48,13 @@ pub fn run(
                 if json {
                     doctor::json(&report)
                 } else {
-                    doctor::table(&report)
+                    terminal(&doctor::table(&report))
                 }
             );
             code
         }
         Err(error) => {
-            eprintln!("error: {}", error_chain(&error));
+            eprintln!("error: {}", terminal(&error_chain(&error)));
             super::doctor_error_code(&error)
         }
     }

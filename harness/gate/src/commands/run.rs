@@ -13,6 +13,7 @@ use crate::cli::RunArgs;
 use crate::exit;
 
 pub(crate) mod baseline;
+use crate::escape::terminal;
 use crate::host::HostFacts;
 use crate::launch::Launcher;
 use crate::prepare::DataSet;
@@ -31,7 +32,7 @@ pub fn load_suites(paths: &[std::path::PathBuf]) -> Option<Vec<Suite>> {
         match scenario::load(path) {
             Ok(suite) => suites.push(suite),
             Err(error) => {
-                eprintln!("error: {}", error_chain(&error));
+                eprintln!("error: {}", terminal(&error_chain(&error)));
                 ok = false;
             }
         }
@@ -53,10 +54,15 @@ pub struct Outcome {
 
 /// `gds-gate [OPTIONS] [FILTER]`: the trials, then the baseline comparison, then the reports.
 pub fn run_gate(args: RunArgs, command: Vec<String>) -> u8 {
+    crate::interrupt::install();
     // The baseline is read before the first trial: a damaged file stops the gate at once, and the
     // trials are judged against it as they run.
     let against = match baseline::Against::load(&args) {
         Ok(against) => against,
+        Err(code) => return code,
+    };
+    let _out = match claim_out(&args) {
+        Ok(lock) => lock,
         Err(code) => return code,
     };
     let outcome = match run_trials(&args, command, Some(&against)) {
@@ -64,6 +70,21 @@ pub fn run_gate(args: RunArgs, command: Vec<String>) -> u8 {
         Err(code) => return code,
     };
     baseline::finish_run(&args, outcome, &against)
+}
+
+/// Takes `--out` for this run ([`crate::out_lock`]) before the first trial: another gate writing
+/// there, or a folder that cannot be written, stops the run before anything is measured. Listing
+/// trials writes nothing and needs no lock (`None`).
+pub(crate) fn claim_out(args: &RunArgs) -> Result<Option<crate::out_lock::OutLock>, u8> {
+    if args.libtest.list {
+        return Ok(None);
+    }
+    crate::out_lock::claim(&args.out)
+        .map(Some)
+        .map_err(|error| {
+            eprintln!("error: {}", terminal(&error_chain(&error)));
+            exit::SETUP
+        })
 }
 
 /// Loads the suites and runs the selected trials, each judged against `against`'s baseline (when
@@ -100,8 +121,10 @@ pub fn run_trials(
         .iter()
         .filter(|spec| !libtest.is_filtered_out(&listed(spec)))
         .collect();
+    // Before anything is prepared or written: a run of nothing must not replace the reports of
+    // the last real one.
     if selected.is_empty() {
-        explain_empty_selection(args, specs.len());
+        return Err(nothing_selected(args, specs.len()));
     }
     // The doctor's short form first, so that a host that cannot do GDS says so before the trials.
     let selected_specs: Vec<TrialSpec> = selected.iter().map(|spec| (*spec).clone()).collect();
@@ -111,7 +134,7 @@ pub fn run_trials(
         args.require_gpu,
     ));
     for line in &doctor {
-        eprintln!("{line}");
+        eprintln!("{}", terminal(line));
     }
     let runnable = selected
         .iter()
@@ -155,11 +178,11 @@ pub fn run_trials(
             Trial::ignorable_test(name, move || {
                 let record = executor.execute_and_confirm(spec);
                 if show_summary && record.status != Status::Ignored {
-                    print!("{} ", record.summary());
+                    print!("{} ", terminal(&record.summary()));
                     let _ = std::io::stdout().flush();
                 }
                 let outcome = match executor.against.as_ref().and_then(|a| a.failure(&record)) {
-                    Some(failure) => Err(Failed::from(failure)),
+                    Some(failure) => Err(Failed::from(terminal(&failure))),
                     None => libtest_outcome(&record),
                 };
                 records
@@ -178,7 +201,7 @@ pub fn run_trials(
         trials.push(
             Trial::test(name, move || {
                 reported.fetch_add(1, Ordering::Relaxed);
-                Err(Failed::from(message))
+                Err(Failed::from(terminal(&message)))
             })
             .with_kind("missing"),
         );
@@ -222,7 +245,7 @@ pub fn run_trials(
         baseline: None,
     };
     for note in &report.notes {
-        eprintln!("note: {note}");
+        eprintln!("note: {}", terminal(note));
     }
     Ok(Outcome {
         report,
@@ -272,7 +295,10 @@ impl Executor {
         };
         while against.wants_confirmation(&record, self.confirm) {
             let n = record.confirmations.len() + 1;
-            std::thread::sleep(self.confirm_delay);
+            crate::interrupt::sleep(self.confirm_delay);
+            if crate::interrupt::received().is_some() {
+                break;
+            }
             let launcher = Launcher {
                 trials_dir: self.launcher.trials_dir.join(format!("confirmation-{n}")),
                 ..self.launcher.clone()
@@ -316,6 +342,9 @@ impl Executor {
     }
 
     fn execute(&self, spec: TrialSpec, launcher: &Launcher) -> TrialRecord {
+        if let Some(signal) = crate::interrupt::received() {
+            return TrialRecord::ignored(spec, crate::interrupt::not_run_reason(signal));
+        }
         match unavailable(&spec, &self.host) {
             None => match self.data.files_for(&spec.files) {
                 Ok(files) => {
@@ -408,14 +437,14 @@ fn unavailable(spec: &TrialSpec, host: &HostFacts) -> Option<String> {
 fn libtest_outcome(record: &TrialRecord) -> Result<Completion, Failed> {
     match record.status {
         Status::Passed => Ok(Completion::Completed),
-        Status::Ignored => Ok(Completion::ignored_with(
-            record.reason.clone().unwrap_or_default(),
-        )),
-        Status::Failed => Err(Failed::from(format!(
+        Status::Ignored => Ok(Completion::ignored_with(terminal(
+            record.reason.as_deref().unwrap_or_default(),
+        ))),
+        Status::Failed => Err(Failed::from(terminal(&format!(
             "{}\n{}",
             record.reason.as_deref().unwrap_or("failed"),
             record.details.as_deref().unwrap_or("")
-        ))),
+        )))),
     }
 }
 
@@ -452,17 +481,28 @@ fn notes(trials: &[TrialRecord], require_gpu: bool) -> Vec<String> {
     notes
 }
 
-/// A filter that selects nothing is most often a typo, of a trial or of a subcommand.
-fn explain_empty_selection(args: &RunArgs, trials: usize) {
-    let Some(filter) = &args.libtest.filter else {
-        return;
+/// A filter that selects nothing is most often a typo, of a trial or of a subcommand
+/// (`gds-gate valdate` is the filter `valdate`): the error says which, and the run ends before it
+/// writes anything. A word near a subcommand is a usage error; otherwise nothing ran.
+fn nothing_selected(args: &RunArgs, trials: usize) -> u8 {
+    let Some(filter) = args.libtest.filter.as_deref().map(terminal) else {
+        eprintln!(
+            "error: none of the {trials} trials is selected (--skip, --exact or --ignored left none); `--list` shows their names; the reports of the last run are left as they were"
+        );
+        return exit::NOTHING_RAN;
     };
-    eprintln!(
-        "error: the filter `{filter}` matches none of the {trials} trials; `--list` shows their names"
-    );
-    if let Some(command) = gds_model::suggest::nearest(filter, &["validate", "gen", "bench"]) {
-        eprintln!("  help: did you mean the subcommand `{command}`?");
+    let subcommands = crate::cli::subcommand_names();
+    let names: Vec<&str> = subcommands.iter().map(String::as_str).collect();
+    if let Some(command) = gds_model::suggest::nearest(&filter, &names) {
+        eprintln!(
+            "error: `{filter}` is not a subcommand, and as a trial filter it matches none of the {trials} trials\n  help: did you mean `gds-gate {command}`?"
+        );
+        return exit::USAGE;
     }
+    eprintln!(
+        "error: the filter `{filter}` matches none of the {trials} trials; `--list` shows their names; the reports of the last run are left as they were"
+    );
+    exit::NOTHING_RAN
 }
 
 fn first_duplicate_name(specs: &[TrialSpec]) -> Option<&str> {

@@ -2,6 +2,7 @@
 
 use std::path::PathBuf;
 
+use crate::escape::terminal;
 use crate::exit;
 use gds_model::error_chain;
 use gds_model::scenario;
@@ -26,12 +27,12 @@ pub fn run(paths: &[PathBuf]) -> u8 {
                 let trials = scenario::expand(&suite).len();
                 println!(
                     "ok: {} ({} scenarios, {trials} trials)",
-                    path.display(),
+                    terminal(&path.display().to_string()),
                     suite.scenarios.len()
                 );
             }
             Err(error) => {
-                eprintln!("error: {}", error_chain(&error));
+                eprintln!("error: {}", terminal(&error_chain(&error)));
                 failed = true;
             }
         }

@@ -166,38 +166,32 @@ impl DirLock {
     }
 }
 
-/// Whether process `pid` exists (in our PID namespace).
-fn process_alive(pid: i32) -> bool {
-    // SAFETY: signal 0 only checks existence and permission.
-    if unsafe { libc::kill(pid, 0) } == 0 {
-        return true;
-    }
-    io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
-}
-
-/// Removes temporary files (`.NAME.partial-PID`) left in `dir` by runs that were killed.
-///
-/// With the directory lock held nobody else can be writing, so every one is stale; without it
-/// only those whose writer process is gone are removed. Failures are ignored: a leftover costs
-/// space, never trust, since no temporary name is ever read as data.
-pub(crate) fn remove_stale_partials(dir: &Path, lock_held: bool) {
+/// Removes the temporary files (`.NAME.partial-PID`) that runs of the gate left in `dir` when
+/// they were killed: only names the gate gives (`ours(NAME)`), and only those of a writer that is
+/// gone, or of this process when it holds the directory's lock. Anything else may be another
+/// program's, or a live writer's on a file system without `flock`. Failures are ignored: a
+/// leftover costs space, never trust, since no temporary name is ever read as data.
+pub(crate) fn remove_stale_partials(dir: &Path, lock_held: bool, ours: fn(&str) -> bool) {
     let Ok(entries) = fs::read_dir(dir) else {
         return;
     };
     for entry in entries.flatten() {
         let name = entry.file_name().to_string_lossy().into_owned();
-        let Some((_, pid)) = name.rsplit_once(PARTIAL_MARKER) else {
+        let Some((base, pid)) = name
+            .strip_prefix('.')
+            .and_then(|name| name.rsplit_once(PARTIAL_MARKER))
+        else {
             continue;
         };
-        if !name.starts_with('.') {
+        let Ok(pid) = pid.parse::<u32>() else {
             continue;
-        }
-        let stale = lock_held
-            || match pid.parse::<i32>() {
-                Ok(pid) if pid > 0 => !process_alive(pid),
-                _ => true,
-            };
-        if stale {
+        };
+        let stale = if pid == std::process::id() {
+            lock_held
+        } else {
+            !crate::process::running(pid)
+        };
+        if ours(base) && stale {
             let _ = fs::remove_file(entry.path());
         }
     }

@@ -165,6 +165,11 @@ impl GeneratedFile {
         format!("gds-gate-s{}-{}.bin", self.seed, self.size)
     }
 
+    /// Whether `name` is one the gate gives a generated file or its sidecar.
+    fn is_ours(name: &str) -> bool {
+        name.starts_with("gds-gate-s")
+    }
+
     /// Name of the identity sidecar next to it.
     pub fn sidecar_name(&self) -> String {
         format!("{}.id.json", self.file_name())
@@ -200,7 +205,7 @@ fn open_data_dir(dir: &Path) -> Result<DirLock, DataError> {
         dir: dir.to_owned(),
         source,
     })?;
-    remove_stale_partials(dir, lock.held());
+    remove_stale_partials(dir, lock.held(), GeneratedFile::is_ours);
     Ok(lock)
 }
 

@@ -204,28 +204,37 @@ fn a_resized_or_replaced_file_is_regenerated() -> TestResult {
 }
 
 #[test]
-fn leftovers_of_an_interrupted_run_are_removed_and_never_trusted() -> TestResult {
+fn leftovers_of_gates_that_are_gone_are_removed_and_never_trusted_and_nothing_else() -> TestResult {
     let dir = tempfile::tempdir()?;
     let spec = GeneratedFile {
         seed: 27,
         size: 4097,
     };
     let name = spec.file_name();
-    // Complete, correct bytes under temporary names: still not trusted.
+    // Complete, correct bytes under temporary names of gates that are gone: still not trusted.
     for leftover in [
         format!(".{name}.partial-2147483647"),
         format!(".{name}.partial-{}", std::process::id()),
-        format!(".{}.partial-1", spec.sidecar_name()),
-        format!(".{name}.partial-garbage"),
+        format!(".{}.partial-2147483646", spec.sidecar_name()),
     ] {
         fs::write(dir.path().join(leftover), generated(27, 4097))?;
     }
+    // Not the gate's to remove: another program's temporary, a name the gate never gives, and a
+    // writer that still runs (pid 1).
+    let foreign = [
+        ".checkpoint.bin.partial-2147483647".to_owned(),
+        format!(".{name}.partial-garbage"),
+        format!(".{name}.partial-1"),
+    ];
+    for file in &foreign {
+        fs::write(dir.path().join(file), b"not ours")?;
+    }
     let prepared = ensure_generated(dir.path(), spec, &mut NoProgress)?;
     assert_eq!(reason(&prepared), "no data file");
-    assert_eq!(
-        names(dir.path())?,
-        [LOCK_FILE_NAME.to_owned(), name.clone(), spec.sidecar_name()]
-    );
+    let mut expected = vec![LOCK_FILE_NAME.to_owned(), name.clone(), spec.sidecar_name()];
+    expected.extend(foreign);
+    expected.sort();
+    assert_eq!(names(dir.path())?, expected);
 
     // Killed between the rename and the sidecar: a file without identity is regenerated.
     fs::remove_file(dir.path().join(spec.sidecar_name()))?;

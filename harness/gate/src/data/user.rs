@@ -46,6 +46,12 @@ pub(crate) fn user_sidecar_path(data_dir: &Path, canonical: &Path) -> PathBuf {
     data_dir.join("user").join(format!("{hash:016x}.id.json"))
 }
 
+/// Whether `name` is one [`user_sidecar_path`] gives.
+fn is_user_sidecar(name: &str) -> bool {
+    name.strip_suffix(".id.json")
+        .is_some_and(|hash| hash.len() == 16 && hash.bytes().all(|b| b.is_ascii_hexdigit()))
+}
+
 /// The checksum of the user's file at `path` (relative paths are taken from the current
 /// directory), from the cache when its size, mtime, ctime, inode and device still match,
 /// otherwise by reading the whole file.
@@ -86,7 +92,7 @@ pub fn ensure_user_checksum(
         dir: user_dir.clone(),
         source,
     })?;
-    super::direct::remove_stale_partials(&user_dir, lock.held());
+    super::direct::remove_stale_partials(&user_dir, lock.held(), is_user_sidecar);
     let cache_path = user_sidecar_path(data_dir, &canonical);
     let done = |checksum, action| UserFile {
         path: canonical.clone(),

@@ -23,9 +23,13 @@ pub fn set_worker_program(path: PathBuf) {
     let _ = PROGRAM.set(path);
 }
 
-/// The binary that runs workers: the one set with [`set_worker_program`], else this process
-/// when it is the gds-gate binary.
+/// The binary that runs workers: `GDS_GATE_WORKER` (a stand-in worker in the fault drills, or a
+/// wrapper that ends in `gds-gate worker "$@"`), else the one set with [`set_worker_program`],
+/// else this process when it is the gds-gate binary.
 pub fn worker_program() -> Result<PathBuf, String> {
+    if let Some(program) = std::env::var_os("GDS_GATE_WORKER").filter(|path| !path.is_empty()) {
+        return Ok(PathBuf::from(program));
+    }
     if let Some(program) = PROGRAM.get() {
         return Ok(program.clone());
     }

@@ -162,9 +162,9 @@ impl Launcher {
             timeout,
         };
         let nvfs_before = crate::assess::nvfs_snapshot();
-        let finished = process::run_watching(&job, |pid| {
+        let finished = process::run_watching(&job, |pid, time_left| {
             if let Some(sampler) = sampler.as_mut() {
-                sampler.poll(pid);
+                sampler.poll(pid, time_left);
             }
         })
         .map_err(|error| match error.kind() {
@@ -298,7 +298,9 @@ impl Launcher {
             ),
             Err(problem) => {
                 let reason = match (&finished.ending, problem.as_str()) {
-                    (Ending::TimedOut { .. }, _) => format!("the worker {}", finished.ending),
+                    (Ending::TimedOut { .. } | Ending::Interrupted { .. }, _) => {
+                        format!("the worker {}", finished.ending)
+                    }
                     (Ending::Exited { code: 0 }, "no result") => {
                         "the worker exited without writing its result".to_string()
                     }
@@ -306,6 +308,9 @@ impl Launcher {
                     (_, problem) => problem.to_string(),
                 };
                 let next = match finished.ending {
+                    Ending::Interrupted { .. } => {
+                        "nothing is wrong with the trial; run the gate again to measure it"
+                    }
                     Ending::TimedOut { .. } => {
                         "the stack under test hung or is far slower than expected: look at the worker's output and the trial's cufile.log"
                     }
@@ -550,35 +555,55 @@ mod tests {
         assert!(record.details.unwrap().contains("require_kvikio"));
     }
 
-    /// A worker that announces the end of its I/O and waits: the orchestrator samples it with
-    /// `gds_stats` (here a stand-in printing NVIDIA's published level-3 sample) and the verdict
-    /// uses the text.
-    #[test]
-    fn gds_stats_is_sampled_while_the_worker_holds() {
+    /// A stand-in worker that announces the end of its I/O and waits for the sample, sampled by a
+    /// stand-in `gds_stats` running `tool`: the trial's record and the saved gds_stats.txt.
+    fn sampled_by(tool: &str, timeout: Duration) -> (TrialRecord, String) {
         let dir = tempfile::tempdir().unwrap();
         let canned = valid_result(dir.path());
-        let sample = concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../model/tests/fixtures/gds_stats_l3_nvidia_guide.txt"
-        );
-        let tool = dir.path().join("gds_stats");
-        std::fs::write(&tool, format!("#!/bin/sh\ncat {sample}\n")).unwrap();
-        std::fs::set_permissions(&tool, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let stand_in = dir.path().join("gds_stats");
+        std::fs::write(&stand_in, format!("#!/bin/sh\n{tool}\n")).unwrap();
+        std::fs::set_permissions(&stand_in, std::fs::Permissions::from_mode(0o755)).unwrap();
         let script = format!(
             "d=$(dirname \"$5\"); touch \"$d/io-done\"; while [ ! -f \"$d/sampled\" ]; do sleep 0.01; done; cp {} \"$5\"",
             canned.display()
         );
         let mut launcher = launcher(dir.path(), &script, false);
-        launcher.gds_stats = Some(tool);
-        launcher.timeout = Some(Duration::from_secs(20));
+        launcher.gds_stats = Some(stand_in);
+        launcher.timeout = Some(timeout);
         let (mut spec, plan) = trial();
         spec.reader = Reader::Cufile;
         let record = launcher.run_trial(spec, plan);
         let trial_dir = record.worker.as_ref().unwrap().dir.clone();
-        let text = std::fs::read_to_string(trial_dir.join("gds_stats.txt")).unwrap();
+        let text = std::fs::read_to_string(trial_dir.join("gds_stats.txt")).unwrap_or_default();
+        (record, text)
+    }
+
+    /// The orchestrator samples the holding worker with `gds_stats` (a stand-in printing NVIDIA's
+    /// published level-3 sample) and the verdict uses the text.
+    #[test]
+    fn gds_stats_is_sampled_while_the_worker_holds() {
+        let sample = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../model/tests/fixtures/gds_stats_l3_nvidia_guide.txt"
+        );
+        let (record, text) = sampled_by(&format!("cat {sample}"), Duration::from_secs(20));
         assert!(text.contains("GPU 2 Read: bw=6.32129"), "{text}");
         let evidence = record.measurement.unwrap().path_evidence.unwrap();
         assert!(evidence.contains("gds_stats"), "{evidence}");
+    }
+
+    /// A hung `gds_stats` (a stand-in that sleeps) is killed within what is left of the trial's
+    /// timeout: it neither hangs the gate nor stretches `--timeout`.
+    #[test]
+    fn a_hung_gds_stats_is_killed_within_the_trials_timeout() {
+        let started = std::time::Instant::now();
+        let (_, text) = sampled_by("exec sleep 120", Duration::from_secs(2));
+        assert!(
+            started.elapsed() < Duration::from_secs(15),
+            "took {:?}",
+            started.elapsed()
+        );
+        assert!(text.contains("did not finish within"), "{text}");
     }
 
     #[test]

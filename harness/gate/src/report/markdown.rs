@@ -4,6 +4,7 @@ use std::fmt::Write;
 
 use super::Report;
 use crate::baseline::stats::Summary;
+use crate::escape::{markdown as text, markdown_code as code};
 use gds_model::hex;
 use gds_model::record::{Measurement, Status, TrialRecord};
 
@@ -13,18 +14,18 @@ pub fn render(report: &Report) -> String {
     let _ = writeln!(out, "## gds-gate: {}\n", totals.outcome());
     let _ = writeln!(
         out,
-        "{} passed, {} failed, {} slower and {} changed against the baseline, {} ignored, {} filtered out — host `{}`, {:.1} s\n",
+        "{} passed, {} failed, {} slower and {} changed against the baseline, {} ignored, {} filtered out — host {}, {:.1} s\n",
         totals.passed,
         totals.failed,
         totals.slower,
         totals.changed,
         totals.ignored,
         totals.filtered_out,
-        report.host.hostname,
+        code(&report.host.hostname),
         report.duration_seconds
     );
     for note in &report.notes {
-        let _ = writeln!(out, "> {note}\n");
+        let _ = writeln!(out, "> {}\n", text(note));
     }
     out.push_str(&trial_table(&report.trials));
     out.push('\n');
@@ -53,7 +54,7 @@ fn trial_table(trials: &[TrialRecord]) -> String {
                 (
                     m.median_gbps.map_or("-".into(), |g| format!("{g:.2}")),
                     format!("{min:.2}–{max:.2}"),
-                    m.path.clone(),
+                    text(&m.path),
                     m.integrity.checksum.map_or("-".into(), hex::format),
                 )
             }
@@ -64,11 +65,11 @@ fn trial_table(trials: &[TrialRecord]) -> String {
             .as_ref()
             .and_then(|m| m.startup_seconds)
             .map_or(String::new(), |s| format!("{:.0} ms", s * 1e3));
-        let note = trial.reason.as_deref().unwrap_or("").replace('|', "\\|");
+        let note = text(trial.reason.as_deref().unwrap_or(""));
         let _ = writeln!(
             out,
-            "| `{}` | {result} | {median} | {range} | {path} | {checksum} | {startup} | {note} |",
-            trial.name
+            "| {} | {result} | {median} | {range} | {path} | {checksum} | {startup} | {note} |",
+            code(&trial.name)
         );
     }
     out
@@ -110,7 +111,7 @@ fn per_gpu(trials: &[TrialRecord]) -> String {
                 .and_then(|m| m.median_gbps)
                 .map_or("-".into(), |g| format!("{g:.2}"));
             let bytes = own.map_or("-".into(), |m| m.bytes_per_repetition.to_string());
-            let path = own.map_or("-".into(), |m| m.path.clone());
+            let path = own.map_or("-".into(), |m| text(&m.path));
             let counters = own
                 .and_then(|m| m.cufile.as_ref())
                 .and_then(|c| c.stats.as_ref())
@@ -129,11 +130,12 @@ fn per_gpu(trials: &[TrialRecord]) -> String {
             let checksum = own
                 .and_then(|m| m.integrity.checksum)
                 .map_or("-".into(), hex::format);
-            let note = shard.reason.as_deref().unwrap_or("").replace('|', "\\|");
+            let note = text(shard.reason.as_deref().unwrap_or(""));
             let _ = writeln!(
                 out,
-                "| `{}` | {} | {result} | {median} | {bytes} | {path} | {counters} | {checksum} | {note} |",
-                trial.name, shard.gpu
+                "| {} | {} | {result} | {median} | {bytes} | {path} | {counters} | {checksum} | {note} |",
+                code(&trial.name),
+                shard.gpu
             );
         }
     }

@@ -289,38 +289,39 @@ impl MergedReport {
 
     /// `merged-summary.md`: the runs, the combined trial table, then each run's baseline.
     pub fn markdown(&self, out: &Path) -> String {
-        let mut text = String::new();
-        let _ = writeln!(text, "## gds-gate: {} runs merged\n", self.runs.len());
+        use crate::escape::{markdown as text, markdown_code as code};
+        let mut summary = String::new();
+        let _ = writeln!(summary, "## gds-gate: {} runs merged\n", self.runs.len());
         let _ = writeln!(
-            text,
+            summary,
             "| run | host | result | passed | failed | ignored | filtered out | gate | started | report |"
         );
-        let _ = writeln!(text, "|---|---|---|---:|---:|---:|---:|---|---|---|");
+        let _ = writeln!(summary, "|---|---|---|---:|---:|---:|---:|---|---|---|");
         for run in &self.runs {
             let _ = writeln!(
-                text,
-                "| `{}` | `{}` | {} | {} | {} | {} | {} | {} | {} | `{}` |",
-                run.label,
-                run.host.hostname,
+                summary,
+                "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                code(&run.label),
+                code(&run.host.hostname),
                 outcome_words(run.exit_code),
                 run.totals.passed,
                 run.totals.failed,
                 run.totals.ignored,
                 run.totals.filtered_out,
-                run.gate_version,
-                run.started_at,
-                run.source.display()
+                text(&run.gate_version),
+                text(&run.started_at),
+                code(&run.source.display().to_string())
             );
         }
-        text.push('\n');
-        text.push_str(&markdown::render(&self.report));
+        summary.push('\n');
+        summary.push_str(&markdown::render(&self.report));
         for run in &self.runs {
             if let Some(comparison) = &run.baseline {
-                text.push_str(&baseline::render::markdown(comparison, &[], out));
-                text.push('\n');
+                summary.push_str(&baseline::render::markdown(comparison, &[], out));
+                summary.push('\n');
             }
         }
-        text
+        summary
     }
 }
 

@@ -13,6 +13,7 @@ use crate::baseline::{
     render,
 };
 use crate::cli::{BaselineArgs, RunArgs};
+use crate::escape::terminal;
 use crate::exit;
 use crate::host::HostFacts;
 use crate::report;
@@ -33,7 +34,7 @@ pub(crate) fn runner_and_path(
     match file::path_for(&args.baselines, &runner) {
         Ok(path) => Ok((runner, path)),
         Err(error) => {
-            eprintln!("error: {}", error_chain(&error));
+            eprintln!("error: {}", terminal(&error_chain(&error)));
             Err(exit::USAGE)
         }
     }
@@ -75,7 +76,7 @@ impl Against {
     pub fn load(args: &RunArgs) -> Result<Against, u8> {
         let (runner, path) = runner_and_path(&args.baselines, &crate::host::hostname())?;
         let loaded = file::read(&path).map_err(|error| {
-            eprintln!("error: {}", error_chain(&error));
+            eprintln!("error: {}", terminal(&error_chain(&error)));
             exit::SETUP
         })?;
         let fingerprint = baseline::probe::probe(&HostFacts::probe(), &args.inputs.data_dir);
@@ -169,7 +170,7 @@ pub fn finish_run(args: &RunArgs, mut outcome: Outcome, against: &Against) -> u8
         fingerprint: &fingerprint,
     };
     let comparison = baseline::compare(loaded, path, runner, &run);
-    eprint!("{}", render::console(&comparison));
+    eprint!("{}", terminal(&render::console(&comparison)));
 
     let history_line = history::HistoryLine::new(
         outcome.report.started_at.clone(),
@@ -186,7 +187,7 @@ pub fn finish_run(args: &RunArgs, mut outcome: Outcome, against: &Against) -> u8
         Err(error) => {
             eprintln!(
                 "warning: no history or plots this run: {}",
-                error_chain(&error)
+                terminal(&error_chain(&error))
             );
             extra.push_str(&render::markdown(&comparison, &[], &args.out));
         }
@@ -232,6 +233,9 @@ pub fn finish_run(args: &RunArgs, mut outcome: Outcome, against: &Against) -> u8
             println!("{line}");
         }
     }
+    if let Some(signal) = crate::interrupt::received() {
+        return interrupted(signal);
+    }
     if !consistent {
         eprintln!(
             "error: libtest's count of failures differs from the recorded trials; this is a bug in gds-gate"
@@ -244,4 +248,13 @@ pub fn finish_run(args: &RunArgs, mut outcome: Outcome, against: &Against) -> u8
     comparison_code.unwrap_or_else(|| {
         crate::exit::for_trials(outcome.report.totals.failed, outcome.report.totals.passed)
     })
+}
+
+/// The exit of a run that a signal cut short, once its reports are written.
+pub(crate) fn interrupted(signal: i32) -> u8 {
+    eprintln!(
+        "error: the gate was interrupted by {}: its workers were stopped and the trials after that were not run; the reports hold what ran",
+        crate::interrupt::signal_name(signal)
+    );
+    exit::interrupted(signal)
 }

@@ -1,0 +1,323 @@
+//! Fault drills against the real gate binary: two gates on one `--out`, Ctrl-C, SIGTERM and
+//! SIGKILL of the gate while a worker runs, inputs that can fail before the first trial, and a
+//! mistyped subcommand. The worker that must hang is a **stand-in**: a shell script named by
+//! `GDS_GATE_WORKER` that writes its pid and sleeps (probes still go to the real binary).
+
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::path::PathBuf;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+const GATE: &str = env!("CARGO_BIN_EXE_gds-gate");
+
+const TWO_TRIALS: &str = "suite: drill\nscenarios:\n  - name: read\n    files: { size: 1MiB, seed: 3 }\n    nthreads: [1, 2]\n    warmup: 0\n    repetitions: 1\n";
+
+/// A scratch folder with a suite, and the gate started on it.
+struct Drill {
+    dir: tempfile::TempDir,
+}
+
+impl Drill {
+    fn new(suite: &str) -> Drill {
+        let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+        fs::write(dir.path().join("suite.yaml"), suite).unwrap();
+        // The stand-in worker: trials (`worker --spec S --result R`) write their pid and sleep;
+        // probes (`worker --job …`) run in the real binary.
+        let stand_in = dir.path().join("stand-in-worker");
+        fs::write(
+            &stand_in,
+            format!(
+                "#!/bin/sh\ncase \"$2\" in --job) exec {GATE} \"$@\";; esac\necho $$ > \"$(dirname \"$0\")/worker.pid\"\nexec sleep 60\n"
+            ),
+        )
+        .unwrap();
+        fs::set_permissions(&stand_in, fs::Permissions::from_mode(0o755)).unwrap();
+        Drill { dir }
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    /// The gate on the drill's suite, data, reports and baselines, plus `args`.
+    fn gate(&self, args: &[&str]) -> Command {
+        let mut command = Command::new(GATE);
+        command
+            .args(args)
+            .arg("--suite")
+            .arg(self.path("suite.yaml"))
+            .arg("--data-dir")
+            .arg(self.path("data"))
+            .arg("--baselines")
+            .arg(self.path("baselines"))
+            .env_remove("GITHUB_STEP_SUMMARY")
+            .env_remove("GITHUB_ACTIONS")
+            .env_remove("CI")
+            .env_remove("GDS_GATE_OUT")
+            .env_remove("GDS_GATE_RUNNER")
+            .env_remove("GDS_GATE_WORKER")
+            .stdin(Stdio::null());
+        if !args.contains(&"--out") {
+            command.arg("--out").arg(self.path("out"));
+        }
+        command
+    }
+
+    /// The gate with the stand-in worker, started; returns once its first worker runs.
+    fn start_hanging(&self) -> (Child, u32) {
+        let child = self
+            .gate(&[])
+            .env("GDS_GATE_WORKER", self.path("stand-in-worker"))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let pid_file = self.path("worker.pid");
+        let worker = wait_for(Duration::from_secs(60), || {
+            fs::read_to_string(&pid_file).ok()?.trim().parse().ok()
+        })
+        .expect("the stand-in worker did not start");
+        (child, worker)
+    }
+
+    fn report(&self) -> serde_json::Value {
+        let text = fs::read_to_string(self.path("out/report.json")).unwrap();
+        serde_json::from_str(&text).unwrap()
+    }
+}
+
+fn wait_for<T>(limit: Duration, mut check: impl FnMut() -> Option<T>) -> Option<T> {
+    let end = Instant::now() + limit;
+    while Instant::now() < end {
+        if let Some(value) = check() {
+            return Some(value);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    None
+}
+
+/// Whether `pid` runs (a zombie no longer does; PID 1 of a container may never reap it).
+fn running(pid: u32) -> bool {
+    fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        !stat
+            .rsplit_once(") ")
+            .is_some_and(|(_, rest)| rest.starts_with('Z'))
+    })
+}
+
+fn signal(child: &Child, signal: i32) {
+    // SAFETY: signalling a child this test started and has not reaped.
+    unsafe { libc::kill(child.id() as i32, signal) };
+}
+
+fn finish(child: Child) -> Output {
+    child.wait_with_output().unwrap()
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+#[test]
+fn a_second_gate_on_the_same_out_is_refused_naming_the_first() {
+    let drill = Drill::new(TWO_TRIALS);
+    let (first, _) = drill.start_hanging();
+    let second = drill.gate(&[]).output().unwrap();
+    let stderr = text(&second.stderr);
+    assert_eq!(second.status.code(), Some(4), "{stderr}");
+    assert!(
+        stderr.contains(&format!("another gds-gate (pid {})", first.id()))
+            && stderr.contains("--out"),
+        "{stderr}"
+    );
+    signal(&first, libc::SIGTERM);
+    assert_eq!(finish(first).status.code(), Some(143));
+    // The first gate's lock went with it: the folder is free again.
+    let third = drill.gate(&["--list"]).output().unwrap();
+    assert_eq!(third.status.code(), Some(0));
+}
+
+#[test]
+fn ctrl_c_stops_the_worker_and_still_writes_the_reports() {
+    let drill = Drill::new(TWO_TRIALS);
+    let (gate, worker) = drill.start_hanging();
+    let started = Instant::now();
+    signal(&gate, libc::SIGINT);
+    let output = finish(gate);
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(130), "{stderr}");
+    assert!(started.elapsed() < Duration::from_secs(20), "{stderr}");
+    assert!(!running(worker), "the worker outlived the gate");
+    assert!(stderr.contains("interrupted by SIGINT"), "{stderr}");
+    let report = drill.report();
+    let trials = report["trials"].as_array().unwrap();
+    assert_eq!(trials.len(), 2, "{report}");
+    assert_eq!(trials[0]["status"], "failed");
+    assert!(
+        trials[0]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("the gate was interrupted by SIGINT"),
+        "{report}"
+    );
+    assert_eq!(trials[1]["status"], "ignored");
+    assert_eq!(
+        trials[1]["reason"],
+        "not run: the gate was interrupted by SIGINT"
+    );
+}
+
+#[test]
+fn a_gate_killed_outright_takes_its_worker_with_it() {
+    let drill = Drill::new(TWO_TRIALS);
+    let (gate, worker) = drill.start_hanging();
+    signal(&gate, libc::SIGKILL);
+    finish(gate);
+    assert!(
+        wait_for(Duration::from_secs(5), || (!running(worker)).then_some(())).is_some(),
+        "the worker outlived a SIGKILLed gate"
+    );
+}
+
+#[test]
+fn what_can_fail_without_a_trial_fails_before_the_first() {
+    let drill = Drill::new(TWO_TRIALS);
+    let nothing_prepared = |output: &Output, code: i32, says: &str| {
+        let stderr = text(&output.stderr);
+        assert_eq!(output.status.code(), Some(code), "{stderr}");
+        assert!(stderr.contains(says), "{stderr}");
+        assert!(!drill.path("data").exists(), "data was prepared: {stderr}");
+    };
+    fs::write(drill.path("a-file"), "").unwrap();
+    let out_in_a_file = drill.path("a-file/out");
+    let out = out_in_a_file.to_str().unwrap();
+    let unwritable = drill.gate(&["--out", out]).output().unwrap();
+    nothing_prepared(&unwritable, 4, "cannot write the reports folder");
+    let evil = drill.gate(&["--runner", "../evil"]).output().unwrap();
+    nothing_prepared(&evil, 2, "../evil");
+
+    fs::create_dir_all(drill.path("baselines")).unwrap();
+    fs::write(drill.path("baselines/r.yaml"), "schema_version: [\n").unwrap();
+    let corrupt = drill.gate(&["--runner", "r"]).output().unwrap();
+    nothing_prepared(&corrupt, 4, "r.yaml");
+    let bless = drill
+        .gate(&["bless", "--runner", "r", "--runs", "1"])
+        .output()
+        .unwrap();
+    nothing_prepared(&bless, 4, "r.yaml");
+    let bless = drill
+        .gate(&["bless", "--runner", "ok", "--runs", "1", "--out", out])
+        .output()
+        .unwrap();
+    nothing_prepared(&bless, 4, "cannot write the reports folder");
+}
+
+#[test]
+fn a_mistyped_subcommand_is_an_error_and_leaves_the_last_reports() {
+    let drill = Drill::new(TWO_TRIALS);
+    let run = drill.gate(&[]).output().unwrap();
+    assert_eq!(run.status.code(), Some(0), "{}", text(&run.stderr));
+    let last = fs::read(drill.path("out/report.json")).unwrap();
+
+    let typo = drill.gate(&["valdate"]).output().unwrap();
+    let stderr = text(&typo.stderr);
+    assert_eq!(typo.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("did you mean `gds-gate validate`?"),
+        "{stderr}"
+    );
+    let unmatched = drill.gate(&["no-such-trial"]).output().unwrap();
+    assert_eq!(unmatched.status.code(), Some(5));
+    assert!(text(&unmatched.stderr).contains("matches none of the 2 trials"));
+    assert_eq!(fs::read(drill.path("out/report.json")).unwrap(), last);
+    assert_eq!(drill.report()["totals"]["passed"], 2);
+}
+
+/// Hostile text from every source a run prints (a worker's output, a file path from the suite, the
+/// `python:` string) reaches the CI log with no line a runner would take for a workflow command,
+/// and the step summary with no markup. The worker is a stand-in that prints the text and fails.
+#[test]
+fn hostile_text_reaches_the_ci_log_and_the_step_summary_inert() {
+    let suite = "suite: hostile\npython: \"::error title=py::python\"\nscenarios:\n  - name: worker\n    files: { size: 1MiB, seed: 3 }\n    warmup: 0\n    repetitions: 1\n  - name: path\n    files: { path: \"missing\\n::add-mask::from-the-suite\" }\n";
+    let drill = Drill::new(suite);
+    let worker = drill.path("hostile-worker");
+    // Its answer: a failure whose reason and fix are hostile too.
+    let answer = serde_json::json!({
+        "protocol": gds_model::protocol::PROTOCOL_VERSION,
+        "measurement": null,
+        "failure": {
+            "reason": "<img src=x onerror=alert(1)>\n# heading<script>alert(1)</script>",
+            "next": "x\n::add-mask::from-the-result",
+        },
+    });
+    fs::write(drill.path("answer.json"), answer.to_string()).unwrap();
+    fs::write(
+        &worker,
+        format!(
+            "#!/bin/sh\ncase \"$2\" in --job) exec {GATE} \"$@\";; esac\nprintf '::stop-commands::pwned\\n  ::add-mask::from-the-worker\\n##[error]old form\\nline\\r::error title=x::after a CR\\n\\033[31mred\\n' >&2\ncp \"$(dirname \"$0\")/answer.json\" \"$5\"\n"
+        ),
+    )
+    .unwrap();
+    fs::set_permissions(&worker, fs::Permissions::from_mode(0o755)).unwrap();
+    let step_summary = drill.path("step-summary.md");
+    let output = drill
+        .gate(&[])
+        .env("GDS_GATE_WORKER", &worker)
+        .env("GITHUB_ACTIONS", "true")
+        .env("GITHUB_STEP_SUMMARY", &step_summary)
+        .output()
+        .unwrap();
+    let log = text(&output.stdout) + &text(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{log}");
+    assert!(
+        ["from-the-worker", "from-the-suite", "from-the-result",]
+            .iter()
+            .all(|text| log.contains(text)),
+        "the hostile text should be shown, inert: {log}"
+    );
+    // The runner splits at LF and at a lone CR and trims leading whitespace before it parses.
+    // The gate's own annotations parse as commands of their own, with the text escaped as data.
+    let own = ["::error file=", "::warning file=", "::notice file="];
+    for line in log.split(['\n', '\r']) {
+        let line = line.trim_start();
+        if own.iter().any(|form| line.starts_with(form)) {
+            continue;
+        }
+        assert!(
+            !line.starts_with("::"),
+            "a workflow command got through: {line}"
+        );
+        assert!(
+            !line.contains("##["),
+            "an old-form command got through: {line}"
+        );
+    }
+    // junit.xml: markup escaped and what XML cannot hold dropped (quick-junit's XmlString).
+    let junit = fs::read_to_string(drill.path("out/junit.xml")).unwrap();
+    assert!(
+        junit.contains("from-the-worker")
+            && !junit.contains("<script")
+            && !junit.contains('\u{1b}'),
+        "{junit}"
+    );
+    for summary in [
+        fs::read_to_string(drill.path("out/summary.md")).unwrap(),
+        fs::read_to_string(&step_summary).unwrap(),
+    ] {
+        assert!(
+            !summary.contains("<img")
+                && !summary.contains("<script")
+                && !summary.contains("\n# heading"),
+            "{summary}"
+        );
+        for trial in ["`hostile::worker`", "`hostile::path`"] {
+            let row = summary
+                .lines()
+                .find(|line| line.starts_with(&format!("| {trial}")))
+                .unwrap_or_else(|| panic!("{summary}"));
+            assert!(row.ends_with(" |"), "the reason left its cell: {row}");
+        }
+    }
+}
