@@ -3,7 +3,7 @@
 //! driver, which is what these tests check the wording of.
 
 use std::fs;
-use std::os::unix::fs::FileExt;
+use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
@@ -181,8 +181,9 @@ fn corruption_that_slips_past_the_cache_fails_the_trial_at_its_offset() {
     let suite = suite.to_str().unwrap();
     assert_eq!(scratch.gate(&["--suite", suite]).code, 0);
 
-    // Flip a byte outside the spot-checked blocks and restore the mtime: the file now looks like
-    // the cached one, so only the read verification can notice.
+    // Flip a byte outside the spot-checked blocks, restore the mtime and make the sidecar vouch
+    // for the new ctime, as damage on the disk that the file system never saw would: the file
+    // now looks like the cached one, so only the read verification can notice.
     let file = scratch.data().join("gds-gate-s5-3145728.bin");
     let spots = gds_gate::data::spot_check_offsets(5, 3 << 20);
     let offset = (0..3u64 << 20)
@@ -201,6 +202,12 @@ fn corruption_that_slips_past_the_cache_fails_the_trial_at_its_offset() {
     handle.write_at(&[byte[0] ^ 0x40], offset).unwrap();
     handle.set_modified(mtime).unwrap();
     drop(handle);
+    let sidecar = scratch.data().join("gds-gate-s5-3145728.bin.id.json");
+    let mut identity: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(&sidecar).unwrap()).unwrap();
+    let meta = fs::metadata(&file).unwrap();
+    identity["ctime_ns"] = (meta.ctime() * 1_000_000_000 + meta.ctime_nsec()).into();
+    fs::write(&sidecar, identity.to_string()).unwrap();
 
     let run = scratch.gate(&["--suite", suite]);
     assert_eq!(run.code, 1, "{run:?}");

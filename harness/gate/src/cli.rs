@@ -160,13 +160,9 @@ pub enum WorkerJob {
 /// What to run and where its data lives.
 #[derive(Debug, Clone, Args)]
 pub struct Inputs {
-    /// Suite file to run (repeatable; default `scenarios/default.yaml`).
-    #[arg(
-        long = "suite",
-        value_name = "PATH",
-        env = "GDS_GATE_SUITE",
-        value_delimiter = ','
-    )]
+    /// Suite file to run (repeatable; default `scenarios/default.yaml`). A path is taken whole,
+    /// commas and all; `GDS_GATE_SUITE` names one file.
+    #[arg(long = "suite", value_name = "PATH", env = "GDS_GATE_SUITE")]
     pub suites: Vec<PathBuf>,
     /// Where generated test files are kept between runs.
     #[arg(
@@ -222,8 +218,9 @@ pub struct RunArgs {
         default_value_t = 10
     )]
     pub confirm_delay: u64,
-    /// Seconds a trial's worker may run (default: a minute plus every pass at 50 MB/s).
-    #[arg(long, value_name = "SECONDS", env = "GDS_GATE_TIMEOUT")]
+    /// Seconds a trial's worker may run (default: a minute plus every pass at 50 MB/s); at least 1.
+    #[arg(long, value_name = "SECONDS", env = "GDS_GATE_TIMEOUT",
+          value_parser = clap::value_parser!(u64).range(1..))]
     pub timeout: Option<u64>,
     /// libtest's own arguments: FILTER, --exact, --skip, --list, --ignored, --format, ...
     #[command(flatten)]

@@ -7,6 +7,7 @@
 //! gate crate the second, and both build on this one.
 
 pub mod cache;
+pub mod conformance;
 pub mod cufile_abi;
 pub mod cufile_config;
 pub mod evidence;
@@ -36,4 +37,13 @@ pub fn error_chain(error: &dyn std::error::Error) -> String {
         source = cause.source();
     }
     text
+}
+
+/// The text of a caught panic (`panic!` with a message, or a plain string), or nothing.
+pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<String>()
+        .cloned()
+        .or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string()))
+        .unwrap_or_default()
 }

@@ -199,6 +199,39 @@ mod tests {
         assert!(plan.covers_files);
     }
 
+    /// The counts the limits are checked with are those of the plan the worker gets.
+    #[test]
+    fn reads_and_tasks_are_counted_without_building_the_plan() {
+        use crate::scenario::limits::{reads_per_pass, tasks_per_pass};
+        let random = RandomReads {
+            size: PositiveSize(ByteSize(10_000)),
+            count: NonZeroU32::new(7).unwrap(),
+            seed: 1,
+            align: PositiveSize(ByteSize(4096)),
+        };
+        for pattern in [
+            Pattern::Whole,
+            Pattern::Chunks(PositiveSize(ByteSize(4096))),
+            Pattern::Chunks(PositiveSize(ByteSize(3000))),
+            Pattern::Random(random),
+        ] {
+            let sizes = [10_000, 12_288, 1 << 20];
+            let plan = ReadPlan::new(sizes.iter().map(|&s| file(s)).collect(), &pattern);
+            assert_eq!(
+                reads_per_pass(&sizes, &pattern),
+                plan.segments.len() as u64,
+                "{pattern:?}"
+            );
+            for task_size in [1000, 4096, 1 << 20] {
+                assert_eq!(
+                    tasks_per_pass(&sizes, &pattern, task_size),
+                    plan.tasks(task_size).len() as u64,
+                    "{pattern:?} {task_size}"
+                );
+            }
+        }
+    }
+
     #[test]
     fn tasks_split_segments_like_kvikio() {
         let plan = ReadPlan::new(vec![file(10 << 20)], &Pattern::Whole);

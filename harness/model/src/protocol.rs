@@ -90,6 +90,22 @@ pub struct WorkerResult {
     pub raw_cufile: Option<RawCufile>,
 }
 
+impl WorkerResult {
+    /// An answer without a measurement: what went wrong and what to do.
+    pub fn failed(reason: String, next: String) -> WorkerResult {
+        WorkerResult {
+            protocol: PROTOCOL_VERSION,
+            measurement: None,
+            failure: Some(WorkerFailure {
+                reason,
+                next,
+                missing: None,
+            }),
+            raw_cufile: None,
+        }
+    }
+}
+
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct RawCufile {
     pub library: PathBuf,
@@ -229,6 +245,18 @@ pub struct GpuBenchResult {
     /// TB/s per run of each kernel, or why they could not run.
     pub kernels: Option<Result<KernelRates, String>>,
     pub storage: Option<Result<StorageRates, String>>,
+}
+
+impl GpuBenchResult {
+    /// Nothing measured, and why.
+    pub fn failed(why: String) -> GpuBenchResult {
+        GpuBenchResult {
+            protocol: PROTOCOL_VERSION,
+            gpu: Err(why),
+            kernels: None,
+            storage: None,
+        }
+    }
 }
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]

@@ -19,12 +19,7 @@ use crate::reader::PlanReader;
 use crate::reader::cufile::CufileReader;
 
 pub fn run(spec: GpuBenchSpec) -> GpuBenchResult {
-    let failed = |why: String| GpuBenchResult {
-        protocol: PROTOCOL_VERSION,
-        gpu: Err(why),
-        kernels: None,
-        storage: None,
-    };
+    let failed = GpuBenchResult::failed;
     if spec.protocol != PROTOCOL_VERSION {
         return failed(format!(
             "the gate speaks protocol {}, this worker {PROTOCOL_VERSION}; rebuild the gate",

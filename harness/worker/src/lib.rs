@@ -7,6 +7,7 @@
 
 pub mod gpu;
 pub mod gpu_bench;
+pub mod libcuda;
 pub mod libcufile;
 pub mod probe;
 pub mod reader;
@@ -14,6 +15,7 @@ pub mod trial;
 
 use std::path::Path;
 
+use gds_model::protocol::{GpuBenchResult, ProbeResult, WorkerResult};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
@@ -29,19 +31,28 @@ pub enum Job {
 }
 
 /// The worker's `main`: read the spec, do the job, write the result atomically. The exit status
-/// only says whether a result was written.
+/// only says whether a result was written. A panic (a library under test that cudarc finds
+/// lacking, a bug) is answered as the job's failure, with its message, not left without an answer.
 pub fn serve(job: Job, spec: &Path, result: &Path) -> u8 {
+    let next = "a bug in gds-gate or a library it loads broken; the worker's output above has the place: report it with the trial's folder";
     match job {
-        Job::Trial => answer(spec, result, trial::run),
-        Job::Probe => answer(spec, result, probe::run),
-        Job::GpuBench => answer(spec, result, gpu_bench::run),
+        Job::Trial => answer(spec, result, trial::run, |_, why| {
+            WorkerResult::failed(format!("the worker panicked: {why}"), next.into())
+        }),
+        Job::Probe => answer(spec, result, probe::run, |spec, why| {
+            ProbeResult::failed(spec, &format!("the probe panicked: {why}"))
+        }),
+        Job::GpuBench => answer(spec, result, gpu_bench::run, |_, why| {
+            GpuBenchResult::failed(format!("the GPU bench panicked: {why}"))
+        }),
     }
 }
 
-fn answer<S: DeserializeOwned, R: Serialize>(
+fn answer<S: DeserializeOwned + Clone, R: Serialize>(
     spec_path: &Path,
     result_path: &Path,
     job: impl FnOnce(S) -> R,
+    panicked: impl FnOnce(&S, &str) -> R,
 ) -> u8 {
     let spec = match std::fs::read_to_string(spec_path)
         .map_err(|e| e.to_string())
@@ -56,7 +67,10 @@ fn answer<S: DeserializeOwned, R: Serialize>(
             return 2;
         }
     };
-    let text = serde_json::to_string_pretty(&job(spec)).unwrap_or_default();
+    let copy = spec.clone();
+    let answer = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| job(spec)))
+        .unwrap_or_else(|payload| panicked(&copy, &gds_model::panic_message(payload.as_ref())));
+    let text = serde_json::to_string_pretty(&answer).unwrap_or_default();
     match gds_model::fsutil::write_atomically(result_path, text.as_bytes()) {
         Ok(()) => 0,
         Err(error) => {

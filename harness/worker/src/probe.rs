@@ -2,8 +2,6 @@
 //! loads, the CUDA version the driver supports, how many GPUs CUDA numbers, and libcufile (where
 //! it was looked for, what was found, `cuFileDriverOpen` and the driver's properties).
 
-use std::ffi::CStr;
-
 use cudarc::driver::sys;
 use gds_model::protocol::{
     CufileProbe, CufileProbeDepth, DriverProbe, LoadedCufile, PROTOCOL_VERSION, ProbeResult,
@@ -20,11 +18,13 @@ pub fn run(spec: ProbeSpec) -> ProbeResult {
         );
         return ProbeResult::failed(&spec, &why);
     }
-    let libcuda = libcuda_loads();
+    // GPU work needs the driver library; KvikIO needs it even for host reads. A library without
+    // the functions the questions below call is as unusable as none.
+    let libcuda = crate::libcuda::check();
     ProbeResult {
         protocol: PROTOCOL_VERSION,
-        cuda_version: spec.cuda_version.then(cuda_version),
-        gpu_count: spec.gpu_count.then(gpu_count),
+        cuda_version: spec.cuda_version.then(|| after(&libcuda, cuda_version)),
+        gpu_count: spec.gpu_count.then(|| after(&libcuda, gpu_count)),
         cufile: match spec.cufile {
             CufileProbeDepth::None => None,
             CufileProbeDepth::Load => Some(cufile(false, "not attempted (quick check)".into())),
@@ -37,31 +37,19 @@ pub fn run(spec: ProbeSpec) -> ProbeResult {
     }
 }
 
-/// GPU work needs the driver library; KvikIO needs it even for host reads. Loading it (and
-/// unloading it again) is the test: a `/dev/nvidia0` without the library is as unusable as none.
-fn libcuda_loads() -> Result<(), String> {
-    const LIBCUDA: &CStr = c"libcuda.so.1";
-    // SAFETY: `LIBCUDA` is a valid NUL-terminated string; the handle is only passed back to
-    // dlclose, once, and no symbol from it is used.
-    unsafe {
-        let handle = libc::dlopen(LIBCUDA.as_ptr(), libc::RTLD_LAZY | libc::RTLD_LOCAL);
-        if handle.is_null() {
-            return Err("no NVIDIA driver (libcuda.so.1 not found)".into());
-        }
-        libc::dlclose(handle);
-    }
-    Ok(())
+/// `question`, asked only when the driver library passed its check.
+fn after<T>(
+    libcuda: &Result<(), String>,
+    question: fn() -> Result<T, String>,
+) -> Result<T, String> {
+    libcuda.clone().and_then(|()| question())
 }
 
-/// `cuDriverGetVersion` (no `cuInit` needed), as `major.minor`.
+/// `cuDriverGetVersion` (no `cuInit` needed), as `major.minor`. Asked only once
+/// [`crate::libcuda::check`] found the library and the function: cudarc panics otherwise.
 fn cuda_version() -> Result<String, String> {
-    // SAFETY: only probes whether the library can be loaded; cudarc panics on a missing library
-    // at the first call otherwise.
-    if !unsafe { sys::is_culib_present() } {
-        return Err("libcuda is not loadable, so cuDriverGetVersion cannot be asked".into());
-    }
     let mut version = 0;
-    // SAFETY: a valid out-pointer; the library is present (checked above).
+    // SAFETY: a valid out-pointer; the library and the function are present (checked first).
     let result = unsafe { sys::cuDriverGetVersion(&mut version) };
     if result != sys::CUresult::CUDA_SUCCESS || version <= 0 {
         return Err(format!("cuDriverGetVersion failed: {result:?}"));
@@ -69,13 +57,8 @@ fn cuda_version() -> Result<String, String> {
     Ok(format!("{}.{}", version / 1000, (version % 1000) / 10))
 }
 
-/// `cuDeviceGetCount`, or why it could not be asked.
+/// `cuDeviceGetCount`, or why it could not be asked; like [`cuda_version`], only after the check.
 fn gpu_count() -> Result<u32, String> {
-    // SAFETY: only probes whether the library can be loaded; cudarc panics at the first call
-    // into a missing library otherwise.
-    if !unsafe { sys::is_culib_present() } {
-        return Err("libcuda.so.1 not found".to_string());
-    }
     match cudarc::driver::CudaContext::device_count() {
         Ok(count) => Ok(u32::try_from(count).unwrap_or(0)),
         Err(error) => Err(format!("cuDeviceGetCount failed ({error})")),

@@ -33,19 +33,13 @@ pub fn run(spec: WorkerSpec) -> WorkerResult {
     if spec.protocol == PROTOCOL_VERSION {
         return measure(&spec);
     }
-    WorkerResult {
-        protocol: PROTOCOL_VERSION,
-        measurement: None,
-        raw_cufile: None,
-        failure: Some(WorkerFailure {
-            reason: format!(
-                "the gate speaks protocol {}, this worker {PROTOCOL_VERSION}",
-                spec.protocol
-            ),
-            next: "rebuild the gate".into(),
-            missing: None,
-        }),
-    }
+    WorkerResult::failed(
+        format!(
+            "the gate speaks protocol {}, this worker {PROTOCOL_VERSION}",
+            spec.protocol
+        ),
+        "rebuild the gate".into(),
+    )
 }
 
 fn measure(spec: &WorkerSpec) -> WorkerResult {
@@ -177,8 +171,7 @@ fn with_cufile(
     let mut evidence = CufileEvidence {
         library: library.path.clone(),
         version: library.version.to_string(),
-        requested_bytes: spec.plan.total_bytes()
-            * u64::from(spec.trial.warmup + spec.trial.repetitions),
+        requested_bytes: spec.plan.total_bytes().saturating_mul(spec.trial.passes()),
         ..Default::default()
     };
     let result = (|| {
@@ -224,7 +217,7 @@ fn passes(
     }
     let cache_files = posix::open_all(plan).map_err(fail)?;
     let expected = spec.expected_checksum;
-    let total = trial.warmup + trial.repetitions;
+    let total = trial.passes();
     for pass in 0..total {
         let lap = Instant::now();
         if trial.cache == Cache::Cold {
@@ -252,7 +245,7 @@ fn passes(
             .read(plan, trial.nthreads, trial.task_size)
             .map_err(fail)?
             .as_secs_f64();
-        if pass < trial.warmup {
+        if pass < u64::from(trial.warmup) {
             m.warmup_seconds.push(seconds);
         } else {
             m.seconds.push(seconds);
@@ -294,7 +287,7 @@ fn drop_cache(plan: &ReadPlan, files: &[std::fs::File]) -> Result<f64, WorkerFai
     Ok(worst)
 }
 
-fn integrity_failure(result: &IntegrityResult, pass: u32, passes: u32) -> WorkerFailure {
+fn integrity_failure(result: &IntegrityResult, pass: u64, passes: u64) -> WorkerFailure {
     let checksums = format!(
         "checksum expected {}, got {}",
         result.expected_checksum.map_or("-".into(), hex::format),
@@ -311,7 +304,7 @@ fn integrity_failure(result: &IntegrityResult, pass: u32, passes: u32) -> Worker
     };
     WorkerFailure {
         reason,
-        next: "the bytes that arrived differ from the file. Run the trial again; if it repeats, the read path corrupts data: check `dmesg` for I/O errors and the storage's health. A file changed on purpose is regenerated or re-checksummed on the next run.".into(), missing: None }
+        next: "the bytes that arrived differ from the file. Run the trial again; if it repeats, the read path corrupts data: check `dmesg` for I/O errors and the storage's health. A data file changed through the file system (even with its mtime put back) is regenerated or re-checksummed on the next run; one damaged on the disk itself is not: delete it, or its `.id.json` sidecar in the data dir, to have it redone.".into(), missing: None }
 }
 
 /// Announces the end of the I/O and waits for the gate's `gds_stats` sample, if one was asked

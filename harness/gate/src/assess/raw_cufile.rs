@@ -20,7 +20,7 @@ pub fn cufile_evidence(raw: RawCufile, spec: &TrialSpec, m: &mut Measurement) {
             .and_then(|bytes| DriverProperties::decode(&bytes)),
         stats: None,
         stats_unavailable: raw.error,
-        requested_bytes: m.bytes_per_repetition * u64::from(spec.warmup + spec.repetitions),
+        requested_bytes: m.bytes_per_repetition.saturating_mul(spec.passes()),
     };
     let decode = |text: &Option<String>| text.as_deref().and_then(hex::decode_bytes);
     match (

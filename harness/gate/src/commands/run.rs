@@ -19,7 +19,7 @@ use crate::launch::Launcher;
 use crate::prepare::DataSet;
 use crate::report::{self, PreparedFileRecord, Report, SuiteRef, Totals};
 use gds_model::error_chain;
-use gds_model::plan::ReadPlan;
+use gds_model::plan::{PlannedFile, ReadPlan};
 use gds_model::record::{Status, TrialRecord};
 use gds_model::scenario::Reader;
 use gds_model::scenario::{self, GpuSet, Suite, TrialSpec};
@@ -330,11 +330,7 @@ impl Executor {
             self.execute(spec, launcher)
         }))
         .unwrap_or_else(|panic| {
-            let message = panic
-                .downcast_ref::<String>()
-                .cloned()
-                .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
-                .unwrap_or_default();
+            let message = gds_model::panic_message(panic.as_ref());
             let details =
                 "  next: this is a bug in gds-gate; please report it with report.json".to_string();
             TrialRecord::failed(copy, format!("the gate panicked: {message}"), details, None)
@@ -347,16 +343,7 @@ impl Executor {
         }
         match unavailable(&spec, &self.host) {
             None => match self.data.files_for(&spec.files) {
-                Ok(files) => {
-                    let plan = ReadPlan::new(files, &spec.pattern);
-                    let paths: Vec<_> = plan.files.iter().map(|file| file.path.clone()).collect();
-                    let record = match spec.gpus.clone() {
-                        Some(set) => self.execute_on_gpus(spec, plan, &set, launcher),
-                        None => launcher.run_trial(spec, plan),
-                    };
-                    leave_uncached(&paths);
-                    record
-                }
+                Ok(files) => self.read(spec, files, launcher),
                 Err(error) => {
                     let details = format!(
                         "{}\n  next: fix the data problem above and run again",
@@ -388,6 +375,29 @@ impl Executor {
 }
 
 impl Executor {
+    /// Reads the prepared `files` as the trial says, in one worker or one per GPU.
+    fn read(&self, spec: TrialSpec, files: Vec<PlannedFile>, launcher: &Launcher) -> TrialRecord {
+        // A user's own file is measured only now: its plan is checked before it is built.
+        let sizes: Vec<u64> = files.iter().map(|file| file.size).collect();
+        if let Err(problem) = scenario::limits::check_plan(&sizes, 1, &spec.pattern, spec.task_size)
+        {
+            let details = format!(
+                "{}
+  next: change the scenario as the reason says",
+                crate::assess::where_(&spec)
+            );
+            return TrialRecord::failed(spec, format!("read plan: {problem}"), details, None);
+        }
+        let plan = ReadPlan::new(files, &spec.pattern);
+        let paths: Vec<_> = plan.files.iter().map(|file| file.path.clone()).collect();
+        let record = match spec.gpus.clone() {
+            Some(set) => self.execute_on_gpus(spec, plan, &set, launcher),
+            None => launcher.run_trial(spec, plan),
+        };
+        leave_uncached(&paths);
+        record
+    }
+
     /// A trial over several GPUs (`gpus:`): `all` becomes this host's GPUs (one GPU runs as one
     /// shard); none found is a trial ignored with the reason, or failed under --require-gpu.
     fn execute_on_gpus(

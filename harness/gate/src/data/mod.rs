@@ -3,7 +3,7 @@
 //!
 //! A generated file `gds-gate-s{seed}-{size}.bin` holds the bytes defined in [`gds_model::verify`].
 //! Next to it, `gds-gate-s{seed}-{size}.bin.id.json` records the generator version, seed, size,
-//! whole-file checksum and the file's mtime, inode and device. A file is reused only when the
+//! whole-file checksum and the file's mtime, ctime, inode and device. A file is reused only when the
 //! sidecar parses, every field matches, and a few 4 KiB blocks match the generator; otherwise it
 //! is regenerated, and [`Action::Generated`] says why.
 //!
@@ -123,6 +123,11 @@ pub enum DataError {
         path.display()
     )]
     UserFileNotRegular { path: PathBuf },
+    #[error(
+        "user file `{}` (scenario key `files.path`) is empty; a trial of it would read nothing and measure nothing: point `files.path` at a file with data",
+        path.display()
+    )]
+    UserFileEmpty { path: PathBuf },
     #[error(
         "user file `{}` (scenario key `files.path`) changed while its checksum was computed; run again when nothing writes to it",
         path.display()
@@ -284,6 +289,7 @@ pub fn ensure_generated(
         size: spec.size,
         checksum,
         mtime_ns: stamp.mtime_ns,
+        ctime_ns: stamp.ctime_ns,
         inode: stamp.inode,
         device: stamp.device,
     };
@@ -299,8 +305,11 @@ pub(crate) fn check_free_space(
     size: u64,
     free: u64,
 ) -> Result<(), DataError> {
-    // O_DIRECT writes whole 4 KiB blocks before the final truncate.
-    let needed = size.next_multiple_of(ALIGN as u64);
+    // O_DIRECT writes whole 4 KiB blocks before the final truncate. A size within a block of
+    // 2^64 needs more than any file system has, not the 0 bytes it would wrap around to.
+    let needed = size
+        .checked_next_multiple_of(ALIGN as u64)
+        .unwrap_or(u64::MAX);
     if needed > free {
         return Err(DataError::NoSpace {
             dir: dir.to_owned(),

@@ -1,5 +1,5 @@
 //! Whether a generated file found on disk can be trusted: its identity sidecar must match
-//! `stat`, and a few 4 KiB blocks must match the generator.
+//! `stat` (size, mtime, ctime, inode, device), and a few 4 KiB blocks must match the generator.
 
 use std::fs::{self, File};
 use std::io;
@@ -49,6 +49,8 @@ pub(super) fn check_reusable(
         ("mtime", stamp.mtime_ns as u64, identity.mtime_ns as u64),
         ("inode", stamp.inode, identity.inode),
         ("device", stamp.device, identity.device),
+        // A write whose mtime was put back still moved the ctime.
+        ("ctime", stamp.ctime_ns as u64, identity.ctime_ns as u64),
     ] {
         if now != then {
             return Err(format!("file changed since generation ({field})"));

@@ -13,7 +13,8 @@ use super::DataError;
 use super::direct::{fsync_dir, partial_name};
 
 /// The `stat` fields that identify one version of a file. Replacing a file changes the inode,
-/// writing it changes the mtime (unless someone restores it: see the spot check and `ctime_ns`).
+/// writing it changes the mtime, and any change through the file system changes the ctime, which
+/// unlike the mtime nobody can set back.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Stamp {
     pub size: u64,
@@ -48,6 +49,8 @@ pub(crate) struct GeneratedIdentity {
     #[serde(with = "gds_model::hex")]
     pub checksum: u64,
     pub mtime_ns: i64,
+    /// A sidecar without it (written by an older gate) does not parse: its file is regenerated.
+    pub ctime_ns: i64,
     pub inode: u64,
     pub device: u64,
 }

@@ -107,6 +107,8 @@ fn sidecar_records_the_identity() -> TestResult {
     assert_eq!(json["device"], meta.dev());
     let mtime_ns = meta.mtime() * 1_000_000_000 + meta.mtime_nsec();
     assert_eq!(json["mtime_ns"], mtime_ns);
+    let ctime_ns = meta.ctime() * 1_000_000_000 + meta.ctime_nsec();
+    assert_eq!(json["ctime_ns"], ctime_ns);
     Ok(())
 }
 
@@ -131,8 +133,37 @@ fn a_modified_file_with_a_new_mtime_is_regenerated() -> TestResult {
     Ok(())
 }
 
+/// Issue 15, case 5: a byte changed outside the spot-checked blocks, with the mtime put back, was
+/// trusted forever; the change time gives it away.
 #[test]
-fn a_change_hidden_by_a_restored_mtime_is_caught_by_the_spot_check() -> TestResult {
+fn a_change_hidden_by_a_restored_mtime_is_caught_by_the_change_time() -> TestResult {
+    let (dir, spec, prepared) = fresh(28, SIZE)?;
+    let spots = spot_check_offsets(28, SIZE);
+    let offset = (0..SIZE / 4096)
+        .map(|b| b * 4096 + 100)
+        .find(|o| !spots.contains(&(o / 4096 * 4096)))
+        .ok_or("every block is spot-checked")?;
+    // Timestamps advance in clock ticks (a few ms): a change in the tick of the generation could
+    // keep its ctime, one a moment later cannot.
+    std::thread::sleep(Duration::from_millis(50));
+    overwrite_keeping_mtime(&prepared.path, offset, b"x")?;
+    let again = ensure_generated(dir.path(), spec, &mut NoProgress)?;
+    assert_eq!(reason(&again), "file changed since generation (ctime)");
+    assert_eq!(fs::read(&again.path)?, generated(28, SIZE));
+    Ok(())
+}
+
+/// The sidecar vouches for the file as it is now: what damage on the disk, unseen by the file
+/// system, would leave.
+fn vouch_for_current_stamp(sidecar: &Path, file: &Path) -> TestResult {
+    let mut json: serde_json::Value = serde_json::from_str(&fs::read_to_string(sidecar)?)?;
+    json["ctime_ns"] = sidecar::Stamp::of(&fs::metadata(file)?).ctime_ns.into();
+    fs::write(sidecar, serde_json::to_string(&json)?)?;
+    Ok(())
+}
+
+#[test]
+fn a_change_the_file_system_did_not_see_is_caught_by_the_spot_check() -> TestResult {
     let (dir, spec, prepared) = fresh(24, SIZE)?;
     let spots = spot_check_offsets(24, SIZE);
     assert!(spots.len() >= 3 && spots[0] == 0);
@@ -140,6 +171,7 @@ fn a_change_hidden_by_a_restored_mtime_is_caught_by_the_spot_check() -> TestResu
     let bad = spots[1] + 1234;
     let byte = fs::read(&prepared.path)?[bad as usize] ^ 0x10;
     overwrite_keeping_mtime(&prepared.path, bad, &[byte])?;
+    vouch_for_current_stamp(&dir.path().join(spec.sidecar_name()), &prepared.path)?;
     let again = ensure_generated(dir.path(), spec, &mut NoProgress)?;
     assert_eq!(reason(&again), format!("spot check failed at byte {bad}"));
     assert_eq!(fs::read(&again.path)?, generated(24, SIZE));
@@ -262,6 +294,17 @@ fn not_enough_space_says_how_much_and_what_to_do() {
     assert!(check_free_space(Path::new("/data"), "x", 4097, 8191).is_err());
 }
 
+/// Issue 15, case 14: rounded up to whole blocks, a size near 2^64 wrapped around to "needs 0
+/// bytes", and generation went on to fill the disk.
+#[test]
+fn a_size_near_two_to_the_64_needs_more_space_than_there_is() {
+    let err = check_free_space(Path::new("/data"), "x", u64::MAX - 100, 1 << 40)
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    assert!(err.contains("(needs 16.00 EiB, 1.00 TiB free)"), "{err}");
+}
+
 #[test]
 fn the_buffered_fallback_writes_the_same_bytes_and_checksum() -> TestResult {
     let dir = tempfile::tempdir()?;
@@ -376,11 +419,23 @@ fn missing_or_unusable_user_files_name_the_path_and_the_scenario_key() -> TestRe
         .err()
         .ok_or("a directory was accepted")?;
     assert!(matches!(err, DataError::UserFileNotRegular { .. }), "{err}");
-    // An empty file is a file: its checksum is the length term alone.
+    Ok(())
+}
+
+/// Issue 15, case 4: an empty file read in no time passed as "0.00 GB/s … ok".
+#[test]
+fn an_empty_user_file_is_refused() -> TestResult {
+    let data = tempfile::tempdir()?;
     let empty = data.path().join("empty.bin");
     File::create(&empty)?;
-    let user = ensure_user_checksum(data.path(), &empty, &mut NoProgress)?;
-    assert_eq!(user.checksum, checksum_file_bytes(&[]));
+    let err = ensure_user_checksum(data.path(), &empty, &mut NoProgress)
+        .err()
+        .ok_or("an empty file was accepted")?;
+    assert!(matches!(err, DataError::UserFileEmpty { .. }), "{err}");
+    assert!(
+        err.to_string().contains("is empty") && err.to_string().contains("`files.path`"),
+        "{err}"
+    );
     Ok(())
 }
 

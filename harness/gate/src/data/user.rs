@@ -84,6 +84,11 @@ pub fn ensure_user_checksum(
             path: path.to_owned(),
         });
     }
+    if meta.len() == 0 {
+        return Err(DataError::UserFileEmpty {
+            path: path.to_owned(),
+        });
+    }
     let stamp = Stamp::of(&meta);
 
     let lock = open_data_dir(data_dir)?;

@@ -15,6 +15,7 @@ use std::time::Duration;
 
 use crate::assess::where_;
 use crate::process::{self, Job};
+use gds_model::conformance;
 use gds_model::plan::ReadPlan;
 use gds_model::protocol::{PROTOCOL_VERSION, WorkerFailure, WorkerResult, WorkerSpec};
 use gds_model::record::Ending;
@@ -47,9 +48,10 @@ pub struct Launcher {
 
 pub use sampling::find_tool as find_gds_stats;
 
-/// A worker that ran: how it ended, its answer (or why there is none), and nvidia-fs's counters
-/// from before it started.
+/// A worker that ran: what it was asked, how it ended, its answer (or why there is none), and
+/// nvidia-fs's counters from before it started.
 struct Ran {
+    asked: WorkerSpec,
     finished: process::Finished,
     result: Result<WorkerResult, String>,
     nvfs_before: Option<String>,
@@ -182,6 +184,7 @@ impl Launcher {
                 .map_err(|error| format!("the worker's answer is not a valid result: {error}")),
         };
         Ok(Ran {
+            asked: worker_spec,
             finished,
             result,
             nvfs_before,
@@ -205,6 +208,7 @@ impl Launcher {
     /// Every way a worker can end, turned into one record.
     fn judge(&self, spec: TrialSpec, dir: &Path, ran: Ran) -> TrialRecord {
         let Ran {
+            asked,
             finished,
             result,
             nvfs_before,
@@ -223,6 +227,16 @@ impl Launcher {
         let result = result.map(|mut result| {
             if let (Some(m), Some(raw)) = (result.measurement.as_mut(), result.raw_cufile.take()) {
                 crate::assess::raw_cufile::cufile_evidence(raw, &spec, m);
+            }
+            // Only a complete answer to the spec can pass: anything less is the worker's failure.
+            if let (Some(m), None) = (&result.measurement, &result.failure) {
+                if let Err(problem) = conformance::check(&asked, m) {
+                    result.failure = Some(WorkerFailure {
+                        reason: format!("the worker's result is incomplete: {problem}"),
+                        next: format!("the worker did not do what its spec asked and did not say why: a bug in it, or a worker of another gate version; its spec and result are in `{}`", dir.display()),
+                        missing: None,
+                    });
+                }
             }
             result
         });
@@ -364,13 +378,19 @@ fn kvikio_env(spec: &TrialSpec) -> Vec<(String, String)> {
 /// Generous: a minute to start, plus every pass at 50 MB/s. A hang is caught, a slow disk is not
 /// mistaken for one.
 fn timeout_for(spec: &TrialSpec, plan: &ReadPlan) -> Duration {
-    let bytes = plan.total_bytes() * u64::from(spec.warmup + spec.repetitions);
+    let bytes = plan.total_bytes().saturating_mul(spec.passes());
     Duration::from_secs(60 + bytes / 50_000_000)
 }
 
-/// A trial name as a folder name.
+/// Longest slug before its hash suffix: with it, well under the 255 bytes of a folder name.
+const SLUG_MAX: usize = 200;
+
+/// A trial name as a folder name: the characters folder names and shells take kept, the others
+/// `_`, and then, because two names can come out alike (`t::x[nthreads=1]` and
+/// `t::x_nthreads_1_`), a hash of the whole name, so that no trial's folder is another's.
 pub(crate) fn slug(name: &str) -> String {
-    name.chars()
+    let mut slug: String = name
+        .chars()
         .map(|c| {
             if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') {
                 c
@@ -378,7 +398,13 @@ pub(crate) fn slug(name: &str) -> String {
                 '_'
             }
         })
-        .collect()
+        .take(SLUG_MAX)
+        .collect();
+    if slug != name {
+        let hash = gds_model::verify::checksum_file_bytes(name.as_bytes());
+        slug.push_str(&format!("-{:08x}", hash >> 32));
+    }
+    slug
 }
 
 fn indent(text: &str) -> String {
@@ -394,6 +420,7 @@ mod tests {
 
     use super::*;
     use gds_model::integrity::IntegrityResult;
+    use gds_model::plan::PlannedFile;
     use gds_model::record::{Measurement, Status};
     use gds_model::scenario::{Integrity, Pattern};
 
@@ -412,19 +439,29 @@ mod tests {
         }
     }
 
+    /// One measured pass of one byte, not verified: what [`valid_result`] answers in full.
     fn trial() -> (TrialSpec, ReadPlan) {
         let suite = gds_model::scenario::parse(
             Path::new("s.yaml"),
-            "scenarios:\n  - name: t\n    files: { size: 1MiB }\n",
+            "scenarios:\n  - name: t\n    files: { size: 1MiB }\n    warmup: 0\n    repetitions: 1\n    expect: { integrity: none }\n",
         )
         .unwrap();
         let spec = gds_model::scenario::expand(&suite).remove(0);
-        (spec, ReadPlan::new(Vec::new(), &Pattern::Whole))
+        (spec, ReadPlan::new(vec![planned_file()], &Pattern::Whole))
+    }
+
+    fn planned_file() -> PlannedFile {
+        PlannedFile {
+            path: "f".into(),
+            size: 1,
+            seed: None,
+            checksum: 0,
+        }
     }
 
     fn valid_result(dir: &Path) -> PathBuf {
         let measurement = Measurement {
-            files: Vec::new(),
+            files: vec![planned_file()],
             bytes_per_repetition: 1,
             warmup_seconds: vec![],
             seconds: vec![1.0],
@@ -438,8 +475,8 @@ mod tests {
             total_seconds: 1.0,
             startup_seconds: None,
             setup: Vec::new(),
-            gpu: None,
-            cufile: None,
+            gpu: Some("stand-in GPU".into()),
+            cufile: Some(Default::default()),
             kvikio: None,
             per_gpu: Vec::new(),
         };
@@ -604,6 +641,34 @@ mod tests {
             started.elapsed()
         );
         assert!(text.contains("did not finish within"), "{text}");
+    }
+
+    /// Issue 15, case 10: two trials whose names differ only in characters a folder name cannot
+    /// keep shared one folder, and the second deleted the first one's evidence.
+    #[test]
+    fn trial_folders_are_distinct_and_fit_a_file_name() {
+        let (a, b) = (slug("t::x[nthreads=1]"), slug("t::x_nthreads_1_"));
+        assert_ne!(a, b);
+        assert!(a.starts_with("t__x_nthreads_1_-"), "{a}");
+        assert_eq!(slug("plain-name_1.0"), "plain-name_1.0");
+        let long = slug(&"é".repeat(1000));
+        assert!(long.len() <= 255 && long.is_ascii(), "{long}");
+        assert_ne!(long, slug(&"é".repeat(1001)));
+    }
+
+    /// Issue 15, case 2: a well-formed answer without its measured pass passed as "not verified
+    /// ok"; the check of a result against its spec (`conformance`) fails it, saying what lacks.
+    #[test]
+    fn an_incomplete_result_fails_its_trial() {
+        let script = "sed 's/\"seconds\":\\[1.0\\]/\"seconds\":[]/' CANNED > \"$5\"";
+        let record = run(script, false);
+        assert_eq!(record.status, Status::Failed, "{record:#?}");
+        assert_eq!(
+            record.reason.as_deref(),
+            Some(
+                "the worker's result is incomplete: it reports 0 measured passes, the spec asked 1"
+            )
+        );
     }
 
     #[test]

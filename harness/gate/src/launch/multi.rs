@@ -126,11 +126,7 @@ impl Launcher {
                 .into_iter()
                 .map(|(gpu, copy, handle)| {
                     let record = handle.join().unwrap_or_else(|panic| {
-                        let message = panic
-                            .downcast_ref::<String>()
-                            .cloned()
-                            .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
-                            .unwrap_or_default();
+                        let message = gds_model::panic_message(panic.as_ref());
                         TrialRecord::failed(
                             copy,
                             format!("the gate panicked: {message}"),

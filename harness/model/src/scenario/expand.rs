@@ -50,6 +50,14 @@ pub struct TrialSpec {
     pub require_kvikio: bool,
 }
 
+impl TrialSpec {
+    /// Warm-up and measured passes together, in a type they cannot overflow (a worker given
+    /// `warmup: 4294967295, repetitions: 1` in 32 bits would run none).
+    pub fn passes(&self) -> u64 {
+        u64::from(self.warmup) + u64::from(self.repetitions)
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum FileSet {
@@ -79,6 +87,22 @@ pub fn expand(suite: &Suite) -> Vec<TrialSpec> {
         .iter()
         .flat_map(|scenario| expand_scenario(suite, scenario))
         .collect()
+}
+
+/// How many trials `scenario` expands into, counted without expanding it (saturating), so that
+/// a matrix of millions is refused before it is built.
+pub(super) fn trial_count(scenario: &Scenario) -> u64 {
+    scenario
+        .readers
+        .iter()
+        .map(|&reader| {
+            axes_for(reader, scenario)
+                .iter()
+                .fold(1, |product: u64, axis| {
+                    product.saturating_mul(axis.len as u64)
+                })
+        })
+        .fold(0, u64::saturating_add)
 }
 
 /// One matrix axis: its label in trial names, how many values it has in the scenario, and how to

@@ -10,6 +10,26 @@ pub fn key(text: &str, from: usize, key: &str) -> Option<(usize, usize)> {
         .find_map(|(index, line)| key_column(line, key).map(|column| (index + 1, column)))
 }
 
+/// Like [`key`], but only on lines before line `until` (1-based) when it is given.
+pub fn key_before(
+    text: &str,
+    from: usize,
+    until: Option<usize>,
+    name: &str,
+) -> Option<(usize, usize)> {
+    key(text, from, name).filter(|(line, _)| until.is_none_or(|until| *line < until))
+}
+
+/// Line (1-based) of the next top-level key after line index `from`: where the block that
+/// starts there ends.
+pub fn block_end(text: &str, from: usize) -> Option<usize> {
+    text.lines()
+        .enumerate()
+        .skip(from + 1)
+        .find(|(_, line)| !line.starts_with([' ', '\t', '#', '-']) && !line.trim().is_empty())
+        .map(|(index, _)| index + 1)
+}
+
 /// Position of the `n`th (0-based) `name: <name>` in the text.
 pub fn nth_name(text: &str, name: &str, n: usize) -> Option<(usize, usize)> {
     text.lines()
@@ -79,5 +99,9 @@ mod tests {
         assert_eq!(nth_list_item(TEXT, "scenarios", 1), Some((5, 3)));
         assert_eq!(nth_list_item(TEXT, "scenarios", 2), Some((7, 3)));
         assert_eq!(nth_list_item(TEXT, "scenarios", 3), None);
+        assert_eq!(key_before(TEXT, 3, Some(6), "reader"), None);
+        assert_eq!(key_before(TEXT, 3, Some(7), "reader"), Some((6, 5)));
+        assert_eq!(block_end(TEXT, 0), Some(2));
+        assert_eq!(block_end(TEXT, 1), None);
     }
 }

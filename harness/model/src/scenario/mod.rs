@@ -6,6 +6,7 @@
 
 mod error;
 mod expand;
+pub mod limits;
 mod locate;
 mod model;
 pub mod size;
@@ -84,6 +85,8 @@ pub fn load(path: &Path) -> Result<Suite, ScenarioError> {
 
 /// Parses and validates `text`, naming `path` in errors.
 pub fn parse(path: &Path, text: &str) -> Result<Suite, ScenarioError> {
+    // A byte-order mark is allowed at the start of a YAML stream; editors on Windows write one.
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     if text.trim().is_empty() {
         return Err(invalid(
             path,
@@ -93,6 +96,14 @@ pub fn parse(path: &Path, text: &str) -> Result<Suite, ScenarioError> {
                 "a suite needs at least `scenarios:` with one scenario; see scenarios/smoke.yaml"
                     .into(),
             ),
+        ));
+    }
+    if let Err(problem) = limits::check_text(text) {
+        return Err(invalid(
+            path,
+            problem.at,
+            problem.message,
+            Some(problem.hint),
         ));
     }
     let file: SuiteFile =
@@ -175,14 +186,34 @@ impl Validator<'_> {
             }
             scenarios.push(scenario);
         }
-        Ok(Suite {
+        let suite = Suite {
             name,
             path: self.path.to_path_buf(),
             description: file.description,
             python: file.python,
             require_kvikio: file.require_kvikio,
             scenarios,
-        })
+        };
+        self.expansion_limits(&suite)?;
+        Ok(suite)
+    }
+
+    /// Position of `key` for the scenario that starts on `start` (before `next`, where the next
+    /// one starts) and names itself on `line`: in the scenario when it is there, else under
+    /// `defaults`, else the scenario's line.
+    fn key_position(
+        &self,
+        (start, next): (usize, Option<usize>),
+        line: usize,
+        key: &str,
+    ) -> (usize, usize) {
+        locate::key_before(self.text, start - 1, next, key)
+            .or_else(|| {
+                let (defaults, _) = locate::key(self.text, 0, "defaults")?;
+                let end = locate::block_end(self.text, defaults - 1);
+                locate::key_before(self.text, defaults, end, key)
+            })
+            .unwrap_or((line, 1))
     }
 
     fn scenario(
@@ -200,8 +231,11 @@ impl Validator<'_> {
             ));
         };
         let line = locate::nth_name(self.text, &name, 0).map_or(scenario_start.0, |(line, _)| line);
-        let here =
-            |key: &str| locate::key(self.text, line.saturating_sub(1), key).unwrap_or((line, 1));
+        let span = (
+            scenario_start.0.min(line),
+            locate::nth_list_item(self.text, "scenarios", index + 1).map(|(next, _)| next),
+        );
+        let here = |key: &str| self.key_position(span, line, key);
         if let Err(problem) = check_name(&name) {
             return Err(self.error(
                 (line, 1),
@@ -261,22 +295,16 @@ impl Validator<'_> {
         };
         let gpu_set = fields.gpus.clone().or_else(|| defaults.gpus.clone());
         if let Some(set) = &gpu_set {
-            let key_at = |key: &str, in_scenario: bool| {
-                if in_scenario {
-                    here(key)
-                } else {
-                    locate::key(self.text, 0, "defaults")
-                        .and_then(|(defaults_line, _)| {
-                            locate::key(self.text, defaults_line - 1, key)
-                        })
-                        .unwrap_or((line, 1))
-                }
-            };
-            let at = key_at("gpus", fields.gpus.is_some());
             let gpu_list = fields.gpu.as_ref().or(defaults.gpu.as_ref());
-            self.gpu_set(set, gpu_list, &readers, &files, &context, at, || {
-                key_at("gpu", fields.gpu.is_some())
-            })?;
+            self.gpu_set(
+                set,
+                gpu_list,
+                &readers,
+                &files,
+                &context,
+                here("gpus"),
+                || here("gpu"),
+            )?;
         }
         let path = expect_fields.path.unwrap_or(ExpectedPath::Any);
         for reader in &readers {
@@ -289,7 +317,7 @@ impl Validator<'_> {
             }
         }
 
-        Ok(Scenario {
+        let scenario = Scenario {
             name,
             description: fields.description.clone(),
             line,
@@ -343,7 +371,9 @@ impl Validator<'_> {
                     .tolerance
                     .map_or(defaults::TOLERANCE, |Fraction(f)| f),
             },
-        })
+        };
+        self.scenario_limits(&scenario, &context, &here)?;
+        Ok(scenario)
     }
 
     fn files(

@@ -19,6 +19,19 @@ fn parse_err(text: &str) -> String {
     shown
 }
 
+/// Each `(what, suite text, needles)` is rejected with an error that holds every needle.
+fn assert_rejected(cases: &[(&str, &str, &[&str])]) {
+    for (what, text, needles) in cases {
+        let shown = parse_err(text);
+        for needle in *needles {
+            assert!(
+                shown.contains(needle),
+                "{what}: `{needle}` not in:\n{shown}"
+            );
+        }
+    }
+}
+
 const MINIMAL: &str = "scenarios:\n  - name: read\n    files: { size: 1MiB }\n";
 
 #[test]
@@ -253,15 +266,7 @@ fn mistakes_are_reported_with_position_and_fix() {
             &[":4:", "between 0 and 1"],
         ),
     ];
-    for (what, text, needles) in cases {
-        let shown = parse_err(text);
-        for needle in *needles {
-            assert!(
-                shown.contains(needle),
-                "{what}: `{needle}` not in:\n{shown}"
-            );
-        }
-    }
+    assert_rejected(cases);
 }
 
 #[test]
@@ -358,15 +363,7 @@ fn gpus_mistakes_are_reported_with_position_and_fix() {
             &[":5:", "`gpus` is an empty list"],
         ),
     ];
-    for (what, text, needles) in cases {
-        let shown = parse_err(text);
-        for needle in *needles {
-            assert!(
-                shown.contains(needle),
-                "{what}: `{needle}` not in:\n{shown}"
-            );
-        }
-    }
+    assert_rejected(cases);
     // One GPU of a user file is fine, and so is a single `gpu` beside `gpus`.
     parse_ok(
         "scenarios:\n  - name: a\n    files: { path: /x }\n    reader: cufile\n    gpus: [1]\n",
@@ -374,4 +371,164 @@ fn gpus_mistakes_are_reported_with_position_and_fix() {
     parse_ok(
         "scenarios:\n  - name: a\n    files: { size: 1MiB }\n    reader: cufile\n    gpu: 1\n    gpus: all\n",
     );
+}
+
+/// Issue 15, case 1: in 32 bits `warmup + repetitions` wrapped to zero passes, and a trial that
+/// read nothing passed.
+#[test]
+fn passes_that_overflow_are_rejected_with_the_line() {
+    let shown = parse_err(
+        "scenarios:\n  - name: a\n    files: { size: 1MiB }\n    warmup: 4294967295\n    repetitions: 1\n",
+    );
+    assert!(
+        shown.starts_with("suites/test.yaml:4:5:") && shown.contains("4294967296 passes"),
+        "{shown}"
+    );
+    let shown = parse_err(
+        "defaults:\n  repetitions: 1001\nscenarios:\n  - name: a\n    files: { size: 1MiB }\n",
+    );
+    assert!(shown.starts_with("suites/test.yaml:2:3:"), "{shown}");
+}
+
+/// Issue 15, case 12: a matrix of millions or a plan of billions of reads is refused, with the
+/// line, before anything is expanded or allocated.
+#[test]
+fn matrices_and_plans_beyond_the_limits_are_refused_before_they_are_built() {
+    let list = |n: u64, unit: &str| {
+        let values: Vec<String> = (1..=n).map(|i| format!("{i}{unit}")).collect();
+        format!("[{}]", values.join(", "))
+    };
+    let started = std::time::Instant::now();
+    let huge = format!(
+        "scenarios:\n  - name: a\n    files: {{ size: 1GiB }}\n    reader: kvikio\n    nthreads: {}\n    task_size: {}\n    gds_threshold: {}\n    bounce_buffer_size: {}\n",
+        list(1000, ""),
+        list(1000, "KiB"),
+        list(1000, "KiB"),
+        list(1000, "KiB")
+    );
+    let shown = parse_err(&huge);
+    assert!(
+        shown.starts_with("suites/test.yaml:2:") && shown.contains("at most 10000"),
+        "{shown}"
+    );
+    assert!(started.elapsed().as_secs() < 5, "{:?}", started.elapsed());
+    let cases: &[(&str, &str, &[&str])] = &[
+        (
+            "1-byte chunks",
+            "scenarios:\n  - name: a\n    files: { size: 1MiB }\n    pattern: { chunks: 1 }\n",
+            &[":4:", "1048576 reads, at most 65536"],
+        ),
+        (
+            "four billion random reads",
+            "scenarios:\n  - name: a\n    files: { size: 1MiB }\n    pattern: { random: { size: 4KiB, count: 4000000000 } }\n",
+            &[":4:", "4000000000 reads"],
+        ),
+        (
+            "1-byte tasks",
+            "scenarios:\n  - name: a\n    files: { size: 4GiB }\n    task_size: 1\n",
+            &[":4:", "tasks of `task_size: 1`", "larger `task_size`"],
+        ),
+        (
+            "a file count beyond the reads",
+            "scenarios:\n  - name: a\n    files: { size: 4KiB, count: 4000000000 }\n",
+            &[":3:", "4000000000 reads"],
+        ),
+    ];
+    assert_rejected(cases);
+    let suite = format!(
+        "scenarios:\n  - name: a\n    files: {{ size: 1MiB }}\n    nthreads: {}\n    task_size: {}\n",
+        list(100, ""),
+        list(100, "KiB")
+    );
+    assert_eq!(expand(&parse_ok(&suite)).len(), 10_000);
+}
+
+/// Issue 15, case 13: a name past libtest's or the file system's limits is found by `validate`.
+#[test]
+fn trial_names_longer_than_a_folder_name_are_rejected() {
+    for length in [300, 70_000] {
+        let text = format!(
+            "scenarios:\n  - name: ok\n    files: {{ size: 1MiB }}\n  - name: {}\n    files: {{ size: 1MiB }}\n",
+            "x".repeat(length)
+        );
+        let shown = parse_err(&text);
+        assert!(
+            shown.starts_with("suites/test.yaml:4:1:")
+                && shown.contains(&format!("{} characters, at most 200", length + 6)),
+            "{shown}"
+        );
+    }
+}
+
+/// Issue 15, case 15: a worker asked for 100 000 threads panicked starting them.
+#[test]
+fn thread_counts_are_limited() {
+    let shown = parse_err(
+        "scenarios:\n  - name: a\n    files: { size: 1MiB }\n    nthreads: [8, 100000]\n",
+    );
+    assert!(
+        shown.starts_with("suites/test.yaml:4:5:") && shown.contains("more than 1024 threads"),
+        "{shown}"
+    );
+    parse_ok("scenarios:\n  - name: a\n    files: { size: 1MiB }\n    nthreads: 1024\n");
+}
+
+/// Issue 15, case 16: the parser's time grows with the square of the flow nesting (160 KB took
+/// 13 s); the nesting is refused before parsing.
+#[test]
+fn deep_flow_nesting_is_refused_before_parsing() {
+    let depth = 80_000;
+    let text = format!(
+        "scenarios:\n  - name: a\n    files: {{ size: 1MiB }}\n    nthreads: {}{}\n",
+        "[".repeat(depth),
+        "]".repeat(depth)
+    );
+    let started = std::time::Instant::now();
+    let shown = parse_err(&text);
+    assert!(
+        started.elapsed().as_millis() < 500,
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(
+        shown.starts_with("suites/test.yaml:4:") && shown.contains("nested more than 64 deep"),
+        "{shown}"
+    );
+    let big = format!("{MINIMAL}# {}\n", "x".repeat(limits::MAX_SUITE_BYTES));
+    assert!(parse_err(&big).contains("at most 1048576 are read"));
+}
+
+/// Issue 15, case 17: duplicate values passed `validate` and failed the run with neither line nor
+/// fix; a byte-order mark made the whole file unreadable.
+#[test]
+fn duplicate_axis_values_are_rejected_and_a_byte_order_mark_is_accepted() {
+    let cases: &[(&str, &str, &[&str])] = &[
+        (
+            "the same thread count twice",
+            "scenarios:\n  - name: a\n    files: { size: 1MiB }\n    nthreads: [1, 1]\n",
+            &[
+                ":4:5:",
+                "`nthreads` lists 1 twice",
+                "list each value of `nthreads` once",
+            ],
+        ),
+        (
+            "one size written two ways",
+            "scenarios:\n  - name: a\n    files: { size: 1MiB }\n    task_size: [4MiB, 4194304]\n",
+            &[":4:5:", "`task_size` lists 4MiB twice"],
+        ),
+        (
+            "in defaults, found there",
+            "defaults:\n  files: { size: 1MiB }\n  cache: [cold, warm, cold]\nscenarios:\n  - name: a\n  - name: b\n    reader: [posix, posix]\n",
+            &[":3:3:", "`cache` lists cold twice"],
+        ),
+        (
+            "in the second scenario, not the first",
+            "scenarios:\n  - name: a\n    files: { size: 1MiB }\n  - name: b\n    files: { size: 1MiB }\n    reader: [posix, h2d, posix]\n",
+            &[":6:5:", "`reader` lists posix twice"],
+        ),
+    ];
+    assert_rejected(cases);
+    let suite = parse_ok(&format!("\u{feff}{MINIMAL}"));
+    assert_eq!(suite.scenarios.len(), 1);
 }

@@ -22,8 +22,9 @@ pub const KERNELS: &str = include_str!("kernels.cu");
 
 #[derive(Debug, thiserror::Error)]
 pub enum GpuError {
-    #[error("no NVIDIA driver (libcuda.so.1 not found)")]
-    NoDriver,
+    /// No driver library, or one without the functions cudarc calls first.
+    #[error("{0}")]
+    NoDriver(String),
     #[error(
         "NVRTC (libnvrtc.so) not found; install the CUDA toolkit's NVRTC, which the GPU verification compiles its kernels with"
     )]
@@ -70,10 +71,7 @@ struct Kernels {
 
 impl Gpu {
     pub fn open(ordinal: u32) -> Result<Gpu, GpuError> {
-        // SAFETY: only probes whether the library can be loaded.
-        if !unsafe { sys::is_culib_present() } {
-            return Err(GpuError::NoDriver);
-        }
+        crate::libcuda::check().map_err(GpuError::NoDriver)?;
         let ctx = CudaContext::new(ordinal as usize).context(|| format!("open GPU {ordinal}"))?;
         let name = ctx.name().context(|| "read the GPU name".into())?;
         let stream = ctx.default_stream();

@@ -81,6 +81,13 @@ pub enum ReaderError {
     HostMemory { needed: String, available: String },
     #[error("cannot map the host read buffer")]
     HostAllocation(#[source] std::io::Error),
+    #[error("cannot start reader thread {} of {requested}", started + 1)]
+    Threads {
+        started: usize,
+        requested: usize,
+        #[source]
+        source: std::io::Error,
+    },
     #[error(transparent)]
     Cufile(#[from] CufileError),
     #[error(transparent)]
@@ -100,6 +107,7 @@ impl ReaderError {
             ReaderError::Gpu(_) => "check the GPU with nvidia-smi and the CUDA installation".into(),
             ReaderError::HostMemory { .. } | ReaderError::HostAllocation(_) => "use smaller files or `pattern: { random: ... }`, or run on a host with more memory".into(),
             ReaderError::Io { .. } | ReaderError::ShortFile { .. } => "check the storage (dmesg) and that the files are not being modified".into(),
+            ReaderError::Threads { .. } => "use fewer threads (`nthreads`), or raise this host's limits on threads and memory (`ulimit -u` and `-v`, the container's pids limit)".into(),
         }
     }
 }
@@ -107,47 +115,70 @@ impl ReaderError {
 /// Runs `work` over `items` with one thread per element of `states`, items handed out in order,
 /// and returns the wall time of the whole. Per-thread state (a bounce buffer) is allocated by the
 /// caller, outside the timed section. When several items fail, the error is the first one's in
-/// plan order, whichever thread met it first.
-pub fn run_parallel<T, S, E, W>(items: Vec<T>, states: &mut [S], work: W) -> Result<Duration, E>
+/// plan order, whichever thread met it first. A thread the host refuses to start fails the pass
+/// with [`ReaderError::Threads`] (`std::thread::scope`'s `spawn` would panic).
+pub fn run_parallel<T, S, W>(
+    items: Vec<T>,
+    states: &mut [S],
+    work: W,
+) -> Result<Duration, ReaderError>
 where
     T: Send,
     S: Send,
-    E: Send,
-    W: Fn(&mut S, T) -> Result<(), E> + Sync,
+    W: Fn(&mut S, T) -> Result<(), ReaderError> + Sync,
 {
     let mut items: Vec<(usize, T)> = items.into_iter().enumerate().collect();
     items.reverse(); // popped from the back: handed out in plan order
     let queue = Mutex::new(items);
+    let take = || {
+        queue
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    };
+    let requested = states.len();
     let start = Instant::now();
-    let failures = std::thread::scope(|scope| {
-        let workers: Vec<_> = states
-            .iter_mut()
-            .map(|state| {
-                let (queue, work) = (&queue, &work);
-                scope.spawn(move || {
-                    loop {
-                        let next = queue
-                            .lock()
-                            .unwrap_or_else(|poisoned| poisoned.into_inner())
-                            .pop();
-                        let (index, item) = next?;
-                        if let Err(error) = work(state, item) {
-                            return Some((index, error));
-                        }
+    let (failures, refused) = std::thread::scope(|scope| {
+        let mut workers = Vec::with_capacity(requested);
+        let mut refused = None;
+        for (started, state) in states.iter_mut().enumerate() {
+            let (take, work) = (&take, &work);
+            let spawned = std::thread::Builder::new().spawn_scoped(scope, move || {
+                loop {
+                    let (index, item) = take().pop()?;
+                    if let Err(error) = work(state, item) {
+                        return Some((index, error));
                     }
-                })
-            })
-            .collect();
-        workers
+                }
+            });
+            match spawned {
+                Ok(worker) => workers.push(worker),
+                Err(source) => {
+                    // The pass cannot be timed as asked: the threads already started stop at
+                    // their next item.
+                    take().clear();
+                    refused = Some(ReaderError::Threads {
+                        started,
+                        requested,
+                        source,
+                    });
+                    break;
+                }
+            }
+        }
+        let failures: Vec<(usize, ReaderError)> = workers
             .into_iter()
             .filter_map(|worker| {
                 worker
                     .join()
                     .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
             })
-            .collect::<Vec<(usize, E)>>()
+            .collect();
+        (failures, refused)
     });
     let elapsed = start.elapsed();
+    if let Some(error) = refused {
+        return Err(error);
+    }
     match failures.into_iter().min_by_key(|(index, _)| *index) {
         Some((_, error)) => Err(error),
         None => Ok(elapsed),

@@ -45,12 +45,13 @@ pub(crate) fn space_needed(facts: &Facts, trials: &[TrialSpec]) -> SpaceNeed {
         files: keys.len(),
         ..SpaceNeed::default()
     };
+    // Saturating: sizes near 2^64 are refused when generated, not wrapped into small ones here.
     for (seed, size) in keys {
-        need.total += size;
+        need.total = need.total.saturating_add(size);
         let name = GeneratedFile { seed, size }.file_name();
         match facts.data_dir.existing_files.get(&name) {
-            Some(&existing) if existing == size => need.present += size,
-            _ => need.to_generate += size,
+            Some(&existing) if existing == size => need.present = need.present.saturating_add(size),
+            _ => need.to_generate = need.to_generate.saturating_add(size),
         }
     }
     need

@@ -344,19 +344,34 @@ fn gpus_all_resolves_to_the_hosts_gpus() {
 
 /// The orchestration with a stand-in worker: a shell script in place of the gate binary. Each
 /// worker waits until all of them have started (a barrier: run one after another, the first
-/// would wait forever and time out), then answers with the canned result of its GPU.
+/// would wait forever and time out), then answers with the canned result of its GPU, made for
+/// the spec its worker is sent.
 fn orchestrate(
     gpus: &[u32],
     files: u64,
-    canned: impl Fn(u32) -> WorkerResult,
+    canned: impl Fn(u32, &WorkerSpec) -> WorkerResult,
 ) -> (TrialRecord, PathBuf, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
     let barrier = dir.path().join("started");
     std::fs::create_dir(&barrier).unwrap();
-    for &gpu in gpus {
+    let set = gpus
+        .iter()
+        .map(u32::to_string)
+        .collect::<Vec<_>>()
+        .join(", ");
+    let spec = spec(&format!("[{set}]"), files as u32);
+    let shards = gds_model::shard::split(&plan(files), gpus.len(), spec.task_size).unwrap();
+    for (&gpu, shard) in gpus.iter().zip(shards) {
+        let asked = WorkerSpec::new(
+            TrialSpec {
+                gpu,
+                ..spec.clone()
+            },
+            shard,
+        );
         std::fs::write(
             dir.path().join(format!("canned-gpu{gpu}.json")),
-            serde_json::to_string(&canned(gpu)).unwrap(),
+            serde_json::to_string(&canned(gpu, &asked)).unwrap(),
         )
         .unwrap();
     }
@@ -378,15 +393,18 @@ fn orchestrate(
         timeout: Some(Duration::from_secs(20)),
         gds_stats: None,
     };
-    let set = gpus
-        .iter()
-        .map(u32::to_string)
-        .collect::<Vec<_>>()
-        .join(", ");
-    let spec = spec(&format!("[{set}]"), files as u32);
     let trial_dir = dir.path().join("trials").join(slug(&spec.name));
     let record = launcher.run_multi(spec, plan(files), gpus);
     (record, trial_dir, dir)
+}
+
+/// `m` as the complete answer to `asked`: its files, bytes and checksum.
+fn answering(asked: &WorkerSpec, mut m: Measurement) -> Measurement {
+    m.files = asked.plan.files.clone();
+    m.bytes_per_repetition = asked.plan.total_bytes();
+    m.integrity.checksum = Some(asked.expected_checksum);
+    m.integrity.expected_checksum = Some(asked.expected_checksum);
+    m
 }
 
 fn result(m: Option<Measurement>, failure: Option<WorkerFailure>) -> WorkerResult {
@@ -400,12 +418,10 @@ fn result(m: Option<Measurement>, failure: Option<WorkerFailure>) -> WorkerResul
 
 #[test]
 fn three_workers_run_at_once_each_in_its_folder_and_the_record_aggregates_them() {
-    let (record, trial_dir, _keep) = orchestrate(&[0, 1, 2], 3, |gpu| {
+    let (record, trial_dir, _keep) = orchestrate(&[0, 1, 2], 3, |gpu, asked| {
         let seconds = [0.5 + f64::from(gpu), 1.0];
-        result(
-            Some(constructed(gpu, MIB, &seconds, "host", 7 * u64::from(gpu))),
-            None,
-        )
+        let m = constructed(gpu, MIB, &seconds, "host", 0);
+        result(Some(answering(asked, m)), None)
     });
     assert_eq!(record.name, "multi::m[gpus=0+1+2]");
     assert_eq!(record.status, Status::Passed, "{record:#?}");
@@ -425,7 +441,7 @@ fn three_workers_run_at_once_each_in_its_folder_and_the_record_aggregates_them()
     let m = record.measurement.as_ref().unwrap();
     assert_eq!(m.seconds, [2.5, 1.0]);
     assert_eq!(m.gbps[0], 3.0 * MIB as f64 / 2.5 / 1e9);
-    assert_eq!(m.integrity.checksum, Some(21));
+    assert_eq!(m.integrity.checksum, Some(0x1000 + 0x1001 + 0x1002));
     let gpus: Vec<u32> = m.per_gpu.iter().map(|shard| shard.gpu).collect();
     assert_eq!(gpus, [0, 1, 2]);
     for shard in &m.per_gpu {
@@ -440,11 +456,9 @@ fn three_workers_run_at_once_each_in_its_folder_and_the_record_aggregates_them()
 /// On a one-GPU host `gpus: all` is one worker on GPU 0 with the whole plan.
 #[test]
 fn one_gpu_runs_the_whole_plan_as_one_shard() {
-    let (record, trial_dir, _keep) = orchestrate(&[0], 2, |gpu| {
-        result(
-            Some(constructed(gpu, 2 * MIB, &[1.0, 2.0], "host", 5)),
-            None,
-        )
+    let (record, trial_dir, _keep) = orchestrate(&[0], 2, |gpu, asked| {
+        let m = constructed(gpu, 2 * MIB, &[1.0, 2.0], "host", 0);
+        result(Some(answering(asked, m)), None)
     });
     assert_eq!(record.status, Status::Passed, "{record:#?}");
     let sent: WorkerSpec =
@@ -458,8 +472,8 @@ fn one_gpu_runs_the_whole_plan_as_one_shard() {
 
 #[test]
 fn a_worker_that_fails_fails_the_trial_naming_its_gpu() {
-    let (record, trial_dir, _keep) = orchestrate(&[0, 1], 1, |gpu| {
-        let m = constructed(gpu, MIB / 2, &[1.0], "host", 1);
+    let (record, trial_dir, _keep) = orchestrate(&[0, 1], 1, |gpu, asked| {
+        let m = answering(asked, constructed(gpu, MIB / 2, &[1.0, 1.0], "host", 0));
         let failure = (gpu == 1).then(|| WorkerFailure {
             reason: "integrity: 1 bad 8-byte word(s); first wrong byte at offset 524296 of `/data/gen-0`".into(),
             next: "run it again".into(),

@@ -1,0 +1,37 @@
+//! `libcuda.so.1` as cudarc will load it, checked before the first call into it. cudarc resolves
+//! each driver function at its first call and panics when the library lacks it (a stub, a broken
+//! or foreign install), which would end the worker without an answer; this says which function
+//! is missing instead.
+
+/// The driver functions the probe and opening a GPU call first.
+const ENTRY_POINTS: &[&str] = &[
+    "cuInit",
+    "cuDriverGetVersion",
+    "cuDeviceGetCount",
+    "cuDeviceGet",
+    "cuDeviceGetAttribute",
+    "cuDeviceGetName",
+    "cuDevicePrimaryCtxRetain",
+    "cuCtxSetCurrent",
+];
+
+/// `Ok` when the driver library loads and has every entry point; otherwise why not, naming the
+/// library and the missing function.
+pub fn check() -> Result<(), String> {
+    let loaded = cudarc::get_lib_name_candidates("cuda")
+        .into_iter()
+        // SAFETY: loading the driver library runs its initialisers, as cudarc's own load does.
+        .find_map(|name| Some((unsafe { libloading::Library::new(&name) }.ok()?, name)));
+    let Some((library, name)) = loaded else {
+        return Err("no NVIDIA driver (libcuda.so.1 not found)".into());
+    };
+    for symbol in ENTRY_POINTS {
+        // SAFETY: only the symbol's address is looked up; nothing is called through it.
+        if unsafe { library.get::<*const ()>(symbol.as_bytes()) }.is_err() {
+            return Err(format!(
+                "the NVIDIA driver library `{name}` has no `{symbol}`: it is not a complete libcuda; reinstall the driver, or take the library that shadows it off LD_LIBRARY_PATH"
+            ));
+        }
+    }
+    Ok(())
+}
