@@ -83,6 +83,29 @@ fn noise_only_passes() {
     ));
 }
 
+/// A first run that looked slower and a confirmation run at the usual speed: a pass, and the
+/// headline says why, instead of "as fast as" beside a first run 19% down.
+#[test]
+fn a_slow_run_cleared_by_its_confirmation_passes_and_says_so() {
+    let s = scratch();
+    blessed(&s.path);
+    let mut record = fixtures::passed("s::a", &SLOW, "nvfs", CHECKSUM);
+    let usual = fixtures::passed("s::a", &NOISE, "nvfs", CHECKSUM);
+    record.confirmations.push(usual.measurement.unwrap());
+    let comparison = judge_one(&s.path, record, &fixtures::fingerprint());
+    let a = comparison.get("s::a").unwrap();
+    assert!(matches!(a.judgement, Judgement::Pass { .. }), "{a:?}");
+    assert!(
+        a.headline
+            .starts_with("not slower: the first run looked slower (1.61 vs 2.00 GB/s, −19.")
+            && a.headline
+                .contains("its confirmation run did not: 2.01 GB/s"),
+        "{}",
+        a.headline
+    );
+    assert_eq!(comparison.exit_code(), None);
+}
+
 #[test]
 fn improvement_is_reported_not_failed() {
     let s = scratch();
