@@ -7,6 +7,7 @@
 //! gate crate the second, and both build on this one.
 
 pub mod cache;
+pub mod cost;
 pub mod cufile_abi;
 pub mod cufile_config;
 pub mod evidence;

@@ -186,12 +186,7 @@ pub struct CufileProbe {
     pub driver: DriverProbe,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct LoadedCufile {
-    pub path: PathBuf,
-    /// `major.minor` from `cuFileGetVersion`.
-    pub version: String,
-}
+pub use crate::record::LoadedCufile;
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
