@@ -6,9 +6,8 @@
 use std::fs::File;
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::OpenOptionsExt;
-use std::time::Duration;
 
-use super::{PlanReader, ReaderError, run_parallel};
+use super::{Pass, PlanReader, ReaderError, run_parallel};
 use crate::gpu::{DeviceBuffer, Gpu};
 use crate::libcufile::{Cufile, Handle, RegisteredBuffer};
 use gds_model::integrity::IntegrityResult;
@@ -79,11 +78,11 @@ impl PlanReader for CufileReader<'_> {
         plan: &ReadPlan,
         nthreads: u32,
         task_size: u64,
-    ) -> Result<Duration, ReaderError> {
+    ) -> Result<Pass, ReaderError> {
         let binder = self.gpu.binder();
         let (handles, device) = (&self.handles, &self.device);
         let mut threads = vec![(); nthreads.max(1) as usize];
-        let elapsed = run_parallel(plan.tasks(task_size), &mut threads, |_, task| {
+        let pass = run_parallel(plan.tasks(task_size), &mut threads, |_, task| {
             binder.bind()?;
             handles[task.file]
                 .read_exact(device.ptr, task.buffer_offset, task.offset, task.len)
@@ -97,7 +96,7 @@ impl PlanReader for CufileReader<'_> {
         // cuFileRead returns when the bytes are in GPU memory; synchronising costs nothing then
         // and guards against a path that copies asynchronously.
         self.gpu.synchronize()?;
-        Ok(elapsed)
+        Ok(pass)
     }
 
     fn verify(

@@ -7,11 +7,12 @@ pub mod cufile;
 mod host_memory;
 pub mod posix;
 
-use std::sync::Mutex;
+use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use crate::gpu::GpuError;
 use crate::libcufile::{CufileError, ReadFailure};
+use gds_model::cost::Histogram;
 use gds_model::integrity::IntegrityResult;
 use gds_model::plan::ReadPlan;
 use gds_model::scenario::Integrity;
@@ -23,13 +24,9 @@ pub trait PlanReader {
     fn path(&self) -> &'static str;
     /// Before each pass: clear the destination so that a read that did not happen cannot pass.
     fn prepare(&mut self) -> Result<(), ReaderError>;
-    /// One pass of the plan; returns the read-section time.
-    fn read(
-        &mut self,
-        plan: &ReadPlan,
-        nthreads: u32,
-        task_size: u64,
-    ) -> Result<Duration, ReaderError>;
+    /// One pass of the plan; returns the read-section time and its read calls.
+    fn read(&mut self, plan: &ReadPlan, nthreads: u32, task_size: u64)
+    -> Result<Pass, ReaderError>;
     /// Verifies the destination after a pass.
     fn verify(
         &mut self,
@@ -104,25 +101,59 @@ impl ReaderError {
     }
 }
 
+/// One pass of a reader: its wall time, its read calls (one per item), and the calls' latency when
+/// recording is on.
+#[derive(Debug)]
+pub struct Pass {
+    pub elapsed: Duration,
+    pub calls: u64,
+    pub latency: Option<Histogram>,
+}
+
+/// Whether this process records per-call latency and CPU time ([`gds_model::cost::RECORD_ENV`]),
+/// read once.
+pub fn recording() -> bool {
+    static RECORDING: OnceLock<bool> = OnceLock::new();
+    *RECORDING.get_or_init(|| {
+        gds_model::cost::recording_enabled(
+            std::env::var(gds_model::cost::RECORD_ENV).ok().as_deref(),
+        )
+    })
+}
+
 /// Runs `work` over `items` with one thread per element of `states`, items handed out in order,
 /// and returns the wall time of the whole. Per-thread state (a bounce buffer) is allocated by the
 /// caller, outside the timed section. When several items fail, the error is the first one's in
 /// plan order, whichever thread met it first.
-pub fn run_parallel<T, S, E, W>(items: Vec<T>, states: &mut [S], work: W) -> Result<Duration, E>
+///
+/// Each item is one read call. With recording on, each thread times its calls into a histogram of
+/// its own (two clock reads and an increment in memory no other thread touches); the histograms
+/// are merged after the pass, outside the timed section.
+pub fn run_parallel<T, S, E, W>(items: Vec<T>, states: &mut [S], work: W) -> Result<Pass, E>
 where
     T: Send,
     S: Send,
     E: Send,
     W: Fn(&mut S, T) -> Result<(), E> + Sync,
 {
+    let calls = items.len() as u64;
+    let record = recording();
     let mut items: Vec<(usize, T)> = items.into_iter().enumerate().collect();
     items.reverse(); // popped from the back: handed out in plan order
     let queue = Mutex::new(items);
+    let mut histograms: Vec<Histogram> = if record {
+        vec![Histogram::default(); states.len()]
+    } else {
+        Vec::new()
+    };
+    let mut slots: Vec<Option<&mut Histogram>> = histograms.iter_mut().map(Some).collect();
+    slots.resize_with(states.len(), || None);
     let start = Instant::now();
     let failures = std::thread::scope(|scope| {
         let workers: Vec<_> = states
             .iter_mut()
-            .map(|state| {
+            .zip(slots)
+            .map(|(state, mut histogram)| {
                 let (queue, work) = (&queue, &work);
                 scope.spawn(move || {
                     loop {
@@ -131,7 +162,16 @@ where
                             .unwrap_or_else(|poisoned| poisoned.into_inner())
                             .pop();
                         let (index, item) = next?;
-                        if let Err(error) = work(state, item) {
+                        let outcome = match histogram.as_deref_mut() {
+                            Some(histogram) => {
+                                let call = Instant::now();
+                                let outcome = work(state, item);
+                                histogram.record(call.elapsed().as_nanos() as u64);
+                                outcome
+                            }
+                            None => work(state, item),
+                        };
+                        if let Err(error) = outcome {
                             return Some((index, error));
                         }
                     }
@@ -148,10 +188,22 @@ where
             .collect::<Vec<(usize, E)>>()
     });
     let elapsed = start.elapsed();
-    match failures.into_iter().min_by_key(|(index, _)| *index) {
-        Some((_, error)) => Err(error),
-        None => Ok(elapsed),
+    if let Some((_, error)) = failures.into_iter().min_by_key(|(index, _)| *index) {
+        return Err(error);
     }
+    let latency = record.then(|| {
+        histograms
+            .iter()
+            .fold(Histogram::default(), |mut all, thread| {
+                all.merge(thread);
+                all
+            })
+    });
+    Ok(Pass {
+        elapsed,
+        calls,
+        latency,
+    })
 }
 
 /// `pread` until `buffer` is full.
