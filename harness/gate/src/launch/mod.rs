@@ -442,6 +442,9 @@ mod tests {
             cufile: None,
             kvikio: None,
             per_gpu: Vec::new(),
+            costs: Vec::new(),
+            latency: None,
+            libcufile: None,
         };
         let result = WorkerResult {
             protocol: PROTOCOL_VERSION,
