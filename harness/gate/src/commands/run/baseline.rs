@@ -102,12 +102,16 @@ impl Against {
         Some((compare::judge(entry, record), entry))
     }
 
-    /// The trial looks slower than its baseline and has confirmation runs left (of `wanted`).
+    /// The trial looks slower, or costlier in CPU, than its baseline and has confirmation runs
+    /// left (of `wanted`).
     pub fn wants_confirmation(&self, record: &TrialRecord, wanted: usize) -> bool {
-        matches!(
-            self.judge(record),
-            Some((Judgement::Regression { throughput }, _)) if throughput.wants_confirmation(wanted)
-        )
+        match self.judge(record) {
+            Some((Judgement::Regression { throughput }, _)) => {
+                throughput.wants_confirmation(wanted)
+            }
+            Some((Judgement::CpuCostlier { cpu, .. }, _)) => cpu.wants_confirmation(wanted),
+            _ => false,
+        }
     }
 
     /// Why the trial fails against its baseline (slower, another path or checksum, in the baseline
