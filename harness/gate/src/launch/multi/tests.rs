@@ -398,6 +398,7 @@ fn orchestrate(
         strict: false,
         timeout: Some(Duration::from_secs(20)),
         gds_stats: None,
+        env: Vec::new(),
     };
     let set = gpus
         .iter()
@@ -514,6 +515,7 @@ fn a_plan_that_cannot_be_split_fails_the_trial() {
         strict: false,
         timeout: None,
         gds_stats: None,
+        env: Vec::new(),
     };
     let user = ReadPlan::new(
         vec![PlannedFile {
