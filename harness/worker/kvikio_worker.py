@@ -17,6 +17,7 @@ structs are sent as raw bytes; the gate decodes them with the layout of the libr
 import argparse
 import json
 import os
+import resource
 import statistics
 import sys
 import time
@@ -81,6 +82,7 @@ def run(spec, here):
                       "first_bad": None, "seconds": 0.0},
         "resident_after_drop": None, "verify_seconds": 0.0, "total_seconds": 0.0, "startup_seconds": None,
         "setup": [], "gpu": None, "cufile": None, "kvikio": None,
+        "costs": [], "latency": None, "libcufile": None,
     }
     raw = {"library": "", "version": 0, "loaded_copies": [], "properties_hex": None,
            "stats_before_hex": None, "stats_after_hex": None, "error": None}
@@ -94,6 +96,7 @@ def run(spec, here):
     except Exception as error:  # the stack under test raised: that is the finding
         fail = failure("KvikIO failed: %s: %s" % (type(error).__name__, error), next_step_for(str(error)))
     finish_cufile_stats(state.get("cufile"), raw)
+    m["libcufile"] = loaded_cufile(raw["loaded_copies"])
     m["total_seconds"] = time.perf_counter() - started
     if m["gbps"]:
         m["median_gbps"] = statistics.median(m["gbps"])
@@ -173,6 +176,71 @@ def loaded_libcufile():
     return sorted(paths)
 
 
+def loaded_cufile(copies):
+    """The libcufile KvikIO calls: the file its soname resolves to in this process (dladdr of its
+    cuFileRead, symlinks resolved), with its version; None when no libcufile is loaded."""
+    if not copies:
+        return None
+    import ctypes
+
+    class DlInfo(ctypes.Structure):
+        _fields_ = [("dli_fname", ctypes.c_char_p), ("dli_fbase", ctypes.c_void_p),
+                    ("dli_sname", ctypes.c_char_p), ("dli_saddr", ctypes.c_void_p)]
+
+    class Status(ctypes.Structure):
+        _fields_ = [("err", ctypes.c_int), ("cu_err", ctypes.c_int)]
+
+    path, version = os.path.realpath(copies[0]), "unknown"
+    try:
+        # RTLD_NOLOAD: the copy already loaded under the soname KvikIO opens, never a new one.
+        library = ctypes.CDLL("libcufile.so.0", mode=os.RTLD_NOLOAD)
+        libc = ctypes.CDLL(None)
+        libc.dladdr.argtypes = [ctypes.c_void_p, ctypes.POINTER(DlInfo)]
+        info = DlInfo()
+        if libc.dladdr(ctypes.cast(library.cuFileRead, ctypes.c_void_p), ctypes.byref(info)) and info.dli_fname:
+            path = os.path.realpath(info.dli_fname.decode())
+        library.cuFileGetVersion.restype = Status
+        number = ctypes.c_int(0)
+        if library.cuFileGetVersion(ctypes.byref(number)).err == 0:
+            # As the gate prints cuFile versions: 1150 is 1.15.
+            version = "%d.%d" % (number.value // 1000, (number.value % 1000) // 10)
+    except (OSError, AttributeError):
+        pass
+    return {"path": path, "version": version}
+
+
+def recording():
+    """Latency and CPU time are recorded unless GDS_GATE_RECORD_COST=0 (the overhead bench)."""
+    return os.environ.get("GDS_GATE_RECORD_COST") != "0"
+
+
+def cpu_time():
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime, usage.ru_stime
+
+
+def pass_cost(total, seconds, cpu_before, cpu_after, ops):
+    """One measured pass's cost, as the Rust worker's PassCost. KvikIO's statistics count its
+    `pread` operations and their summed duration, no distribution: the latency is a mean."""
+    calls = ops.num_reads if ops is not None else 0
+    cpu = None
+    per_gib = None
+    if cpu_before is not None and cpu_after is not None:
+        cpu = {"user_seconds": max(0.0, cpu_after[0] - cpu_before[0]),
+               "system_seconds": max(0.0, cpu_after[1] - cpu_before[1])}
+        if total:
+            per_gib = (cpu["user_seconds"] + cpu["system_seconds"]) / (total / 2**30)
+    return {"read_calls": calls, "iops": calls / seconds if seconds > 0 else 0.0, "cpu": cpu,
+            "cpu_seconds_per_gib": per_gib, "latency": mean_latency(ops)}
+
+
+def mean_latency(ops):
+    if ops is None or not ops.num_reads:
+        return None
+    return {"calls": ops.num_reads, "mean_us": ops.total_duration_ns / ops.num_reads / 1e3,
+            "p50_us": None, "p90_us": None, "p99_us": None, "p999_us": None, "max_us": None}
+
+
 def finish_cufile_stats(cufile, raw):
     """cuFile's counters after the reads, also when KvikIO raised part-way."""
     if cufile is not None:
@@ -212,6 +280,7 @@ def measure(spec, trial, plan, here, stack, m, raw, state):
     expected = spec["expected_checksum"]
     passes = trial["warmup"] + trial["repetitions"]
     measured_start = None
+    record = recording()
     fail = None
     cached_after_drop = None
     for p in range(passes):
@@ -226,12 +295,16 @@ def measure(spec, trial, plan, here, stack, m, raw, state):
             measured_start = monitor.get()
         if p == 0:
             m["startup_seconds"] = (time.time_ns() - spec["spawned_at_unix_ns"]) / 1e9
+        ops_before = monitor.get() if record else None
+        cpu_before = cpu_time() if record else None
         t0 = time.perf_counter()
         futures = [handles[s["file"]].pread(buffer[s["buffer_offset"]:s["buffer_offset"] + s["len"]], s["len"],
                                             s["offset"], trial["task_size"]) for s in plan["segments"]]
         read = sum(f.get() for f in futures)
         device.synchronize()
         seconds = time.perf_counter() - t0
+        cpu_after = cpu_time() if record else None
+        ops = monitor.get().since(ops_before) if record else None
         if read != total:
             fail = failure("KvikIO read %d bytes of %d in pass %d" % (read, total, p + 1),
                            "check the files and the storage; a short read means the file changed or an I/O error")
@@ -241,6 +314,8 @@ def measure(spec, trial, plan, here, stack, m, raw, state):
         else:
             m["seconds"].append(seconds)
             m["gbps"].append(total / seconds / 1e9)
+            if record:
+                m["costs"].append(pass_cost(total, seconds, cpu_before, cpu_after, ops))
         m["integrity"] = verifier.check(spec, trial["expect"]["integrity"], expected)
         m["verify_seconds"] += m["integrity"]["seconds"]
         if m["integrity"]["bad_words"] or m["integrity"]["checksum"] != m["integrity"]["expected_checksum"]:
@@ -250,6 +325,8 @@ def measure(spec, trial, plan, here, stack, m, raw, state):
     hold_for_sample(spec.get("hold_for_sampling"))
     summary = monitor.get()
     own = summary.since(measured_start) if measured_start is not None else None
+    if record and own is not None:
+        m["latency"] = mean_latency(own)
     m["kvikio"] = {
         "kvikio_version": kvikio.__version__,
         "cupy_version": cupy.__version__,

@@ -59,6 +59,7 @@ fn launcher(dir: &Path) -> Launcher {
         strict: true,
         timeout: Some(Duration::from_secs(60)),
         gds_stats: None,
+        env: Vec::new(),
     }
 }
 

@@ -132,9 +132,21 @@ pub enum Command {
             default_value = "target/gds-gate/data"
         )]
         dir: PathBuf,
-        /// Measure the GPU side instead: verification kernels and the cufile reader against dd.
+        /// Measure the GPU side instead: worker start-up, verification kernels, the cufile reader
+        /// against dd, and the parity table of `--parity`.
         #[arg(long, conflicts_with = "stats")]
         gpu: bool,
+        /// Measure only reader parity and what recording costs: dd, the cufile reader, KvikIO
+        /// (compat OFF) and the cufile reader with KvikIO's libcufile, posix, with latency and CPU
+        /// recording on and off, interleaved run by run on one cold file.
+        #[arg(long, conflicts_with_all = ["stats", "gpu"])]
+        parity: bool,
+        /// Reader threads of the parity table (`--gpu`, `--parity`).
+        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+        threads: u32,
+        /// Task size of the parity table (`--gpu`, `--parity`).
+        #[arg(long, default_value = "4MiB", value_parser = parse_size)]
+        task_size: u64,
         /// Simulate the baseline comparison: false alarms and detected drops, for a noise model
         /// fitted to this runner's history when it has one.
         #[arg(long)]

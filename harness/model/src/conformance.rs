@@ -153,6 +153,9 @@ mod tests {
             cufile: Some(CufileEvidence::default()),
             kvikio: Some(KvikioEvidence::default()),
             per_gpu: Vec::new(),
+            costs: Vec::new(),
+            latency: None,
+            libcufile: None,
         }
     }
 

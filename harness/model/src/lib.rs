@@ -8,6 +8,7 @@
 
 pub mod cache;
 pub mod conformance;
+pub mod cost;
 pub mod cufile_abi;
 pub mod cufile_config;
 pub mod evidence;

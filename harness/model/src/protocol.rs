@@ -202,12 +202,7 @@ pub struct CufileProbe {
     pub driver: DriverProbe,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct LoadedCufile {
-    pub path: PathBuf,
-    /// `major.minor` from `cuFileGetVersion`.
-    pub version: String,
-}
+pub use crate::record::LoadedCufile;
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -272,4 +267,57 @@ pub struct StorageRates {
     pub dd: Vec<f64>,
     /// Per setting of the spec: GB/s of each run, and its ratio to the dd run before it.
     pub readers: Vec<(Vec<f64>, Vec<f64>)>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A measured pass as the Python worker writes it (KvikIO: a mean latency, no percentiles)
+    /// and as the Rust worker does (percentiles), through JSON and back; and a result of a worker
+    /// that predates the costs still reads, with none.
+    #[test]
+    fn costs_and_the_loaded_libcufile_round_trip() {
+        let json = serde_json::json!({
+            "protocol": PROTOCOL_VERSION,
+            "measurement": {
+                "files": [], "bytes_per_repetition": 1u64 << 30, "warmup_seconds": [],
+                "seconds": [0.5], "gbps": [2.147], "median_gbps": 2.147, "path": "kvikio",
+                "integrity": {"method": "none", "checksum": null, "expected_checksum": null,
+                              "bad_words": 0, "first_bad": null, "seconds": 0.0},
+                "resident_after_drop": null, "verify_seconds": 0.0, "total_seconds": 1.0,
+                "startup_seconds": null,
+                "costs": [{"read_calls": 256, "iops": 512.0,
+                           "cpu": {"user_seconds": 0.1, "system_seconds": 0.3},
+                           "cpu_seconds_per_gib": 0.4,
+                           "latency": {"calls": 256, "mean_us": 1900.0, "p50_us": null,
+                                       "p90_us": null, "p99_us": null, "p999_us": null,
+                                       "max_us": null}}],
+                "latency": {"calls": 256, "mean_us": 1900.0, "p50_us": null, "p90_us": null,
+                            "p99_us": null, "p999_us": null, "max_us": null},
+                "libcufile": {"path": "/opt/venv/nvidia/cu13/lib/libcufile.so.0",
+                              "version": "1.16"},
+            },
+            "failure": null,
+            "raw_cufile": null,
+        });
+        let result: WorkerResult = serde_json::from_value(json).unwrap();
+        let m = result.measurement.as_ref().unwrap();
+        assert_eq!(m.cpu_per_gib(), [0.4]);
+        assert_eq!(m.median_iops(), Some(512.0));
+        assert_eq!(m.libcufile.as_ref().unwrap().version, "1.16");
+        assert_eq!(m.cost_line(), "CPU 0.400 s/GiB, 512 IOPS, mean 1.90 ms");
+        let back: WorkerResult =
+            serde_json::from_str(&serde_json::to_string(&result).unwrap()).unwrap();
+        assert_eq!(back.measurement, result.measurement);
+
+        let mut old = serde_json::to_value(&result).unwrap();
+        let object = old["measurement"].as_object_mut().unwrap();
+        for key in ["costs", "latency", "libcufile"] {
+            object.remove(key);
+        }
+        let old: WorkerResult = serde_json::from_value(old).unwrap();
+        let m = old.measurement.unwrap();
+        assert!(m.costs.is_empty() && m.latency.is_none() && m.cost_line().is_empty());
+    }
 }

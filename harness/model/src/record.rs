@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
+use crate::cost::{Latency, PassCost};
 use crate::cufile_abi::{DriverProperties, Stats};
 use crate::integrity::IntegrityResult;
 use crate::plan::PlannedFile;
@@ -140,6 +141,63 @@ pub struct Measurement {
     /// repetition and `gbps` all GPUs' bytes over it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub per_gpu: Vec<GpuShardResult>,
+    /// What each measured pass cost (read calls, IOPS, CPU time, latency), in the order of
+    /// `seconds`; empty from a worker that predates it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub costs: Vec<PassCost>,
+    /// Read-call latency over all measured passes (the threads' histograms merged).
+    #[serde(default)]
+    pub latency: Option<Latency>,
+    /// The libcufile the worker actually had loaded: the real file behind the symbols it called,
+    /// and its version. KvikIO loads the one of its wheels, the cufile reader the toolkit's (or
+    /// `GDS_GATE_LIBCUFILE`'s).
+    #[serde(default)]
+    pub libcufile: Option<LoadedCufile>,
+}
+
+impl Measurement {
+    /// CPU seconds per GiB of the measured passes that have the figure.
+    pub fn cpu_per_gib(&self) -> Vec<f64> {
+        crate::cost::cpu_per_gib(&self.costs)
+    }
+
+    /// Median read calls per second of the measured passes.
+    pub fn median_iops(&self) -> Option<f64> {
+        let iops: Vec<f64> = self.costs.iter().map(|c| c.iops).collect();
+        (!iops.is_empty()).then(|| crate::numbers::median(&iops))
+    }
+
+    /// `CPU 0.41 s/GiB, 310 IOPS, p50 3.1 ms p99 9.8 ms`: the cost beside a trial's speed; empty
+    /// when nothing was recorded.
+    pub fn cost_line(&self) -> String {
+        let mut parts = Vec::new();
+        let cpu = self.cpu_per_gib();
+        if !cpu.is_empty() {
+            parts.push(format!("CPU {:.3} s/GiB", crate::numbers::median(&cpu)));
+        }
+        if let Some(iops) = self.median_iops() {
+            parts.push(format!("{iops:.0} IOPS"));
+        }
+        if let Some(l) = &self.latency {
+            match (l.p50_us, l.p99_us) {
+                (Some(p50), Some(p99)) => parts.push(format!(
+                    "p50 {} p99 {}",
+                    crate::cost::format_micros(p50),
+                    crate::cost::format_micros(p99)
+                )),
+                _ => parts.push(format!("mean {}", crate::cost::format_micros(l.mean_us))),
+            }
+        }
+        parts.join(", ")
+    }
+}
+
+/// A libcufile as loaded: its real path (symlinks resolved) and `major.minor` version.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LoadedCufile {
+    pub path: PathBuf,
+    /// `major.minor` from `cuFileGetVersion`.
+    pub version: String,
 }
 
 /// One GPU's share of a trial over several GPUs: its worker's measurement (throughput, cuFile
@@ -275,6 +333,12 @@ impl TrialRecord {
                 .collect();
             format!(" over {} GPUs ({})", m.per_gpu.len(), each.join(", "))
         };
-        format!("{speed}{gpus}, path {}, {checksum}{startup}", m.path)
+        let cost = m.cost_line();
+        let cost = if cost.is_empty() {
+            cost
+        } else {
+            format!("; {cost}")
+        };
+        format!("{speed}{gpus}, path {}, {checksum}{startup}{cost}", m.path)
     }
 }

@@ -165,6 +165,7 @@ fn a_small_tail_below_the_threshold_makes_a_mix_within_max_fallback_bytes() {
         max_fallback_bytes: None,
         integrity: Integrity::Exact,
         tolerance: 0.1,
+        cpu_tolerance: 0.2,
     };
     assert!(
         !judge_trial(&e, &expect).passed,

@@ -112,6 +112,7 @@ fn storage(gpu: &mut Gpu, spec: &GpuBenchSpec) -> Result<StorageRates, String> {
             let seconds = reader
                 .read(&plan, threads, task)
                 .map_err(|error| gds_model::error_chain(&error))?
+                .elapsed
                 .as_secs_f64();
             let rate = size as f64 / seconds / 1e9;
             rates.push(rate);

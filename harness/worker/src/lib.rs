@@ -3,8 +3,10 @@
 //! probe and GPU bench; the binary hands it to [`serve`], which reads the spec, does the job and
 //! writes the result, so that a crash in the stack under test ends this process, not the gate.
 //!
-//! Every `unsafe` call into CUDA or cuFile is in [`gpu`], [`libcufile`] and [`reader`].
+//! Every `unsafe` call into CUDA or cuFile is in [`gpu`], [`libcufile`] and [`reader`]; [`cpu`]
+//! asks the kernel for the process's CPU time.
 
+pub mod cpu;
 pub mod gpu;
 pub mod gpu_bench;
 pub mod libcuda;

@@ -69,6 +69,7 @@ union DescrHandle {
 const HANDLE_TYPE_OPAQUE_FD: c_int = 1;
 
 type Fn0 = unsafe extern "C" fn() -> Status;
+type ReadFn = unsafe extern "C" fn(*mut c_void, *mut c_void, usize, i64, i64) -> isize;
 
 /// The loaded library and the entry points the gate uses.
 pub struct Cufile {
@@ -80,7 +81,7 @@ pub struct Cufile {
     handle_deregister: unsafe extern "C" fn(*mut c_void),
     buf_register: unsafe extern "C" fn(*const c_void, usize, c_int) -> Status,
     buf_deregister: unsafe extern "C" fn(*const c_void) -> Status,
-    read: unsafe extern "C" fn(*mut c_void, *mut c_void, usize, i64, i64) -> isize,
+    read: ReadFn,
     stats: Option<StatsApi>,
     _library: Library,
 }
@@ -107,8 +108,7 @@ impl Cufile {
     }
 
     fn from_library(library: Library, name: &str) -> Result<Cufile, CufileError> {
-        let path = loaded_path("libcufile").unwrap_or_else(|| PathBuf::from(name));
-        let shown = path.display().to_string();
+        let shown = name.to_string();
         macro_rules! symbol {
             ($name:literal) => {{
                 // SAFETY: the type matches the declaration in cufile.h for this symbol.
@@ -148,6 +148,12 @@ impl Cufile {
             }),
             _ => None,
         };
+        let read: ReadFn = symbol!("cuFileRead");
+        // The file whose code `cuFileRead` is: a soname or a symlink names a library, this says
+        // which copy actually runs (a process with KvikIO's wheel may hold two).
+        let path = object_of(read as *const c_void)
+            .or_else(|| loaded_path("libcufile"))
+            .unwrap_or_else(|| PathBuf::from(name));
         Ok(Cufile {
             path,
             version: Version(version),
@@ -157,7 +163,7 @@ impl Cufile {
             handle_deregister: symbol!("cuFileHandleDeregister"),
             buf_register: symbol!("cuFileBufRegister"),
             buf_deregister: symbol!("cuFileBufDeregister"),
-            read: symbol!("cuFileRead"),
+            read,
             stats,
             _library: library,
         })
@@ -334,6 +340,26 @@ fn check(call: &'static str, status: Status) -> Result<(), CufileError> {
     }
 }
 
+/// The shared object `symbol` lies in, by `dladdr`, with symlinks resolved.
+fn object_of(symbol: *const c_void) -> Option<PathBuf> {
+    use std::os::unix::ffi::OsStrExt;
+    let mut info = std::mem::MaybeUninit::<libc::Dl_info>::zeroed();
+    // SAFETY: `symbol` is an address in this process and `info` a valid out-pointer.
+    if unsafe { libc::dladdr(symbol, info.as_mut_ptr()) } == 0 {
+        return None;
+    }
+    // SAFETY: dladdr succeeded, so it filled the struct.
+    let info = unsafe { info.assume_init() };
+    if info.dli_fname.is_null() {
+        return None;
+    }
+    // SAFETY: dladdr's `dli_fname` is a NUL-terminated string owned by the loader, alive while
+    // the library stays loaded (it is: `Cufile` holds it).
+    let name = unsafe { std::ffi::CStr::from_ptr(info.dli_fname) };
+    let path = PathBuf::from(std::ffi::OsStr::from_bytes(name.to_bytes()));
+    Some(std::fs::canonicalize(&path).unwrap_or(path))
+}
+
 /// The path of a loaded shared object whose file name starts with `prefix`, from /proc/self/maps.
 pub fn loaded_path(prefix: &str) -> Option<PathBuf> {
     loaded_paths(prefix).into_iter().next()
@@ -360,6 +386,20 @@ pub fn loaded_paths(prefix: &str) -> Vec<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn dladdr_names_the_real_file_a_symbol_lives_in() {
+        let path = object_of(libc::getpid as *const c_void).unwrap();
+        assert!(path.is_absolute(), "{path:?}");
+        assert!(
+            path.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("libc"),
+            "{path:?}"
+        );
+        assert_eq!(std::fs::canonicalize(&path).unwrap(), path);
+    }
 
     #[test]
     fn a_missing_library_says_where_it_looked() {

@@ -5,13 +5,15 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use crate::cpu;
 use crate::gpu::Gpu;
 use crate::libcufile::{self, Cufile};
 use crate::reader::bounce::Bounce;
 use crate::reader::cufile::CufileReader;
 use crate::reader::posix::{self, Posix};
-use crate::reader::{PlanReader, ReaderError};
+use crate::reader::{PlanReader, ReaderError, recording};
 use gds_model::cache;
+use gds_model::cost::{Histogram, PassCost};
 use gds_model::hex;
 use gds_model::integrity::IntegrityResult;
 use gds_model::numbers::median;
@@ -23,7 +25,7 @@ use gds_model::protocol::{
     CUFILE_DRIVER_OPEN, GPU_CONTEXT, IO_DONE, PROTOCOL_VERSION, SAMPLED, WORKER_WAIT,
     WorkerFailure, WorkerResult, WorkerSpec,
 };
-use gds_model::record::CufileEvidence;
+use gds_model::record::{CufileEvidence, LoadedCufile};
 
 /// A cold read that finds more than this fraction of a file cached measures memory, not storage.
 const MAX_RESIDENT_AFTER_DROP: f64 = 0.05;
@@ -63,6 +65,9 @@ fn measure(spec: &WorkerSpec) -> WorkerResult {
         cufile: None,
         kvikio: None,
         per_gpu: Vec::new(),
+        costs: Vec::new(),
+        latency: None,
+        libcufile: None,
     };
     let failure = match spec.trial.reader {
         Reader::Posix => open_posix(spec).and_then(|mut reader| passes(spec, &mut reader, &mut m)),
@@ -202,6 +207,10 @@ fn with_cufile(
     })();
     evidence.loaded_copies = libcufile::loaded_paths("libcufile.so");
     m.cufile = Some(evidence);
+    m.libcufile = Some(LoadedCufile {
+        path: library.path.clone(),
+        version: library.version.to_string(),
+    });
     result
 }
 
@@ -218,6 +227,8 @@ fn passes(
     let cache_files = posix::open_all(plan).map_err(fail)?;
     let expected = spec.expected_checksum;
     let total = trial.passes();
+    // The measured passes' calls, merged: the trial's percentiles.
+    let mut latency = Histogram::default();
     for pass in 0..total {
         let lap = Instant::now();
         if trial.cache == Cache::Cold {
@@ -241,15 +252,28 @@ fn passes(
                     / 1e9,
             );
         }
-        let seconds = reader
+        let cpu_before = recording().then(cpu::process_time).flatten();
+        let read = reader
             .read(plan, trial.nthreads, trial.task_size)
-            .map_err(fail)?
-            .as_secs_f64();
+            .map_err(fail)?;
+        let cpu = cpu_before.and_then(|before| Some(cpu::process_time()?.since(&before)));
+        let seconds = read.elapsed.as_secs_f64();
         if pass < u64::from(trial.warmup) {
             m.warmup_seconds.push(seconds);
         } else {
             m.seconds.push(seconds);
             m.gbps.push(plan.total_bytes() as f64 / seconds / 1e9);
+            if let Some(histogram) = &read.latency {
+                latency.merge(histogram);
+            }
+            m.costs.push(PassCost::new(
+                plan.total_bytes(),
+                seconds,
+                read.calls,
+                cpu,
+                read.latency.as_ref().and_then(Histogram::latency),
+            ));
+            m.latency = latency.latency();
         }
         let result = reader
             .verify(plan, trial.expect.integrity, expected)

@@ -125,6 +125,10 @@ pub enum BlessError {
 }
 
 #[derive(Clone, Debug, PartialEq)]
+#[expect(
+    clippy::large_enum_variant,
+    reason = "one per trial of a bless, printed once; boxes would only make matching clumsier"
+)]
 pub enum TrialChange {
     Added {
         trial: String,

@@ -6,12 +6,13 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use super::cpu::CpuCost;
 use super::decision::{Throughput, Verdict};
 use super::file::{Loaded, TrialBaseline};
 use super::fingerprint::{self, FieldChange, Fingerprint};
 use super::message::{self, Context};
 use crate::exit;
-use gds_model::record::{Status, TrialRecord};
+use gds_model::record::{Measurement, Status, TrialRecord};
 
 /// What a run produced, as the comparison and bless need it.
 #[derive(Clone, Copy, Debug)]
@@ -35,6 +36,12 @@ pub enum Judgement {
     Regression { throughput: Throughput },
     /// Faster beyond the tolerance and the spread: consider blessing. Not a failure.
     Faster { throughput: Throughput },
+    /// As fast (or faster), but more CPU seconds per GiB beyond `expect.cpu_tolerance` and the
+    /// runner's spread, in the run and in every confirmation: a regression like a slower one.
+    CpuCostlier {
+        throughput: Throughput,
+        cpu: CpuCost,
+    },
     /// The path verdict differs from the baseline's (e.g. `nvfs` → `cufile-posix`). A failure.
     PathChanged {
         from: String,
@@ -90,7 +97,7 @@ impl Judgement {
             Judgement::Faster { .. } | Judgement::NewTrial | Judgement::NoBaseline => {
                 Severity::Notice
             }
-            Judgement::Regression { .. } => Severity::Regression,
+            Judgement::Regression { .. } | Judgement::CpuCostlier { .. } => Severity::Regression,
             Judgement::PathChanged { .. }
             | Judgement::ChecksumChanged { .. }
             | Judgement::MissingTrial { .. } => Severity::Failure,
@@ -103,6 +110,7 @@ impl Judgement {
             Judgement::Pass { throughput }
             | Judgement::Regression { throughput }
             | Judgement::Faster { throughput }
+            | Judgement::CpuCostlier { throughput, .. }
             | Judgement::PathChanged { throughput, .. } => Some(throughput),
             _ => None,
         }
@@ -114,6 +122,9 @@ impl Judgement {
             Judgement::Pass { .. } => "as fast".into(),
             Judgement::Regression { .. } => "slower".into(),
             Judgement::Faster { .. } => "faster — consider blessing".into(),
+            Judgement::CpuCostlier { cpu, .. } => {
+                format!("more CPU per GiB ({})", message::change(cpu.ratio()))
+            }
             Judgement::PathChanged { from, to, .. } => format!("path {from} → {to}"),
             Judgement::ChecksumChanged { .. } => "checksum changed".into(),
             Judgement::MissingTrial { cause } => match cause {
@@ -293,11 +304,36 @@ pub fn judge(entry: &TrialBaseline, record: &TrialRecord) -> Judgement {
             throughput,
         };
     }
-    match throughput.verdict() {
-        Verdict::Same => Judgement::Pass { throughput },
-        Verdict::Slower => Judgement::Regression { throughput },
-        Verdict::Faster => Judgement::Faster { throughput },
+    let verdict = throughput.verdict();
+    if verdict == Verdict::Slower {
+        // Slower explains a changed CPU cost per GiB too; one regression is enough.
+        return Judgement::Regression { throughput };
     }
+    if let Some(cpu) = cpu_cost(entry, record, m).filter(CpuCost::costlier) {
+        return Judgement::CpuCostlier { throughput, cpu };
+    }
+    match verdict {
+        Verdict::Faster => Judgement::Faster { throughput },
+        Verdict::Same | Verdict::Slower => Judgement::Pass { throughput },
+    }
+}
+
+/// The CPU-cost comparison, when the baseline and the run (and each confirmation run that has
+/// the figure) recorded CPU time.
+pub fn cpu_cost(entry: &TrialBaseline, record: &TrialRecord, m: &Measurement) -> Option<CpuCost> {
+    let baseline = entry.cpu_runs.as_ref()?;
+    let run = m.cpu_per_gib();
+    if run.is_empty() {
+        return None;
+    }
+    let mut cpu = CpuCost::measure(baseline, &run, record.spec.expect.cpu_tolerance);
+    for repeat in &record.confirmations {
+        let run = repeat.cpu_per_gib();
+        if !run.is_empty() {
+            cpu.confirm(&run);
+        }
+    }
+    Some(cpu)
 }
 
 /// A trial the baseline does not have.

@@ -62,19 +62,43 @@ pub struct TrialBaseline {
     pub checksum: Option<u64>,
     pub blessed_at: String,
     pub gate_version: String,
+    /// CPU seconds per GiB of every blessed run's passes, compared like `runs` (see `cpu`);
+    /// absent in baselines blessed before the gate recorded CPU time, and then not compared.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_runs: Option<Vec<Vec<f64>>>,
+    /// For people: the median over the blessed runs of their median CPU s/GiB, IOPS and read-call
+    /// latency.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_seconds_per_gib: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub iops: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_p50_us: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_p99_us: Option<f64>,
 }
 
 impl TrialBaseline {
     /// From the measurements of the blessed runs, in the order they ran: at least one, all with
     /// passes, path and checksum as the first's (bless checks that).
-    pub fn from_runs(runs: &[&Measurement], provenance: &Provenance) -> TrialBaseline {
-        let first = runs[0];
-        let runs: Vec<Vec<f64>> = runs
+    pub fn from_runs(measurements: &[&Measurement], provenance: &Provenance) -> TrialBaseline {
+        let first = measurements[0];
+        let runs: Vec<Vec<f64>> = measurements
             .iter()
             .map(|m| m.gbps.iter().copied().map(round).collect())
             .collect();
         let passes = Summary::of(&runs.concat());
         let run_medians: Vec<f64> = runs.iter().map(|run| round(median(run))).collect();
+        let cpu_runs: Vec<Vec<f64>> = measurements
+            .iter()
+            .map(|m| m.cpu_per_gib().into_iter().map(round).collect())
+            .collect();
+        let cpu_complete = cpu_runs.iter().all(|run: &Vec<f64>| !run.is_empty());
+        // The median over runs of each run's figure, when every run has it.
+        let over_runs = |figure: &dyn Fn(&Measurement) -> Option<f64>, precision: f64| {
+            let values: Option<Vec<f64>> = measurements.iter().map(|m| figure(m)).collect();
+            values.map(|values| (median(&values) * precision).round() / precision)
+        };
         TrialBaseline {
             median_gbps: round(median(&run_medians)),
             run_medians_gbps: run_medians,
@@ -86,12 +110,24 @@ impl TrialBaseline {
             checksum: first.integrity.checksum,
             blessed_at: provenance.blessed_at.clone(),
             gate_version: provenance.gate_version.clone(),
+            cpu_seconds_per_gib: cpu_complete.then(|| {
+                round(median(
+                    &cpu_runs.iter().map(|r| median(r)).collect::<Vec<_>>(),
+                ))
+            }),
+            cpu_runs: cpu_complete.then_some(cpu_runs),
+            iops: over_runs(&|m| m.median_iops(), 10.0),
+            latency_p50_us: over_runs(&|m| m.latency.as_ref()?.p50_us, 10.0),
+            latency_p99_us: over_runs(&|m| m.latency.as_ref()?.p99_us, 10.0),
         }
     }
 
     /// Equal in everything a comparison looks at (not when or by which gate it was blessed).
     pub fn same_figures(&self, other: &TrialBaseline) -> bool {
-        self.runs == other.runs && self.path == other.path && self.checksum == other.checksum
+        self.runs == other.runs
+            && self.path == other.path
+            && self.checksum == other.checksum
+            && self.cpu_runs == other.cpu_runs
     }
 }
 
@@ -240,6 +276,20 @@ fn validate(path: &Path, text: &str, baseline: &Baseline) -> Result<(), Baseline
                 ),
             ));
         }
+        let cpu_valid = trial.cpu_runs.as_ref().is_none_or(|runs| {
+            !runs.is_empty()
+                && runs
+                    .iter()
+                    .all(|run| !run.is_empty() && run.iter().all(|x| x.is_finite() && *x > 0.0))
+        });
+        if !cpu_valid {
+            return Err(corrupt(
+                line,
+                format!(
+                    "trial `{name}`: expected `cpu_runs` to list the blessed runs, each a list of positive CPU seconds per GiB, one per pass"
+                ),
+            ));
+        }
         let passes: usize = trial.runs.iter().map(Vec::len).sum();
         if trial.samples != passes {
             return Err(corrupt(
@@ -323,6 +373,11 @@ mod v1 {
                         checksum: t.checksum,
                         blessed_at: t.blessed_at,
                         gate_version: t.gate_version,
+                        cpu_runs: None,
+                        cpu_seconds_per_gib: None,
+                        iops: None,
+                        latency_p50_us: None,
+                        latency_p99_us: None,
                     };
                     (name, trial)
                 })

@@ -4,6 +4,7 @@
 use std::path::Path;
 
 use super::fingerprint::Fingerprint;
+use gds_model::cost::{CpuTime, PassCost};
 use gds_model::numbers::median;
 use gds_model::record::{Measurement, Status, TrialRecord};
 use gds_model::scenario::{self, TrialSpec};
@@ -70,6 +71,24 @@ pub fn measurement(gbps: &[f64], path: &str, checksum: u64) -> Measurement {
         "total_seconds": 3.0,
     });
     serde_json::from_value(json).expect("fixture measurement")
+}
+
+/// `record` with the CPU cost of each measured pass, CPU seconds per GiB (the passes read 1 GiB).
+pub fn with_cpu(mut record: TrialRecord, cpu_per_gib: &[f64]) -> TrialRecord {
+    let m = record.measurement.as_mut().expect("a measured record");
+    m.costs = m
+        .seconds
+        .iter()
+        .zip(cpu_per_gib)
+        .map(|(&seconds, &cpu)| {
+            let cpu = CpuTime {
+                user_seconds: cpu * 0.25,
+                system_seconds: cpu * 0.75,
+            };
+            PassCost::new(1 << 30, seconds, 256, Some(cpu), None)
+        })
+        .collect();
+    record
 }
 
 pub fn fingerprint() -> Fingerprint {

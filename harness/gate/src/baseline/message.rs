@@ -87,6 +87,10 @@ pub fn gbps(value: f64) -> String {
     format!("{value:.2} GB/s")
 }
 
+pub fn cpu_per_gib(value: f64) -> String {
+    format!("{value:.3} CPU s/GiB")
+}
+
 /// `−15.2%` / `+3.0%` for a run/baseline ratio.
 pub fn change(ratio: f64) -> String {
     let percent = (ratio - 1.0) * 100.0;
@@ -236,6 +240,46 @@ pub fn explain(
                 run_figures(t),
                 cause(&format!(
                     "{unchanged}: look at the storage (other jobs on the disk, a degraded array, a fuller file system, thermal throttling) and at changes to this trial's settings"
+                )),
+            );
+            (headline, message)
+        }
+        (Judgement::CpuCostlier { throughput: t, cpu }, Some(entry)) => {
+            let headline = format!(
+                "more CPU per GiB than the baseline: {} vs {} ({}){}",
+                cpu_per_gib(cpu.run_median()),
+                cpu_per_gib(cpu.level()),
+                change(cpu.ratio()),
+                match cpu.confirmation_ratios().len() {
+                    0 => String::new(),
+                    n => format!(", confirmed by {n} more run(s)"),
+                }
+            );
+            let confirmations = cpu
+                .confirmation_ratios()
+                .iter()
+                .map(|r| format!("{} ({})", cpu_per_gib(r * cpu.level()), change(*r)))
+                .collect::<Vec<_>>()
+                .join(", ");
+            let message = format!(
+                "{trial}: costs {} more CPU per GiB read than its baseline, beyond the CPU tolerance of {} and beyond this runner's run-to-run spread (more CPU above {})\n  expected: about {} (user + system time of the worker process) at {} ({}), path `{}`\n  seen:     {} median of {} passes at {}{}\n  likely cause: {}\n  next: find and fix the cause; if the new cost is intended, bless it on this runner:\n        {bless}",
+                change(cpu.ratio()).trim_start_matches('+'),
+                percent(cpu.tolerance),
+                cpu_per_gib(cpu.level() * cpu.costlier_above()),
+                cpu_per_gib(cpu.level()),
+                gbps(t.level),
+                figures(entry),
+                entry.path,
+                cpu_per_gib(cpu.run_median()),
+                cpu.efficiency.run.count,
+                gbps(t.run.median),
+                if confirmations.is_empty() {
+                    String::new()
+                } else {
+                    format!("; confirmation run(s): {confirmations}")
+                },
+                cause(&format!(
+                    "{unchanged}: the same bytes now cost more host CPU: a read path that copies through host memory (cuFile's compat mode, a bounce buffer, a smaller task size or more threads), or a changed cufile.json; the trial's cuFile counters and cufile.log say which path the bytes took"
                 )),
             );
             (headline, message)

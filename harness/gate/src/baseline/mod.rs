@@ -8,6 +8,7 @@
 
 pub mod bless;
 pub mod compare;
+pub mod cpu;
 pub mod decision;
 pub mod error;
 pub mod file;

@@ -46,8 +46,9 @@ pub fn console(comparison: &Comparison) -> String {
         .count();
     let _ = writeln!(
         out,
-        "\nbaseline comparison: {passed} as fast as the baseline, {} slower, {} faster, {} failed (path, checksum or missing), {} new, {} not selected",
+        "\nbaseline comparison: {passed} as fast as the baseline, {} slower, {} costlier in CPU, {} faster, {} failed (path, checksum or missing), {} new, {} not selected",
         count(comparison, |j| matches!(j, Judgement::Regression { .. })),
+        count(comparison, |j| matches!(j, Judgement::CpuCostlier { .. })),
         count(comparison, |j| matches!(j, Judgement::Faster { .. })),
         count(comparison, |j| j.severity() == Severity::Failure),
         count(comparison, |j| matches!(j, Judgement::NewTrial)),

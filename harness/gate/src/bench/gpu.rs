@@ -1,6 +1,6 @@
 //! `cargo xtask bench --gpu`: how long a worker takes to its first byte, what verification costs
-//! on the GPU, and how the `cufile` reader compares with `dd iflag=direct` on the same cold file,
-//! in one run. The GPU measurements happen in a worker (gds-worker's `gpu_bench`); this side
+//! on the GPU, how the `cufile` reader compares with `dd iflag=direct` on the same cold file, and
+//! with KvikIO ([`super::parity`]), in one run. The GPU measurements happen in a worker (gds-worker's `gpu_bench`); this side
 //! prepares the file and renders the tables.
 //!
 //! Verification is judged against a kernel that only reads the same buffer: both are bound by
@@ -21,7 +21,8 @@ use gds_model::protocol::{
 /// Reader settings of the storage table, each `(threads, task size)`.
 const SETTINGS: [(u32, u64); 4] = [(1, 16 << 20), (4, 16 << 20), (8, 4 << 20), (8, 16 << 20)];
 
-pub fn run(size: u64, runs: usize, dir: &Path) -> Result<String, String> {
+pub fn run(setting: &super::parity::Setting, runs: usize, dir: &Path) -> Result<String, String> {
+    let size = setting.size;
     if runs < super::MIN_RUNS {
         return Err(super::BenchError::TooFewRuns(runs).to_string());
     }
@@ -67,6 +68,22 @@ pub fn run(size: u64, runs: usize, dir: &Path) -> Result<String, String> {
         .storage
         .unwrap_or_else(|| Err("not measured".into()))?;
     self::storage(&storage, &path, &mut out);
+    out.push('\n');
+    super::parity::run(setting, runs, dir, &mut out)?;
+    Ok(out)
+}
+
+/// `bench --parity`: the parity and recording table alone, without start-up and kernels.
+pub fn parity_only(
+    setting: &super::parity::Setting,
+    runs: usize,
+    dir: &Path,
+) -> Result<String, String> {
+    if runs < super::MIN_RUNS {
+        return Err(super::BenchError::TooFewRuns(runs).to_string());
+    }
+    let mut out = String::new();
+    super::parity::run(setting, runs, dir, &mut out)?;
     Ok(out)
 }
 

@@ -2,6 +2,7 @@
 //! `dd` on the same disk) and CPU verification throughput, as a Markdown table.
 
 pub mod gpu;
+pub mod parity;
 mod startup;
 
 use std::fmt;

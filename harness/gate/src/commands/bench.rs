@@ -1,5 +1,6 @@
 //! `gds-gate bench`: the gate's own costs (CPU), `--gpu` (worker start-up, GPU verification, the
-//! cufile reader against dd), `--stats` (the baseline comparison's false alarms and detection).
+//! cufile reader against dd and KvikIO), `--parity` (reader parity and what recording latency and
+//! CPU costs), `--stats` (the baseline comparison's false alarms and detection).
 
 use std::path::Path;
 
@@ -7,29 +8,25 @@ use crate::bench;
 use crate::exit;
 use gds_model::error_chain;
 
+/// Which of `bench`'s measurements the command line chose.
+pub enum Mode<'a> {
+    Cpu,
+    Gpu(bench::parity::Setting),
+    Parity(bench::parity::Setting),
+    /// The baseline simulation, with the history its noise is fitted to.
+    Stats(&'a Path),
+}
+
 /// `bench`'s measurements, as the command line chose them.
-pub fn run(size: u64, runs: usize, dir: &Path, gpu: bool, stats_history: Option<&Path>) -> u8 {
-    if let Some(source) = stats_history {
-        let history = match crate::baseline::history::read(source) {
-            Ok(history) => history,
-            Err(error) => {
-                eprintln!("error: {}", error_chain(&error));
-                return exit::SETUP;
-            }
-        };
-        for skipped in &history.skipped {
-            eprintln!("warning: {skipped}");
-        }
-        let (text, targets_met) = crate::baseline::simulate::bench_stats(&history, source);
-        println!("{text}");
-        return if targets_met {
-            exit::PASSED
-        } else {
-            exit::TRIAL_FAILED
-        };
-    }
-    if gpu {
-        return match crate::bench::gpu::run(size, runs, dir) {
+pub fn run(size: u64, runs: usize, dir: &Path, mode: Mode<'_>) -> u8 {
+    let table = match mode {
+        Mode::Stats(source) => return stats(source),
+        Mode::Gpu(setting) => Some(crate::bench::gpu::run(&setting, runs, dir)),
+        Mode::Parity(setting) => Some(crate::bench::gpu::parity_only(&setting, runs, dir)),
+        Mode::Cpu => None,
+    };
+    if let Some(table) = table {
+        return match table {
             Ok(table) => {
                 println!("{table}");
                 exit::PASSED
@@ -53,5 +50,25 @@ pub fn run(size: u64, runs: usize, dir: &Path, gpu: bool, stats_history: Option<
             eprintln!("error: {}", error_chain(&error));
             exit::SETUP
         }
+    }
+}
+
+fn stats(source: &Path) -> u8 {
+    let history = match crate::baseline::history::read(source) {
+        Ok(history) => history,
+        Err(error) => {
+            eprintln!("error: {}", error_chain(&error));
+            return exit::SETUP;
+        }
+    };
+    for skipped in &history.skipped {
+        eprintln!("warning: {skipped}");
+    }
+    let (text, targets_met) = crate::baseline::simulate::bench_stats(&history, source);
+    println!("{text}");
+    if targets_met {
+        exit::PASSED
+    } else {
+        exit::TRIAL_FAILED
     }
 }

@@ -74,9 +74,25 @@ pub fn dispatch(cli: Cli, argv: Vec<String>) -> u8 {
             runs,
             dir,
             gpu,
+            parity,
+            threads,
+            task_size,
             stats,
             history,
-        }) => bench::run(size, runs, &dir, gpu, stats.then_some(history.as_path())),
+        }) => {
+            let setting = crate::bench::parity::Setting {
+                size,
+                threads,
+                task_size,
+            };
+            let mode = match (stats, gpu, parity) {
+                (true, _, _) => bench::Mode::Stats(&history),
+                (_, true, _) => bench::Mode::Gpu(setting),
+                (_, _, true) => bench::Mode::Parity(setting),
+                _ => bench::Mode::Cpu,
+            };
+            bench::run(size, runs, &dir, mode)
+        }
         Some(Command::Worker { .. }) => {
             eprintln!("error: `worker` runs in the gds-gate binary, not in the gate library");
             exit::USAGE

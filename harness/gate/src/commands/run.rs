@@ -154,6 +154,7 @@ pub fn run_trials(
         strict: args.strict,
         timeout: args.timeout.map(std::time::Duration::from_secs),
         gds_stats: crate::launch::find_gds_stats(),
+        env: Vec::new(),
     };
     let executor = Arc::new(Executor {
         data,

@@ -44,6 +44,9 @@ pub struct Launcher {
     pub timeout: Option<Duration>,
     /// The `gds_stats` tool, when the host has one ([`find_gds_stats`]).
     pub gds_stats: Option<PathBuf>,
+    /// Variables every worker gets besides the trial's own; the benches set
+    /// `GDS_GATE_LIBCUFILE` and `GDS_GATE_RECORD_COST` here, a gate run sets none.
+    pub env: Vec<(String, String)>,
 }
 
 pub use sampling::find_tool as find_gds_stats;
@@ -117,7 +120,7 @@ impl Launcher {
                     StartError::Setup(format!("cannot write `{}`: {error}", path.display()))
                 })
         };
-        let mut env = Vec::new();
+        let mut env = self.env.clone();
         if matches!(spec.reader, Reader::Cufile | Reader::Kvikio) {
             let config = gds_model::cufile_config::write_for_trial(&spec.cufile, dir)
                 .map_err(|error| StartError::Setup(gds_model::error_chain(&error)))?;
@@ -436,6 +439,7 @@ mod tests {
             strict,
             timeout: Some(Duration::from_millis(500)),
             gds_stats: None,
+            env: Vec::new(),
         }
     }
 
@@ -479,6 +483,9 @@ mod tests {
             cufile: Some(Default::default()),
             kvikio: None,
             per_gpu: Vec::new(),
+            costs: Vec::new(),
+            latency: None,
+            libcufile: None,
         };
         let result = WorkerResult {
             protocol: PROTOCOL_VERSION,
@@ -546,6 +553,7 @@ mod tests {
             strict: false,
             timeout: Some(Duration::from_secs(60)),
             gds_stats: None,
+            env: Vec::new(),
         };
         launcher.run_trial(spec, plan)
     }

@@ -24,6 +24,7 @@ use std::path::Path;
 use std::sync::OnceLock;
 
 use super::{Launcher, slug, timeout_for, where_};
+use gds_model::cost::{CpuTime, PassCost};
 use gds_model::cufile_abi::{GpuCounters, Stats};
 use gds_model::evidence::KvikioBackends;
 use gds_model::integrity::IntegrityResult;
@@ -299,6 +300,7 @@ fn aggregate_measurement(
     };
     let seconds = slowest(|m| &m.seconds);
     let bytes = plan.total_bytes();
+    let costs = aggregate_costs(&measured, &seconds, bytes);
     let gbps: Vec<f64> = seconds.iter().map(|s| bytes as f64 / s / 1e9).collect();
     let max =
         |value: fn(&Measurement) -> f64| measured.iter().map(|(_, m)| value(m)).fold(0.0, f64::max);
@@ -354,7 +356,36 @@ fn aggregate_measurement(
         cufile: aggregate_cufile(per_gpu),
         kvikio: aggregate_kvikio(&measured),
         per_gpu: Vec::new(),
+        costs,
+        // Percentiles do not add up across workers; each GPU's are in `per_gpu`.
+        latency: None,
+        libcufile: measured.iter().find_map(|(_, m)| m.libcufile.clone()),
     }
+}
+
+/// Each repetition's cost over all GPUs: the workers' CPU time and read calls added (they share
+/// the host's cores), over all GPUs' bytes and the slowest GPU's time. Repetitions some GPU has no
+/// cost for are left out.
+fn aggregate_costs(measured: &[(u32, &Measurement)], seconds: &[f64], bytes: u64) -> Vec<PassCost> {
+    seconds
+        .iter()
+        .enumerate()
+        .map_while(|(r, &seconds)| {
+            let shards: Vec<&PassCost> = measured
+                .iter()
+                .map(|(_, m)| m.costs.get(r))
+                .collect::<Option<_>>()?;
+            let calls = shards.iter().map(|c| c.read_calls).sum();
+            let cpu = shards.iter().try_fold(CpuTime::default(), |sum, c| {
+                let cpu = c.cpu?;
+                Some(CpuTime {
+                    user_seconds: sum.user_seconds + cpu.user_seconds,
+                    system_seconds: sum.system_seconds + cpu.system_seconds,
+                })
+            });
+            Some(PassCost::new(bytes, seconds, calls, cpu, None))
+        })
+        .collect()
 }
 
 /// The shards' checksums add up (each is a wrapping sum of range or file checksums, and the

@@ -10,12 +10,12 @@ use crate::baseline::compare::TrialJudgement;
 use crate::baseline::{Judgement, Severity};
 use gds_model::record::Status;
 
-/// `regression` for a confirmed slowdown, `baseline` for a changed path or checksum or a missing
+/// `regression` for a confirmed slowdown or CPU-cost rise, `baseline` for a changed path or checksum or a missing
 /// trial: CI test views then tell a slow disk from a broken path.
 fn baseline_failure(judged: &TrialJudgement) -> TestCaseStatus {
     let mut status = TestCaseStatus::non_success(NonSuccessKind::Failure);
     status.set_type(match judged.judgement {
-        Judgement::Regression { .. } => "regression",
+        Judgement::Regression { .. } | Judgement::CpuCostlier { .. } => "regression",
         _ => "baseline",
     });
     status.set_message(judged.headline.clone());

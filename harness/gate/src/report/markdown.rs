@@ -33,15 +33,16 @@ pub fn render(report: &Report) -> String {
     out
 }
 
-/// One row per trial: throughput, path, checksum, and the start-up apart from the throughput,
-/// which times only the reads.
+/// One row per trial: throughput, path, what the reads cost beside it (a path through host
+/// memory shows as CPU per GiB even where its GB/s holds), checksum, and the start-up apart from
+/// the throughput, which times only the reads.
 fn trial_table(trials: &[TrialRecord]) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "| trial | result | GB/s (median) | min–max | path | checksum | start → first byte | note |"
+        "| trial | result | GB/s (median) | min–max | path | CPU s/GiB | IOPS | latency p50 / p99 | checksum | start → first byte | note |"
     );
-    let _ = writeln!(out, "|---|---|---:|---|---|---|---:|---|");
+    let _ = writeln!(out, "|---|---|---:|---|---|---:|---:|---:|---|---:|---|");
     for trial in trials {
         let result = match trial.status {
             Status::Passed => "ok",
@@ -65,14 +66,39 @@ fn trial_table(trials: &[TrialRecord]) -> String {
             .as_ref()
             .and_then(|m| m.startup_seconds)
             .map_or(String::new(), |s| format!("{:.0} ms", s * 1e3));
+        let (cpu, iops, latency) = trial
+            .measurement
+            .as_ref()
+            .map_or_else(Default::default, cost);
         let note = text(trial.reason.as_deref().unwrap_or(""));
         let _ = writeln!(
             out,
-            "| {} | {result} | {median} | {range} | {path} | {checksum} | {startup} | {note} |",
+            "| {} | {result} | {median} | {range} | {path} | {cpu} | {iops} | {latency} | {checksum} | {startup} | {note} |",
             code(&trial.name)
         );
     }
     out
+}
+
+/// The cost cells: median CPU s/GiB and IOPS of the passes, and the read-call latency (a mean
+/// where only KvikIO's own statistics know it); empty when nothing was recorded.
+fn cost(m: &Measurement) -> (String, String, String) {
+    use gds_model::cost::format_micros;
+    let cpu = m.cpu_per_gib();
+    let cpu = if cpu.is_empty() {
+        String::new()
+    } else {
+        format!("{:.3}", gds_model::numbers::median(&cpu))
+    };
+    let iops = m.median_iops().map_or(String::new(), |i| format!("{i:.0}"));
+    let latency = m
+        .latency
+        .as_ref()
+        .map_or(String::new(), |l| match (l.p50_us, l.p99_us) {
+            (Some(p50), Some(p99)) => format!("{} / {}", format_micros(p50), format_micros(p99)),
+            _ => format!("mean {}", format_micros(l.mean_us)),
+        });
+    (cpu, iops, latency)
 }
 
 /// Each GPU of the trials over several GPUs (`gpus:`): its own throughput, path, cuFile counters
@@ -164,16 +190,46 @@ mod tests {
         let summary = trial_table(&[started, trial("s::old", 1.0)]);
         assert!(
             summary.contains(
-                "| `s::cufile` | ok | 2.00 | 2.00–2.00 | nvfs | 0x0000000000000007 | 929 ms |  |"
+                "| `s::cufile` | ok | 2.00 | 2.00–2.00 | nvfs |  |  |  | 0x0000000000000007 | 929 ms |  |"
             ),
             "{summary}"
         );
         // A result from before start-up was measured leaves the cell empty, not zero.
         assert!(
-            summary
-                .contains("| `s::old` | ok | 1.00 | 1.00–1.00 | nvfs | 0x0000000000000007 |  |  |"),
+            summary.contains(
+                "| `s::old` | ok | 1.00 | 1.00–1.00 | nvfs |  |  |  | 0x0000000000000007 |  |  |"
+            ),
             "{summary}"
         );
+    }
+
+    #[test]
+    fn cpu_iops_and_latency_sit_beside_the_path() {
+        // Fixture: one pass of 1 GiB at 0.4 CPU s/GiB, 256 calls in 0.537 s, p50 1 ms, p99 9 ms
+        // (shown as the midpoint of its bucket, within 0.8%).
+        let mut costly = fixtures::with_cpu(trial("s::cufile", 2.0), &[0.4]);
+        let m = costly.measurement.as_mut().unwrap();
+        let mut histogram = gds_model::cost::Histogram::default();
+        for i in 0..100u64 {
+            histogram.record(if i < 98 { 1_000_000 } else { 9_000_000 });
+        }
+        m.latency = histogram.latency();
+        let mut kvikio = trial("s::kvikio", 1.0);
+        kvikio.measurement.as_mut().unwrap().latency = Some(gds_model::cost::Latency {
+            calls: 8192,
+            mean_us: 95.0,
+            p50_us: None,
+            p90_us: None,
+            p99_us: None,
+            p999_us: None,
+            max_us: None,
+        });
+        let summary = trial_table(&[costly, kvikio]);
+        assert!(
+            summary.contains("| nvfs | 0.400 | 477 | 1.00 ms / 8.98 ms |"),
+            "{summary}"
+        );
+        assert!(summary.contains("| nvfs |  |  | mean 95 µs |"), "{summary}");
     }
 
     #[test]

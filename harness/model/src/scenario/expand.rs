@@ -78,6 +78,14 @@ pub struct Expectations {
     pub max_fallback_bytes: Option<u64>,
     pub integrity: Integrity,
     pub tolerance: f64,
+    /// Allowed rise of CPU seconds per GiB (0.25 = 25% more CPU per GiB), judged like the
+    /// throughput; absent in records of older gates.
+    #[serde(default = "default_cpu_tolerance")]
+    pub cpu_tolerance: f64,
+}
+
+fn default_cpu_tolerance() -> f64 {
+    super::defaults::CPU_TOLERANCE
 }
 
 /// Every trial of every scenario of the suite, in file order.

@@ -70,6 +70,9 @@ pub mod defaults {
     pub const WARMUP: u32 = 1;
     pub const REPETITIONS: u32 = 5;
     pub const TOLERANCE: f64 = 0.10;
+    /// CPU time per GiB moves more than throughput with the host's load (a page-cache miss, a
+    /// context switch), so its default allowance is wider.
+    pub const CPU_TOLERANCE: f64 = 0.20;
     pub const SEED: u64 = 1;
 }
 
@@ -370,6 +373,9 @@ impl Validator<'_> {
                 tolerance: expect_fields
                     .tolerance
                     .map_or(defaults::TOLERANCE, |Fraction(f)| f),
+                cpu_tolerance: expect_fields
+                    .cpu_tolerance
+                    .map_or(defaults::CPU_TOLERANCE, |Fraction(f)| f),
             },
         };
         self.scenario_limits(&scenario, &context, &here)?;

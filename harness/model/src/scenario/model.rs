@@ -165,6 +165,8 @@ pub struct Expect {
     pub integrity: Option<Integrity>,
     /// Allowed throughput drop against the baseline.
     pub tolerance: Option<Fraction>,
+    /// Allowed rise of CPU seconds per GiB against the baseline.
+    pub cpu_tolerance: Option<Fraction>,
 }
 
 /// The path the bytes are expected to take (judged by the path verdict).

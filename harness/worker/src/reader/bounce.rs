@@ -3,9 +3,8 @@
 //! show the GPUDirect path and the bounce path side by side on the same file.
 
 use std::fs::File;
-use std::time::Duration;
 
-use super::{PlanReader, ReaderError, pread_exact, run_parallel};
+use super::{Pass, PlanReader, ReaderError, pread_exact, run_parallel};
 use crate::gpu::{DeviceBuffer, Gpu, PinnedBuffer};
 use gds_model::integrity::IntegrityResult;
 use gds_model::plan::ReadPlan;
@@ -55,10 +54,10 @@ impl PlanReader for Bounce<'_> {
         plan: &ReadPlan,
         _nthreads: u32,
         task_size: u64,
-    ) -> Result<Duration, ReaderError> {
+    ) -> Result<Pass, ReaderError> {
         let binder = self.gpu.binder();
         let (files, device) = (&self.files, &self.device);
-        let elapsed = run_parallel(plan.tasks(task_size), &mut self.bounce, |pinned, task| {
+        let pass = run_parallel(plan.tasks(task_size), &mut self.bounce, |pinned, task| {
             binder.bind()?;
             let mut done = 0u64;
             while done < task.len {
@@ -74,7 +73,7 @@ impl PlanReader for Bounce<'_> {
             }
             Ok::<(), ReaderError>(())
         })?;
-        Ok(elapsed)
+        Ok(pass)
     }
 
     fn verify(

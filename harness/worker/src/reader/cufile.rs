@@ -2,13 +2,25 @@
 //! `task_size` bytes read with `cuFileRead` straight into a device buffer by N threads (KvikIO's
 //! split), the buffer optionally `cuFileBufRegister`ed. Which path cuFile took is not known here:
 //! its statistics, read around the trial, tell (nvfs, p2p, or its own POSIX compat mode).
+//!
+//! Against KvikIO's `FileHandle::pread` into device memory (compat mode OFF), read from its source:
+//! the same calls: a file opened `O_RDONLY | O_DIRECT` and registered with `cuFileHandleRegister`,
+//! the read split into `task_size` tasks in order, each one `cuFileRead(handle, allocation base,
+//! len, file offset, offset in the allocation)` (KvikIO finds the base with
+//! `cuMemGetAddressRange`; ours is the allocation itself), unregistered buffers unless asked.
+//! What differs: KvikIO keeps a thread pool and pushes and pops the buffer's context around each
+//! task, we start N threads per pass and make the context current per task (microseconds per
+//! pass); KvikIO opens a second descriptor without `O_DIRECT` for its POSIX path and sends reads
+//! below `gds_threshold` there, synchronously in the caller's thread (so its small reads are one
+//! thread's however many it has), while this reader always calls cuFile; and KvikIO calls the
+//! libcufile of its wheel, this reader the toolkit's unless `GDS_GATE_LIBCUFILE` says otherwise
+//! (`bench --parity` measures both readers with both libraries).
 
 use std::fs::File;
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::OpenOptionsExt;
-use std::time::Duration;
 
-use super::{PlanReader, ReaderError, run_parallel};
+use super::{Pass, PlanReader, ReaderError, run_parallel};
 use crate::gpu::{DeviceBuffer, Gpu};
 use crate::libcufile::{Cufile, Handle, RegisteredBuffer};
 use gds_model::integrity::IntegrityResult;
@@ -79,11 +91,11 @@ impl PlanReader for CufileReader<'_> {
         plan: &ReadPlan,
         nthreads: u32,
         task_size: u64,
-    ) -> Result<Duration, ReaderError> {
+    ) -> Result<Pass, ReaderError> {
         let binder = self.gpu.binder();
         let (handles, device) = (&self.handles, &self.device);
         let mut threads = vec![(); nthreads.max(1) as usize];
-        let elapsed = run_parallel(plan.tasks(task_size), &mut threads, |_, task| {
+        let pass = run_parallel(plan.tasks(task_size), &mut threads, |_, task| {
             binder.bind()?;
             handles[task.file]
                 .read_exact(device.ptr, task.buffer_offset, task.offset, task.len)
@@ -97,7 +109,7 @@ impl PlanReader for CufileReader<'_> {
         // cuFileRead returns when the bytes are in GPU memory; synchronising costs nothing then
         // and guards against a path that copies asynchronously.
         self.gpu.synchronize()?;
-        Ok(elapsed)
+        Ok(pass)
     }
 
     fn verify(

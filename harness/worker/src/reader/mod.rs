@@ -7,11 +7,12 @@ pub mod cufile;
 mod host_memory;
 pub mod posix;
 
-use std::sync::Mutex;
+use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use crate::gpu::GpuError;
 use crate::libcufile::{CufileError, ReadFailure};
+use gds_model::cost::Histogram;
 use gds_model::integrity::IntegrityResult;
 use gds_model::plan::ReadPlan;
 use gds_model::scenario::Integrity;
@@ -23,13 +24,9 @@ pub trait PlanReader {
     fn path(&self) -> &'static str;
     /// Before each pass: clear the destination so that a read that did not happen cannot pass.
     fn prepare(&mut self) -> Result<(), ReaderError>;
-    /// One pass of the plan; returns the read-section time.
-    fn read(
-        &mut self,
-        plan: &ReadPlan,
-        nthreads: u32,
-        task_size: u64,
-    ) -> Result<Duration, ReaderError>;
+    /// One pass of the plan; returns the read-section time and its read calls.
+    fn read(&mut self, plan: &ReadPlan, nthreads: u32, task_size: u64)
+    -> Result<Pass, ReaderError>;
     /// Verifies the destination after a pass.
     fn verify(
         &mut self,
@@ -112,21 +109,47 @@ impl ReaderError {
     }
 }
 
+/// One pass of a reader: its wall time, its read calls (one per item), and the calls' latency when
+/// recording is on.
+#[derive(Debug)]
+pub struct Pass {
+    pub elapsed: Duration,
+    pub calls: u64,
+    pub latency: Option<Histogram>,
+}
+
+/// Whether this process records per-call latency and CPU time ([`gds_model::cost::RECORD_ENV`]),
+/// read once.
+pub fn recording() -> bool {
+    static RECORDING: OnceLock<bool> = OnceLock::new();
+    *RECORDING.get_or_init(|| {
+        gds_model::cost::recording_enabled(
+            std::env::var(gds_model::cost::RECORD_ENV).ok().as_deref(),
+        )
+    })
+}
+
+/// What one reader thread ends with: the first item it failed on (plan index and error), and its
+/// calls' latency when recording is on.
+type ThreadOutcome = (Option<(usize, ReaderError)>, Option<Histogram>);
+
 /// Runs `work` over `items` with one thread per element of `states`, items handed out in order,
-/// and returns the wall time of the whole. Per-thread state (a bounce buffer) is allocated by the
-/// caller, outside the timed section. When several items fail, the error is the first one's in
-/// plan order, whichever thread met it first. A thread the host refuses to start fails the pass
-/// with [`ReaderError::Threads`] (`std::thread::scope`'s `spawn` would panic).
-pub fn run_parallel<T, S, W>(
-    items: Vec<T>,
-    states: &mut [S],
-    work: W,
-) -> Result<Duration, ReaderError>
+/// and returns the pass: its wall time, calls and latency. Per-thread state (a bounce buffer) is
+/// allocated by the caller, outside the timed section. When several items fail, the error is the
+/// first one's in plan order, whichever thread met it first. A thread the host refuses to start
+/// fails the pass with [`ReaderError::Threads`] (`std::thread::scope`'s `spawn` would panic).
+///
+/// Each item is one read call. With recording on, each thread times its calls into a histogram of
+/// its own (two clock reads and an increment in memory no other thread touches); the histograms
+/// are merged after the pass, outside the timed section.
+pub fn run_parallel<T, S, W>(items: Vec<T>, states: &mut [S], work: W) -> Result<Pass, ReaderError>
 where
     T: Send,
     S: Send,
     W: Fn(&mut S, T) -> Result<(), ReaderError> + Sync,
 {
+    let calls = items.len() as u64;
+    let record = recording();
     let mut items: Vec<(usize, T)> = items.into_iter().enumerate().collect();
     items.reverse(); // popped from the back: handed out in plan order
     let queue = Mutex::new(items);
@@ -137,18 +160,30 @@ where
     };
     let requested = states.len();
     let start = Instant::now();
-    let (failures, refused) = std::thread::scope(|scope| {
+    let (outcomes, refused) = std::thread::scope(|scope| {
         let mut workers = Vec::with_capacity(requested);
         let mut refused = None;
         for (started, state) in states.iter_mut().enumerate() {
             let (take, work) = (&take, &work);
             let spawned = std::thread::Builder::new().spawn_scoped(scope, move || {
-                loop {
-                    let (index, item) = take().pop()?;
-                    if let Err(error) = work(state, item) {
-                        return Some((index, error));
+                // Made here, not by the caller: a thread the host refuses never costs its
+                // histogram, so asking for too many threads ends in `Threads`, not in an abort.
+                let mut histogram = record.then(Histogram::default);
+                while let Some((index, item)) = take().pop() {
+                    let outcome = match histogram.as_mut() {
+                        Some(histogram) => {
+                            let call = Instant::now();
+                            let outcome = work(state, item);
+                            histogram.record(call.elapsed().as_nanos() as u64);
+                            outcome
+                        }
+                        None => work(state, item),
+                    };
+                    if let Err(error) = outcome {
+                        return (Some((index, error)), histogram);
                     }
                 }
+                (None, histogram)
             });
             match spawned {
                 Ok(worker) => workers.push(worker),
@@ -165,24 +200,42 @@ where
                 }
             }
         }
-        let failures: Vec<(usize, ReaderError)> = workers
+        let outcomes: Vec<ThreadOutcome> = workers
             .into_iter()
-            .filter_map(|worker| {
+            .map(|worker| {
                 worker
                     .join()
                     .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
             })
             .collect();
-        (failures, refused)
+        (outcomes, refused)
     });
     let elapsed = start.elapsed();
     if let Some(error) = refused {
         return Err(error);
     }
-    match failures.into_iter().min_by_key(|(index, _)| *index) {
-        Some((_, error)) => Err(error),
-        None => Ok(elapsed),
+    let mut latency = record.then(Histogram::default);
+    let mut first_failure: Option<(usize, ReaderError)> = None;
+    for (failure, histogram) in outcomes {
+        if let (Some(all), Some(thread)) = (latency.as_mut(), histogram.as_ref()) {
+            all.merge(thread);
+        }
+        if let Some((index, error)) = failure
+            && first_failure
+                .as_ref()
+                .is_none_or(|(first, _)| index < *first)
+        {
+            first_failure = Some((index, error));
+        }
     }
+    if let Some((_, error)) = first_failure {
+        return Err(error);
+    }
+    Ok(Pass {
+        elapsed,
+        calls,
+        latency,
+    })
 }
 
 /// `pread` until `buffer` is full.

@@ -2,12 +2,11 @@
 //! as KvikIO's POSIX path does. The CPU baseline every GPU path is compared with.
 
 use std::fs::File;
-use std::time::Duration;
 
 use rayon::prelude::*;
 
 use super::host_memory::HostMemory;
-use super::{PlanReader, ReaderError, pread_exact, run_parallel};
+use super::{Pass, PlanReader, ReaderError, pread_exact, run_parallel};
 use gds_model::integrity::{self, HostBuffer, IntegrityResult};
 use gds_model::plan::{ReadPlan, Segment};
 use gds_model::scenario::Integrity;
@@ -74,7 +73,7 @@ impl PlanReader for Posix {
         plan: &ReadPlan,
         nthreads: u32,
         task_size: u64,
-    ) -> Result<Duration, ReaderError> {
+    ) -> Result<Pass, ReaderError> {
         read_into(plan, &self.files, &mut self.buffer, nthreads, task_size)
     }
 
@@ -96,7 +95,7 @@ pub fn read_into(
     buffer: &mut [u8],
     nthreads: u32,
     task_size: u64,
-) -> Result<Duration, ReaderError> {
+) -> Result<Pass, ReaderError> {
     assert_eq!(
         buffer.len() as u64,
         plan.total_bytes(),
@@ -153,8 +152,12 @@ mod tests {
             let plan = ReadPlan::new(vec![planned.clone()], &pattern);
             let mut reader = Posix::open(&plan).unwrap();
             reader.prepare().unwrap();
-            reader.read(&plan, 5, 4099).unwrap();
+            let pass = reader.read(&plan, 5, 4099).unwrap();
             assert!(reader.buffer() == bytes, "{pattern:?}");
+            // One call per task, each timed once, in the merged histogram of the five threads.
+            let tasks = plan.tasks(4099).len() as u64;
+            assert_eq!(pass.calls, tasks);
+            assert_eq!(pass.latency.unwrap().count(), tasks);
         }
     }
 

@@ -303,3 +303,93 @@ fn no_baseline_and_new_trials_are_notices() {
     assert!(matches!(new.judgement, Judgement::NewTrial));
     assert!(new.message.contains("--exact s::new"), "{}", new.message);
 }
+
+/// Fixture, not measured: the five blessed runs read at 0.40 CPU s/GiB per pass (±1%).
+const CPU: [f64; 5] = [0.40, 0.404, 0.396, 0.402, 0.398];
+
+fn blessed_with_cpu(path: &Path) {
+    let fp = fixtures::fingerprint();
+    let rounds: Vec<Vec<gds_model::record::TrialRecord>> = [1.0, 1.03, 0.97, 1.01, 0.99]
+        .iter()
+        .map(|level: &f64| {
+            let passes = BASE.map(|g| g * level);
+            let cpu = CPU.map(|c| c * level);
+            vec![fixtures::with_cpu(
+                fixtures::passed("s::a", &passes, "nvfs", CHECKSUM),
+                &cpu,
+            )]
+        })
+        .collect();
+    let runs: Vec<RunResults> = rounds.iter().map(|records| run(records, &fp)).collect();
+    let filter = crate::baseline::Filter::default();
+    let outcome = crate::baseline::bless(&runs, &super::options(path, &filter)).unwrap();
+    assert!(outcome.written);
+}
+
+#[test]
+fn the_same_speed_at_twice_the_cpu_is_a_regression_with_exit_3() {
+    let s = scratch();
+    blessed_with_cpu(&s.path);
+    let run = fixtures::with_cpu(
+        fixtures::passed("s::a", &NOISE, "nvfs", CHECKSUM),
+        &CPU.map(|c| c * 2.0),
+    );
+    let comparison = judge_one(&s.path, run, &fixtures::fingerprint());
+    let a = comparison.get("s::a").unwrap();
+    let Judgement::CpuCostlier { cpu, throughput } = &a.judgement else {
+        panic!("{a:?}");
+    };
+    assert!((cpu.ratio() - 2.0).abs() < 0.05, "{cpu:?}");
+    assert!((throughput.ratio - 1.0).abs() < 0.05);
+    assert_eq!(a.judgement.severity(), Severity::Regression);
+    assert_eq!(comparison.exit_code(), Some(exit::REGRESSION));
+    assert!(
+        a.headline
+            .starts_with("more CPU per GiB than the baseline: 0.800 CPU s/GiB vs 0.400 CPU s/GiB"),
+        "{}",
+        a.headline
+    );
+    for needle in [
+        "s::a: costs 100.",
+        "beyond the CPU tolerance of 20%",
+        "seen:     0.800 CPU s/GiB median of 5 passes",
+        "--exact s::a",
+    ] {
+        assert!(a.message.contains(needle), "{needle}\n{}", a.message);
+    }
+    assert!(render::console(&comparison).contains("0 slower, 1 costlier in CPU"));
+    // The same CPU cost passes; a baseline without CPU figures does not compare them.
+    let same = fixtures::with_cpu(fixtures::passed("s::a", &NOISE, "nvfs", CHECKSUM), &CPU);
+    let comparison = judge_one(&s.path, same, &fixtures::fingerprint());
+    assert!(matches!(
+        comparison.get("s::a").unwrap().judgement,
+        Judgement::Pass { .. }
+    ));
+    let old = scratch();
+    blessed(&old.path);
+    let costly = fixtures::with_cpu(
+        fixtures::passed("s::a", &NOISE, "nvfs", CHECKSUM),
+        &CPU.map(|c| c * 2.0),
+    );
+    let comparison = judge_one(&old.path, costly, &fixtures::fingerprint());
+    assert!(matches!(
+        comparison.get("s::a").unwrap().judgement,
+        Judgement::Pass { .. }
+    ));
+}
+
+#[test]
+fn a_cpu_cost_rise_that_its_confirmation_run_does_not_repeat_passes() {
+    let s = scratch();
+    blessed_with_cpu(&s.path);
+    let mut record = fixtures::with_cpu(
+        fixtures::passed("s::a", &NOISE, "nvfs", CHECKSUM),
+        &CPU.map(|c| c * 2.0),
+    );
+    let repeat = fixtures::with_cpu(fixtures::passed("s::a", &NOISE, "nvfs", CHECKSUM), &CPU);
+    record.confirmations.push(repeat.measurement.unwrap());
+    let comparison = judge_one(&s.path, record, &fixtures::fingerprint());
+    let a = comparison.get("s::a").unwrap();
+    assert!(matches!(a.judgement, Judgement::Pass { .. }), "{a:?}");
+    assert_eq!(comparison.exit_code(), None);
+}

@@ -18,7 +18,7 @@ use crate::exit;
 use crate::host::HostFacts;
 use crate::report;
 use gds_model::error_chain;
-use gds_model::record::TrialRecord;
+use gds_model::record::{LoadedCufile, TrialRecord};
 
 use super::Outcome;
 
@@ -50,11 +50,37 @@ pub(crate) fn fingerprint(outcome: &Outcome, data_dir: &Path) -> Fingerprint {
             .iter()
             .filter_map(|trial| trial.measurement.as_ref())
     };
-    fingerprint.libcufile =
-        measurements().find_map(|m| m.cufile.as_ref().map(|c| c.version.clone()));
+    fingerprint.libcufile = libcufile_fact(measurements().filter_map(|m| {
+        m.libcufile.clone().or_else(|| {
+            let cufile = m.cufile.as_ref()?;
+            Some(LoadedCufile {
+                path: cufile.library.clone(),
+                version: cufile.version.clone(),
+            })
+        })
+    }));
     fingerprint.kvikio =
         measurements().find_map(|m| m.kvikio.as_ref().map(|k| k.kvikio_version.clone()));
     fingerprint
+}
+
+/// The libcufile the workers loaded, for the fingerprint: its version when every worker loaded
+/// the same file; every distinct one, with its path, when they did not (KvikIO's wheel brings its
+/// own beside the toolkit's), so the fingerprint does not name only one of them.
+fn libcufile_fact(loaded: impl Iterator<Item = LoadedCufile>) -> Option<String> {
+    let mut distinct: Vec<LoadedCufile> = loaded.collect();
+    distinct.sort_by(|a, b| (&a.version, &a.path).cmp(&(&b.version, &b.path)));
+    distinct.dedup();
+    match distinct.as_slice() {
+        [] => None,
+        [one] => Some(one.version.clone()),
+        many => Some(
+            many.iter()
+                .map(|l| format!("{} ({})", l.version, l.path.display()))
+                .collect::<Vec<_>>()
+                .join("; "),
+        ),
+    }
 }
 
 /// The runner's baseline, read before the first trial, and what the trials are judged with while
@@ -102,12 +128,16 @@ impl Against {
         Some((compare::judge(entry, record), entry))
     }
 
-    /// The trial looks slower than its baseline and has confirmation runs left (of `wanted`).
+    /// The trial looks slower, or costlier in CPU, than its baseline and has confirmation runs
+    /// left (of `wanted`).
     pub fn wants_confirmation(&self, record: &TrialRecord, wanted: usize) -> bool {
-        matches!(
-            self.judge(record),
-            Some((Judgement::Regression { throughput }, _)) if throughput.wants_confirmation(wanted)
-        )
+        match self.judge(record) {
+            Some((Judgement::Regression { throughput }, _)) => {
+                throughput.wants_confirmation(wanted)
+            }
+            Some((Judgement::CpuCostlier { cpu, .. }, _)) => cpu.wants_confirmation(wanted),
+            _ => false,
+        }
     }
 
     /// Why the trial fails against its baseline (slower, another path or checksum, in the baseline
@@ -257,4 +287,32 @@ pub(crate) fn interrupted(signal: i32) -> u8 {
         crate::interrupt::signal_name(signal)
     );
     exit::interrupted(signal)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_fingerprint_names_every_libcufile_the_workers_loaded() {
+        let toolkit = LoadedCufile {
+            path: "/usr/local/cuda/lib64/libcufile.so.1.15.1".into(),
+            version: "1.15".into(),
+        };
+        let wheel = LoadedCufile {
+            path: "/venv/nvidia/cu13/lib/libcufile.so.0".into(),
+            version: "1.16".into(),
+        };
+        assert_eq!(libcufile_fact(std::iter::empty()), None);
+        assert_eq!(
+            libcufile_fact([toolkit.clone(), toolkit.clone()].into_iter()).as_deref(),
+            Some("1.15")
+        );
+        assert_eq!(
+            libcufile_fact([wheel, toolkit.clone(), toolkit].into_iter()).as_deref(),
+            Some(
+                "1.15 (/usr/local/cuda/lib64/libcufile.so.1.15.1); 1.16 (/venv/nvidia/cu13/lib/libcufile.so.0)"
+            )
+        );
+    }
 }

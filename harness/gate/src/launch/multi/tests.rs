@@ -91,6 +91,19 @@ fn constructed(gpu: u32, bytes: u64, seconds: &[f64], path: &str, checksum: u64)
         }),
         kvikio: None,
         per_gpu: Vec::new(),
+        // Ten calls per pass, 0.1 s of user time per GPU index + 1 and 0.1 s of system time.
+        costs: seconds
+            .iter()
+            .map(|&s| {
+                let cpu = CpuTime {
+                    user_seconds: 0.1 * f64::from(gpu + 1),
+                    system_seconds: 0.1,
+                };
+                PassCost::new(bytes, s, 10, Some(cpu), None)
+            })
+            .collect(),
+        latency: None,
+        libcufile: None,
     }
 }
 
@@ -126,6 +139,14 @@ fn aggregate_of_constructed_results_is_total_bytes_over_the_slowest_gpu() {
     assert_eq!(m.integrity.checksum, Some(60));
     assert_eq!(m.integrity.expected_checksum, Some(60));
     assert!(m.integrity.passed());
+    // The workers' CPU time and calls add up, over all bytes and the slowest GPU's time.
+    assert_eq!(m.costs.len(), 2);
+    assert_eq!(m.costs[1].read_calls, 30);
+    assert_eq!(m.costs[1].iops, 15.0);
+    let cpu = m.costs[0].cpu.unwrap();
+    assert!((cpu.total() - 0.9).abs() < 1e-9, "{cpu:?}");
+    let per_gib = 0.9 / (3.0 * MIB as f64 / (1u64 << 30) as f64);
+    assert!((m.costs[0].cpu_seconds_per_gib.unwrap() - per_gib).abs() < 1e-9);
     assert_eq!(m.startup_seconds, Some(0.7));
     assert_eq!(m.total_seconds, 5.0);
     assert_eq!(
@@ -392,6 +413,7 @@ fn orchestrate(
         strict: false,
         timeout: Some(Duration::from_secs(20)),
         gds_stats: None,
+        env: Vec::new(),
     };
     let trial_dir = dir.path().join("trials").join(slug(&spec.name));
     let record = launcher.run_multi(spec, plan(files), gpus);
@@ -507,6 +529,7 @@ fn a_plan_that_cannot_be_split_fails_the_trial() {
         strict: false,
         timeout: None,
         gds_stats: None,
+        env: Vec::new(),
     };
     let user = ReadPlan::new(
         vec![PlannedFile {

@@ -1,0 +1,334 @@
+//! Reader parity and the cost of recording, on real workers started the way the gate starts
+//! them, all on one cold file and interleaved run by run, so that a disk's drift between runs
+//! (10–20% on shared virtual disks) hits every row alike and each run's ratios are fair:
+//!
+//! - **parity**: `dd iflag=direct`, the cufile reader with the libcufile the gate finds, KvikIO
+//!   with compat mode `OFF` at the same threads and task size, and the cufile reader again with
+//!   KvikIO's own libcufile (`GDS_GATE_LIBCUFILE` set to the file KvikIO's worker reported having
+//!   loaded), so that a gap between the readers can be told from a gap between libraries. Each
+//!   row names the libcufile it loaded.
+//! - **recording**: the cufile, KvikIO and posix readers with latency and CPU recording on and off
+//!   (`GDS_GATE_RECORD_COST=0`), as the ratio of their GB/s in the same run.
+
+use std::fmt::Write as _;
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use crate::launch::Launcher;
+use crate::prepare::DataSet;
+use gds_model::cost::RECORD_ENV;
+use gds_model::numbers::median;
+use gds_model::plan::{PlannedFile, ReadPlan};
+use gds_model::record::{Status, TrialRecord};
+
+/// What the parity bench reads, and how.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Setting {
+    pub size: u64,
+    pub threads: u32,
+    pub task_size: u64,
+}
+
+/// The rows, in the order each run takes them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Row {
+    Dd,
+    Cufile,
+    CufileNoRecording,
+    Kvikio,
+    KvikioNoRecording,
+    /// The cufile reader with the libcufile KvikIO loaded.
+    CufileKvikioLibrary,
+    Posix,
+    PosixNoRecording,
+}
+
+const ROWS: [Row; 8] = [
+    Row::Dd,
+    Row::Cufile,
+    Row::CufileNoRecording,
+    Row::Kvikio,
+    Row::KvikioNoRecording,
+    Row::CufileKvikioLibrary,
+    Row::Posix,
+    Row::PosixNoRecording,
+];
+
+impl Row {
+    fn label(self, setting: &Setting) -> String {
+        let at = format!(
+            "{} thread(s), {} tasks",
+            setting.threads,
+            gds_model::units::format_bytes(setting.task_size, 0)
+        );
+        match self {
+            Row::Dd => "dd iflag=direct bs=16M".into(),
+            Row::Cufile => format!("cufile reader, {at}"),
+            Row::CufileNoRecording => format!("cufile reader, {at}, recording off"),
+            Row::Kvikio => format!("KvikIO compat OFF, {at}"),
+            Row::KvikioNoRecording => format!("KvikIO compat OFF, {at}, recording off"),
+            Row::CufileKvikioLibrary => format!("cufile reader with KvikIO's libcufile, {at}"),
+            Row::Posix => format!("posix reader, {at}"),
+            Row::PosixNoRecording => format!("posix reader, {at}, recording off"),
+        }
+    }
+
+    /// The scenario of the embedded suite this row runs, if it runs a worker.
+    fn scenario(self) -> Option<&'static str> {
+        match self {
+            Row::Dd => None,
+            Row::Cufile | Row::CufileNoRecording | Row::CufileKvikioLibrary => Some("cufile"),
+            Row::Kvikio | Row::KvikioNoRecording => Some("kvikio"),
+            Row::Posix | Row::PosixNoRecording => Some("posix"),
+        }
+    }
+
+    fn recording(self) -> bool {
+        !matches!(
+            self,
+            Row::CufileNoRecording | Row::KvikioNoRecording | Row::PosixNoRecording
+        )
+    }
+}
+
+fn suite(setting: &Setting) -> String {
+    let at = format!(
+        "nthreads: {}, task_size: {}",
+        setting.threads, setting.task_size
+    );
+    format!(
+        "suite: parity\ndefaults: {{ files: {{ size: {}, seed: 77 }}, cache: cold, warmup: 0, repetitions: 1 }}\nscenarios:\n  - {{ name: cufile, reader: cufile, {at} }}\n  - {{ name: kvikio, reader: kvikio, compat_mode: OFF, {at} }}\n  - {{ name: posix, reader: posix, {at} }}\n",
+        setting.size
+    )
+}
+
+/// One run's figure of a row: GB/s and the libcufile the worker loaded, or why there is none.
+#[derive(Clone, Debug, Default)]
+struct Samples {
+    gbps: Vec<f64>,
+    /// GB/s over the same run's reference (dd, or the row with recording on).
+    ratios: Vec<f64>,
+    cpu_per_gib: Vec<f64>,
+    libraries: Vec<String>,
+    failure: Option<String>,
+}
+
+pub fn run(setting: &Setting, runs: usize, dir: &Path, out: &mut String) -> Result<(), String> {
+    let suite = gds_model::scenario::parse(Path::new("<parity bench>"), &suite(setting))
+        .map_err(|error| error.to_string())?;
+    let trials = gds_model::scenario::expand(&suite);
+    let data = DataSet::prepare(dir, &trials);
+    let file = data
+        .files_for(&trials[0].files)?
+        .pop()
+        .ok_or("the parity bench has no file")?;
+    let scratch = tempfile::tempdir().map_err(|error| error.to_string())?;
+    let launcher = Launcher {
+        gate: crate::job::worker_program()?,
+        trials_dir: scratch.path().to_path_buf(),
+        strict: false,
+        timeout: None,
+        gds_stats: None,
+        env: Vec::new(),
+    };
+    let mut samples: Vec<Samples> = vec![Samples::default(); ROWS.len()];
+    // KvikIO's libcufile, learnt from its first run.
+    let mut kvikio_library: Option<String> = None;
+    for _ in 0..runs {
+        let mut dd = None;
+        let mut with_recording = [None; ROWS.len()];
+        for (index, row) in ROWS.iter().enumerate() {
+            let outcome = match row.scenario() {
+                None => dd_rate(&file).map(|rate| (rate, None, None)),
+                Some(scenario) => {
+                    let Some(spec) = trials.iter().find(|t| t.scenario == scenario) else {
+                        continue;
+                    };
+                    let mut env = Vec::new();
+                    if !row.recording() {
+                        env.push((RECORD_ENV.to_string(), "0".to_string()));
+                    }
+                    if *row == Row::CufileKvikioLibrary {
+                        let Some(library) = &kvikio_library else {
+                            samples[index].failure = Some("KvikIO reported no libcufile".into());
+                            continue;
+                        };
+                        env.push(("GDS_GATE_LIBCUFILE".to_string(), library.clone()));
+                    }
+                    let launcher = Launcher {
+                        env,
+                        ..launcher.clone()
+                    };
+                    measured(launcher.run_trial(
+                        spec.clone(),
+                        ReadPlan::new(vec![file.clone()], &spec.pattern),
+                    ))
+                }
+            };
+            let sample = &mut samples[index];
+            match outcome {
+                Ok((rate, library, cpu)) => {
+                    if *row == Row::Kvikio && kvikio_library.is_none() {
+                        kvikio_library.clone_from(&library);
+                    }
+                    if *row == Row::Dd {
+                        dd = Some(rate);
+                    }
+                    // The recording-off rows against the row just before them (recording on).
+                    let reference = if row.recording() {
+                        dd
+                    } else {
+                        with_recording[index - 1]
+                    };
+                    with_recording[index] = Some(rate);
+                    sample.gbps.push(rate);
+                    sample.ratios.extend(reference.map(|r| rate / r));
+                    sample.cpu_per_gib.extend(cpu);
+                    if let Some(library) = library
+                        && !sample.libraries.contains(&library)
+                    {
+                        sample.libraries.push(library);
+                    }
+                }
+                Err(reason) => sample.failure = Some(reason),
+            }
+        }
+    }
+    render(setting, runs, &file, &samples, out);
+    Ok(())
+}
+
+/// GB/s of a trial's one pass, the libcufile it loaded (`version path`) and its CPU s/GiB.
+fn measured(record: TrialRecord) -> Result<(f64, Option<String>, Option<f64>), String> {
+    let reason = || {
+        record
+            .reason
+            .clone()
+            .unwrap_or_else(|| "no measurement".into())
+    };
+    let m = match (&record.status, &record.measurement) {
+        (Status::Passed, Some(m)) if !m.gbps.is_empty() => m,
+        _ => return Err(reason()),
+    };
+    let library = m
+        .libcufile
+        .as_ref()
+        .map(|l| format!("{} {}", l.version, l.path.display()));
+    let cpu = m.cpu_per_gib();
+    Ok((m.gbps[0], library, (!cpu.is_empty()).then(|| median(&cpu))))
+}
+
+/// `dd iflag=direct bs=16M` over the cold file: the disk's own speed in this run.
+fn dd_rate(file: &PlannedFile) -> Result<f64, String> {
+    gds_model::cache::drop_path(&file.path).map_err(|error| error.to_string())?;
+    let start = Instant::now();
+    let status = Command::new("dd")
+        .arg(format!("if={}", file.path.display()))
+        .args(["of=/dev/null", "bs=16M", "iflag=direct", "status=none"])
+        .status()
+        .map_err(|error| format!("cannot run dd: {error}"))?;
+    if !status.success() {
+        return Err(format!("dd failed: {status}"));
+    }
+    Ok(file.size as f64 / start.elapsed().max(Duration::from_nanos(1)).as_secs_f64() / 1e9)
+}
+
+fn render(
+    setting: &Setting,
+    runs: usize,
+    file: &PlannedFile,
+    samples: &[Samples],
+    out: &mut String,
+) {
+    let _ = writeln!(
+        out,
+        "| cold read of {} ({}), {runs} interleaved runs | GB/s (median) | of the reference (median of per-run ratios) | per-run ratios | CPU s/GiB | libcufile |\n|---|---:|---:|---:|---:|---|",
+        file.path.display(),
+        gds_model::units::format_bytes(file.size, 2)
+    );
+    for (row, sample) in ROWS.iter().zip(samples) {
+        let label = row.label(setting);
+        if sample.gbps.is_empty() {
+            let why = sample.failure.as_deref().unwrap_or("not run");
+            let _ = writeln!(out, "| {label} | not measured: {why} | | | | |");
+            continue;
+        }
+        let of = if sample.ratios.is_empty() {
+            "–".to_string()
+        } else {
+            format!("{:.1}%", median(&sample.ratios) * 100.0)
+        };
+        let range = sample
+            .ratios
+            .iter()
+            .map(|r| format!("{:.0}", r * 100.0))
+            .collect::<Vec<_>>()
+            .join(" ");
+        let cpu = if sample.cpu_per_gib.is_empty() {
+            String::new()
+        } else {
+            format!("{:.3}", median(&sample.cpu_per_gib))
+        };
+        let _ = writeln!(
+            out,
+            "| {label} | {:.2} | {of} | {range} | {cpu} | {} |",
+            median(&sample.gbps),
+            sample.libraries.join("; ")
+        );
+    }
+    let _ = writeln!(
+        out,
+        "\nThe reference of a row with recording on is dd in the same run; of a row with recording off, the same reader with recording on just before it (so its percentage is off/on: above 100% is what recording costs). One worker per row and run, one cold pass each."
+    );
+    let _ = writeln!(
+        out,
+        "Parity: compare `cufile reader` with `KvikIO compat OFF` run by run; `cufile reader with KvikIO's libcufile` takes the library out of the comparison."
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use gds_model::scenario::{CompatMode, Reader, TrialSpec};
+
+    fn embedded(setting: &Setting) -> Vec<TrialSpec> {
+        let suite =
+            gds_model::scenario::parse(Path::new("<parity bench>"), &suite(setting)).unwrap();
+        gds_model::scenario::expand(&suite)
+    }
+
+    #[test]
+    fn the_embedded_suite_reads_one_file_at_the_same_settings_with_every_reader() {
+        let setting = Setting {
+            size: 64 << 20,
+            threads: 8,
+            task_size: 4 << 20,
+        };
+        let trials = embedded(&setting);
+        let readers: Vec<Reader> = trials.iter().map(|t| t.reader).collect();
+        assert_eq!(readers, [Reader::Cufile, Reader::Kvikio, Reader::Posix]);
+        for t in &trials {
+            assert_eq!((t.nthreads, t.task_size), (8, 4 << 20), "{}", t.name);
+            assert_eq!((t.warmup, t.repetitions), (0, 1));
+            assert_eq!(t.files, trials[0].files);
+        }
+        assert_eq!(trials[1].compat_mode, Some(CompatMode::OFF));
+        // Every row that runs a worker finds its scenario.
+        for row in ROWS {
+            if let Some(scenario) = row.scenario() {
+                assert!(trials.iter().any(|t| t.scenario == scenario), "{row:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_recording_off_row_follows_its_recording_on_row() {
+        for (index, row) in ROWS.iter().enumerate() {
+            if !row.recording() {
+                assert!(ROWS[index - 1].recording(), "{row:?}");
+                assert_eq!(ROWS[index - 1].scenario(), row.scenario());
+            }
+        }
+    }
+}
