@@ -11,7 +11,7 @@
 //!   (`GDS_GATE_RECORD_COST=0`), as the ratio of their GB/s in the same run.
 
 use std::fmt::Write as _;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -20,7 +20,7 @@ use crate::prepare::DataSet;
 use gds_model::cost::RECORD_ENV;
 use gds_model::numbers::median;
 use gds_model::plan::{PlannedFile, ReadPlan};
-use gds_model::record::{Status, TrialRecord};
+use gds_model::record::{LoadedCufile, Status, TrialRecord};
 
 /// What the parity bench reads, and how.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -133,8 +133,8 @@ pub fn run(setting: &Setting, runs: usize, dir: &Path, out: &mut String) -> Resu
         env: Vec::new(),
     };
     let mut samples: Vec<Samples> = vec![Samples::default(); ROWS.len()];
-    // KvikIO's libcufile, learnt from its first run.
-    let mut kvikio_library: Option<String> = None;
+    // The path of KvikIO's libcufile, learnt from its first run.
+    let mut kvikio_library: Option<PathBuf> = None;
     for _ in 0..runs {
         let mut dd = None;
         let mut with_recording = [None; ROWS.len()];
@@ -154,7 +154,10 @@ pub fn run(setting: &Setting, runs: usize, dir: &Path, out: &mut String) -> Resu
                             samples[index].failure = Some("KvikIO reported no libcufile".into());
                             continue;
                         };
-                        env.push(("GDS_GATE_LIBCUFILE".to_string(), library.clone()));
+                        env.push((
+                            "GDS_GATE_LIBCUFILE".to_string(),
+                            library.display().to_string(),
+                        ));
                     }
                     let launcher = Launcher {
                         env,
@@ -170,7 +173,7 @@ pub fn run(setting: &Setting, runs: usize, dir: &Path, out: &mut String) -> Resu
             match outcome {
                 Ok((rate, library, cpu)) => {
                     if *row == Row::Kvikio && kvikio_library.is_none() {
-                        kvikio_library.clone_from(&library);
+                        kvikio_library = library.as_ref().map(|l| l.path.clone());
                     }
                     if *row == Row::Dd {
                         dd = Some(rate);
@@ -185,7 +188,8 @@ pub fn run(setting: &Setting, runs: usize, dir: &Path, out: &mut String) -> Resu
                     sample.gbps.push(rate);
                     sample.ratios.extend(reference.map(|r| rate / r));
                     sample.cpu_per_gib.extend(cpu);
-                    if let Some(library) = library
+                    if let Some(library) =
+                        library.map(|l| format!("{} {}", l.version, l.path.display()))
                         && !sample.libraries.contains(&library)
                     {
                         sample.libraries.push(library);
@@ -199,8 +203,8 @@ pub fn run(setting: &Setting, runs: usize, dir: &Path, out: &mut String) -> Resu
     Ok(())
 }
 
-/// GB/s of a trial's one pass, the libcufile it loaded (`version path`) and its CPU s/GiB.
-fn measured(record: TrialRecord) -> Result<(f64, Option<String>, Option<f64>), String> {
+/// GB/s of a trial's one pass, the libcufile it loaded and its CPU s/GiB.
+fn measured(record: TrialRecord) -> Result<(f64, Option<LoadedCufile>, Option<f64>), String> {
     let reason = || {
         record
             .reason
@@ -211,12 +215,12 @@ fn measured(record: TrialRecord) -> Result<(f64, Option<String>, Option<f64>), S
         (Status::Passed, Some(m)) if !m.gbps.is_empty() => m,
         _ => return Err(reason()),
     };
-    let library = m
-        .libcufile
-        .as_ref()
-        .map(|l| format!("{} {}", l.version, l.path.display()));
     let cpu = m.cpu_per_gib();
-    Ok((m.gbps[0], library, (!cpu.is_empty()).then(|| median(&cpu))))
+    Ok((
+        m.gbps[0],
+        m.libcufile.clone(),
+        (!cpu.is_empty()).then(|| median(&cpu)),
+    ))
 }
 
 /// `dd iflag=direct bs=16M` over the cold file: the disk's own speed in this run.
