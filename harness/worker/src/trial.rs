@@ -2,6 +2,8 @@
 //! cache dropped before each when asked), verify every pass where the bytes are, and gather the
 //! path evidence the reader can give.
 
+mod write;
+
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -68,8 +70,10 @@ fn measure(spec: &WorkerSpec) -> WorkerResult {
         costs: Vec::new(),
         latency: None,
         libcufile: None,
+        write: None,
     };
     let failure = match spec.trial.reader {
+        Reader::Posix if spec.trial.op.writes() => write::posix(spec, &mut m),
         Reader::Posix => open_posix(spec).and_then(|mut reader| passes(spec, &mut reader, &mut m)),
         Reader::H2d => with_gpu(spec, &mut m, |gpu, m| {
             let t = &spec.trial;
@@ -101,7 +105,7 @@ fn measure(spec: &WorkerSpec) -> WorkerResult {
     }
 }
 
-fn fail(error: ReaderError) -> WorkerFailure {
+pub(crate) fn fail(error: ReaderError) -> WorkerFailure {
     WorkerFailure {
         reason: gds_model::error_chain(&error),
         next: error.next_step(),
@@ -109,7 +113,7 @@ fn fail(error: ReaderError) -> WorkerFailure {
     }
 }
 
-fn open_posix(spec: &WorkerSpec) -> Result<Posix, WorkerFailure> {
+pub(crate) fn open_posix(spec: &WorkerSpec) -> Result<Posix, WorkerFailure> {
     Posix::open(&spec.plan).map_err(fail)
 }
 
@@ -312,12 +316,20 @@ fn drop_cache(plan: &ReadPlan, files: &[std::fs::File]) -> Result<f64, WorkerFai
 }
 
 fn integrity_failure(result: &IntegrityResult, pass: u64, passes: u64) -> WorkerFailure {
+    WorkerFailure {
+        reason: integrity_reason(result, pass, passes),
+        next: "the bytes that arrived differ from the file. Run the trial again; if it repeats, the read path corrupts data: check `dmesg` for I/O errors and the storage's health. A data file changed through the file system (even with its mtime put back) is regenerated or re-checksummed on the next run; one damaged on the disk itself is not: delete it, or its `.id.json` sidecar in the data dir, to have it redone.".into(), missing: None }
+}
+
+/// What a failed verification found: the count of bad words, the first wrong byte's offset and
+/// file, and the checksums.
+pub(crate) fn integrity_reason(result: &IntegrityResult, pass: u64, passes: u64) -> String {
     let checksums = format!(
         "checksum expected {}, got {}",
         result.expected_checksum.map_or("-".into(), hex::format),
         result.checksum.map_or("-".into(), hex::format)
     );
-    let reason = match &result.first_bad {
+    match &result.first_bad {
         Some(bad) => format!(
             "integrity: {} bad 8-byte word(s); first wrong byte at offset {} of `{}` (pass {pass} of {passes}; {checksums})",
             result.bad_words,
@@ -325,10 +337,7 @@ fn integrity_failure(result: &IntegrityResult, pass: u64, passes: u64) -> Worker
             bad.file.display()
         ),
         None => format!("integrity: checksum mismatch (pass {pass} of {passes}; {checksums})"),
-    };
-    WorkerFailure {
-        reason,
-        next: "the bytes that arrived differ from the file. Run the trial again; if it repeats, the read path corrupts data: check `dmesg` for I/O errors and the storage's health. A data file changed through the file system (even with its mtime put back) is regenerated or re-checksummed on the next run; one damaged on the disk itself is not: delete it, or its `.id.json` sidecar in the data dir, to have it redone.".into(), missing: None }
+    }
 }
 
 /// Announces the end of the I/O and waits for the gate's `gds_stats` sample, if one was asked

@@ -104,6 +104,7 @@ fn constructed(gpu: u32, bytes: u64, seconds: &[f64], path: &str, checksum: u64)
             .collect(),
         latency: None,
         libcufile: None,
+        write: None,
     }
 }
 
