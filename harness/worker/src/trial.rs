@@ -265,19 +265,7 @@ fn passes(
         if pass < u64::from(trial.warmup) {
             m.warmup_seconds.push(seconds);
         } else {
-            m.seconds.push(seconds);
-            m.gbps.push(plan.total_bytes() as f64 / seconds / 1e9);
-            if let Some(histogram) = &read.latency {
-                latency.merge(histogram);
-            }
-            m.costs.push(PassCost::new(
-                plan.total_bytes(),
-                seconds,
-                read.calls,
-                cpu,
-                read.latency.as_ref().and_then(Histogram::latency),
-            ));
-            m.latency = latency.latency();
+            record_pass(m, &mut latency, plan, &read, cpu);
         }
         let result = reader
             .verify(plan, trial.expect.integrity, expected)
@@ -290,6 +278,31 @@ fn passes(
         }
     }
     Ok(())
+}
+
+/// A measured pass's I/O section (the reads, or a writing trial's writes): its time, throughput,
+/// calls, CPU cost and latency, merged into the trial's.
+fn record_pass(
+    m: &mut Measurement,
+    latency: &mut Histogram,
+    plan: &ReadPlan,
+    pass: &crate::reader::Pass,
+    cpu: Option<gds_model::cost::CpuTime>,
+) {
+    let seconds = pass.elapsed.as_secs_f64();
+    m.seconds.push(seconds);
+    m.gbps.push(plan.total_bytes() as f64 / seconds / 1e9);
+    if let Some(histogram) = &pass.latency {
+        latency.merge(histogram);
+    }
+    m.costs.push(PassCost::new(
+        plan.total_bytes(),
+        seconds,
+        pass.calls,
+        cpu,
+        pass.latency.as_ref().and_then(Histogram::latency),
+    ));
+    m.latency = latency.latency();
 }
 
 /// Drops every file's pages; fails when they stay cached (tmpfs), since a cold trial would then

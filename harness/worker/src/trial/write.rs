@@ -6,13 +6,13 @@
 
 use std::time::Instant;
 
-use super::{fail, integrity_reason};
+use super::{fail, integrity_reason, record_pass};
 use crate::cpu;
 use crate::reader::posix::Posix;
-use crate::reader::{Pass, PlanReader, recording};
+use crate::reader::{PlanReader, recording};
 use crate::writer::PlanWriter;
 use crate::writer::posix::PosixWriter;
-use gds_model::cost::{Histogram, PassCost};
+use gds_model::cost::Histogram;
 use gds_model::integrity::IntegrityResult;
 use gds_model::plan::ReadPlan;
 use gds_model::protocol::{WorkerFailure, WorkerSpec};
@@ -74,7 +74,7 @@ pub fn passes(
             let measured = pass >= u64::from(trial.warmup);
             let seconds = written.elapsed.as_secs_f64();
             if measured {
-                record_pass(m, &mut latency, plan, &written, seconds, cpu);
+                record_pass(m, &mut latency, plan, &written, cpu);
                 figures.fsync_seconds.push(fsync);
             } else {
                 m.warmup_seconds.push(seconds);
@@ -128,30 +128,6 @@ pub fn passes(
     })();
     m.write = Some(figures);
     outcome
-}
-
-/// A measured pass's write section: its time, throughput and cost, as a read pass records them.
-fn record_pass(
-    m: &mut Measurement,
-    latency: &mut Histogram,
-    plan: &ReadPlan,
-    pass: &Pass,
-    seconds: f64,
-    cpu: Option<gds_model::cost::CpuTime>,
-) {
-    m.seconds.push(seconds);
-    m.gbps.push(plan.total_bytes() as f64 / seconds / 1e9);
-    if let Some(histogram) = &pass.latency {
-        latency.merge(histogram);
-    }
-    m.costs.push(PassCost::new(
-        plan.total_bytes(),
-        seconds,
-        pass.calls,
-        cpu,
-        pass.latency.as_ref().and_then(Histogram::latency),
-    ));
-    m.latency = latency.latency();
 }
 
 /// After `fsync` the pages are clean, so `POSIX_FADV_DONTNEED` drops them: the verification or
