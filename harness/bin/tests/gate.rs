@@ -534,6 +534,19 @@ fn posix_write_and_roundtrip_trials_write_verify_and_report_fsync_apart() {
     );
     let run = scratch.gate(&["--suite", suite.to_str().unwrap()]);
     assert_eq!(run.code, 0, "{run:?}");
+    for (trial, extra) in [("write", ""), ("roundtrip", ", read back ")] {
+        let line = run
+            .stdout
+            .lines()
+            .find(|line| line.contains(&format!("w::ckpt[op={trial}]")))
+            .unwrap_or_else(|| panic!("{run:?}"));
+        assert!(
+            line.contains("GB/s median of 2 written, fsync ")
+                && line.contains(extra)
+                && line.contains("path host"),
+            "{line}"
+        );
+    }
     let report = scratch.report();
     let trials = report["trials"].as_array().unwrap();
     assert_eq!(trials.len(), 2);

@@ -359,6 +359,29 @@ impl TrialRecord {
         } else {
             format!("; {cost}")
         };
-        format!("{speed}{gpus}, path {}, {checksum}{startup}{cost}", m.path)
+        let write = m
+            .write
+            .as_ref()
+            .map_or_else(String::new, WriteFigures::line);
+        format!(
+            "{speed}{gpus}{write}, path {}, {checksum}{startup}{cost}",
+            m.path
+        )
+    }
+}
+
+impl WriteFigures {
+    /// `, written; fsync 12 ms median` and for a roundtrip `, read back 1.23 GB/s median`: what
+    /// the console line adds for a writing trial (its GB/s are the writes').
+    pub fn line(&self) -> String {
+        let median = |values: &[f64]| (!values.is_empty()).then(|| crate::numbers::median(values));
+        let mut line = String::from(" written");
+        if let Some(fsync) = median(&self.fsync_seconds) {
+            line.push_str(&format!(", fsync {:.0} ms median", fsync * 1e3));
+        }
+        if let Some(read_back) = median(&self.read_back_gbps) {
+            line.push_str(&format!(", read back {read_back:.2} GB/s median"));
+        }
+        line
     }
 }
