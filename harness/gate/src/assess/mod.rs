@@ -66,6 +66,7 @@ fn evidence(
         spec.reader,
         m.map_or(0, |m| m.bytes_per_repetition * passes),
     );
+    evidence.op = spec.op;
     if let Some(m) = m {
         evidence.kvikio = m.kvikio.as_ref().map(|k| k.backends.clone());
         evidence.cufile = m
@@ -76,17 +77,7 @@ fn evidence(
                 stats
                     .gpus
                     .iter()
-                    .map(|g| CufileGpuCounters {
-                        gpu: g.index,
-                        n_total_reads: g.n_total_reads,
-                        n_nvfs_reads: g.n_nvfs_reads,
-                        n_p2p_reads: g.n_p2p_reads,
-                        n_posix_reads: g.n_posix_reads,
-                        n_dr_reads: g.n_dr_reads,
-                        n_unaligned_reads: g.n_unaligned_reads,
-                        n_reads_err: g.n_reads_err,
-                        read_bytes: g.read_bytes,
-                    })
+                    .map(|g| CufileGpuCounters::from_api(g, spec.op))
                     .collect()
             });
         evidence.smallest_read = smallest_read(spec, m);
