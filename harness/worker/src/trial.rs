@@ -14,6 +14,7 @@ use crate::reader::bounce::Bounce;
 use crate::reader::cufile::CufileReader;
 use crate::reader::posix::{self, Posix};
 use crate::reader::{PlanReader, ReaderError, recording};
+use crate::writer::cufile::CufileWriter;
 use gds_model::cache;
 use gds_model::cost::{Histogram, PassCost};
 use gds_model::hex;
@@ -21,7 +22,7 @@ use gds_model::integrity::IntegrityResult;
 use gds_model::numbers::median;
 use gds_model::plan::ReadPlan;
 use gds_model::record::Measurement;
-use gds_model::scenario::{Cache, Integrity, Reader};
+use gds_model::scenario::{Cache, Integrity, Op, Reader};
 
 use gds_model::protocol::{
     CUFILE_DRIVER_OPEN, GPU_CONTEXT, IO_DONE, PROTOCOL_VERSION, SAMPLED, WORKER_WAIT,
@@ -193,9 +194,23 @@ fn with_cufile(
             }
         };
         phase(m, "cuFile statistics on");
-        let outcome = {
-            let mut reader =
-                CufileReader::open(gpu, library, &spec.plan, spec.trial.buffer).map_err(fail)?;
+        let (plan, buffer) = (&spec.plan, spec.trial.buffer);
+        let outcome = if spec.trial.op.writes() {
+            // The writer first: it creates the files a roundtrip's reader then opens.
+            let mut writer = CufileWriter::open(gpu, library, plan, buffer).map_err(fail)?;
+            let mut reader = match spec.trial.op {
+                Op::Roundtrip => {
+                    Some(CufileReader::open(gpu, library, plan, buffer).map_err(fail)?)
+                }
+                _ => None,
+            };
+            phase(m, "device buffers, generated source and file registration");
+            let read_back = reader.as_mut().map(|r| r as &mut dyn PlanReader);
+            let outcome = write::passes(spec, &mut writer, read_back, m);
+            hold_for_sample(spec.hold_for_sampling.as_deref());
+            outcome
+        } else {
+            let mut reader = CufileReader::open(gpu, library, plan, buffer).map_err(fail)?;
             phase(m, "device buffer and file registration");
             let outcome = passes(spec, &mut reader, m);
             hold_for_sample(spec.hold_for_sampling.as_deref());

@@ -94,6 +94,14 @@ pub enum ReaderError {
         #[source]
         source: ReadFailure,
     },
+    #[error("cuFileWrite of {len} bytes at offset {offset} of `{path}` failed")]
+    CufileWrite {
+        path: String,
+        offset: u64,
+        len: u64,
+        #[source]
+        source: ReadFailure,
+    },
     #[error("cuFile could not register `{path}`")]
     Register {
         path: String,
@@ -126,7 +134,7 @@ impl ReaderError {
         }
         match self {
             ReaderError::OpenDirect { .. } => "the file system refuses O_DIRECT (tmpfs and some FUSE mounts do): put --data-dir on a local NVMe or parallel file system".into(),
-            ReaderError::CufileRead { .. } | ReaderError::Register { .. } | ReaderError::Cufile(_) => "read the trial's cufile.log (in its folder under the reports directory) and check nvidia-fs, cufile.json and the mount".into(),
+            ReaderError::CufileRead { .. } | ReaderError::CufileWrite { .. } | ReaderError::Register { .. } | ReaderError::Cufile(_) => "read the trial's cufile.log (in its folder under the reports directory) and check nvidia-fs, cufile.json and the mount".into(),
             ReaderError::Gpu(_) => "check the GPU with nvidia-smi and the CUDA installation".into(),
             ReaderError::HostMemory { .. } | ReaderError::HostAllocation(_) => "use smaller files or `pattern: { random: ... }`, or run on a host with more memory".into(),
             ReaderError::Write { .. } | ReaderError::Create { .. } | ReaderError::Sync { .. } => "check the data dir's free space and permissions, and the storage (dmesg)".into(),
