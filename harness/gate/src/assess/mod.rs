@@ -62,9 +62,15 @@ fn evidence(
     nvfs_before: Option<String>,
 ) -> Evidence {
     let passes = m.map_or(0, |m| (m.warmup_seconds.len() + m.seconds.len()) as u64);
+    // A roundtrip moves its bytes through the path twice: written, then read back.
+    let directions = if spec.op == gds_model::scenario::Op::Roundtrip {
+        2
+    } else {
+        1
+    };
     let mut evidence = Evidence::new(
         spec.reader,
-        m.map_or(0, |m| m.bytes_per_repetition * passes),
+        m.map_or(0, |m| m.bytes_per_repetition * passes * directions),
     );
     evidence.op = spec.op;
     if let Some(m) = m {

@@ -94,7 +94,7 @@ impl Reader {
 
     /// Whether the reader also writes (`op: write` and `roundtrip`).
     pub fn can_write(self) -> bool {
-        matches!(self, Reader::Posix | Reader::Cufile)
+        matches!(self, Reader::Posix | Reader::Cufile | Reader::Kvikio)
     }
 
     pub fn uses_gpu(self) -> bool {

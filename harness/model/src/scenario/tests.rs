@@ -606,7 +606,7 @@ fn a_reader_without_a_writer_is_refused() {
     assert!(shown.contains(":4:5:"), "{shown}");
     assert!(shown.contains("reader `h2d` has no writer"), "{shown}");
     assert!(
-        shown.contains("the readers that write are: posix, cufile"),
+        shown.contains("the readers that write are: posix, cufile, kvikio"),
         "{shown}"
     );
 }
