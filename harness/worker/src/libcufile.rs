@@ -278,23 +278,7 @@ impl Handle<'_> {
         file_offset: u64,
         len: u64,
     ) -> Result<(), ReadFailure> {
-        self.exact(
-            buffer_offset,
-            file_offset,
-            len,
-            |len, file_offset, buffer_offset| {
-                // SAFETY: the device range [ptr+buffer_offset, +len) lies in the allocation (caller's contract).
-                unsafe {
-                    (self.cufile.read)(
-                        self.raw,
-                        device_ptr as *mut c_void,
-                        len,
-                        file_offset,
-                        buffer_offset,
-                    )
-                }
-            },
-        )
+        self.exact(false, device_ptr, buffer_offset, file_offset, len)
     }
 
     /// One `cuFileWrite` of `len` bytes from `device_ptr + buffer_offset` to `file_offset`;
@@ -306,40 +290,34 @@ impl Handle<'_> {
         file_offset: u64,
         len: u64,
     ) -> Result<(), ReadFailure> {
-        self.exact(
-            buffer_offset,
-            file_offset,
-            len,
-            |len, file_offset, buffer_offset| {
-                // SAFETY: the device range [ptr+buffer_offset, +len) lies in the allocation (caller's contract).
-                unsafe {
-                    (self.cufile.write)(
-                        self.raw,
-                        device_ptr as *const c_void,
-                        len,
-                        file_offset,
-                        buffer_offset,
-                    )
-                }
-            },
-        )
+        self.exact(true, device_ptr, buffer_offset, file_offset, len)
     }
 
-    /// Calls `io(len, file_offset, buffer_offset)` until `len` bytes are done.
+    /// `cuFileWrite` (`write`) or `cuFileRead` calls until `len` bytes are done.
     fn exact(
         &self,
+        write: bool,
+        device_ptr: u64,
         buffer_offset: u64,
         file_offset: u64,
         len: u64,
-        io: impl Fn(usize, i64, i64) -> isize,
     ) -> Result<(), ReadFailure> {
         let mut done = 0u64;
         while done < len {
-            let n = io(
+            let (size, at, from) = (
                 (len - done) as usize,
                 (file_offset + done) as i64,
                 (buffer_offset + done) as i64,
             );
+            // SAFETY: the device range [ptr+buffer_offset, +len) lies in the allocation (caller's
+            // contract); cuFileWrite only reads it.
+            let n = unsafe {
+                if write {
+                    (self.cufile.write)(self.raw, device_ptr as *const c_void, size, at, from)
+                } else {
+                    (self.cufile.read)(self.raw, device_ptr as *mut c_void, size, at, from)
+                }
+            };
             match n {
                 n if n > 0 => done += n as u64,
                 0 => {

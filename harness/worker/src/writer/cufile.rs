@@ -4,13 +4,12 @@
 //! `cuFileBufRegister`ed. Which path cuFile took is told by its write counters, read around the
 //! trial (nvfs, p2p, or its POSIX compat mode).
 
-use std::fs::File;
-use std::os::fd::AsRawFd;
-use std::os::unix::fs::OpenOptionsExt;
+use std::fs::{File, OpenOptions};
 
 use super::{PlanWriter, sync_all};
 use crate::gpu::{DeviceBuffer, Gpu, ThreadBinder};
 use crate::libcufile::{Cufile, Handle, RegisteredBuffer};
+use crate::reader::cufile::{register_buffer, register_files};
 use crate::reader::{Pass, ReaderError, run_parallel};
 use gds_model::plan::ReadPlan;
 use gds_model::scenario::BufferKind;
@@ -41,30 +40,12 @@ impl<'a> CufileWriter<'a> {
                 gpu.fill(&device, base, file.size, seed)?;
             }
         }
-        let mut files = Vec::new();
-        let mut handles = Vec::new();
-        for planned in &plan.files {
-            let path = planned.path.display().to_string();
-            let file = std::fs::OpenOptions::new()
-                .write(true)
-                .create(true)
-                .truncate(true)
-                .custom_flags(libc::O_DIRECT)
-                .open(&planned.path)
-                .map_err(|source| ReaderError::OpenDirect {
-                    path: path.clone(),
-                    source,
-                })?;
-            let handle = cufile
-                .register_handle(file.as_raw_fd())
-                .map_err(|source| ReaderError::Register { path, source })?;
-            files.push(file);
-            handles.push(handle);
-        }
-        let registered = match buffer {
-            BufferKind::Registered => Some(cufile.register_buffer(device.ptr, device.len)?),
-            BufferKind::Unregistered => None,
-        };
+        let (files, handles) = register_files(
+            cufile,
+            plan,
+            OpenOptions::new().write(true).create(true).truncate(true),
+        )?;
+        let registered = register_buffer(cufile, &device, buffer)?;
         Ok(CufileWriter {
             binder: gpu.binder(),
             _registered: registered,
