@@ -76,6 +76,9 @@ fn measure(spec: &WorkerSpec) -> WorkerResult {
     let failure = match spec.trial.reader {
         Reader::Posix if spec.trial.op.writes() => write::posix(spec, &mut m),
         Reader::Posix => open_posix(spec).and_then(|mut reader| passes(spec, &mut reader, &mut m)),
+        Reader::H2d if spec.trial.op.writes() => {
+            with_gpu(spec, &mut m, |gpu, m| write::h2d(spec, gpu, m))
+        }
         Reader::H2d => with_gpu(spec, &mut m, |gpu, m| {
             let t = &spec.trial;
             let mut reader = Bounce::open(

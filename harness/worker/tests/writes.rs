@@ -128,3 +128,37 @@ fn prepare_empties_the_files() {
         Err(ReaderError::ShortFile { at: 0, .. })
     ));
 }
+
+/// The GPU writers: `h2d` (device → pinned bounce buffer → `pwrite`) and `cufile` (`cuFileWrite`
+/// from the device buffer the fill kernel made) leave the generator's bytes on the disk. The
+/// cufile half needs libcufile and a data dir cuFile registers (on a host without udev's record of
+/// the disk, registration fails with 5027: see the doctor).
+#[test]
+#[ignore = "needs an NVIDIA GPU and libcufile"]
+fn gpu_writers_leave_the_generators_bytes_on_the_disk() {
+    use gds_model::scenario::BufferKind;
+    use gds_worker::gpu::Gpu;
+    use gds_worker::libcufile::Cufile;
+    use gds_worker::writer::bounce::BounceWriter;
+    use gds_worker::writer::cufile::CufileWriter;
+
+    let dir = scratch();
+    let files = FileSet::Generated {
+        size: 3_000_011,
+        seed: 13,
+        count: 2,
+    };
+    let plan = gds_model::write::write_plan(dir.path(), &files, &Pattern::Whole).unwrap();
+    let mut gpu = Gpu::open(0).unwrap();
+    let check = |writer: &mut dyn PlanWriter| {
+        writer.prepare(&plan).unwrap();
+        writer.write(&plan, 3, 1 << 20).unwrap();
+        writer.sync(&plan).unwrap();
+        let result = verify(&plan, Integrity::Exact).unwrap();
+        assert!(result.passed(), "{}: {result:?}", writer.path());
+    };
+    check(&mut BounceWriter::open(&mut gpu, &plan, 3, 256 << 10, 1 << 20).unwrap());
+    let cufile = Cufile::load().unwrap();
+    cufile.open_driver().unwrap();
+    check(&mut CufileWriter::open(&mut gpu, &cufile, &plan, BufferKind::Unregistered).unwrap());
+}

@@ -302,15 +302,7 @@ impl Validator<'_> {
         };
         let gpu_set = fields.gpus.clone().or_else(|| defaults.gpus.clone());
         if let Some(&op) = ops.iter().find(|op| op.writes()) {
-            self.writes(
-                op,
-                &readers,
-                &files,
-                &pattern,
-                gpu_set.as_ref(),
-                &context,
-                &here,
-            )?;
+            self.writes(op, &files, &pattern, gpu_set.as_ref(), &context, &here)?;
         }
         if let Some(set) = &gpu_set {
             let gpu_list = fields.gpu.as_ref().or(defaults.gpu.as_ref());
@@ -485,13 +477,11 @@ impl Validator<'_> {
     }
 
     /// What a writing trial needs: a file of its own to write (so generated data, never a file
-    /// of the user's), a plan that covers it once (no random offsets), one GPU, and a reader that
+    /// of the user's), a plan that covers it once (no random offsets), and one GPU. Every reader
     /// has a writer.
-    #[expect(clippy::too_many_arguments)]
     fn writes(
         &self,
         op: Op,
-        readers: &[Reader],
         files: &FileSet,
         pattern: &Pattern,
         gpu_set: Option<&GpuSet>,
@@ -521,25 +511,6 @@ impl Validator<'_> {
                 here("gpus"),
                 format!("{context}: `op: {op}` with `gpus: {set}` is not supported: one worker writes a trial's files"),
                 "write with one GPU (`gpu: N`), or read with several in a scenario of its own",
-            ));
-        }
-        if let Some(reader) = readers.iter().find(|reader| !reader.can_write()) {
-            let writers: Vec<&str> = [Reader::Posix, Reader::H2d, Reader::Cufile, Reader::Kvikio]
-                .into_iter()
-                .filter(|reader| reader.can_write())
-                .map(Reader::name)
-                .collect();
-            return Err(self.error(
-                here("reader"),
-                format!(
-                    "{context}: reader `{}` has no writer, so it cannot run `op: {op}`",
-                    reader.name()
-                ),
-                &format!(
-                    "the readers that write are: {}; remove `{}` from `reader`, or keep it in a reading scenario",
-                    writers.join(", "),
-                    reader.name()
-                ),
             ));
         }
         Ok(())

@@ -92,11 +92,6 @@ impl Reader {
         }
     }
 
-    /// Whether the reader also writes (`op: write` and `roundtrip`).
-    pub fn can_write(self) -> bool {
-        matches!(self, Reader::Posix | Reader::Cufile | Reader::Kvikio)
-    }
-
     pub fn uses_gpu(self) -> bool {
         !matches!(self, Reader::Posix)
     }

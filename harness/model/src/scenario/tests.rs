@@ -596,17 +596,3 @@ fn writing_mistakes_are_reported_with_position_and_fix() {
         ),
     ]);
 }
-
-/// Until a reader has a writer, a writing scenario with it is refused, naming those that write.
-#[test]
-fn a_reader_without_a_writer_is_refused() {
-    let shown = parse_err(
-        "scenarios:\n  - name: w\n    files: { size: 1MiB }\n    reader: [posix, h2d]\n    op: write\n",
-    );
-    assert!(shown.contains(":4:5:"), "{shown}");
-    assert!(shown.contains("reader `h2d` has no writer"), "{shown}");
-    assert!(
-        shown.contains("the readers that write are: posix, cufile, kvikio"),
-        "{shown}"
-    );
-}

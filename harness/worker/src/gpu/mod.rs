@@ -356,6 +356,22 @@ pub fn copy_to_device(
         .context(|| "copy a bounce buffer to the GPU".into())
 }
 
+/// Synchronous copy of `len` bytes of `src` at `offset` into the start of `dst`.
+pub fn copy_to_host(
+    src: &DeviceBuffer,
+    offset: u64,
+    dst: &mut PinnedBuffer,
+    len: usize,
+) -> Result<(), GpuError> {
+    assert!(
+        len <= dst.len && offset + len as u64 <= src.len as u64,
+        "copy outside its buffers"
+    );
+    // SAFETY: both ranges lie inside live allocations (asserted above).
+    unsafe { result::memcpy_dtoh_sync(&mut dst.as_mut_slice()[..len], src.ptr + offset) }
+        .context(|| "copy the GPU's bytes to a bounce buffer".into())
+}
+
 /// The verification kernels as a [`RangeVerifier`] over a device buffer.
 struct DeviceVerifier<'a> {
     gpu: &'a mut Gpu,

@@ -8,9 +8,12 @@ use std::time::Instant;
 
 use super::{fail, integrity_reason, record_pass};
 use crate::cpu;
+use crate::gpu::Gpu;
+use crate::reader::bounce::Bounce;
 use crate::reader::posix::Posix;
 use crate::reader::{PlanReader, recording};
 use crate::writer::PlanWriter;
+use crate::writer::bounce::BounceWriter;
 use crate::writer::posix::PosixWriter;
 use gds_model::cost::Histogram;
 use gds_model::integrity::IntegrityResult;
@@ -24,6 +27,24 @@ pub fn posix(spec: &WorkerSpec, m: &mut Measurement) -> Result<(), WorkerFailure
     let mut writer = PosixWriter::open(&spec.plan).map_err(fail)?;
     let mut reader = match spec.trial.op {
         Op::Roundtrip => Some(Posix::open(&spec.plan).map_err(fail)?),
+        _ => None,
+    };
+    passes(
+        spec,
+        &mut writer,
+        reader.as_mut().map(|reader| reader as &mut dyn PlanReader),
+        m,
+    )
+}
+
+/// The `h2d` writer (device buffer → pinned bounce buffer → `pwrite`), and for `roundtrip` the
+/// `h2d` reader over the same files.
+pub fn h2d(spec: &WorkerSpec, gpu: &mut Gpu, m: &mut Measurement) -> Result<(), WorkerFailure> {
+    let t = &spec.trial;
+    let (plan, threads, bounce, task) = (&spec.plan, t.nthreads, t.bounce_buffer_size, t.task_size);
+    let mut writer = BounceWriter::open(gpu, plan, threads, bounce, task).map_err(fail)?;
+    let mut reader = match t.op {
+        Op::Roundtrip => Some(Bounce::open(gpu, plan, threads, bounce, task).map_err(fail)?),
         _ => None,
     };
     passes(
