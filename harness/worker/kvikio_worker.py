@@ -442,6 +442,9 @@ def measure_writes(spec, trial, plan, kvikio, cupy, device, buffer, verifier, mo
         if m["integrity"]["bad_words"] or m["integrity"]["checksum"] != m["integrity"]["expected_checksum"]:
             fail = integrity_failure(m["integrity"], p + 1, passes)
             fail["reason"] += " (written through the path under test)"
+            fail["next"] = ("the bytes %s differ from those written. Run the trial again; if it repeats, the write "
+                            "path corrupts data: check `dmesg` for I/O errors and the storage's health"
+                            % ("read back" if trial["op"] == "roundtrip" else "on the disk (read with O_DIRECT)"))
             break
     finish(spec, kvikio, cupy, monitor, measured_start, record, total, None, m, reads=False)
     return fail
