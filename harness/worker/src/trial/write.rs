@@ -190,3 +190,46 @@ fn write_integrity_failure(
         missing: None,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use gds_model::integrity::BadByte;
+    use gds_model::scenario::Integrity;
+
+    /// What a user reads when a written byte is wrong: the byte's offset and file, that it was
+    /// written through the path under test, and for `write` that the disk was read past it.
+    #[test]
+    fn a_wrong_written_byte_is_reported_with_its_offset_and_where_it_was_read() {
+        let result = IntegrityResult {
+            bad_words: 1,
+            first_bad: Some(BadByte {
+                file: "data/gds-gate-written-s9-3145728.bin".into(),
+                file_offset: 2_345_679,
+                buffer_offset: 2_345_679,
+            }),
+            checksum: Some(1),
+            expected_checksum: Some(2),
+            ..IntegrityResult::not_checked(Integrity::Exact)
+        };
+        let write = write_integrity_failure(&result, Op::Write, 2, 4);
+        assert!(
+            write.reason.contains(
+                "first wrong byte at offset 2345679 of `data/gds-gate-written-s9-3145728.bin` (pass 2 of 4"
+            ) && write.reason.ends_with("(written through the path under test)"),
+            "{}",
+            write.reason
+        );
+        assert!(
+            write.next.contains("read back with O_DIRECT"),
+            "{}",
+            write.next
+        );
+        let roundtrip = write_integrity_failure(&result, Op::Roundtrip, 1, 1);
+        assert!(
+            roundtrip.next.contains("the bytes read back differ"),
+            "{}",
+            roundtrip.next
+        );
+    }
+}
