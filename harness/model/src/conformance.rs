@@ -156,6 +156,7 @@ mod tests {
             costs: Vec::new(),
             latency: None,
             libcufile: None,
+            write: None,
         }
     }
 

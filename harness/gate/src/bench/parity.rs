@@ -122,7 +122,7 @@ pub fn run(setting: &Setting, runs: usize, dir: &Path, out: &mut String) -> Resu
     let trials = gds_model::scenario::expand(&suite);
     let data = DataSet::prepare(dir, &trials);
     let file = data
-        .files_for(&trials[0].files)?
+        .files_for(&trials[0])?
         .pop()
         .ok_or("the parity bench has no file")?;
     let scratch = tempfile::tempdir().map_err(|error| error.to_string())?;

@@ -360,6 +360,7 @@ fn aggregate_measurement(
         // Percentiles do not add up across workers; each GPU's are in `per_gpu`.
         latency: None,
         libcufile: measured.iter().find_map(|(_, m)| m.libcufile.clone()),
+        write: None,
     }
 }
 

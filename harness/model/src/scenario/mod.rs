@@ -18,7 +18,8 @@ use std::path::{Path, PathBuf};
 pub use error::ScenarioError;
 pub use expand::{Expectations, FileSet, TrialSpec, expand};
 pub use model::{
-    BufferKind, Cache, CompatMode, ExpectedPath, GpuSet, Integrity, Pattern, RandomReads, Reader,
+    BufferKind, Cache, CompatMode, ExpectedPath, GpuSet, Integrity, Op, Pattern, RandomReads,
+    Reader,
 };
 
 use model::{Files, ScenarioFields, SuiteFile};
@@ -44,6 +45,8 @@ pub struct Scenario {
     pub line: usize,
     pub files: FileSet,
     pub readers: Vec<Reader>,
+    /// `op:`: read (the default), write or roundtrip; a matrix axis.
+    pub ops: Vec<Op>,
     pub compat_modes: Vec<CompatMode>,
     pub nthreads: Vec<u32>,
     pub task_sizes: Vec<u64>,
@@ -263,6 +266,7 @@ impl Validator<'_> {
             };
         }
         let readers = pick!(reader, Reader::Posix);
+        let ops = pick!(op, Op::Read);
         let pattern = fields
             .pattern
             .clone()
@@ -297,6 +301,9 @@ impl Validator<'_> {
             (None, FileSet::User { .. }) => Integrity::Checksum,
         };
         let gpu_set = fields.gpus.clone().or_else(|| defaults.gpus.clone());
+        if let Some(&op) = ops.iter().find(|op| op.writes()) {
+            self.writes(op, &files, &pattern, gpu_set.as_ref(), &context, &here)?;
+        }
         if let Some(set) = &gpu_set {
             let gpu_list = fields.gpu.as_ref().or(defaults.gpu.as_ref());
             self.gpu_set(
@@ -326,6 +333,7 @@ impl Validator<'_> {
             line,
             files,
             readers,
+            ops,
             compat_modes: pick!(compat_mode, CompatMode::AUTO),
             nthreads: pick!(nthreads, NTHREADS_DEFAULT)
                 .into_iter()
@@ -463,6 +471,46 @@ impl Validator<'_> {
                     path.display()
                 ),
                 "read your file with one GPU (`gpu: N`), or use generated files (`files: { size: 4GiB, count: 2 }`), which are split across GPUs by whole files or by ranges the generator can verify",
+            ));
+        }
+        Ok(())
+    }
+
+    /// What a writing trial needs: a file of its own to write (so generated data, never a file
+    /// of the user's), a plan that covers it once (no random offsets), and one GPU. Every reader
+    /// has a writer.
+    fn writes(
+        &self,
+        op: Op,
+        files: &FileSet,
+        pattern: &Pattern,
+        gpu_set: Option<&GpuSet>,
+        context: &str,
+        here: &dyn Fn(&str) -> (usize, usize),
+    ) -> Result<(), ScenarioError> {
+        let op = op.name();
+        if let FileSet::User { path } = files {
+            return Err(self.error(
+                here("op"),
+                format!(
+                    "{context}: `op: {op}` writes a file, but `files` names a file of yours (`{}`); the gate never writes over it",
+                    path.display()
+                ),
+                "use generated files (`files: { size: 1GiB }`): a writing trial writes the generator's bytes to a file of its own in the data dir (`gds-gate-written-s<seed>-<size>.bin`) and verifies them there",
+            ));
+        }
+        if matches!(pattern, Pattern::Random(_)) {
+            return Err(self.error(
+                here("pattern"),
+                format!("{context}: `op: {op}` needs a plan that covers the file once, but `pattern` is `random`"),
+                "use `pattern: whole` or `pattern: { chunks: SIZE }` for writing trials",
+            ));
+        }
+        if let Some(set) = gpu_set {
+            return Err(self.error(
+                here("gpus"),
+                format!("{context}: `op: {op}` with `gpus: {set}` is not supported: one worker writes a trial's files"),
+                "write with one GPU (`gpu: N`), or read with several in a scenario of its own",
             ));
         }
         Ok(())

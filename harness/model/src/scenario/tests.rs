@@ -532,3 +532,67 @@ fn duplicate_axis_values_are_rejected_and_a_byte_order_mark_is_accepted() {
     let suite = parse_ok(&format!("\u{feff}{MINIMAL}"));
     assert_eq!(suite.scenarios.len(), 1);
 }
+
+/// `op` is read unless a scenario says otherwise, is a matrix axis, and is kept in the spec the
+/// worker gets.
+#[test]
+fn op_defaults_to_read_and_is_an_axis() {
+    assert_eq!(expand(&parse_ok(MINIMAL))[0].op, Op::Read);
+    let suite = parse_ok(
+        "scenarios:\n  - name: ckpt\n    files: { size: 1MiB }\n    op: [write, roundtrip, read]\n",
+    );
+    let trials = expand(&suite);
+    let named: Vec<(String, Op)> = trials.iter().map(|t| (t.name.clone(), t.op)).collect();
+    assert_eq!(
+        named,
+        [
+            ("test::ckpt[op=write]".to_string(), Op::Write),
+            ("test::ckpt[op=roundtrip]".to_string(), Op::Roundtrip),
+            ("test::ckpt[op=read]".to_string(), Op::Read),
+        ]
+    );
+    assert_eq!(trials[0].expect.integrity, Integrity::Exact);
+    let one = parse_ok("scenarios:\n  - name: w\n    files: { size: 1MiB }\n    op: write\n");
+    assert_eq!(
+        expand(&one)[0].name,
+        "test::w",
+        "a single op is not in the name"
+    );
+    // A record of an older gate has no `op`: it read.
+    let mut json = serde_json::to_value(&trials[0]).unwrap();
+    json.as_object_mut().unwrap().remove("op");
+    let old: TrialSpec = serde_json::from_value(json).unwrap();
+    assert_eq!(old.op, Op::Read);
+}
+
+#[test]
+fn writing_mistakes_are_reported_with_position_and_fix() {
+    assert_rejected(&[
+        (
+            "a user's file is never written",
+            "scenarios:\n  - name: w\n    files: { path: /data/ckpt.bin }\n    op: write\n",
+            &[
+                ":4:5:",
+                "`op: write` writes a file",
+                "/data/ckpt.bin",
+                "never writes over it",
+                "gds-gate-written-",
+            ],
+        ),
+        (
+            "random offsets",
+            "scenarios:\n  - name: w\n    files: { size: 1MiB }\n    op: [read, roundtrip]\n    pattern: { random: { size: 4KiB, count: 2 } }\n",
+            &[":5:5:", "`op: roundtrip`", "pattern: whole"],
+        ),
+        (
+            "several GPUs",
+            "scenarios:\n  - name: w\n    files: { size: 1MiB }\n    reader: cufile\n    op: write\n    gpus: all\n",
+            &[":6:5:", "`gpus: all`", "one worker writes"],
+        ),
+        (
+            "unknown op",
+            "scenarios:\n  - name: w\n    files: { size: 1MiB }\n    op: append\n",
+            &[":4:", "unknown variant `append`", "roundtrip"],
+        ),
+    ]);
+}
