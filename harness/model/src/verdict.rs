@@ -242,7 +242,12 @@ pub fn judge(
     if expected != ExpectedPath::Any {
         if total == 0 && verdict.path == Path::Unknown {
             reasons.push(format!(
-                "expected {want}, but the trial read no bytes: there is no path to judge"
+                "expected {want}, but the trial {} no bytes: there is no path to judge",
+                match evidence.op {
+                    crate::scenario::Op::Read => "read",
+                    crate::scenario::Op::Write => "wrote",
+                    crate::scenario::Op::Roundtrip => "wrote and read back",
+                }
             ));
         } else if total == 0 {
             // A path named by a log or counters without any byte count is never a pass.

@@ -133,3 +133,60 @@ fn gds_stats_write_sections_are_read_apart_from_reads() {
     let judged = judge(&e, ExpectedPath::Any, 0);
     assert!(judged.to_string().contains("no writes counted"), "{judged}");
 }
+
+/// Every line of a writing trial's evidence speaks of writes: the bytes written, the smallest
+/// write, the errors cuFile counted; none says "read" for them.
+#[test]
+fn a_writing_trials_evidence_says_written_not_read() {
+    let failing = GpuCounters {
+        n_writes_err: 2,
+        ..compat_mode_writes()
+    };
+    let mut e = writing(Op::Write, &failing);
+    e.task_size = Some(4 * MIB);
+    e.smallest_read = Some(MIB);
+    let text = judge(&e, ExpectedPath::CufilePosix, 0).to_string();
+    for needle in [
+        "cufile, 1.00 GiB written",
+        "smallest write 1.00 MiB",
+        "cuFile counted 2 write errors",
+    ] {
+        assert!(text.contains(needle), "{needle}\n{text}");
+    }
+    let words: Vec<&str> = text.split(|c: char| !c.is_alphabetic()).collect();
+    assert!(
+        !words.contains(&"read") && !words.contains(&"reads"),
+        "{text}"
+    );
+    let mut roundtrip = writing(Op::Roundtrip, &compat_mode_writes());
+    roundtrip.bytes_read = 2 * GIB;
+    let text = judge(&roundtrip, ExpectedPath::Any, 0).to_string();
+    assert!(
+        text.contains("cufile, 2.00 GiB written and read back"),
+        "{text}"
+    );
+}
+
+/// A writing trial whose counters saw nothing is told so in writes, and the diagnosis that
+/// looks for that conflict still finds it.
+#[test]
+fn writes_the_counters_did_not_see_are_said_as_writes() {
+    let judged = judge(
+        &writing(Op::Write, &GpuCounters::default()),
+        ExpectedPath::Gds,
+        0,
+    );
+    assert!(!judged.passed);
+    let text = judged.to_string();
+    assert!(
+        text.contains("counted no writes: the counters did not see these writes"),
+        "{text}"
+    );
+    assert!(
+        judged
+            .likely_cause
+            .as_deref()
+            .is_some_and(|c| c.starts_with("cuFile's counters did not see the writes")),
+        "{text}"
+    );
+}

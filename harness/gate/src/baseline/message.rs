@@ -261,8 +261,13 @@ pub fn explain(
                 .map(|r| format!("{} ({})", cpu_per_gib(r * cpu.level()), change(*r)))
                 .collect::<Vec<_>>()
                 .join(", ");
+            // A writing trial's cost is of its write section (a roundtrip's read back is timed apart).
+            let (moved, path_kind) = match record.map(|r| r.spec.op) {
+                Some(op) if op.writes() => ("written", "write"),
+                _ => ("read", "read"),
+            };
             let message = format!(
-                "{trial}: costs {} more CPU per GiB read than its baseline, beyond the CPU tolerance of {} and beyond this runner's run-to-run spread (more CPU above {})\n  expected: about {} (user + system time of the worker process) at {} ({}), path `{}`\n  seen:     {} median of {} passes at {}{}\n  likely cause: {}\n  next: find and fix the cause; if the new cost is intended, bless it on this runner:\n        {bless}",
+                "{trial}: costs {} more CPU per GiB {moved} than its baseline, beyond the CPU tolerance of {} and beyond this runner's run-to-run spread (more CPU above {})\n  expected: about {} (user + system time of the worker process) at {} ({}), path `{}`\n  seen:     {} median of {} passes at {}{}\n  likely cause: {}\n  next: find and fix the cause; if the new cost is intended, bless it on this runner:\n        {bless}",
                 change(cpu.ratio()).trim_start_matches('+'),
                 percent(cpu.tolerance),
                 cpu_per_gib(cpu.level() * cpu.costlier_above()),
@@ -279,7 +284,7 @@ pub fn explain(
                     format!("; confirmation run(s): {confirmations}")
                 },
                 cause(&format!(
-                    "{unchanged}: the same bytes now cost more host CPU: a read path that copies through host memory (cuFile's compat mode, a bounce buffer, a smaller task size or more threads), or a changed cufile.json; the trial's cuFile counters and cufile.log say which path the bytes took"
+                    "{unchanged}: the same bytes now cost more host CPU: a {path_kind} path that copies through host memory (cuFile's compat mode, a bounce buffer, a smaller task size or more threads), or a changed cufile.json; the trial's cuFile counters and cufile.log say which path the bytes took"
                 )),
             );
             (headline, message)

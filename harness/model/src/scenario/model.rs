@@ -127,6 +127,34 @@ impl Op {
     pub fn writes(self) -> bool {
         !matches!(self, Op::Read)
     }
+
+    /// What the trial did to its bytes, after a size: `1.00 GiB read`, `… written`, and for a
+    /// roundtrip, whose bytes go through the path twice, `… written and read back`.
+    pub fn moved(self) -> &'static str {
+        match self {
+            Op::Read => "read",
+            Op::Write => "written",
+            Op::Roundtrip => "written and read back",
+        }
+    }
+
+    /// One transfer of the trial, as a noun: `smallest read`, `write errors`.
+    pub fn transfer(self) -> &'static str {
+        match self {
+            Op::Read => "read",
+            Op::Write => "write",
+            Op::Roundtrip => "write and read",
+        }
+    }
+
+    /// Transfers of the trial, plural: `256 posix reads`, `no writes counted`.
+    pub fn transfers(self) -> &'static str {
+        match self {
+            Op::Read => "reads",
+            Op::Write => "writes",
+            Op::Roundtrip => "reads and writes",
+        }
+    }
 }
 
 /// `KVIKIO_COMPAT_MODE`.

@@ -77,9 +77,13 @@ pub(super) fn diagnose(e: &Evidence, v: &PathVerdict, expected: ExpectedPath) ->
         );
     }
     if v.involves(Path::Cufile) || (v.involves(Path::Unknown) && !nothing_read) {
-        match v.conflicts.iter().find(|c| c.contains("counted no reads")) {
+        let unseen = format!("counted no {}", e.op.transfers());
+        match v.conflicts.iter().find(|c| c.contains(&unseen)) {
             Some(conflict) => causes.push(
-                format!("cuFile's counters did not see the reads: {conflict}"),
+                format!(
+                    "cuFile's counters did not see the {}: {conflict}",
+                    e.op.transfers()
+                ),
                 "start the stats in the worker process itself, after `cuFileDriverOpen` and `cuFileSetStatsLevel(3)`, through the same libcufile KvikIO loaded (the wheel's `nvidia/cu13/lib/libcufile.so.0`)",
             ),
             None => causes.push(
@@ -88,10 +92,13 @@ pub(super) fn diagnose(e: &Evidence, v: &PathVerdict, expected: ExpectedPath) ->
             ),
         }
     }
-    gds_flavour(v, expected, &mut causes);
+    gds_flavour(e, v, expected, &mut causes);
     for error in &v.errors {
         causes.push(
-            format!("{error}: reads failed and may have been retried another way"),
+            format!(
+                "{error}: {} failed and may have been retried another way",
+                e.op.transfers()
+            ),
             "look for ERROR lines in cufile.log (raise `logging.level` to `DEBUG`) and for nvidia-fs messages in `dmesg`; the error counters of `/proc/driver/nvidia-fs/stats` say which step failed",
         );
     }
@@ -112,7 +119,7 @@ fn cufile_compat(e: &Evidence, causes: &mut Causes) {
     let strict = e.allow_compat_mode != Some(false);
     if e.allow_compat_mode == Some(false) {
         causes.push(
-            "cuFile read in compat mode although the trial set `properties.allow_compat_mode: false`: the overlay did not reach cuFile",
+            format!("cuFile did its {} in compat mode although the trial set `properties.allow_compat_mode: false`: the overlay did not reach cuFile", e.op.transfers()),
             "the worker must export `CUFILE_ENV_PATH_JSON` naming the overlay before its first cuFile call (cuFile reads its config once per process)",
         );
     }
@@ -290,7 +297,7 @@ fn kvikio_posix(e: &Evidence, causes: &mut Causes) {
 }
 
 /// The right family of path but the wrong member, or GDS where a fallback was expected.
-fn gds_flavour(v: &PathVerdict, expected: ExpectedPath, causes: &mut Causes) {
+fn gds_flavour(e: &Evidence, v: &PathVerdict, expected: ExpectedPath, causes: &mut Causes) {
     let want = expected_name(expected);
     match expected {
         ExpectedPath::P2p if v.involves(Path::Nvfs) => causes.push(
@@ -305,7 +312,7 @@ fn gds_flavour(v: &PathVerdict, expected: ExpectedPath, causes: &mut Causes) {
             if v.involves(Path::Nvfs) || v.involves(Path::P2p) =>
         {
             causes.push(
-                format!("expected the {want} fallback, but the reads took GDS ({v})"),
+                format!("expected the {want} fallback, but the {} took GDS ({v})", e.op.transfers()),
                 "check that the setting meant to force the fallback reached the worker (`KVIKIO_COMPAT_MODE=ON`, or `properties.force_compat_mode: true` through the overlay)",
             )
         }

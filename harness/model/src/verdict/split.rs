@@ -87,7 +87,12 @@ pub(super) fn build(e: &Evidence) -> PathVerdict {
     let mut v = Builder::default();
     v.line(
         Source::Reader,
-        format!("{}, {} read", e.reader.name(), Bytes(e.bytes_read)),
+        format!(
+            "{}, {} {}",
+            e.reader.name(),
+            Bytes(e.bytes_read),
+            e.op.moved()
+        ),
     );
     match e.reader {
         Reader::Posix => v.add(Path::Host, e.bytes_read),
@@ -109,11 +114,7 @@ pub(super) fn build(e: &Evidence) -> PathVerdict {
 
 /// The cuFile counters to judge by (stats API first, gds_stats second), after comparing both.
 fn cufile_ops(e: &Evidence, v: &mut Builder) -> Option<Ops> {
-    let noun = match e.op {
-        Op::Read => "reads",
-        Op::Write => "writes",
-        Op::Roundtrip => "reads and writes",
-    };
+    let noun = e.op.transfers();
     let api = e.cufile.as_deref().map(|c| Ops {
         noun,
         ..Ops::of(Source::CufileApi, c)
@@ -145,9 +146,10 @@ fn cufile_ops(e: &Evidence, v: &mut Builder) -> Option<Ops> {
     for ops in api.iter().chain(&text) {
         if ops.err > 0 {
             v.errors.push(format!(
-                "{} counted {} read errors",
+                "{} counted {} {} errors",
                 ops.source.label(),
-                ops.err
+                ops.err,
+                e.op.transfer()
             ));
         }
     }
@@ -163,9 +165,10 @@ fn through_cufile(e: &Evidence, v: &mut Builder, ops: Option<&Ops>, bytes: u64, 
             let (a, b) = (ops.read_bytes, bytes);
             if a > 0 && b > 0 && a.abs_diff(b) > (1 << 20).max(b / 100) {
                 v.notes.push(format!(
-                    "{} counted {} read while {who} handed it {}",
+                    "{} counted {} {} while {who} handed it {}",
                     ops.source.label(),
                     Bytes(a),
+                    e.op.moved(),
                     Bytes(b)
                 ));
             }
@@ -173,9 +176,10 @@ fn through_cufile(e: &Evidence, v: &mut Builder, ops: Option<&Ops>, bytes: u64, 
         Some(ops) => {
             v.claims.push(ops.claim());
             v.conflicts.push(format!(
-                "{who} handed cuFile {} but {} counted no reads: the counters did not see these reads (stats not started in the worker, or another libcufile was loaded)",
+                "{who} handed cuFile {} but {} counted no {noun}: the counters did not see these {noun} (stats not started in the worker, or another libcufile was loaded)",
                 Bytes(bytes),
-                ops.source.label()
+                ops.source.label(),
+                noun = e.op.transfers()
             ));
             v.add(Path::Cufile, bytes);
         }
@@ -241,7 +245,10 @@ fn kvikio(e: &Evidence, v: &mut Builder, ops: Option<&Ops>) {
             Some(ops) => {
                 v.claims.push(ops.claim());
                 v.add(Path::KvikioPosix, e.bytes_read);
-                v.notes.push("KvikIO's own split is missing: cuFile counted no reads, so KvikIO read with POSIX".into());
+                v.notes.push(format!(
+                    "KvikIO's own split is missing: cuFile counted no {}, so KvikIO used POSIX",
+                    e.op.transfers()
+                ));
             }
             None if on => {
                 v.add(Path::KvikioPosix, e.bytes_read);
@@ -265,15 +272,17 @@ fn kvikio(e: &Evidence, v: &mut Builder, ops: Option<&Ops>) {
     if counted < e.bytes_read {
         v.add(Path::Unknown, e.bytes_read - counted);
         v.notes.push(format!(
-            "KvikIO accounted for {} of the {} read; the rest is placed nowhere",
+            "KvikIO accounted for {} of the {} {}; the rest is placed nowhere",
             Bytes(counted),
-            Bytes(e.bytes_read)
+            Bytes(e.bytes_read),
+            e.op.moved()
         ));
     } else if counted > e.bytes_read {
         v.notes.push(format!(
-            "KvikIO counted {} but the reader delivered {}: its monitor covered more than the trial's reads",
+            "KvikIO counted {} but the trial moved {}: its monitor covered more than the trial's {}",
             Bytes(counted),
-            Bytes(e.bytes_read)
+            Bytes(e.bytes_read),
+            e.op.transfers()
         ));
     }
     if gds.bytes_transferred > 0 {
@@ -288,9 +297,10 @@ fn kvikio(e: &Evidence, v: &mut Builder, ops: Option<&Ops>) {
         v.claims.push(ops.claim());
         if ops.reads() > 0 {
             v.conflicts.push(format!(
-                "KvikIO reported nothing through GDS but {} counted {} reads",
+                "KvikIO reported nothing through GDS but {} counted {} {}",
                 ops.source.label(),
-                ops.reads()
+                ops.reads(),
+                e.op.transfers()
             ));
         }
     }

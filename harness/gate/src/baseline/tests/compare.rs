@@ -393,3 +393,32 @@ fn a_cpu_cost_rise_that_its_confirmation_run_does_not_repeat_passes() {
     assert!(matches!(a.judgement, Judgement::Pass { .. }), "{a:?}");
     assert_eq!(comparison.exit_code(), None);
 }
+
+#[test]
+fn a_writing_trial_that_costs_more_cpu_says_per_gib_written() {
+    let s = scratch();
+    blessed_with_cpu(&s.path);
+    let mut run = fixtures::with_cpu(
+        fixtures::passed("s::a", &NOISE, "nvfs", CHECKSUM),
+        &CPU.map(|c| c * 2.0),
+    );
+    run.spec.op = gds_model::scenario::Op::Write;
+    let comparison = judge_one(&s.path, run, &fixtures::fingerprint());
+    let a = comparison.get("s::a").unwrap();
+    assert!(
+        matches!(a.judgement, Judgement::CpuCostlier { .. }),
+        "{a:?}"
+    );
+    assert!(
+        a.message
+            .contains("more CPU per GiB written than its baseline"),
+        "{}",
+        a.message
+    );
+    assert!(
+        a.message.contains("a write path that copies"),
+        "{}",
+        a.message
+    );
+    assert!(!a.message.contains("GiB read"), "{}", a.message);
+}
