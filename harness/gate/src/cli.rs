@@ -136,9 +136,10 @@ pub enum Command {
         /// against dd, and the parity table of `--parity`.
         #[arg(long, conflicts_with = "stats")]
         gpu: bool,
-        /// Measure only reader parity and what recording costs: dd, the cufile reader, KvikIO
-        /// (compat OFF) and the cufile reader with KvikIO's libcufile, posix, with latency and CPU
-        /// recording on and off, interleaved run by run on one cold file.
+        /// Measure only reader and writer parity and what recording costs: dd, the cufile reader,
+        /// KvikIO (compat OFF) and the cufile reader with KvikIO's libcufile, posix, with latency
+        /// and CPU recording on and off, then dd's write, KvikIO's pwrite (compat OFF) and the
+        /// cufile writer, interleaved run by run on one cold file.
         #[arg(long, conflicts_with_all = ["stats", "gpu"])]
         parity: bool,
         /// Reader threads of the parity table (`--gpu`, `--parity`).

@@ -9,6 +9,9 @@
 //!   row names the libcufile it loaded.
 //! - **recording**: the cufile, KvikIO and posix readers with latency and CPU recording on and off
 //!   (`GDS_GATE_RECORD_COST=0`), as the ratio of their GB/s in the same run.
+//! - **write parity**: `dd oflag=direct`, KvikIO's `pwrite` (compat mode `OFF`) and the cufile
+//!   writer at the same threads and task size, writing the file a writing trial writes (`op:
+//!   write`, verified on the disk as in the gate), each run's cufile writer over its KvikIO row.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -42,9 +45,12 @@ enum Row {
     CufileKvikioLibrary,
     Posix,
     PosixNoRecording,
+    DdWrite,
+    KvikioWrite,
+    CufileWrite,
 }
 
-const ROWS: [Row; 8] = [
+const ROWS: [Row; 11] = [
     Row::Dd,
     Row::Cufile,
     Row::CufileNoRecording,
@@ -53,6 +59,17 @@ const ROWS: [Row; 8] = [
     Row::CufileKvikioLibrary,
     Row::Posix,
     Row::PosixNoRecording,
+    Row::DdWrite,
+    Row::KvikioWrite,
+    Row::CufileWrite,
+];
+
+/// The rows whose per-run ratio the bench states: each cufile row over KvikIO in the same
+/// direction, run by run.
+const PAIRS: [(Row, Row); 3] = [
+    (Row::Cufile, Row::Kvikio),
+    (Row::CufileKvikioLibrary, Row::Kvikio),
+    (Row::CufileWrite, Row::KvikioWrite),
 ];
 
 impl Row {
@@ -71,14 +88,29 @@ impl Row {
             Row::CufileKvikioLibrary => format!("cufile reader with KvikIO's libcufile, {at}"),
             Row::Posix => format!("posix reader, {at}"),
             Row::PosixNoRecording => format!("posix reader, {at}, recording off"),
+            Row::DdWrite => "dd oflag=direct bs=16M (write)".into(),
+            Row::KvikioWrite => format!("KvikIO pwrite compat OFF, {at}"),
+            Row::CufileWrite => format!("cufile writer, {at}"),
         }
+    }
+
+    /// Whether the row writes its file (its reference is then dd's write, not dd's read).
+    fn writes(self) -> bool {
+        matches!(self, Row::DdWrite | Row::KvikioWrite | Row::CufileWrite)
+    }
+
+    /// Whether the row is dd, the reference of the rows after it in its direction.
+    fn is_dd(self) -> bool {
+        matches!(self, Row::Dd | Row::DdWrite)
     }
 
     /// The scenario of the embedded suite this row runs, if it runs a worker.
     fn scenario(self) -> Option<&'static str> {
         match self {
-            Row::Dd => None,
+            Row::Dd | Row::DdWrite => None,
             Row::Cufile | Row::CufileNoRecording | Row::CufileKvikioLibrary => Some("cufile"),
+            Row::KvikioWrite => Some("kvikio-write"),
+            Row::CufileWrite => Some("cufile-write"),
             Row::Kvikio | Row::KvikioNoRecording => Some("kvikio"),
             Row::Posix | Row::PosixNoRecording => Some("posix"),
         }
@@ -98,7 +130,7 @@ fn suite(setting: &Setting) -> String {
         setting.threads, setting.task_size
     );
     format!(
-        "suite: parity\ndefaults: {{ files: {{ size: {}, seed: 77 }}, cache: cold, warmup: 0, repetitions: 1 }}\nscenarios:\n  - {{ name: cufile, reader: cufile, {at} }}\n  - {{ name: kvikio, reader: kvikio, compat_mode: OFF, {at} }}\n  - {{ name: posix, reader: posix, {at} }}\n",
+        "suite: parity\ndefaults: {{ files: {{ size: {}, seed: 77 }}, cache: cold, warmup: 0, repetitions: 1 }}\nscenarios:\n  - {{ name: cufile, reader: cufile, {at} }}\n  - {{ name: kvikio, reader: kvikio, compat_mode: OFF, {at} }}\n  - {{ name: posix, reader: posix, {at} }}\n  - {{ name: kvikio-write, reader: kvikio, op: write, compat_mode: OFF, {at} }}\n  - {{ name: cufile-write, reader: cufile, op: write, {at} }}\n",
         setting.size
     )
 }
@@ -125,6 +157,15 @@ pub fn run(setting: &Setting, runs: usize, dir: &Path, out: &mut String) -> Resu
         .files_for(&trials[0])?
         .pop()
         .ok_or("the parity bench has no file")?;
+    let write_trial = trials
+        .iter()
+        .find(|t| t.op.writes())
+        .ok_or("the parity bench has no writing trial")?;
+    // The file the writing trials write (and dd writes before them), beside the generated one.
+    let written = data
+        .files_for(write_trial)?
+        .pop()
+        .ok_or("the parity bench has no file to write")?;
     let scratch = tempfile::tempdir().map_err(|error| error.to_string())?;
     let launcher = Launcher {
         gate: crate::job::worker_program()?,
@@ -138,11 +179,17 @@ pub fn run(setting: &Setting, runs: usize, dir: &Path, out: &mut String) -> Resu
     // The path of KvikIO's libcufile, learnt from its first run.
     let mut kvikio_library: Option<PathBuf> = None;
     for _ in 0..runs {
-        let mut dd = None;
+        // dd's GB/s in this run, reading and writing.
+        let mut dd = [None, None];
         let mut with_recording = [None; ROWS.len()];
         for (index, row) in ROWS.iter().enumerate() {
             let outcome = match row.scenario() {
-                None => dd_rate(&file).map(|gbps| Measured {
+                None => if row.writes() {
+                    dd_write_rate(&written)
+                } else {
+                    dd_rate(&file)
+                }
+                .map(|gbps| Measured {
                     gbps,
                     ..Measured::default()
                 }),
@@ -150,6 +197,7 @@ pub fn run(setting: &Setting, runs: usize, dir: &Path, out: &mut String) -> Resu
                     let Some(spec) = trials.iter().find(|t| t.scenario == scenario) else {
                         continue;
                     };
+                    let plan_file = if row.writes() { &written } else { &file };
                     let mut env = Vec::new();
                     if !row.recording() {
                         env.push((RECORD_ENV.to_string(), "0".to_string()));
@@ -170,7 +218,7 @@ pub fn run(setting: &Setting, runs: usize, dir: &Path, out: &mut String) -> Resu
                     };
                     measured(launcher.run_trial(
                         spec.clone(),
-                        ReadPlan::new(vec![file.clone()], &spec.pattern),
+                        ReadPlan::new(vec![plan_file.clone()], &spec.pattern),
                     ))
                 }
             };
@@ -185,12 +233,13 @@ pub fn run(setting: &Setting, runs: usize, dir: &Path, out: &mut String) -> Resu
                     if *row == Row::Kvikio && kvikio_library.is_none() {
                         kvikio_library = library.as_ref().map(|l| l.path.clone());
                     }
-                    if *row == Row::Dd {
-                        dd = Some(rate);
+                    let direction = usize::from(row.writes());
+                    if row.is_dd() {
+                        dd[direction] = Some(rate);
                     }
                     // The recording-off rows against the row just before them (recording on).
                     let reference = if row.recording() {
-                        dd
+                        dd[direction]
                     } else {
                         with_recording[index - 1]
                     };
@@ -244,6 +293,36 @@ fn measured(record: TrialRecord) -> Result<Measured, String> {
     })
 }
 
+/// `dd oflag=direct bs=16M` writing `file`'s size (rounded up to 16 MiB) of zeros to its path,
+/// which the writing rows then write: the disk's own write speed in this run. The file is removed
+/// after, as the writing trials remove theirs.
+fn dd_write_rate(file: &PlannedFile) -> Result<f64, String> {
+    const BLOCK: u64 = 16 << 20;
+    let blocks = file.size.div_ceil(BLOCK).max(1);
+    let start = Instant::now();
+    let status = Command::new("dd")
+        .args(dd_write_args(&file.path, blocks))
+        .status()
+        .map_err(|error| format!("cannot run dd: {error}"))?;
+    let elapsed = start.elapsed();
+    let _ = std::fs::remove_file(&file.path);
+    if !status.success() {
+        return Err(format!("dd failed: {status}"));
+    }
+    Ok((blocks * BLOCK) as f64 / elapsed.max(Duration::from_nanos(1)).as_secs_f64() / 1e9)
+}
+
+fn dd_write_args(path: &Path, blocks: u64) -> Vec<String> {
+    vec![
+        "if=/dev/zero".into(),
+        format!("of={}", path.display()),
+        "bs=16M".into(),
+        format!("count={blocks}"),
+        "oflag=direct".into(),
+        "status=none".into(),
+    ]
+}
+
 /// `dd iflag=direct bs=16M` over the cold file: the disk's own speed in this run.
 fn dd_rate(file: &PlannedFile) -> Result<f64, String> {
     gds_model::cache::drop_path(&file.path).map_err(|error| error.to_string())?;
@@ -269,7 +348,7 @@ fn render(
     let recording_ns = super::recording::cost_per_call_ns(5, 1_000_000);
     let _ = writeln!(
         out,
-        "| cold read of {} ({}), {runs} interleaved runs | GB/s (median) | of the reference (median of per-run ratios) | per-run ratios | CPU s/GiB | mean call | recording's share of a call | libcufile |\n|---|---:|---:|---:|---:|---:|---:|---|",
+        "| cold read of {} ({}; the writing rows write a file of its size beside it), {runs} interleaved runs | GB/s (median) | of the reference (median of per-run ratios) | per-run ratios | CPU s/GiB | mean call | recording's share of a call | libcufile |\n|---|---:|---:|---:|---:|---:|---:|---|",
         file.path.display(),
         gds_model::units::format_bytes(file.size, 2)
     );
@@ -325,30 +404,32 @@ fn render(
     );
     let _ = writeln!(
         out,
-        "\nThe reference of a row with recording on is dd in the same run; of a row with recording off, the same reader with recording on just before it (so its percentage is off/on: above 100% is what recording costs). One worker per row and run, one cold pass each."
+        "\nThe reference of a row with recording on is dd in the same run (for a writing row, dd's write); of a row with recording off, the same reader with recording on just before it (so its percentage is off/on: above 100% is what recording costs). One worker per row and run, one cold pass each."
     );
     let _ = writeln!(
         out,
-        "Parity: `cufile reader` over `KvikIO compat OFF` run by run; `cufile reader with KvikIO's libcufile` takes the library out of the comparison."
+        "Parity: `cufile reader` over `KvikIO compat OFF` and `cufile writer` over `KvikIO pwrite` run by run; `cufile reader with KvikIO's libcufile` takes the library out of the comparison. A writing row's GB/s times its writes only (fsync apart, as in the gate)."
     );
-    let of_kvikio = |row: Row| {
-        let index = |wanted: Row| ROWS.iter().position(|r| *r == wanted).unwrap_or(0);
-        per_run_ratios(&samples[index(row)].gbps, &samples[index(Row::Kvikio)].gbps)
-    };
-    for row in [Row::Cufile, Row::CufileKvikioLibrary] {
-        let ratios = of_kvikio(row);
-        if ratios.is_empty() {
-            continue;
+    let index = |wanted: Row| ROWS.iter().position(|r| *r == wanted).unwrap_or(0);
+    for (row, over) in PAIRS {
+        let ratios = per_run_ratios(&samples[index(row)].gbps, &samples[index(over)].gbps);
+        if let Some(line) = ratio_line(&row.label(setting), &ratios) {
+            let _ = writeln!(out, "{line}");
         }
-        let each: Vec<String> = ratios.iter().map(|r| format!("{r:.2}")).collect();
-        let _ = writeln!(
-            out,
-            "- {} / KvikIO: median {:.2} (runs: {})",
-            row.label(setting),
-            median(&ratios),
-            each.join(" ")
-        );
     }
+}
+
+/// `- cufile writer, … / KvikIO: median 1.03 (runs: 1.10 0.98 1.03)`; none without ratios.
+fn ratio_line(label: &str, ratios: &[f64]) -> Option<String> {
+    if ratios.is_empty() {
+        return None;
+    }
+    let each: Vec<String> = ratios.iter().map(|r| format!("{r:.2}")).collect();
+    Some(format!(
+        "- {label} / KvikIO: median {:.2} (runs: {})",
+        median(ratios),
+        each.join(" ")
+    ))
 }
 
 /// `a[i] / b[i]` for each run both rows measured; none when a row missed a run (the runs would
@@ -363,7 +444,7 @@ fn per_run_ratios(a: &[f64], b: &[f64]) -> Vec<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use gds_model::scenario::{CompatMode, Reader, TrialSpec};
+    use gds_model::scenario::{CompatMode, Op, Reader, TrialSpec};
 
     fn embedded(setting: &Setting) -> Vec<TrialSpec> {
         let suite =
@@ -379,14 +460,31 @@ mod tests {
             task_size: 4 << 20,
         };
         let trials = embedded(&setting);
-        let readers: Vec<Reader> = trials.iter().map(|t| t.reader).collect();
-        assert_eq!(readers, [Reader::Cufile, Reader::Kvikio, Reader::Posix]);
+        let readers: Vec<(Reader, Op)> = trials.iter().map(|t| (t.reader, t.op)).collect();
+        assert_eq!(
+            readers,
+            [
+                (Reader::Cufile, Op::Read),
+                (Reader::Kvikio, Op::Read),
+                (Reader::Posix, Op::Read),
+                (Reader::Kvikio, Op::Write),
+                (Reader::Cufile, Op::Write),
+            ]
+        );
         for t in &trials {
             assert_eq!((t.nthreads, t.task_size), (8, 4 << 20), "{}", t.name);
             assert_eq!((t.warmup, t.repetitions), (0, 1));
             assert_eq!(t.files, trials[0].files);
         }
         assert_eq!(trials[1].compat_mode, Some(CompatMode::OFF));
+        assert_eq!(trials[3].compat_mode, Some(CompatMode::OFF));
+        // The writing rows run the writing scenarios, the reading rows the reading ones.
+        for row in ROWS {
+            if let Some(scenario) = row.scenario() {
+                let spec = trials.iter().find(|t| t.scenario == scenario).unwrap();
+                assert_eq!(spec.op.writes(), row.writes(), "{row:?}");
+            }
+        }
         // Every row that runs a worker finds its scenario.
         for row in ROWS {
             if let Some(scenario) = row.scenario() {
@@ -399,6 +497,51 @@ mod tests {
     fn parity_ratios_pair_runs_and_refuse_rows_that_missed_one() {
         assert_eq!(per_run_ratios(&[2.0, 3.0], &[1.0, 2.0]), vec![2.0, 1.5]);
         assert!(per_run_ratios(&[2.0], &[1.0, 2.0]).is_empty());
+    }
+
+    #[test]
+    fn each_parity_pair_is_cufile_over_kvikio_in_one_direction_after_its_dd() {
+        for (row, over) in PAIRS {
+            assert_eq!(row.writes(), over.writes(), "{row:?} / {over:?}");
+            assert_eq!(over.scenario().map(|s| s.starts_with("kvikio")), Some(true));
+            assert_eq!(row.scenario().map(|s| s.starts_with("cufile")), Some(true));
+        }
+        // Each direction's dd runs before the rows that take it as their reference.
+        for (index, row) in ROWS.iter().enumerate() {
+            if row.recording() && !row.is_dd() {
+                assert!(
+                    ROWS[..index]
+                        .iter()
+                        .any(|r| r.is_dd() && r.writes() == row.writes()),
+                    "{row:?}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn the_ratio_line_gives_the_median_and_every_run() {
+        assert_eq!(
+            ratio_line("cufile writer", &[1.1, 0.98, 1.03]).as_deref(),
+            Some("- cufile writer / KvikIO: median 1.03 (runs: 1.10 0.98 1.03)")
+        );
+        assert_eq!(ratio_line("cufile writer", &[]), None);
+    }
+
+    #[test]
+    fn dd_writes_whole_blocks_with_o_direct() {
+        let args = dd_write_args(Path::new("d/w.bin"), 3);
+        assert_eq!(
+            args,
+            [
+                "if=/dev/zero",
+                "of=d/w.bin",
+                "bs=16M",
+                "count=3",
+                "oflag=direct",
+                "status=none"
+            ]
+        );
     }
 
     #[test]
