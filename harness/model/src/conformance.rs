@@ -92,7 +92,9 @@ fn verification(done: &IntegrityResult, asked: Integrity, expected: u64) -> Resu
 fn evidence(reader: Reader, m: &Measurement) -> Result<(), String> {
     let missing = match reader {
         _ if reader.uses_gpu() && m.gpu.is_none() => Some("the GPU it read into"),
-        Reader::Cufile if m.cufile.is_none() => Some("cuFile's evidence (library, counters)"),
+        _ if reader.native_cufile() && m.cufile.is_none() => {
+            Some("cuFile's evidence (library, counters)")
+        }
         Reader::Kvikio if m.kvikio.is_none() => {
             Some("KvikIO's evidence (SummaryMonitor's bytes per backend)")
         }

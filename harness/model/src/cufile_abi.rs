@@ -2,6 +2,8 @@
 //! and their byte layout per library version, and its status codes by name. The worker fills them
 //! from libcufile; everything else reads them from results, without linking cuFile.
 
+pub mod batch;
+
 use std::ffi::c_uint;
 
 use serde::{Deserialize, Serialize};
@@ -67,6 +69,7 @@ impl From<RawProperties> for DriverProperties {
             max_device_cache_size_kb: u64::from(raw.max_device_cache_size),
             per_buffer_cache_size_kb: u64::from(raw.per_buffer_cache_size),
             max_device_pinned_mem_size_kb: u64::from(raw.max_device_pinned_mem_size),
+            max_batch_io_size: u64::from(raw.max_batch_io_size),
         }
     }
 }
@@ -109,6 +112,10 @@ pub struct DriverProperties {
     pub max_device_cache_size_kb: u64,
     pub per_buffer_cache_size_kb: u64,
     pub max_device_pinned_mem_size_kb: u64,
+    /// I/Os one `cuFileBatchIOSubmit` may carry (`properties.io_batchsize`, 128 by default);
+    /// absent in results of older gates.
+    #[serde(default)]
+    pub max_batch_io_size: u64,
 }
 
 const STATUS_FLAGS: &[(u32, &str)] = &[

@@ -188,6 +188,7 @@ impl ProbeResult {
                 searched: Vec::new(),
                 library: Err(why.to_string()),
                 driver: DriverProbe::NotAttempted(format!("not attempted: {why}")),
+                entry_points: None,
             }),
         }
     }
@@ -200,6 +201,10 @@ pub struct CufileProbe {
     pub searched: Vec<String>,
     pub library: Result<LoadedCufile, String>,
     pub driver: DriverProbe,
+    /// Which of the optional entry points the readers use the library exports (by `dlsym`);
+    /// `None` from workers of older gates or when no library loaded.
+    #[serde(default)]
+    pub entry_points: Option<Vec<String>>,
 }
 
 pub use crate::record::LoadedCufile;

@@ -4,6 +4,8 @@
 //! that older libraries lack optional instead of a panic, and lets the statistics layout follow the
 //! library's version rather than the headers this gate was built with.
 
+pub mod batch;
+
 use std::ffi::{c_int, c_void};
 use std::path::PathBuf;
 
@@ -40,6 +42,14 @@ pub enum CufileError {
     NotFound { searched: Vec<String> },
     #[error("`{path}` lacks the symbol `{symbol}`; is it a libcufile older than 1.8 (CUDA 12.3)?")]
     MissingSymbol { path: String, symbol: &'static str },
+    #[error(
+        "`{path}` (cuFile {version}) has no `{symbol}`: this libcufile does not offer the entry point the reader needs"
+    )]
+    MissingEntryPoint {
+        path: String,
+        version: String,
+        symbol: &'static str,
+    },
     #[error("{call} failed: {} ({code})", describe(*code))]
     Call { call: &'static str, code: i32 },
     #[error(transparent)]
@@ -68,6 +78,20 @@ union DescrHandle {
 
 const HANDLE_TYPE_OPAQUE_FD: c_int = 1;
 
+/// The entry points some readers need and some libcufile builds lack: the doctor lists which the
+/// host's library has, and a trial whose reader needs a missing one is ignored with the reason.
+pub const OPTIONAL_ENTRY_POINTS: &[&str] = &[
+    "cuFileBatchIOSetUp",
+    "cuFileBatchIOSubmit",
+    "cuFileBatchIOGetStatus",
+    "cuFileBatchIODestroy",
+    "cuFileReadAsync",
+    "cuFileWriteAsync",
+    "cuFileStreamRegister",
+    "cuFileStreamDeregister",
+    "cuFileGetStatsL3",
+];
+
 type Fn0 = unsafe extern "C" fn() -> Status;
 type ReadFn = unsafe extern "C" fn(*mut c_void, *mut c_void, usize, i64, i64) -> isize;
 /// `cuFileWrite(fh, bufPtr_base, size, file_offset, bufPtr_offset)`: `cuFileRead`'s shape with a
@@ -87,6 +111,7 @@ pub struct Cufile {
     read: ReadFn,
     write: WriteFn,
     stats: Option<StatsApi>,
+    batch: Option<batch::BatchApi>,
     _library: Library,
 }
 
@@ -152,6 +177,20 @@ impl Cufile {
             }),
             _ => None,
         };
+        let batch = match (
+            optional!("cuFileBatchIOSetUp"),
+            optional!("cuFileBatchIOSubmit"),
+            optional!("cuFileBatchIOGetStatus"),
+            optional!("cuFileBatchIODestroy"),
+        ) {
+            (Some(setup), Some(submit), Some(get_status), Some(destroy)) => Some(batch::BatchApi {
+                setup,
+                submit,
+                get_status,
+                destroy,
+            }),
+            _ => None,
+        };
         let read: ReadFn = symbol!("cuFileRead");
         // The file whose code `cuFileRead` is: a soname or a symlink names a library, this says
         // which copy actually runs (a process with KvikIO's wheel may hold two).
@@ -170,8 +209,23 @@ impl Cufile {
             read,
             write: symbol!("cuFileWrite"),
             stats,
+            batch,
             _library: library,
         })
+    }
+
+    /// Which of [`OPTIONAL_ENTRY_POINTS`] this library exports.
+    pub fn entry_points(&self) -> Vec<String> {
+        OPTIONAL_ENTRY_POINTS
+            .iter()
+            .filter(|name| {
+                let symbol = format!("{name}\0");
+                // SAFETY: only the symbol's presence is asked; it is never called through this
+                // type.
+                unsafe { self._library.get::<*const c_void>(symbol.as_bytes()) }.is_ok()
+            })
+            .map(|name| name.to_string())
+            .collect()
     }
 
     /// `cuFileDriverOpen`. Without nvidia-fs it still succeeds, "in compatible mode", when

@@ -80,6 +80,7 @@ fn cufile(open: bool, not_opened: String) -> CufileProbe {
                 searched,
                 driver: DriverProbe::NotAttempted(format!("not attempted: {why}")),
                 library: Err(why),
+                entry_points: None,
             };
         }
     };
@@ -103,6 +104,7 @@ fn cufile(open: bool, not_opened: String) -> CufileProbe {
         searched,
         library,
         driver,
+        entry_points: Some(cufile.entry_points()),
     }
 }
 

@@ -9,7 +9,8 @@ use std::time::{Duration, Instant};
 
 use crate::cpu;
 use crate::gpu::Gpu;
-use crate::libcufile::{self, Cufile};
+use crate::libcufile::{self, Cufile, CufileError};
+use crate::reader::batch::BatchReader;
 use crate::reader::bounce::Bounce;
 use crate::reader::cufile::CufileReader;
 use crate::reader::posix::{self, Posix};
@@ -91,7 +92,7 @@ fn measure(spec: &WorkerSpec) -> WorkerResult {
             .map_err(fail)?;
             passes(spec, &mut reader, m)
         }),
-        Reader::Cufile => with_gpu_and_cufile(spec, &mut m),
+        Reader::Cufile | Reader::CufileBatch => with_gpu_and_cufile(spec, &mut m),
         Reader::Kvikio => Err(WorkerFailure {
             reason: "the Rust worker does not run KvikIO trials".into(),
             next: "this is a bug in gds-gate: KvikIO trials go to the Python worker".into(),
@@ -110,10 +111,18 @@ fn measure(spec: &WorkerSpec) -> WorkerResult {
 }
 
 pub(crate) fn fail(error: ReaderError) -> WorkerFailure {
+    // A libcufile without the reader's entry point cannot run the trial at all: the gate
+    // reports it ignored with the reason, as it does a host without KvikIO.
+    let missing = match &error {
+        ReaderError::Cufile(CufileError::MissingEntryPoint { symbol, .. }) => {
+            Some(symbol.to_string())
+        }
+        _ => None,
+    };
     WorkerFailure {
         reason: gds_model::error_chain(&error),
         next: error.next_step(),
-        missing: None,
+        missing,
     }
 }
 
@@ -210,6 +219,14 @@ fn with_cufile(
             phase(m, "device buffers, generated source and file registration");
             let read_back = reader.as_mut().map(|r| r as &mut dyn PlanReader);
             let outcome = write::passes(spec, &mut writer, read_back, m);
+            hold_for_sample(spec.hold_for_sampling.as_deref());
+            outcome
+        } else if spec.trial.reader == Reader::CufileBatch {
+            let (depth, size) = (spec.trial.queue_depth, spec.trial.batch_size);
+            let mut reader =
+                BatchReader::open(gpu, library, plan, buffer, depth, size).map_err(fail)?;
+            phase(m, "batches, device buffer and file registration");
+            let outcome = passes(spec, &mut reader, m);
             hold_for_sample(spec.hold_for_sampling.as_deref());
             outcome
         } else {

@@ -45,7 +45,7 @@ pub fn apply(record: &mut TrialRecord, trial_dir: &Path, nvfs_before: Option<Str
                 indent(&judgement.to_string())
             ));
         }
-        Status::Failed if matches!(record.spec.reader, Reader::Cufile | Reader::Kvikio) => {
+        Status::Failed if record.spec.reader.uses_cufile() => {
             if let (Some(cause), Some(fix)) = (&judgement.likely_cause, &judgement.fix) {
                 let details = record.details.get_or_insert_with(String::new);
                 details.push_str(&format!("\n  likely cause: {cause}\n  fix: {fix}"));

@@ -122,6 +122,10 @@ pub struct CufileLibrary {
     pub path: String,
     /// `major.minor` from `cuFileGetVersion`.
     pub version: String,
+    /// The optional entry points it exports (batch, stream, statistics); `None` in facts saved
+    /// by older gates.
+    #[serde(default)]
+    pub entry_points: Option<Vec<String>>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

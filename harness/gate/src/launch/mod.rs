@@ -121,7 +121,7 @@ impl Launcher {
                 })
         };
         let mut env = self.env.clone();
-        if matches!(spec.reader, Reader::Cufile | Reader::Kvikio) {
+        if spec.reader.uses_cufile() {
             let config = gds_model::cufile_config::write_for_trial(&spec.cufile, dir)
                 .map_err(|error| StartError::Setup(gds_model::error_chain(&error)))?;
             env.push((
@@ -150,7 +150,7 @@ impl Launcher {
         let mut sampler = self
             .gds_stats
             .clone()
-            .filter(|_| matches!(spec.reader, Reader::Cufile | Reader::Kvikio))
+            .filter(|_| spec.reader.uses_cufile())
             .map(|tool| sampling::Sampler::new(tool, dir));
         if sampler.is_some() {
             worker_spec.hold_for_sampling = Some(dir.to_path_buf());
@@ -194,10 +194,10 @@ impl Launcher {
         })
     }
 
-    /// A missing piece of the KvikIO stack: ignored with how to install it, or a failure when the
-    /// suite requires KvikIO.
+    /// A missing piece of the KvikIO stack, or an entry point the host's libcufile lacks: ignored
+    /// with how to get it, or, for KvikIO, a failure when the suite requires KvikIO.
     fn missing(&self, spec: TrialSpec, reason: String) -> TrialRecord {
-        if spec.require_kvikio {
+        if spec.require_kvikio && spec.reader == Reader::Kvikio {
             let details = format!(
                 "{}\n  next: the suite sets `require_kvikio: true`; install the missing piece",
                 where_(&spec)
@@ -603,6 +603,36 @@ mod tests {
         let record = kvikio_trial("python3", true);
         assert_eq!(record.status, Status::Failed);
         assert!(record.details.unwrap().contains("require_kvikio"));
+    }
+
+    /// A libcufile without the batch API: the worker answers that a piece is missing, and the
+    /// trial is ignored with the reason, whatever `require_kvikio` says (it is about KvikIO).
+    #[test]
+    fn a_missing_entry_point_ignores_the_trial_with_the_reason() {
+        let dir = tempfile::tempdir().unwrap();
+        let result = WorkerResult {
+            protocol: PROTOCOL_VERSION,
+            measurement: None,
+            failure: Some(WorkerFailure {
+                reason: "`/lib/libcufile.so.0` (cuFile 1.15) has no `cuFileBatchIOSetUp`".into(),
+                next: "use a newer libcufile".into(),
+                missing: Some("cuFileBatchIOSetUp".into()),
+            }),
+            raw_cufile: None,
+        };
+        let canned = dir.path().join("missing.json");
+        std::fs::write(&canned, serde_json::to_string(&result).unwrap()).unwrap();
+        let script = format!("cp {} \"$5\"", canned.display());
+        let (mut spec, plan) = trial();
+        spec.reader = Reader::CufileBatch;
+        spec.require_kvikio = true;
+        let record = launcher(dir.path(), &script, false).run_trial(spec, plan);
+        assert_eq!(record.status, Status::Ignored, "{record:#?}");
+        let reason = record.reason.unwrap();
+        assert!(
+            reason.contains("has no `cuFileBatchIOSetUp`") && reason.contains("newer libcufile"),
+            "{reason}"
+        );
     }
 
     /// A stand-in worker that announces the end of its I/O and waits for the sample, sampled by a

@@ -34,6 +34,12 @@ pub struct TrialSpec {
     pub task_size: u64,
     pub gds_threshold: u64,
     pub bounce_buffer_size: u64,
+    /// `cufile-batch`: batches in flight (records of older gates have none: 1).
+    #[serde(default = "one")]
+    pub queue_depth: u32,
+    /// `cufile-batch`: I/Os per batch.
+    #[serde(default = "default_batch_size")]
+    pub batch_size: u32,
     pub cufile: BTreeMap<String, serde_json::Value>,
     pub pattern: Pattern,
     pub cache: Cache,
@@ -85,6 +91,14 @@ pub struct Expectations {
     /// throughput; absent in records of older gates.
     #[serde(default = "default_cpu_tolerance")]
     pub cpu_tolerance: f64,
+}
+
+fn one() -> u32 {
+    1
+}
+
+fn default_batch_size() -> u32 {
+    super::defaults::BATCH_SIZE
 }
 
 fn default_cpu_tolerance() -> f64 {
@@ -142,6 +156,8 @@ fn expand_scenario(suite_def: &Suite, scenario: &Scenario) -> Vec<TrialSpec> {
             task_size: scenario.task_sizes[0],
             gds_threshold: scenario.gds_thresholds[0],
             bounce_buffer_size: scenario.bounce_buffer_sizes[0],
+            queue_depth: scenario.queue_depths[0],
+            batch_size: scenario.batch_sizes[0],
             cufile: scenario.cufile.clone(),
             pattern: scenario.pattern.clone(),
             cache: scenario.caches[0],
@@ -206,6 +222,7 @@ fn axis<'a>(applies: bool, label: &'static str, len: usize, apply: Apply<'a>) ->
 
 fn axes_for(reader: Reader, s: &Scenario) -> Vec<Axis<'_>> {
     let kvikio = reader == Reader::Kvikio;
+    let batch = reader == Reader::CufileBatch;
     [
         axis(
             true,
@@ -226,7 +243,7 @@ fn axes_for(reader: Reader, s: &Scenario) -> Vec<Axis<'_>> {
             }),
         ),
         axis(
-            true,
+            !batch,
             "nthreads",
             s.nthreads.len(),
             Box::new(|t, i| {
@@ -241,6 +258,24 @@ fn axes_for(reader: Reader, s: &Scenario) -> Vec<Axis<'_>> {
             Box::new(|t, i| {
                 t.task_size = s.task_sizes[i];
                 ByteSize(t.task_size).to_string()
+            }),
+        ),
+        axis(
+            batch,
+            "depth",
+            s.queue_depths.len(),
+            Box::new(|t, i| {
+                t.queue_depth = s.queue_depths[i];
+                t.queue_depth.to_string()
+            }),
+        ),
+        axis(
+            batch,
+            "batch",
+            s.batch_sizes.len(),
+            Box::new(|t, i| {
+                t.batch_size = s.batch_sizes[i];
+                t.batch_size.to_string()
             }),
         ),
         axis(
@@ -271,7 +306,7 @@ fn axes_for(reader: Reader, s: &Scenario) -> Vec<Axis<'_>> {
             }),
         ),
         axis(
-            reader == Reader::Cufile || kvikio,
+            reader.uses_cufile(),
             "buffer",
             s.buffers.len(),
             Box::new(|t, i| {

@@ -24,6 +24,8 @@ pub const MAX_TRIAL_NAME: usize = 200;
 /// Reader threads (`KVIKIO_NTHREADS` for KvikIO): far above what saturates any storage, far below
 /// what a worker can fail to start.
 pub const MAX_NTHREADS: u32 = 1024;
+/// Most batches in flight and I/Os per batch (`queue_depth`, `batch_size`) a scenario may ask for.
+pub const MAX_BATCH: u32 = 1024;
 /// `warmup + repetitions`.
 pub const MAX_PASSES: u64 = 1000;
 /// Reads of one pass: each is a segment of the plan the worker receives as JSON (about 100 bytes
@@ -215,6 +217,18 @@ impl Validator<'_> {
                 "8 to 64 threads saturate NVMe and parallel file systems; use at most 1024",
             ));
         }
+        for (key, values) in [
+            ("queue_depth", &s.queue_depths),
+            ("batch_size", &s.batch_sizes),
+        ] {
+            if let Some(&value) = values.iter().find(|&&n| n > MAX_BATCH) {
+                return Err(self.error(
+                    at(key),
+                    format!("{context}: `{key}: {value}` is more than {MAX_BATCH}"),
+                    "cuFile's default `properties.io_batchsize` is 128 I/Os per batch; a few batches in flight keep a device busy",
+                ));
+            }
+        }
         let size = |bytes: &u64| ByteSize(*bytes).to_string();
         let lowercase = |value: &dyn Debug| format!("{value:?}").to_lowercase();
         self.distinct(at, context, "reader", &s.readers, |r| r.name().into())?;
@@ -226,6 +240,20 @@ impl Validator<'_> {
             ToString::to_string,
         )?;
         self.distinct(at, context, "nthreads", &s.nthreads, ToString::to_string)?;
+        self.distinct(
+            at,
+            context,
+            "queue_depth",
+            &s.queue_depths,
+            ToString::to_string,
+        )?;
+        self.distinct(
+            at,
+            context,
+            "batch_size",
+            &s.batch_sizes,
+            ToString::to_string,
+        )?;
         self.distinct(at, context, "task_size", &s.task_sizes, size)?;
         self.distinct(at, context, "gds_threshold", &s.gds_thresholds, size)?;
         self.distinct(

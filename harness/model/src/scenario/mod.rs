@@ -52,6 +52,8 @@ pub struct Scenario {
     pub task_sizes: Vec<u64>,
     pub gds_thresholds: Vec<u64>,
     pub bounce_buffer_sizes: Vec<u64>,
+    pub queue_depths: Vec<u32>,
+    pub batch_sizes: Vec<u32>,
     pub cufile: BTreeMap<String, serde_json::Value>,
     pub pattern: Pattern,
     pub caches: Vec<Cache>,
@@ -67,6 +69,11 @@ pub struct Scenario {
 /// KvikIO's own defaults, so that a scenario that says nothing measures what users get.
 pub mod defaults {
     pub const NTHREADS: u32 = 1;
+    /// `cufile-batch`: one batch in flight.
+    pub const QUEUE_DEPTH: u32 = 1;
+    /// `cufile-batch`: 32 I/Os per batch, a quarter of cuFile's default `properties.io_batchsize`
+    /// (128).
+    pub const BATCH_SIZE: u32 = 32;
     pub const TASK_SIZE: u64 = 4 << 20;
     pub const GDS_THRESHOLD: u64 = 16 << 10;
     pub const BOUNCE_BUFFER_SIZE: u64 = 16 << 20;
@@ -80,6 +87,8 @@ pub mod defaults {
 }
 
 const NTHREADS_DEFAULT: NonZeroU32 = NonZeroU32::new(defaults::NTHREADS).unwrap();
+const QUEUE_DEPTH_DEFAULT: NonZeroU32 = NonZeroU32::new(defaults::QUEUE_DEPTH).unwrap();
+const BATCH_SIZE_DEFAULT: NonZeroU32 = NonZeroU32::new(defaults::BATCH_SIZE).unwrap();
 
 pub fn load(path: &Path) -> Result<Suite, ScenarioError> {
     let text = std::fs::read_to_string(path).map_err(|source| ScenarioError::Read {
@@ -303,6 +312,13 @@ impl Validator<'_> {
         let gpu_set = fields.gpus.clone().or_else(|| defaults.gpus.clone());
         if let Some(&op) = ops.iter().find(|op| op.writes()) {
             self.writes(op, &files, &pattern, gpu_set.as_ref(), &context, &here)?;
+            if let Some(reader) = readers.iter().find(|reader| !reader.writes()) {
+                return Err(self.error(
+                    here("op"),
+                    format!("{context}: `op: {}` needs a writer, but the `{}` reader only reads", op.name(), reader.name()),
+                    "write with `cufile` (cuFileWrite), `kvikio`, `h2d` or `posix`, and read with `cufile-batch` in a scenario of its own",
+                ));
+            }
         }
         if let Some(set) = &gpu_set {
             let gpu_list = fields.gpu.as_ref().or(defaults.gpu.as_ref());
@@ -354,6 +370,14 @@ impl Validator<'_> {
             .into_iter()
             .map(PositiveSize::bytes)
             .collect(),
+            queue_depths: pick!(queue_depth, QUEUE_DEPTH_DEFAULT)
+                .into_iter()
+                .map(u32::from)
+                .collect(),
+            batch_sizes: pick!(batch_size, BATCH_SIZE_DEFAULT)
+                .into_iter()
+                .map(u32::from)
+                .collect(),
             cufile,
             pattern,
             caches: pick!(cache, Cache::Cold),
@@ -557,7 +581,7 @@ fn impossible_path(reader: Reader, path: ExpectedPath) -> Option<String> {
     let possible: &[ExpectedPath] = match reader {
         Reader::Posix => &[Host, Any],
         Reader::H2d => &[Bounce, Any],
-        Reader::Cufile => &[Nvfs, P2p, Gds, CufilePosix, Any],
+        Reader::Cufile | Reader::CufileBatch => &[Nvfs, P2p, Gds, CufilePosix, Any],
         Reader::Kvikio => &[Nvfs, P2p, Gds, CufilePosix, KvikioPosix, Any],
     };
     (!possible.contains(&path)).then(|| {
@@ -585,3 +609,5 @@ fn check_name(name: &str) -> Result<(), &'static str> {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_batch;

@@ -44,6 +44,10 @@ pub struct ScenarioFields {
     pub task_size: Option<OneOrMany<PositiveSize>>,
     pub gds_threshold: Option<OneOrMany<ByteSize>>,
     pub bounce_buffer_size: Option<OneOrMany<PositiveSize>>,
+    /// `cufile-batch`: batches in flight at once.
+    pub queue_depth: Option<OneOrMany<NonZeroU32>>,
+    /// `cufile-batch`: I/Os per `cuFileBatchIOSubmit`, at most cuFile's `properties.io_batchsize`.
+    pub batch_size: Option<OneOrMany<NonZeroU32>>,
     /// cufile.json overrides: a dotted JSON path (`execution.max_io_threads`) → value.
     pub cufile: Option<BTreeMap<String, serde_json::Value>>,
     /// `whole`, `{ chunks: SIZE }` or `{ random: {...} }`: a one-key map, not a YAML tag.
@@ -80,6 +84,10 @@ pub enum Reader {
     Cufile,
     /// The real KvikIO, from Python.
     Kvikio,
+    /// cuFile's batch API: the plan's tasks submitted `batch_size` at a time with
+    /// `cuFileBatchIOSubmit`, `queue_depth` batches in flight.
+    #[serde(rename = "cufile-batch")]
+    CufileBatch,
 }
 
 impl Reader {
@@ -89,7 +97,24 @@ impl Reader {
             Reader::H2d => "h2d",
             Reader::Cufile => "cufile",
             Reader::Kvikio => "kvikio",
+            Reader::CufileBatch => "cufile-batch",
         }
+    }
+
+    /// Whether the gate's own worker calls libcufile for this reader (KvikIO calls it itself).
+    pub fn native_cufile(self) -> bool {
+        matches!(self, Reader::Cufile | Reader::CufileBatch)
+    }
+
+    /// Whether the bytes go through libcufile (natively or through KvikIO), so that the trial
+    /// gets a cufile.json overlay, a cuFile log and cuFile's counters.
+    pub fn uses_cufile(self) -> bool {
+        self.native_cufile() || self == Reader::Kvikio
+    }
+
+    /// Whether the reader can also write (`op: write` and `roundtrip`).
+    pub fn writes(self) -> bool {
+        self != Reader::CufileBatch
     }
 
     pub fn uses_gpu(self) -> bool {

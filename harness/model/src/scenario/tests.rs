@@ -4,7 +4,7 @@ use std::path::Path;
 
 use super::*;
 
-fn parse_ok(text: &str) -> Suite {
+pub(super) fn parse_ok(text: &str) -> Suite {
     parse(Path::new("suites/test.yaml"), text).unwrap_or_else(|error| panic!("{error}"))
 }
 
@@ -20,7 +20,7 @@ fn parse_err(text: &str) -> String {
 }
 
 /// Each `(what, suite text, needles)` is rejected with an error that holds every needle.
-fn assert_rejected(cases: &[(&str, &str, &[&str])]) {
+pub(super) fn assert_rejected(cases: &[(&str, &str, &[&str])]) {
     for (what, text, needles) in cases {
         let shown = parse_err(text);
         for needle in *needles {

@@ -97,9 +97,10 @@ pub(super) fn build(e: &Evidence) -> PathVerdict {
     match e.reader {
         Reader::Posix => v.add(Path::Host, e.bytes_read),
         Reader::H2d => v.add(Path::Bounce, e.bytes_read),
-        Reader::Cufile => {
+        Reader::Cufile | Reader::CufileBatch => {
             let ops = cufile_ops(e, &mut v);
-            through_cufile(e, &mut v, ops.as_ref(), e.bytes_read, "the cufile reader");
+            let who = format!("the {} reader", e.reader.name());
+            through_cufile(e, &mut v, ops.as_ref(), e.bytes_read, &who);
             cross_check(e, &mut v, ops.as_ref());
         }
         Reader::Kvikio => {

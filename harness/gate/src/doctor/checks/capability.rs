@@ -93,6 +93,26 @@ pub(crate) fn libcufile(facts: &Facts) -> Answer {
     }
 }
 
+/// Whether the host's libcufile exports `symbol`, an entry point `reader` needs.
+pub(crate) fn entry_point(facts: &Facts, symbol: &str, reader: &str) -> Answer {
+    match &facts.cufile.library {
+        Fact::Known(lib) => match &lib.entry_points {
+            Some(points) if points.iter().any(|p| p == symbol) => {
+                yes(format!("libcufile {} exports `{symbol}`", lib.version))
+            }
+            Some(_) => no(format!(
+                "libcufile {} (`{}`) has no `{symbol}`: {reader} trials are ignored",
+                lib.version, lib.path
+            )),
+            None => unknown(format!(
+                "which entry points libcufile {} exports was not probed",
+                lib.version
+            )),
+        },
+        Fact::Unknown(why) => no(why.clone()),
+    }
+}
+
 /// Whether `cuFileHandleRegister` can succeed for a file in the data dir.
 pub(crate) fn registration(facts: &Facts) -> Answer {
     let data = &facts.data_dir;

@@ -12,8 +12,8 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::capability::{
-    Answer, Can, Settings, auto, gpu, kvikio_loads_cufile, libcufile, no, nvfs, p2p, registration,
-    unknown, yes,
+    Answer, Can, Settings, auto, entry_point, gpu, kvikio_loads_cufile, libcufile, no, nvfs, p2p,
+    registration, unknown, yes,
 };
 use super::{Check, State};
 use crate::doctor::facts::{ConfigStatus, DriverOpen, Fact, Facts};
@@ -400,6 +400,17 @@ fn expectations(
             "reader cufile".into(),
             both(&both(&gpu_answer, &libcufile(facts)), &register_for_reader),
             Box::new(|t: &TrialSpec| t.reader == Reader::Cufile),
+        ),
+        (
+            "reader cufile-batch".into(),
+            both(
+                &both(&gpu_answer, &libcufile(facts)),
+                &both(
+                    &register_for_reader,
+                    &entry_point(facts, "cuFileBatchIOSetUp", "cufile-batch"),
+                ),
+            ),
+            Box::new(|t: &TrialSpec| t.reader == Reader::CufileBatch),
         ),
         (
             "reader kvikio".into(),

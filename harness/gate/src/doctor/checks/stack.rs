@@ -114,7 +114,15 @@ pub(super) fn driver(facts: &Facts, rows: &mut Vec<Check>) {
 pub(super) fn cufile(facts: &Facts, rows: &mut Vec<Check>) {
     let c = &facts.cufile;
     rows.push(match &c.library {
-        Fact::Known(lib) => Check::ok("libcufile", format!("{} at {}", lib.version, lib.path)),
+        Fact::Known(lib) => Check::ok(
+            "libcufile",
+            format!(
+                "{} at {}{}",
+                lib.version,
+                lib.path,
+                entry_points(lib.entry_points.as_deref())
+            ),
+        ),
         Fact::Unknown(why) => Check::new(
             "libcufile",
             State::Fail,
@@ -567,4 +575,40 @@ pub(super) fn tools(facts: &Facts, rows: &mut Vec<Check>) {
         }
         Fact::Unknown(why) => Check::unknown("gdscheck -p", why.clone()),
     });
+}
+
+/// `; batch API yes, stream API no, statistics yes`: which optional entry points the readers
+/// need this libcufile exports (nothing when the probe did not say).
+fn entry_points(points: Option<&[String]>) -> String {
+    let Some(points) = points else {
+        return String::new();
+    };
+    let has = |symbol: &str| {
+        if points.iter().any(|p| p == symbol) {
+            "yes"
+        } else {
+            "no"
+        }
+    };
+    format!(
+        "; batch API {} (cufile-batch), stream API {}, statistics {}",
+        has("cuFileBatchIOSetUp"),
+        has("cuFileReadAsync"),
+        has("cuFileGetStatsL3")
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::entry_points;
+
+    #[test]
+    fn the_libcufile_row_says_which_entry_points_it_exports() {
+        let points = ["cuFileBatchIOSetUp".to_string(), "cuFileGetStatsL3".into()];
+        assert_eq!(
+            entry_points(Some(&points)),
+            "; batch API yes (cufile-batch), stream API no, statistics yes"
+        );
+        assert_eq!(entry_points(None), "", "facts of an older gate say nothing");
+    }
 }

@@ -40,6 +40,7 @@ pub fn facts_of(probe: &gds_model::protocol::CufileProbe) -> CufileFacts {
             Ok(library) => Fact::Known(CufileLibrary {
                 path: library.path.display().to_string(),
                 version: library.version.clone(),
+                entry_points: probe.entry_points.clone(),
             }),
             Err(why) => Fact::Unknown(why.clone()),
         },

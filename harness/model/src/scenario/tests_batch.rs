@@ -1,0 +1,82 @@
+//! The `cufile-batch` reader's keys: `queue_depth` and `batch_size` as matrix axes of that reader
+//! only, `nthreads` dropped for it, and what it cannot do refused with the fix.
+
+use super::tests::{assert_rejected, parse_ok};
+use super::*;
+
+#[test]
+fn batch_keys_are_axes_of_the_batch_reader_only() {
+    let suite = parse_ok(
+        "scenarios:\n  - name: b\n    files: { size: 1MiB }\n    reader: [cufile-batch, cufile]\n    nthreads: [1, 8]\n    queue_depth: [1, 4]\n    batch_size: 64\n",
+    );
+    let trials = expand(&suite);
+    let named: Vec<(&str, u32, u32, u32)> = trials
+        .iter()
+        .map(|t| (t.name.as_str(), t.queue_depth, t.batch_size, t.nthreads))
+        .collect();
+    assert_eq!(
+        named,
+        [
+            ("test::b[reader=cufile-batch,depth=1]", 1, 64, 1),
+            ("test::b[reader=cufile-batch,depth=4]", 4, 64, 1),
+            ("test::b[reader=cufile,nthreads=1]", 1, 64, 1),
+            ("test::b[reader=cufile,nthreads=8]", 1, 64, 8),
+        ]
+    );
+    assert_eq!(trials[0].reader.name(), "cufile-batch");
+    assert!(trials[0].reader.native_cufile() && trials[0].reader.uses_cufile());
+    let defaults = expand(&parse_ok(
+        "scenarios:\n  - name: b\n    files: { size: 1MiB }\n    reader: cufile-batch\n",
+    ));
+    assert_eq!(
+        (defaults[0].queue_depth, defaults[0].batch_size),
+        (defaults::QUEUE_DEPTH, defaults::BATCH_SIZE)
+    );
+    // A record of an older gate has neither key: one batch of the default size in flight.
+    let mut json = serde_json::to_value(&defaults[0]).unwrap();
+    let object = json.as_object_mut().unwrap();
+    object.remove("queue_depth");
+    object.remove("batch_size");
+    let old: TrialSpec = serde_json::from_value(json).unwrap();
+    assert_eq!((old.queue_depth, old.batch_size), (1, defaults::BATCH_SIZE));
+}
+
+#[test]
+fn batch_mistakes_are_reported_with_position_and_fix() {
+    assert_rejected(&[
+        (
+            "the batch reader has no writer",
+            "scenarios:\n  - name: b\n    files: { size: 1MiB }\n    reader: [cufile, cufile-batch]\n    op: write\n",
+            &[
+                ":5:5:",
+                "`op: write` needs a writer",
+                "`cufile-batch` reader only reads",
+                "cuFileWrite",
+            ],
+        ),
+        (
+            "a batch larger than any driver allows",
+            "scenarios:\n  - name: b\n    files: { size: 1MiB }\n    reader: cufile-batch\n    batch_size: 4096\n",
+            &[
+                ":5:5:",
+                "`batch_size: 4096` is more than 1024",
+                "io_batchsize",
+            ],
+        ),
+        (
+            "a depth listed twice",
+            "scenarios:\n  - name: b\n    files: { size: 1MiB }\n    reader: cufile-batch\n    queue_depth: [2, 2]\n",
+            &[":5:5:", "queue_depth"],
+        ),
+        (
+            "a path the batch reader cannot take",
+            "scenarios:\n  - name: b\n    files: { size: 1MiB }\n    reader: cufile-batch\n    expect: { path: host }\n",
+            &["reader `cufile-batch` cannot take the path `host`"],
+        ),
+        (
+            "a zero depth",
+            "scenarios:\n  - name: b\n    files: { size: 1MiB }\n    reader: cufile-batch\n    queue_depth: 0\n",
+            &[":5:"],
+        ),
+    ]);
+}

@@ -1,0 +1,58 @@
+//! The path verdict of the `cufile-batch` reader: cuFile's counters judged as for `cufile`, the
+//! evidence naming the reader that handed cuFile the bytes.
+
+// Each test binary uses part of the shared builders.
+#[expect(dead_code)]
+mod verdict_support;
+
+use gds_model::cufile_abi::GpuCounters;
+use gds_model::evidence::{CufileGpuCounters, Evidence};
+use gds_model::scenario::{ExpectedPath, Op, Reader};
+use gds_model::verdict::{Path, judge};
+use verdict_support::*;
+
+fn batch_reads(counters: GpuCounters) -> Evidence {
+    let mut e = Evidence::new(Reader::CufileBatch, GIB);
+    e.cufile = Some(vec![CufileGpuCounters::from_api(&counters, Op::Read)]);
+    e
+}
+
+/// Constructed: 256 reads of 4 MiB in compat mode, as the H200 without nvidia-fs is expected to
+/// count a batch trial (not yet recorded there).
+#[test]
+fn batch_reads_in_compat_mode_are_cufile_posix() {
+    let judged = judge(
+        &batch_reads(GpuCounters {
+            read_bytes: GIB,
+            n_total_reads: 256,
+            n_posix_reads: 256,
+            ..GpuCounters::default()
+        }),
+        ExpectedPath::Gds,
+        0,
+    );
+    assert_eq!(judged.verdict.path, Path::CufilePosix);
+    assert!(!judged.passed);
+    let text = judged.to_string();
+    assert!(text.contains("cufile-batch, 1.00 GiB read"), "{text}");
+    assert!(text.contains("cuFile: 256 posix reads, 0 nvfs"), "{text}");
+}
+
+/// If cuFile's per-GPU counters do not count batch I/O, the trial must not pass as anything:
+/// the reader handed cuFile a GiB that no counter saw.
+#[test]
+fn batch_reads_the_counters_missed_are_a_conflict_naming_the_reader() {
+    let judged = judge(
+        &batch_reads(GpuCounters::default()),
+        ExpectedPath::CufilePosix,
+        0,
+    );
+    assert!(!judged.passed);
+    assert!(
+        judged
+            .reasons
+            .iter()
+            .any(|r| r.contains("the cufile-batch reader handed cuFile 1.00 GiB")),
+        "{judged}"
+    );
+}
