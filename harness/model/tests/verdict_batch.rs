@@ -1,5 +1,5 @@
-//! The path verdict of the `cufile-batch` reader: cuFile's counters judged as for `cufile`, the
-//! evidence naming the reader that handed cuFile the bytes.
+//! The path verdict of the `cufile-batch` and `cufile-async` readers: cuFile's counters judged as
+//! for `cufile`, the evidence naming the reader that handed cuFile the bytes.
 
 // Each test binary uses part of the shared builders.
 #[expect(dead_code)]
@@ -53,6 +53,23 @@ fn batch_reads_the_counters_missed_are_a_conflict_naming_the_reader() {
             .reasons
             .iter()
             .any(|r| r.contains("the cufile-batch reader handed cuFile 1.00 GiB")),
+        "{judged}"
+    );
+}
+
+#[test]
+fn stream_ordered_reads_are_judged_by_the_same_counters() {
+    let mut e = batch_reads(GpuCounters {
+        read_bytes: GIB,
+        n_total_reads: 256,
+        n_nvfs_reads: 256,
+        ..GpuCounters::default()
+    });
+    e.reader = Reader::CufileAsync;
+    let judged = judge(&e, ExpectedPath::Gds, 0);
+    assert!(judged.passed, "{judged}");
+    assert!(
+        judged.to_string().contains("cufile-async, 1.00 GiB read"),
         "{judged}"
     );
 }

@@ -5,6 +5,7 @@
 //! library's version rather than the headers this gate was built with.
 
 pub mod batch;
+pub mod stream;
 
 use std::ffi::{c_int, c_void};
 use std::path::PathBuf;
@@ -112,6 +113,7 @@ pub struct Cufile {
     write: WriteFn,
     stats: Option<StatsApi>,
     batch: Option<batch::BatchApi>,
+    stream: Option<stream::StreamApi>,
     _library: Library,
 }
 
@@ -191,6 +193,22 @@ impl Cufile {
             }),
             _ => None,
         };
+        let stream = match (
+            optional!("cuFileStreamRegister"),
+            optional!("cuFileStreamDeregister"),
+            optional!("cuFileReadAsync"),
+            optional!("cuFileWriteAsync"),
+        ) {
+            (Some(register), Some(deregister), Some(read_async), Some(write_async)) => {
+                Some(stream::StreamApi {
+                    register,
+                    deregister,
+                    read_async,
+                    write_async,
+                })
+            }
+            _ => None,
+        };
         let read: ReadFn = symbol!("cuFileRead");
         // The file whose code `cuFileRead` is: a soname or a symlink names a library, this says
         // which copy actually runs (a process with KvikIO's wheel may hold two).
@@ -210,6 +228,7 @@ impl Cufile {
             write: symbol!("cuFileWrite"),
             stats,
             batch,
+            stream,
             _library: library,
         })
     }

@@ -14,6 +14,7 @@ use crate::reader::batch::BatchReader;
 use crate::reader::bounce::Bounce;
 use crate::reader::cufile::CufileReader;
 use crate::reader::posix::{self, Posix};
+use crate::reader::stream::AsyncReader;
 use crate::reader::{PlanReader, ReaderError, recording};
 use crate::writer::cufile::CufileWriter;
 use gds_model::cache;
@@ -92,7 +93,9 @@ fn measure(spec: &WorkerSpec) -> WorkerResult {
             .map_err(fail)?;
             passes(spec, &mut reader, m)
         }),
-        Reader::Cufile | Reader::CufileBatch => with_gpu_and_cufile(spec, &mut m),
+        Reader::Cufile | Reader::CufileBatch | Reader::CufileAsync => {
+            with_gpu_and_cufile(spec, &mut m)
+        }
         Reader::Kvikio => Err(WorkerFailure {
             reason: "the Rust worker does not run KvikIO trials".into(),
             next: "this is a bug in gds-gate: KvikIO trials go to the Python worker".into(),
@@ -219,6 +222,13 @@ fn with_cufile(
             phase(m, "device buffers, generated source and file registration");
             let read_back = reader.as_mut().map(|r| r as &mut dyn PlanReader);
             let outcome = write::passes(spec, &mut writer, read_back, m);
+            hold_for_sample(spec.hold_for_sampling.as_deref());
+            outcome
+        } else if spec.trial.reader == Reader::CufileAsync {
+            let depth = spec.trial.queue_depth;
+            let mut reader = AsyncReader::open(gpu, library, plan, buffer, depth).map_err(fail)?;
+            phase(m, "streams, device buffer and file registration");
+            let outcome = passes(spec, &mut reader, m);
             hold_for_sample(spec.hold_for_sampling.as_deref());
             outcome
         } else if spec.trial.reader == Reader::CufileBatch {

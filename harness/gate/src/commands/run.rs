@@ -449,7 +449,11 @@ fn unavailable(spec: &TrialSpec, host: &HostFacts) -> Option<String> {
         Reader::Posix => None,
         _ if host.gpu_unavailable.is_some() => host.gpu_unavailable.clone(),
         // KvikIO too: it needs libcuda.so.1 even for host reads.
-        Reader::H2d | Reader::Cufile | Reader::CufileBatch | Reader::Kvikio => None,
+        Reader::H2d
+        | Reader::Cufile
+        | Reader::CufileBatch
+        | Reader::CufileAsync
+        | Reader::Kvikio => None,
     }
 }
 

@@ -34,7 +34,8 @@ pub struct TrialSpec {
     pub task_size: u64,
     pub gds_threshold: u64,
     pub bounce_buffer_size: u64,
-    /// `cufile-batch`: batches in flight (records of older gates have none: 1).
+    /// `cufile-batch`: batches in flight, `cufile-async`: streams (records of older gates have
+    /// none: 1).
     #[serde(default = "one")]
     pub queue_depth: u32,
     /// `cufile-batch`: I/Os per batch.
@@ -243,7 +244,7 @@ fn axes_for(reader: Reader, s: &Scenario) -> Vec<Axis<'_>> {
             }),
         ),
         axis(
-            !batch,
+            !reader.queues(),
             "nthreads",
             s.nthreads.len(),
             Box::new(|t, i| {
@@ -261,7 +262,7 @@ fn axes_for(reader: Reader, s: &Scenario) -> Vec<Axis<'_>> {
             }),
         ),
         axis(
-            batch,
+            reader.queues(),
             "depth",
             s.queue_depths.len(),
             Box::new(|t, i| {

@@ -316,7 +316,7 @@ impl Validator<'_> {
                 return Err(self.error(
                     here("op"),
                     format!("{context}: `op: {}` needs a writer, but the `{}` reader only reads", op.name(), reader.name()),
-                    "write with `cufile` (cuFileWrite), `kvikio`, `h2d` or `posix`, and read with `cufile-batch` in a scenario of its own",
+                    "write with `cufile` (cuFileWrite), `kvikio`, `h2d` or `posix`, and read with `cufile-batch` or `cufile-async` in a scenario of its own",
                 ));
             }
         }
@@ -581,7 +581,9 @@ fn impossible_path(reader: Reader, path: ExpectedPath) -> Option<String> {
     let possible: &[ExpectedPath] = match reader {
         Reader::Posix => &[Host, Any],
         Reader::H2d => &[Bounce, Any],
-        Reader::Cufile | Reader::CufileBatch => &[Nvfs, P2p, Gds, CufilePosix, Any],
+        Reader::Cufile | Reader::CufileBatch | Reader::CufileAsync => {
+            &[Nvfs, P2p, Gds, CufilePosix, Any]
+        }
         Reader::Kvikio => &[Nvfs, P2p, Gds, CufilePosix, KvikioPosix, Any],
     };
     (!possible.contains(&path)).then(|| {

@@ -44,7 +44,7 @@ pub struct ScenarioFields {
     pub task_size: Option<OneOrMany<PositiveSize>>,
     pub gds_threshold: Option<OneOrMany<ByteSize>>,
     pub bounce_buffer_size: Option<OneOrMany<PositiveSize>>,
-    /// `cufile-batch`: batches in flight at once.
+    /// `cufile-batch`: batches in flight at once; `cufile-async`: CUDA streams.
     pub queue_depth: Option<OneOrMany<NonZeroU32>>,
     /// `cufile-batch`: I/Os per `cuFileBatchIOSubmit`, at most cuFile's `properties.io_batchsize`.
     pub batch_size: Option<OneOrMany<NonZeroU32>>,
@@ -88,6 +88,10 @@ pub enum Reader {
     /// `cuFileBatchIOSubmit`, `queue_depth` batches in flight.
     #[serde(rename = "cufile-batch")]
     CufileBatch,
+    /// cuFile's stream-ordered API: every task enqueued with `cuFileReadAsync` on one of
+    /// `queue_depth` registered CUDA streams, then the streams synchronised.
+    #[serde(rename = "cufile-async")]
+    CufileAsync,
 }
 
 impl Reader {
@@ -98,12 +102,21 @@ impl Reader {
             Reader::Cufile => "cufile",
             Reader::Kvikio => "kvikio",
             Reader::CufileBatch => "cufile-batch",
+            Reader::CufileAsync => "cufile-async",
         }
     }
 
     /// Whether the gate's own worker calls libcufile for this reader (KvikIO calls it itself).
     pub fn native_cufile(self) -> bool {
-        matches!(self, Reader::Cufile | Reader::CufileBatch)
+        matches!(
+            self,
+            Reader::Cufile | Reader::CufileBatch | Reader::CufileAsync
+        )
+    }
+
+    /// Whether `queue_depth` applies: the readers that keep I/O in flight without threads.
+    pub fn queues(self) -> bool {
+        matches!(self, Reader::CufileBatch | Reader::CufileAsync)
     }
 
     /// Whether the bytes go through libcufile (natively or through KvikIO), so that the trial
@@ -114,7 +127,7 @@ impl Reader {
 
     /// Whether the reader can also write (`op: write` and `roundtrip`).
     pub fn writes(self) -> bool {
-        self != Reader::CufileBatch
+        !self.queues()
     }
 
     pub fn uses_gpu(self) -> bool {

@@ -1,5 +1,6 @@
-//! The `cufile-batch` reader's keys: `queue_depth` and `batch_size` as matrix axes of that reader
-//! only, `nthreads` dropped for it, and what it cannot do refused with the fix.
+//! The keys of the readers that queue I/O without threads: `queue_depth` (batches in flight for
+//! `cufile-batch`, streams for `cufile-async`) and `batch_size` as matrix axes of those readers
+//! only, `nthreads` dropped for them, and what they cannot do refused with the fix.
 
 use super::tests::{assert_rejected, parse_ok};
 use super::*;
@@ -79,4 +80,21 @@ fn batch_mistakes_are_reported_with_position_and_fix() {
             &[":5:"],
         ),
     ]);
+}
+
+#[test]
+fn the_async_reader_takes_a_depth_of_streams_and_no_batch_size() {
+    let suite = parse_ok(
+        "scenarios:\n  - name: a\n    files: { size: 1MiB }\n    reader: cufile-async\n    nthreads: 8\n    queue_depth: [1, 4]\n    batch_size: [8, 16]\n",
+    );
+    let names: Vec<String> = expand(&suite).into_iter().map(|t| t.name).collect();
+    assert_eq!(names, ["test::a[depth=1]", "test::a[depth=4]"]);
+    assert_rejected(&[(
+        "the async reader has no writer yet",
+        "scenarios:\n  - name: a\n    files: { size: 1MiB }\n    reader: cufile-async\n    op: roundtrip\n",
+        &[
+            "`op: roundtrip` needs a writer",
+            "`cufile-async` reader only reads",
+        ],
+    )]);
 }

@@ -97,7 +97,7 @@ pub(super) fn build(e: &Evidence) -> PathVerdict {
     match e.reader {
         Reader::Posix => v.add(Path::Host, e.bytes_read),
         Reader::H2d => v.add(Path::Bounce, e.bytes_read),
-        Reader::Cufile | Reader::CufileBatch => {
+        Reader::Cufile | Reader::CufileBatch | Reader::CufileAsync => {
             let ops = cufile_ops(e, &mut v);
             let who = format!("the {} reader", e.reader.name());
             through_cufile(e, &mut v, ops.as_ref(), e.bytes_read, &who);

@@ -146,6 +146,13 @@ impl Gpu {
         })
     }
 
+    /// A new stream of this GPU's context, for stream-ordered cuFile calls.
+    pub fn new_stream(&self) -> Result<Arc<CudaStream>, GpuError> {
+        self.ctx
+            .new_stream()
+            .context(|| "create a CUDA stream".into())
+    }
+
     pub fn synchronize(&self) -> Result<(), GpuError> {
         self.stream
             .synchronize()

@@ -413,6 +413,17 @@ fn expectations(
             Box::new(|t: &TrialSpec| t.reader == Reader::CufileBatch),
         ),
         (
+            "reader cufile-async".into(),
+            both(
+                &both(&gpu_answer, &libcufile(facts)),
+                &both(
+                    &register_for_reader,
+                    &entry_point(facts, "cuFileReadAsync", "cufile-async"),
+                ),
+            ),
+            Box::new(|t: &TrialSpec| t.reader == Reader::CufileAsync),
+        ),
+        (
             "reader kvikio".into(),
             both(&gpu_answer, &kvikio),
             Box::new(|t: &TrialSpec| t.reader == Reader::Kvikio),

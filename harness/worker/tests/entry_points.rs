@@ -1,0 +1,69 @@
+//! The readers of cuFile's other entry points on a GPU: `cufile-batch` (batches in flight) and
+//! `cufile-async` (stream-ordered reads), each reading generated files into GPU memory, verified
+//! there. Need an NVIDIA GPU, libcufile with the entry point and a data dir that cuFile registers;
+//! ignored elsewhere.
+
+use gds_model::integrity::expected_checksum;
+use gds_model::plan::ReadPlan;
+use gds_model::scenario::{BufferKind, FileSet, Integrity, Pattern};
+use gds_worker::gpu::Gpu;
+use gds_worker::libcufile::Cufile;
+use gds_worker::reader::PlanReader;
+use gds_worker::writer::PlanWriter;
+use gds_worker::writer::posix::PosixWriter;
+
+/// Two files of an odd size, written by the posix writer (the readers under test only read):
+/// six tasks of up to 1 MiB.
+fn written(dir: &std::path::Path) -> ReadPlan {
+    let files = FileSet::Generated {
+        size: 3_000_011,
+        seed: 17,
+        count: 2,
+    };
+    let plan = gds_model::write::write_plan(dir, &files, &Pattern::Whole).unwrap();
+    let mut writer = PosixWriter::open(&plan).unwrap();
+    writer.prepare(&plan).unwrap();
+    writer.write(&plan, 1, 1 << 20).unwrap();
+    writer.sync(&plan).unwrap();
+    plan
+}
+
+fn read_and_verify(reader: &mut dyn PlanReader, plan: &ReadPlan) -> u64 {
+    reader.prepare().unwrap();
+    let pass = reader.read(plan, 1, 1 << 20).unwrap();
+    let result = reader
+        .verify(plan, Integrity::Exact, expected_checksum(plan))
+        .unwrap();
+    assert!(result.passed(), "{result:?}");
+    pass.calls
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU and libcufile with the batch API"]
+fn batches_in_flight_read_the_generators_bytes_into_the_gpu() {
+    use gds_worker::reader::batch::BatchReader;
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let plan = written(dir.path());
+    let mut gpu = Gpu::open(0).unwrap();
+    let cufile = Cufile::load().unwrap();
+    cufile.open_driver().unwrap();
+    // Six tasks in batches of 4: a full batch and a short one, two in flight.
+    let mut reader =
+        BatchReader::open(&mut gpu, &cufile, &plan, BufferKind::Unregistered, 2, 4).unwrap();
+    assert_eq!(read_and_verify(&mut reader, &plan), 2, "one call per batch");
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU and libcufile with the stream API"]
+fn stream_ordered_reads_put_the_generators_bytes_into_the_gpu() {
+    use gds_worker::reader::stream::AsyncReader;
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let plan = written(dir.path());
+    let mut gpu = Gpu::open(0).unwrap();
+    let cufile = Cufile::load().unwrap();
+    cufile.open_driver().unwrap();
+    // Six reads over four streams: two streams carry two reads each, in order.
+    let mut reader =
+        AsyncReader::open(&mut gpu, &cufile, &plan, BufferKind::Registered, 4).unwrap();
+    assert_eq!(read_and_verify(&mut reader, &plan), 6, "one call per task");
+}
