@@ -64,6 +64,7 @@ impl From<RawProperties> for DriverProperties {
                 raw.dcontrolflags,
                 &[(0, "use_poll_mode"), (1, "allow_compat_mode")],
             ),
+            features: bits(raw.fflags, FEATURE_FLAGS),
             poll_thresh_size_kb: raw.poll_thresh_size as u64,
             max_direct_io_size_kb: raw.max_direct_io_size as u64,
             max_device_cache_size_kb: u64::from(raw.max_device_cache_size),
@@ -107,6 +108,10 @@ pub struct DriverProperties {
     pub status_flags: Vec<String>,
     /// `use_poll_mode`, `allow_compat_mode` when set.
     pub control_flags: Vec<String>,
+    /// What the driver says it supports (`fflags`, `CUfileFeatureFlags_t` bit positions):
+    /// `dyn_routing`, `batch_io`, `streams`, `parallel_io`; absent in results of older gates.
+    #[serde(default)]
+    pub features: Vec<String>,
     pub poll_thresh_size_kb: u64,
     pub max_direct_io_size_kb: u64,
     pub max_device_cache_size_kb: u64,
@@ -117,6 +122,14 @@ pub struct DriverProperties {
     #[serde(default)]
     pub max_batch_io_size: u64,
 }
+
+/// `CUfileFeatureFlags_t`: bit positions of `fflags` (KvikIO tests them the same way).
+const FEATURE_FLAGS: &[(u32, &str)] = &[
+    (0, "dyn_routing"),
+    (1, "batch_io"),
+    (2, "streams"),
+    (3, "parallel_io"),
+];
 
 const STATUS_FLAGS: &[(u32, &str)] = &[
     (0, "lustre"),
@@ -452,6 +465,23 @@ mod tests {
             newer.contains("cuFile 1.20") && newer.contains("upgrade gds-gate"),
             "{newer}"
         );
+    }
+
+    #[test]
+    fn driver_properties_name_the_features_and_the_batch_limit() {
+        let mut bytes = [0u8; 56];
+        bytes[32..36].copy_from_slice(&0b0110u32.to_le_bytes()); // fflags
+        bytes[48..52].copy_from_slice(&128u32.to_le_bytes()); // max_batch_io_size
+        let props = DriverProperties::decode(&bytes).unwrap();
+        assert_eq!(props.features, ["batch_io", "streams"]);
+        assert_eq!(props.max_batch_io_size, 128);
+        // A result of an older gate has neither field.
+        let mut json = serde_json::to_value(&props).unwrap();
+        let object = json.as_object_mut().unwrap();
+        object.remove("features");
+        object.remove("max_batch_io_size");
+        let old: DriverProperties = serde_json::from_value(json).unwrap();
+        assert!(old.features.is_empty() && old.max_batch_io_size == 0);
     }
 
     #[test]

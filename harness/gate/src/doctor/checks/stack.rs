@@ -136,7 +136,7 @@ pub(super) fn cufile(facts: &Facts, rows: &mut Vec<Check>) {
             properties: Fact::Known(p),
         }) => {
             let evidence = format!(
-                "opened; nvidia-fs {} ({}); supports: {}; control flags: {}",
+                "opened; nvidia-fs {} ({}); supports: {}; control flags: {}; features: {}, {} I/Os per batch",
                 p.nvfs_version,
                 if p.nvfs_loaded {
                     "loaded"
@@ -145,6 +145,8 @@ pub(super) fn cufile(facts: &Facts, rows: &mut Vec<Check>) {
                 },
                 list(&p.status_flags),
                 list(&p.control_flags),
+                list(&p.features),
+                p.max_batch_io_size,
             );
             match p.nvfs_loaded {
                 true => Check::ok("cuFileDriverOpen", evidence),
