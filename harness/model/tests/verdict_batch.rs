@@ -73,3 +73,17 @@ fn stream_ordered_reads_are_judged_by_the_same_counters() {
         "{judged}"
     );
 }
+
+/// KvikIO's async reads: the evidence says whether they could reach cuFile's stream API, as the
+/// worker inferred it.
+#[test]
+fn kvikio_async_reads_say_which_way_kvikio_took() {
+    let mut e = Evidence::new(Reader::Kvikio, GIB);
+    e.kvikio_async =
+        Some("synchronous fallback (inferred from KvikIO's rules): no cufile.json path".into());
+    let text = judge(&e, ExpectedPath::Any, 0).to_string();
+    assert!(
+        text.contains("KvikIO raw_read_async: synchronous fallback (inferred from KvikIO's rules): no cufile.json path"),
+        "{text}"
+    );
+}

@@ -113,6 +113,9 @@ fn evidence(
     evidence.nvidia_fs_loaded = Some(host.nvidia_fs_loaded);
     evidence.run_udev = Some(host.run_udev);
     if spec.reader == Reader::Kvikio {
+        evidence.kvikio_async = m
+            .and_then(|m| m.kvikio.as_ref())
+            .and_then(|k| k.async_path.clone());
         evidence.compat_mode = spec.compat_mode;
         evidence.gds_threshold = Some(spec.gds_threshold);
     }

@@ -210,6 +210,9 @@ pub struct Evidence {
     /// The smallest read the reader issued (a chunk, or the file's tail task).
     #[serde(default)]
     pub smallest_read: Option<u64>,
+    /// `kvikio_api: async`: whether KvikIO's async reads could use cuFile's stream API, in words.
+    #[serde(default)]
+    pub kvikio_async: Option<String>,
     /// Whether the device buffer was `cuFileBufRegister`ed.
     #[serde(default)]
     pub buffer_registered: Option<bool>,
@@ -237,6 +240,7 @@ impl Evidence {
             gds_threshold: None,
             task_size: None,
             smallest_read: None,
+            kvikio_async: None,
             buffer_registered: None,
             allow_compat_mode: None,
         }

@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 use super::model::{
-    BufferKind, Cache, CompatMode, ExpectedPath, GpuSet, Integrity, Op, Pattern, Reader,
+    BufferKind, Cache, CompatMode, ExpectedPath, GpuSet, Integrity, KvikioApi, Op, Pattern, Reader,
 };
 use super::size::ByteSize;
 use super::{Scenario, Suite};
@@ -41,6 +41,9 @@ pub struct TrialSpec {
     /// `cufile-batch`: I/Os per batch.
     #[serde(default = "default_batch_size")]
     pub batch_size: u32,
+    /// `kvikio`: `pread` (records of older gates have none) or `async`.
+    #[serde(default)]
+    pub kvikio_api: KvikioApi,
     pub cufile: BTreeMap<String, serde_json::Value>,
     pub pattern: Pattern,
     pub cache: Cache,
@@ -159,6 +162,7 @@ fn expand_scenario(suite_def: &Suite, scenario: &Scenario) -> Vec<TrialSpec> {
             bounce_buffer_size: scenario.bounce_buffer_sizes[0],
             queue_depth: scenario.queue_depths[0],
             batch_size: scenario.batch_sizes[0],
+            kvikio_api: scenario.kvikio_apis[0],
             cufile: scenario.cufile.clone(),
             pattern: scenario.pattern.clone(),
             cache: scenario.caches[0],
@@ -224,6 +228,9 @@ fn axis<'a>(applies: bool, label: &'static str, len: usize, apply: Apply<'a>) ->
 fn axes_for(reader: Reader, s: &Scenario) -> Vec<Axis<'_>> {
     let kvikio = reader == Reader::Kvikio;
     let batch = reader == Reader::CufileBatch;
+    // KvikIO's async reads take a depth of streams; its preads have none, so a depth multiplies
+    // only a scenario that reads with `async` alone.
+    let kvikio_streams = kvikio && s.kvikio_apis.iter().all(|api| *api == KvikioApi::Async);
     [
         axis(
             true,
@@ -262,7 +269,16 @@ fn axes_for(reader: Reader, s: &Scenario) -> Vec<Axis<'_>> {
             }),
         ),
         axis(
-            reader.queues(),
+            kvikio,
+            "api",
+            s.kvikio_apis.len(),
+            Box::new(|t, i| {
+                t.kvikio_api = s.kvikio_apis[i];
+                t.kvikio_api.name().to_string()
+            }),
+        ),
+        axis(
+            reader.queues() || kvikio_streams,
             "depth",
             s.queue_depths.len(),
             Box::new(|t, i| {

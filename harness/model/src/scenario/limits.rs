@@ -254,6 +254,9 @@ impl Validator<'_> {
             &s.batch_sizes,
             ToString::to_string,
         )?;
+        self.distinct(at, context, "kvikio_api", &s.kvikio_apis, |api| {
+            api.name().into()
+        })?;
         self.distinct(at, context, "task_size", &s.task_sizes, size)?;
         self.distinct(at, context, "gds_threshold", &s.gds_thresholds, size)?;
         self.distinct(

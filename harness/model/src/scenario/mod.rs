@@ -18,8 +18,8 @@ use std::path::{Path, PathBuf};
 pub use error::ScenarioError;
 pub use expand::{Expectations, FileSet, TrialSpec, expand};
 pub use model::{
-    BufferKind, Cache, CompatMode, ExpectedPath, GpuSet, Integrity, Op, Pattern, RandomReads,
-    Reader,
+    BufferKind, Cache, CompatMode, ExpectedPath, GpuSet, Integrity, KvikioApi, Op, Pattern,
+    RandomReads, Reader,
 };
 
 use model::{Files, ScenarioFields, SuiteFile};
@@ -54,6 +54,7 @@ pub struct Scenario {
     pub bounce_buffer_sizes: Vec<u64>,
     pub queue_depths: Vec<u32>,
     pub batch_sizes: Vec<u32>,
+    pub kvikio_apis: Vec<KvikioApi>,
     pub cufile: BTreeMap<String, serde_json::Value>,
     pub pattern: Pattern,
     pub caches: Vec<Cache>,
@@ -312,6 +313,15 @@ impl Validator<'_> {
         let gpu_set = fields.gpus.clone().or_else(|| defaults.gpus.clone());
         if let Some(&op) = ops.iter().find(|op| op.writes()) {
             self.writes(op, &files, &pattern, gpu_set.as_ref(), &context, &here)?;
+            if readers.contains(&Reader::Kvikio)
+                && pick!(kvikio_api, KvikioApi::Pread).contains(&KvikioApi::Async)
+            {
+                return Err(self.error(
+                    here("kvikio_api"),
+                    format!("{context}: `op: {}` with `kvikio_api: async`: the KvikIO async reader only reads", op.name()),
+                    "write with KvikIO's `pread`/`pwrite` path (`kvikio_api: pread`, the default), and read with `async` in a scenario of its own",
+                ));
+            }
             if let Some(reader) = readers.iter().find(|reader| !reader.writes()) {
                 return Err(self.error(
                     here("op"),
@@ -378,6 +388,7 @@ impl Validator<'_> {
                 .into_iter()
                 .map(u32::from)
                 .collect(),
+            kvikio_apis: pick!(kvikio_api, KvikioApi::Pread),
             cufile,
             pattern,
             caches: pick!(cache, Cache::Cold),

@@ -48,6 +48,8 @@ pub struct ScenarioFields {
     pub queue_depth: Option<OneOrMany<NonZeroU32>>,
     /// `cufile-batch`: I/Os per `cuFileBatchIOSubmit`, at most cuFile's `properties.io_batchsize`.
     pub batch_size: Option<OneOrMany<NonZeroU32>>,
+    /// `kvikio`: `pread` (default) or `async` (`raw_read_async` on `queue_depth` CUDA streams).
+    pub kvikio_api: Option<OneOrMany<KvikioApi>>,
     /// cufile.json overrides: a dotted JSON path (`execution.max_io_threads`) → value.
     pub cufile: Option<BTreeMap<String, serde_json::Value>>,
     /// `whole`, `{ chunks: SIZE }` or `{ random: {...} }`: a one-key map, not a YAML tag.
@@ -219,6 +221,29 @@ pub enum Cache {
     Cold,
     /// Files stay cached: the host path is measured.
     Warm,
+}
+
+/// Which KvikIO call the `kvikio` reader reads with.
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum KvikioApi {
+    /// `CuFile.pread`: KvikIO's thread pool, `task_size` tasks.
+    #[default]
+    Pread,
+    /// `CuFile.raw_read_async` on CUDA streams, one call per `task_size` task, checked with
+    /// `IOFutureStream.check_bytes_done()` after the streams are synchronised.
+    Async,
+}
+
+impl KvikioApi {
+    pub fn name(self) -> &'static str {
+        match self {
+            KvikioApi::Pread => "pread",
+            KvikioApi::Async => "async",
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]

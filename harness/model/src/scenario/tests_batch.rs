@@ -1,6 +1,7 @@
 //! The keys of the readers that queue I/O without threads: `queue_depth` (batches in flight for
 //! `cufile-batch`, streams for `cufile-async`) and `batch_size` as matrix axes of those readers
-//! only, `nthreads` dropped for them, and what they cannot do refused with the fix.
+//! only, `nthreads` dropped for them, KvikIO's `kvikio_api` (`pread` or `async` on a depth of
+//! streams), and what they cannot do refused with the fix.
 
 use super::tests::{assert_rejected, parse_ok};
 use super::*;
@@ -97,4 +98,40 @@ fn the_async_reader_takes_a_depth_of_streams_and_no_batch_size() {
             "`cufile-async` reader only reads",
         ],
     )]);
+}
+
+#[test]
+fn kvikio_reads_with_pread_or_async_and_async_takes_a_depth_of_streams() {
+    let both = expand(&parse_ok(
+        "scenarios:\n  - name: k\n    files: { size: 1MiB }\n    reader: kvikio\n    kvikio_api: [pread, async]\n    queue_depth: [1, 4]\n",
+    ));
+    let names: Vec<&str> = both.iter().map(|t| t.name.as_str()).collect();
+    // With pread in the list, a depth would only repeat the pread trials: it is dropped.
+    assert_eq!(names, ["test::k[api=pread]", "test::k[api=async]"]);
+    assert_eq!(both[1].kvikio_api, KvikioApi::Async);
+    let streams = expand(&parse_ok(
+        "scenarios:\n  - name: k\n    files: { size: 1MiB }\n    reader: kvikio\n    kvikio_api: async\n    queue_depth: [1, 4]\n",
+    ));
+    let depths: Vec<(&str, u32)> = streams
+        .iter()
+        .map(|t| (t.name.as_str(), t.queue_depth))
+        .collect();
+    assert_eq!(depths, [("test::k[depth=1]", 1), ("test::k[depth=4]", 4)]);
+    // A record of an older gate has no `kvikio_api`: it used pread.
+    let mut json = serde_json::to_value(&streams[0]).unwrap();
+    json.as_object_mut().unwrap().remove("kvikio_api");
+    let old: TrialSpec = serde_json::from_value(json).unwrap();
+    assert_eq!(old.kvikio_api, KvikioApi::Pread);
+    assert_rejected(&[
+        (
+            "KvikIO's async reader does not write",
+            "scenarios:\n  - name: k\n    files: { size: 1MiB }\n    reader: kvikio\n    kvikio_api: async\n    op: write\n",
+            &[":5:5:", "`kvikio_api: async`", "only reads"],
+        ),
+        (
+            "an unknown KvikIO call",
+            "scenarios:\n  - name: k\n    files: { size: 1MiB }\n    reader: kvikio\n    kvikio_api: mmap\n",
+            &[":5:", "unknown variant `mmap`", "async"],
+        ),
+    ]);
 }

@@ -122,6 +122,9 @@ pub(super) fn settings(e: &Evidence, v: &mut Builder) {
     if let Some(smallest) = e.smallest_read {
         parts.push(format!("smallest {} {}", e.op.transfer(), Bytes(smallest)));
     }
+    if let Some(path) = &e.kvikio_async {
+        parts.push(format!("KvikIO raw_read_async: {path}"));
+    }
     if let Some(registered) = e.buffer_registered {
         parts.push(
             if registered {
