@@ -16,7 +16,9 @@ use crate::reader::cufile::CufileReader;
 use crate::reader::posix::{self, Posix};
 use crate::reader::stream::AsyncReader;
 use crate::reader::{PlanReader, ReaderError, recording};
+use crate::writer::PlanWriter;
 use crate::writer::cufile::CufileWriter;
+use crate::writer::stream::AsyncWriter;
 use gds_model::cache;
 use gds_model::cost::{Histogram, PassCost};
 use gds_model::hex;
@@ -211,17 +213,29 @@ fn with_cufile(
         phase(m, "cuFile statistics on");
         let (plan, buffer) = (&spec.plan, spec.trial.buffer);
         let outcome = if spec.trial.op.writes() {
-            // The writer first: it creates the files a roundtrip's reader then opens.
-            let mut writer = CufileWriter::open(gpu, library, plan, buffer).map_err(fail)?;
-            let mut reader = match spec.trial.op {
-                Op::Roundtrip => {
-                    Some(CufileReader::open(gpu, library, plan, buffer).map_err(fail)?)
-                }
+            // The writer first: it creates the files a roundtrip's reader then opens. The
+            // stream-ordered reader writes and reads back through cuFile's stream API.
+            let (asynchronous, depth) = (
+                spec.trial.reader == Reader::CufileAsync,
+                spec.trial.queue_depth,
+            );
+            let mut writer: Box<dyn PlanWriter + '_> = if asynchronous {
+                Box::new(AsyncWriter::open(gpu, library, plan, buffer, depth).map_err(fail)?)
+            } else {
+                Box::new(CufileWriter::open(gpu, library, plan, buffer).map_err(fail)?)
+            };
+            let mut reader: Option<Box<dyn PlanReader + '_>> = match spec.trial.op {
+                Op::Roundtrip if asynchronous => Some(Box::new(
+                    AsyncReader::open(gpu, library, plan, buffer, depth).map_err(fail)?,
+                )),
+                Op::Roundtrip => Some(Box::new(
+                    CufileReader::open(gpu, library, plan, buffer).map_err(fail)?,
+                )),
                 _ => None,
             };
             phase(m, "device buffers, generated source and file registration");
-            let read_back = reader.as_mut().map(|r| r as &mut dyn PlanReader);
-            let outcome = write::passes(spec, &mut writer, read_back, m);
+            let read_back = reader.as_mut().map(|r| r.as_mut() as &mut dyn PlanReader);
+            let outcome = write::passes(spec, writer.as_mut(), read_back, m);
             hold_for_sample(spec.hold_for_sampling.as_deref());
             outcome
         } else if spec.trial.reader == Reader::CufileAsync {

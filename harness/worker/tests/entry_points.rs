@@ -1,7 +1,7 @@
-//! The readers of cuFile's other entry points on a GPU: `cufile-batch` (batches in flight) and
-//! `cufile-async` (stream-ordered reads), each reading generated files into GPU memory, verified
-//! there. Need an NVIDIA GPU, libcufile with the entry point and a data dir that cuFile registers;
-//! ignored elsewhere.
+//! The readers and writer of cuFile's other entry points on a GPU: `cufile-batch` (batches in
+//! flight) and `cufile-async` (stream-ordered reads and writes), each verified where the bytes
+//! land (GPU memory, or the disk for the writer). Need an NVIDIA GPU, libcufile with the entry
+//! point and a data dir that cuFile registers; ignored elsewhere.
 
 use gds_model::integrity::expected_checksum;
 use gds_model::plan::ReadPlan;
@@ -66,4 +66,30 @@ fn stream_ordered_reads_put_the_generators_bytes_into_the_gpu() {
     let mut reader =
         AsyncReader::open(&mut gpu, &cufile, &plan, BufferKind::Registered, 4).unwrap();
     assert_eq!(read_and_verify(&mut reader, &plan), 6, "one call per task");
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU and libcufile with the stream API"]
+fn stream_ordered_writes_leave_the_generators_bytes_on_the_disk() {
+    use gds_model::scenario::FileSet;
+    use gds_worker::writer::on_disk;
+    use gds_worker::writer::stream::AsyncWriter;
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let files = FileSet::Generated {
+        size: 3_000_011,
+        seed: 19,
+        count: 2,
+    };
+    let plan = gds_model::write::write_plan(dir.path(), &files, &Pattern::Whole).unwrap();
+    let mut gpu = Gpu::open(0).unwrap();
+    let cufile = Cufile::load().unwrap();
+    cufile.open_driver().unwrap();
+    let mut writer =
+        AsyncWriter::open(&mut gpu, &cufile, &plan, BufferKind::Unregistered, 3).unwrap();
+    writer.prepare(&plan).unwrap();
+    let pass = writer.write(&plan, 1, 1 << 20).unwrap();
+    assert_eq!(pass.calls, 6, "one call per task");
+    writer.sync(&plan).unwrap();
+    let result = on_disk::verify(&plan, Integrity::Exact, expected_checksum(&plan)).unwrap();
+    assert!(result.passed(), "{result:?}");
 }

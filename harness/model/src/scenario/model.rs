@@ -90,8 +90,9 @@ pub enum Reader {
     /// `cuFileBatchIOSubmit`, `queue_depth` batches in flight.
     #[serde(rename = "cufile-batch")]
     CufileBatch,
-    /// cuFile's stream-ordered API: every task enqueued with `cuFileReadAsync` on one of
-    /// `queue_depth` registered CUDA streams, then the streams synchronised.
+    /// cuFile's stream-ordered API: every task enqueued with `cuFileReadAsync` (a writing trial:
+    /// `cuFileWriteAsync`) on one of `queue_depth` registered CUDA streams, then the streams
+    /// synchronised.
     #[serde(rename = "cufile-async")]
     CufileAsync,
 }
@@ -129,7 +130,7 @@ impl Reader {
 
     /// Whether the reader can also write (`op: write` and `roundtrip`).
     pub fn writes(self) -> bool {
-        !self.queues()
+        self != Reader::CufileBatch
     }
 
     pub fn uses_gpu(self) -> bool {

@@ -90,14 +90,12 @@ fn the_async_reader_takes_a_depth_of_streams_and_no_batch_size() {
     );
     let names: Vec<String> = expand(&suite).into_iter().map(|t| t.name).collect();
     assert_eq!(names, ["test::a[depth=1]", "test::a[depth=4]"]);
-    assert_rejected(&[(
-        "the async reader has no writer yet",
-        "scenarios:\n  - name: a\n    files: { size: 1MiB }\n    reader: cufile-async\n    op: roundtrip\n",
-        &[
-            "`op: roundtrip` needs a writer",
-            "`cufile-async` reader only reads",
-        ],
-    )]);
+    // It writes too, with cuFileWriteAsync, on the same depth of streams.
+    let writes = expand(&parse_ok(
+        "scenarios:\n  - name: a\n    files: { size: 1MiB }\n    reader: cufile-async\n    op: [write, roundtrip]\n    queue_depth: 4\n",
+    ));
+    let ops: Vec<(Op, u32)> = writes.iter().map(|t| (t.op, t.queue_depth)).collect();
+    assert_eq!(ops, [(Op::Write, 4), (Op::Roundtrip, 4)]);
 }
 
 #[test]

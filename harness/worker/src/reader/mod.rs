@@ -104,18 +104,18 @@ pub enum ReaderError {
         #[source]
         source: gds_model::cufile_abi::batch::EntryProblem,
     },
-    #[error(
-        "cuFileReadAsync could not enqueue the read of {len} bytes at offset {offset} of `{path}`"
-    )]
+    #[error("{call} could not enqueue {len} bytes at offset {offset} of `{path}`")]
     AsyncEnqueue {
+        call: &'static str,
         path: String,
         offset: u64,
         len: u64,
         #[source]
         source: CufileError,
     },
-    #[error("stream-ordered read of {len} bytes at offset {offset} of `{path}` failed")]
-    AsyncRead {
+    #[error("{call} of {len} bytes at offset {offset} of `{path}`, when its stream ran it")]
+    AsyncTransfer {
+        call: &'static str,
         path: String,
         offset: u64,
         len: u64,
@@ -168,7 +168,7 @@ impl ReaderError {
             ReaderError::OpenDirect { .. } => "the file system refuses O_DIRECT (tmpfs and some FUSE mounts do): put --data-dir on a local NVMe or parallel file system".into(),
             ReaderError::Cufile(CufileError::MissingEntryPoint { .. }) => "use a newer libcufile (the CUDA toolkit's, or another through GDS_GATE_LIBCUFILE); `cargo xtask doctor` lists the entry points this host's cuFile offers".into(),
             ReaderError::BatchTooLarge { limit, .. } => format!("use `batch_size: {limit}` or less, or raise the limit for the trial: `cufile: {{ properties.io_batchsize: N }}`"),
-            ReaderError::CufileRead { .. } | ReaderError::CufileWrite { .. } | ReaderError::BatchEntry { .. } | ReaderError::AsyncEnqueue { .. } | ReaderError::AsyncRead { .. } | ReaderError::Register { .. } | ReaderError::Cufile(_) => "read the trial's cufile.log (in its folder under the reports directory) and check nvidia-fs, cufile.json and the mount".into(),
+            ReaderError::CufileRead { .. } | ReaderError::CufileWrite { .. } | ReaderError::BatchEntry { .. } | ReaderError::AsyncEnqueue { .. } | ReaderError::AsyncTransfer { .. } | ReaderError::Register { .. } | ReaderError::Cufile(_) => "read the trial's cufile.log (in its folder under the reports directory) and check nvidia-fs, cufile.json and the mount".into(),
             ReaderError::Gpu(_) => "check the GPU with nvidia-smi and the CUDA installation".into(),
             ReaderError::HostMemory { .. } | ReaderError::HostAllocation(_) => "use smaller files or `pattern: { random: ... }`, or run on a host with more memory".into(),
             ReaderError::Write { .. } | ReaderError::Create { .. } | ReaderError::Sync { .. } => "check the data dir's free space and permissions, and the storage (dmesg)".into(),

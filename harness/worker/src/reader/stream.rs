@@ -4,7 +4,8 @@
 //! stream-ordered use of cuFile, with the pass's I/O in flight at once. The parameters of each call
 //! live in a slot the pass keeps until the streams are synchronised (cuFile reads the size and
 //! offsets and writes the byte count when the stream reaches the call); then every slot's byte
-//! count is checked, and a short or failed read fails the pass naming its file and offset.
+//! count is checked, and a short or failed transfer fails the pass naming its file and offset.
+//! [`Streams`] is shared with the `cufile-async` writer (`cuFileWriteAsync`).
 
 use std::fs::{File, OpenOptions};
 use std::sync::Arc;
@@ -21,12 +22,112 @@ use gds_model::integrity::IntegrityResult;
 use gds_model::plan::{ReadPlan, Segment};
 use gds_model::scenario::{BufferKind, Integrity};
 
+/// `queue_depth` CUDA streams registered with cuFile, and one pass of stream-ordered calls on
+/// them.
+pub struct Streams<'a> {
+    // Field order is drop order: deregister before the streams are destroyed.
+    registered: Vec<RegisteredStream<'a>>,
+    cuda: Vec<Arc<CudaStream>>,
+}
+
+impl<'a> Streams<'a> {
+    pub fn open(
+        gpu: &Gpu,
+        cufile: &'a Cufile,
+        queue_depth: u32,
+    ) -> Result<Streams<'a>, ReaderError> {
+        let cuda = (0..queue_depth.max(1))
+            .map(|_| gpu.new_stream())
+            .collect::<Result<Vec<_>, GpuError>>()?;
+        let registered = cuda
+            .iter()
+            .map(|stream| cufile.register_stream(stream))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Streams { registered, cuda })
+    }
+
+    /// Every task of `plan` enqueued in turn on the streams (`cuFileWriteAsync` when `write`, else
+    /// `cuFileReadAsync`), between its file and `device_ptr`, then every stream synchronised and
+    /// every transfer checked. The pass is timed from the first enqueue to the last
+    /// synchronisation; each task is one call, with no per-call latency (calls return when
+    /// enqueued). The current thread must have the GPU's context.
+    pub fn pass(
+        &self,
+        write: bool,
+        plan: &ReadPlan,
+        task_size: u64,
+        handles: &[Handle<'_>],
+        device_ptr: u64,
+    ) -> Result<Pass, ReaderError> {
+        let call = if write {
+            "cuFileWriteAsync"
+        } else {
+            "cuFileReadAsync"
+        };
+        let tasks = plan.tasks(task_size);
+        let path = |task: &Segment| plan.files[task.file].path.display().to_string();
+        // Allocated before the timed section and never moved until the streams are synchronised:
+        // cuFile holds pointers into it.
+        let mut slots: Vec<AsyncSlot> = tasks
+            .iter()
+            .map(|task| AsyncSlot::new(task.len, task.offset, task.buffer_offset))
+            .collect();
+        let base = slots.as_mut_ptr();
+        let start = Instant::now();
+        let mut enqueued = Ok(());
+        for (index, task) in tasks.iter().enumerate() {
+            let stream = &self.registered[index % self.registered.len()];
+            // SAFETY: `slots` is neither moved nor touched until every stream is synchronised
+            // below (also when an enqueue fails part-way); the task lies in the device buffer.
+            enqueued =
+                unsafe { stream.enqueue(write, &handles[task.file], device_ptr, base.add(index)) }
+                    .map_err(|source| ReaderError::AsyncEnqueue {
+                        call,
+                        path: path(task),
+                        offset: task.offset,
+                        len: task.len,
+                        source,
+                    });
+            if enqueued.is_err() {
+                break;
+            }
+        }
+        let synchronized = self.synchronize_all(call);
+        let elapsed = start.elapsed();
+        enqueued?;
+        synchronized?;
+        judge(&tasks, &slots).map_err(|(task, problem)| ReaderError::AsyncTransfer {
+            call,
+            path: path(&task),
+            offset: task.offset,
+            len: task.len,
+            source: problem,
+        })?;
+        Ok(Pass {
+            elapsed,
+            calls: tasks.len() as u64,
+            latency: None,
+        })
+    }
+
+    fn synchronize_all(&self, call: &str) -> Result<(), ReaderError> {
+        for stream in &self.cuda {
+            stream.synchronize().map_err(|source| {
+                ReaderError::Gpu(GpuError::Driver {
+                    context: format!("synchronize a stream of {call} calls"),
+                    source,
+                })
+            })?;
+        }
+        Ok(())
+    }
+}
+
 pub struct AsyncReader<'a> {
     gpu: &'a mut Gpu,
     // Field order is drop order: deregister the streams, the buffer and the handles before the
-    // streams are destroyed, the memory freed and the files closed.
-    registered_streams: Vec<RegisteredStream<'a>>,
-    streams: Vec<Arc<CudaStream>>,
+    // memory is freed and the files closed.
+    streams: Streams<'a>,
     _registered: Option<RegisteredBuffer<'a>>,
     handles: Vec<Handle<'a>>,
     _files: Vec<File>,
@@ -42,19 +143,12 @@ impl<'a> AsyncReader<'a> {
         buffer: BufferKind,
         queue_depth: u32,
     ) -> Result<AsyncReader<'a>, ReaderError> {
-        let streams = (0..queue_depth.max(1))
-            .map(|_| gpu.new_stream())
-            .collect::<Result<Vec<_>, GpuError>>()?;
-        let registered_streams = streams
-            .iter()
-            .map(|stream| cufile.register_stream(stream))
-            .collect::<Result<Vec<_>, _>>()?;
+        let streams = Streams::open(gpu, cufile, queue_depth)?;
         let device = gpu.alloc(plan.total_bytes() as usize)?;
         let (files, handles) = register_files(cufile, plan, OpenOptions::new().read(true))?;
         let registered = register_buffer(cufile, &device, buffer)?;
         Ok(AsyncReader {
             gpu,
-            registered_streams,
             streams,
             _registered: registered,
             handles,
@@ -62,26 +156,14 @@ impl<'a> AsyncReader<'a> {
             device,
         })
     }
-
-    fn synchronize_all(&self) -> Result<(), ReaderError> {
-        for stream in &self.streams {
-            stream.synchronize().map_err(|source| {
-                ReaderError::Gpu(GpuError::Driver {
-                    context: "synchronize a stream of cuFileReadAsync calls".into(),
-                    source,
-                })
-            })?;
-        }
-        Ok(())
-    }
 }
 
-/// What a slot's byte count says about its read, once its stream is synchronised.
+/// What a slot's byte count says about its transfer, once its stream is synchronised.
 #[derive(Debug, PartialEq, Eq, thiserror::Error)]
 pub enum SlotProblem {
-    #[error("cuFileReadAsync read {done} of {expected} bytes")]
+    #[error("{done} of {expected} bytes were transferred")]
     Short { done: u64, expected: u64 },
-    #[error("cuFileReadAsync failed: {} ({code})", gds_model::cufile_abi::describe(*code as i32))]
+    #[error("it failed: {} ({code})", gds_model::cufile_abi::describe(*code as i32))]
     Failed { code: i64 },
 }
 
@@ -112,8 +194,7 @@ impl PlanReader for AsyncReader<'_> {
     }
 
     /// `nthreads` does not apply: the I/O in flight is every enqueued call, spread over
-    /// `queue_depth` streams. Each task is one call; per-call latency cannot be timed from the
-    /// host (the calls return when enqueued), so the pass has none.
+    /// `queue_depth` streams.
     fn read(
         &mut self,
         plan: &ReadPlan,
@@ -121,53 +202,8 @@ impl PlanReader for AsyncReader<'_> {
         task_size: u64,
     ) -> Result<Pass, ReaderError> {
         self.gpu.bind()?;
-        let tasks = plan.tasks(task_size);
-        // Allocated before the timed section and never moved until the streams are synchronised:
-        // cuFile holds pointers into it.
-        let mut slots: Vec<AsyncSlot> = tasks
-            .iter()
-            .map(|task| AsyncSlot::new(task.len, task.offset, task.buffer_offset))
-            .collect();
-        let base = slots.as_mut_ptr();
-        let start = Instant::now();
-        let mut enqueued = Ok(());
-        for (index, task) in tasks.iter().enumerate() {
-            let stream = &self.registered_streams[index % self.registered_streams.len()];
-            // SAFETY: `slots` is neither moved nor touched until every stream is synchronised
-            // below (also when an enqueue fails part-way); the task lies in the device buffer.
-            enqueued = unsafe {
-                stream.enqueue(
-                    false,
-                    &self.handles[task.file],
-                    self.device.ptr,
-                    base.add(index),
-                )
-            }
-            .map_err(|source| ReaderError::AsyncEnqueue {
-                path: plan.files[task.file].path.display().to_string(),
-                offset: task.offset,
-                len: task.len,
-                source,
-            });
-            if enqueued.is_err() {
-                break;
-            }
-        }
-        let synchronized = self.synchronize_all();
-        let elapsed = start.elapsed();
-        enqueued?;
-        synchronized?;
-        judge(&tasks, &slots).map_err(|(task, problem)| ReaderError::AsyncRead {
-            path: plan.files[task.file].path.display().to_string(),
-            offset: task.offset,
-            len: task.len,
-            source: problem,
-        })?;
-        Ok(Pass {
-            elapsed,
-            calls: tasks.len() as u64,
-            latency: None,
-        })
+        self.streams
+            .pass(false, plan, task_size, &self.handles, self.device.ptr)
     }
 
     fn verify(
@@ -210,7 +246,7 @@ mod tests {
     }
 
     #[test]
-    fn every_read_must_be_whole_and_the_first_bad_one_is_named() {
+    fn every_transfer_must_be_whole_and_the_first_bad_one_is_named() {
         let tasks = [task(0, 4096), task(4096, 4096), task(8192, 100)];
         let whole: Vec<AsyncSlot> = tasks.iter().map(|t| slot(t, t.len as isize)).collect();
         assert_eq!(judge(&tasks, &whole), Ok(()));

@@ -6,6 +6,7 @@ pub mod bounce;
 pub mod cufile;
 pub mod on_disk;
 pub mod posix;
+pub mod stream;
 
 use gds_model::plan::ReadPlan;
 
