@@ -138,8 +138,9 @@ pub enum Command {
         gpu: bool,
         /// Measure only reader and writer parity and what recording costs: dd, the cufile reader,
         /// KvikIO (compat OFF) and the cufile reader with KvikIO's libcufile, posix, with latency
-        /// and CPU recording on and off, then dd's write, KvikIO's pwrite (compat OFF) and the
-        /// cufile writer, interleaved run by run on one cold file.
+        /// and CPU recording on and off, the cufile-batch and cufile-async readers at the same
+        /// I/Os in flight, then dd's write, KvikIO's pwrite (compat OFF) and the cufile writer,
+        /// interleaved run by run on one cold file.
         #[arg(long, conflicts_with_all = ["stats", "gpu"])]
         parity: bool,
         /// Reader threads of the parity table (`--gpu`, `--parity`).

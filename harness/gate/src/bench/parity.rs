@@ -43,6 +43,10 @@ enum Row {
     KvikioNoRecording,
     /// The cufile reader with the libcufile KvikIO loaded.
     CufileKvikioLibrary,
+    /// cuFile's batch API with as many entries per batch as the cufile reader has threads.
+    Batch,
+    /// cuFile's stream API on as many streams as the cufile reader has threads.
+    Async,
     Posix,
     PosixNoRecording,
     DdWrite,
@@ -50,13 +54,15 @@ enum Row {
     CufileWrite,
 }
 
-const ROWS: [Row; 11] = [
+const ROWS: [Row; 13] = [
     Row::Dd,
     Row::Cufile,
     Row::CufileNoRecording,
     Row::Kvikio,
     Row::KvikioNoRecording,
     Row::CufileKvikioLibrary,
+    Row::Batch,
+    Row::Async,
     Row::Posix,
     Row::PosixNoRecording,
     Row::DdWrite,
@@ -64,12 +70,15 @@ const ROWS: [Row; 11] = [
     Row::CufileWrite,
 ];
 
-/// The rows whose per-run ratio the bench states: each cufile row over KvikIO in the same
-/// direction, run by run.
-const PAIRS: [(Row, Row); 3] = [
+/// The rows whose per-run ratio the bench states, run by run: each cufile row over KvikIO in the
+/// same direction, and cuFile's batch and stream APIs over the synchronous cufile reader at the
+/// same I/Os in flight.
+const PAIRS: [(Row, Row); 5] = [
     (Row::Cufile, Row::Kvikio),
     (Row::CufileKvikioLibrary, Row::Kvikio),
     (Row::CufileWrite, Row::KvikioWrite),
+    (Row::Batch, Row::Cufile),
+    (Row::Async, Row::Cufile),
 ];
 
 impl Row {
@@ -86,6 +95,16 @@ impl Row {
             Row::Kvikio => format!("KvikIO compat OFF, {at}"),
             Row::KvikioNoRecording => format!("KvikIO compat OFF, {at}, recording off"),
             Row::CufileKvikioLibrary => format!("cufile reader with KvikIO's libcufile, {at}"),
+            Row::Batch => format!(
+                "cufile-batch reader, one batch of {} entries in flight, {} tasks",
+                setting.threads,
+                gds_model::units::format_bytes(setting.task_size, 0)
+            ),
+            Row::Async => format!(
+                "cufile-async reader, {} stream(s), {} tasks",
+                setting.threads,
+                gds_model::units::format_bytes(setting.task_size, 0)
+            ),
             Row::Posix => format!("posix reader, {at}"),
             Row::PosixNoRecording => format!("posix reader, {at}, recording off"),
             Row::DdWrite => "dd oflag=direct bs=16M (write)".into(),
@@ -110,6 +129,8 @@ impl Row {
             Row::Dd | Row::DdWrite => None,
             Row::Cufile | Row::CufileNoRecording | Row::CufileKvikioLibrary => Some("cufile"),
             Row::KvikioWrite => Some("kvikio-write"),
+            Row::Batch => Some("cufile-batch"),
+            Row::Async => Some("cufile-async"),
             Row::CufileWrite => Some("cufile-write"),
             Row::Kvikio | Row::KvikioNoRecording => Some("kvikio"),
             Row::Posix | Row::PosixNoRecording => Some("posix"),
@@ -130,8 +151,10 @@ fn suite(setting: &Setting) -> String {
         setting.threads, setting.task_size
     );
     format!(
-        "suite: parity\ndefaults: {{ files: {{ size: {}, seed: 77 }}, cache: cold, warmup: 0, repetitions: 1 }}\nscenarios:\n  - {{ name: cufile, reader: cufile, {at} }}\n  - {{ name: kvikio, reader: kvikio, compat_mode: OFF, {at} }}\n  - {{ name: posix, reader: posix, {at} }}\n  - {{ name: kvikio-write, reader: kvikio, op: write, compat_mode: OFF, {at} }}\n  - {{ name: cufile-write, reader: cufile, op: write, {at} }}\n",
-        setting.size
+        "suite: parity\ndefaults: {{ files: {{ size: {}, seed: 77 }}, cache: cold, warmup: 0, repetitions: 1 }}\nscenarios:\n  - {{ name: cufile, reader: cufile, {at} }}\n  - {{ name: kvikio, reader: kvikio, compat_mode: OFF, {at} }}\n  - {{ name: posix, reader: posix, {at} }}\n  - {{ name: kvikio-write, reader: kvikio, op: write, compat_mode: OFF, {at} }}\n  - {{ name: cufile-write, reader: cufile, op: write, {at} }}\n  - {{ name: cufile-batch, reader: cufile-batch, batch_size: {threads}, queue_depth: 1, task_size: {task} }}\n  - {{ name: cufile-async, reader: cufile-async, queue_depth: {threads}, task_size: {task} }}\n",
+        setting.size,
+        threads = setting.threads,
+        task = setting.task_size
     )
 }
 
@@ -408,25 +431,30 @@ fn render(
     );
     let _ = writeln!(
         out,
-        "Parity: `cufile reader` over `KvikIO compat OFF` and `cufile writer` over `KvikIO pwrite` run by run; `cufile reader with KvikIO's libcufile` takes the library out of the comparison. A writing row's GB/s times its writes only (fsync apart, as in the gate)."
+        "Parity: `cufile reader` over `KvikIO compat OFF` and `cufile writer` over `KvikIO pwrite` run by run; `cufile reader with KvikIO's libcufile` takes the library out of the comparison; `cufile-batch` and `cufile-async` over the `cufile reader` at the same I/Os in flight. A writing row's GB/s times its writes only (fsync apart, as in the gate)."
     );
     let index = |wanted: Row| ROWS.iter().position(|r| *r == wanted).unwrap_or(0);
     for (row, over) in PAIRS {
         let ratios = per_run_ratios(&samples[index(row)].gbps, &samples[index(over)].gbps);
-        if let Some(line) = ratio_line(&row.label(setting), &ratios) {
+        let over = if over == Row::Cufile {
+            "cufile reader"
+        } else {
+            "KvikIO"
+        };
+        if let Some(line) = ratio_line(&row.label(setting), over, &ratios) {
             let _ = writeln!(out, "{line}");
         }
     }
 }
 
 /// `- cufile writer, … / KvikIO: median 1.03 (runs: 1.10 0.98 1.03)`; none without ratios.
-fn ratio_line(label: &str, ratios: &[f64]) -> Option<String> {
+fn ratio_line(label: &str, over: &str, ratios: &[f64]) -> Option<String> {
     if ratios.is_empty() {
         return None;
     }
     let each: Vec<String> = ratios.iter().map(|r| format!("{r:.2}")).collect();
     Some(format!(
-        "- {label} / KvikIO: median {:.2} (runs: {})",
+        "- {label} / {over}: median {:.2} (runs: {})",
         median(ratios),
         each.join(" ")
     ))
@@ -469,10 +497,22 @@ mod tests {
                 (Reader::Posix, Op::Read),
                 (Reader::Kvikio, Op::Write),
                 (Reader::Cufile, Op::Write),
+                (Reader::CufileBatch, Op::Read),
+                (Reader::CufileAsync, Op::Read),
             ]
         );
+        // The same I/Os in flight: 8 threads, one batch of 8 entries, 8 streams.
+        let in_flight: Vec<u32> = trials
+            .iter()
+            .map(|t| match t.reader {
+                Reader::CufileBatch => t.batch_size * t.queue_depth,
+                Reader::CufileAsync => t.queue_depth,
+                _ => t.nthreads,
+            })
+            .collect();
+        assert_eq!(in_flight, [8; 7]);
         for t in &trials {
-            assert_eq!((t.nthreads, t.task_size), (8, 4 << 20), "{}", t.name);
+            assert_eq!(t.task_size, 4 << 20, "{}", t.name);
             assert_eq!((t.warmup, t.repetitions), (0, 1));
             assert_eq!(t.files, trials[0].files);
         }
@@ -500,10 +540,14 @@ mod tests {
     }
 
     #[test]
-    fn each_parity_pair_is_cufile_over_kvikio_in_one_direction_after_its_dd() {
+    fn each_parity_pair_is_cufile_over_a_reference_in_one_direction_after_its_dd() {
         for (row, over) in PAIRS {
             assert_eq!(row.writes(), over.writes(), "{row:?} / {over:?}");
-            assert_eq!(over.scenario().map(|s| s.starts_with("kvikio")), Some(true));
+            let reference = over.scenario().unwrap_or_default();
+            assert!(
+                reference.starts_with("kvikio") || reference == "cufile",
+                "{over:?}"
+            );
             assert_eq!(row.scenario().map(|s| s.starts_with("cufile")), Some(true));
         }
         // Each direction's dd runs before the rows that take it as their reference.
@@ -522,10 +566,10 @@ mod tests {
     #[test]
     fn the_ratio_line_gives_the_median_and_every_run() {
         assert_eq!(
-            ratio_line("cufile writer", &[1.1, 0.98, 1.03]).as_deref(),
+            ratio_line("cufile writer", "KvikIO", &[1.1, 0.98, 1.03]).as_deref(),
             Some("- cufile writer / KvikIO: median 1.03 (runs: 1.10 0.98 1.03)")
         );
-        assert_eq!(ratio_line("cufile writer", &[]), None);
+        assert_eq!(ratio_line("cufile writer", "KvikIO", &[]), None);
     }
 
     #[test]
