@@ -190,7 +190,10 @@ impl PlanReader for AsyncReader<'_> {
     }
 
     fn prepare(&mut self) -> Result<(), ReaderError> {
-        Ok(self.gpu.poison(&self.device)?)
+        self.gpu.poison(&self.device)?;
+        // The reads run on non-blocking streams, which do not wait for the default stream the
+        // memset may still be running on: finish it first, or it could overwrite what they read.
+        Ok(self.gpu.synchronize()?)
     }
 
     /// `nthreads` does not apply: the I/O in flight is every enqueued call, spread over
