@@ -2,94 +2,19 @@
 //! verification, reports, exit codes and the data cache. GPU trials are ignored on hosts without a
 //! driver, which is what these tests check the wording of.
 
+pub mod support;
+
 use std::fs;
 use std::os::unix::fs::{FileExt, MetadataExt};
-use std::path::PathBuf;
-use std::process::{Command, Output};
+use std::process::Command;
 
-const GATE: &str = env!("CARGO_BIN_EXE_gds-gate");
-
-/// A scratch area on the build disk (not /tmp, which may be tmpfs and never drops its pages).
-struct Scratch {
-    dir: tempfile::TempDir,
-}
-
-impl Scratch {
-    fn new() -> Scratch {
-        Scratch {
-            dir: tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap(),
-        }
-    }
-    fn path(&self, name: &str) -> PathBuf {
-        self.dir.path().join(name)
-    }
-    fn data(&self) -> PathBuf {
-        self.path("data")
-    }
-    fn out(&self) -> PathBuf {
-        self.path("out")
-    }
-    fn suite(&self, text: &str) -> PathBuf {
-        let path = self.path("suite.yaml");
-        fs::write(&path, text).unwrap();
-        path
-    }
-    /// Runs the gate with this scratch's data and report directories.
-    fn gate(&self, args: &[&str]) -> Run {
-        let output = Command::new(GATE)
-            .args(args)
-            .arg("--data-dir")
-            .arg(self.data())
-            .arg("--out")
-            .arg(self.out())
-            .arg("--baselines")
-            .arg(self.path("baselines"))
-            .current_dir(env!("CARGO_MANIFEST_DIR").to_owned() + "/../..")
-            .env_remove("GITHUB_STEP_SUMMARY")
-            .env_remove("GDS_GATE_REQUIRE_GPU")
-            .env_remove("GDS_GATE_RUNNER")
-            .output()
-            .unwrap();
-        Run::from(output)
-    }
-    fn report(&self) -> serde_json::Value {
-        serde_json::from_str(&fs::read_to_string(self.out().join("report.json")).unwrap()).unwrap()
-    }
-}
-
-struct Run {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-impl From<Output> for Run {
-    fn from(output: Output) -> Run {
-        Run {
-            code: output.status.code().unwrap_or(-1),
-            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-        }
-    }
-}
-
-impl std::fmt::Debug for Run {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "exit {}\n--- stdout\n{}\n--- stderr\n{}",
-            self.code, self.stdout, self.stderr
-        )
-    }
-}
+use support::{GATE, Run, SMALL, Scratch, pin_baseline};
 
 fn has_nvidia_driver() -> bool {
     // The probe runs in a worker of the binary under test.
     gds_gate::job::set_worker_program(GATE.into());
     gds_gate::host::HostFacts::probe().gpu_unavailable.is_none()
 }
-
-const SMALL: &str = "suite: small\nscenarios:\n  - name: read\n    files: { size: 3MiB, seed: 5 }\n    repetitions: 2\n";
 
 #[test]
 fn smoke_suite_passes_and_writes_well_formed_reports() {
@@ -343,18 +268,6 @@ fn validate_checks_files_without_running() {
     );
 }
 
-impl Scratch {
-    /// Runs the gate with only `args` (subcommands that take no --out).
-    fn gate_plain(&self, args: &[&str]) -> Run {
-        Command::new(GATE)
-            .args(args)
-            .current_dir(env!("CARGO_MANIFEST_DIR").to_owned() + "/../..")
-            .output()
-            .unwrap()
-            .into()
-    }
-}
-
 #[test]
 fn bless_writes_a_baseline_that_the_next_run_is_judged_against_and_refuses_in_ci() {
     let scratch = Scratch::new();
@@ -476,23 +389,6 @@ fn bless_writes_a_baseline_that_the_next_run_is_judged_against_and_refuses_in_ci
         .find(|l| l.starts_with("test [missing] small::read"));
     assert!(line.is_some_and(|l| l.ends_with("FAILED")), "{missing:?}");
     assert_eq!(scratch.report()["totals"]["changed"], 1);
-}
-
-/// Rewrites a baseline as if every pass of every blessed run had read at `gbps`: a level far from
-/// this host's, with no spread to hide a difference in.
-fn pin_baseline(path: &std::path::Path, gbps: f64) {
-    use gds_gate::baseline::{Loaded, file};
-    let Loaded::Present(mut baseline) = file::read(path).unwrap() else {
-        panic!("no baseline at {}", path.display());
-    };
-    for trial in baseline.trials.values_mut() {
-        for run in &mut trial.runs {
-            run.iter_mut().for_each(|pass| *pass = gbps);
-        }
-        trial.run_medians_gbps.iter_mut().for_each(|g| *g = gbps);
-        (trial.median_gbps, trial.min_gbps, trial.max_gbps) = (gbps, gbps, gbps);
-    }
-    file::write(path, &baseline).unwrap();
 }
 
 /// A filter matches the reader shown in brackets too (`[posix] smoke::multi-file`): the data of
