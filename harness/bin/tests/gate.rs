@@ -417,3 +417,34 @@ fn a_trial_leaves_no_page_cache_for_the_next_one() {
     let resident = gds_model::cache::resident_fraction(&file, 3 << 20).unwrap();
     assert!(resident < 0.05, "{resident} of the file still cached");
 }
+
+/// On a host that runs only CPU trials, the doctor is one line before the trials (every GPU
+/// finding is expected there); `--doctor` lists them all.
+#[test]
+fn a_cpu_only_host_gets_one_doctor_line_and_the_full_list_on_request() {
+    if has_nvidia_driver() {
+        eprintln!("skipped: this host has a GPU, so the doctor lists its findings in full");
+        return;
+    }
+    let scratch = Scratch::new();
+    let doctor_lines = |run: &Run| {
+        run.stderr
+            .lines()
+            .filter(|l| l.starts_with("doctor:"))
+            .count()
+    };
+    let short = scratch.gate(&["--suite", "scenarios/smoke.yaml", "multi-file"]);
+    assert_eq!(short.code, 0, "{short:?}");
+    assert_eq!(doctor_lines(&short), 1, "{short:?}");
+    assert!(
+        short
+            .stderr
+            .contains("doctor: CPU trials only on this host")
+            && short.stderr.contains("--doctor"),
+        "{short:?}"
+    );
+    assert!(!scratch.report()["doctor"].as_array().unwrap().is_empty());
+    let full = scratch.gate(&["--suite", "scenarios/smoke.yaml", "multi-file", "--doctor"]);
+    assert_eq!(full.code, 0, "{full:?}");
+    assert!(doctor_lines(&full) > 1, "{full:?}");
+}

@@ -221,6 +221,10 @@ pub struct RunArgs {
     /// Fail GPU trials that cannot run here instead of ignoring them.
     #[arg(long, env = "GDS_GATE_REQUIRE_GPU")]
     pub require_gpu: bool,
+    /// Print every doctor finding before the trials. Without it, a host that will run only CPU
+    /// trials (no GPU, no --require-gpu) gets one line; the findings are in report.json either way.
+    #[arg(long)]
+    pub doctor: bool,
     /// Fail trials that only warn, such as a worker that crashed after a complete result.
     #[arg(long, env = "GDS_GATE_STRICT")]
     pub strict: bool,

@@ -284,8 +284,23 @@ fn passes(
         if !passed {
             return Err(integrity_failure(&m.integrity, pass + 1, total));
         }
+        report_progress(pass + 1, total, seconds, plan.total_bytes());
     }
     Ok(())
+}
+
+/// Tells the gate's live view that a pass is done ([`gds_model::progress`]). Best effort: the
+/// view is for people, and a full disk must not fail a trial that read correctly.
+fn report_progress(done: u64, total: u64, seconds: f64, bytes: u64) {
+    if let Some(path) = std::env::var_os(gds_model::progress::ENV) {
+        let progress = gds_model::progress::PassProgress {
+            done,
+            total,
+            seconds,
+            gbps: bytes as f64 / seconds / 1e9,
+        };
+        let _ = progress.write(std::path::Path::new(&path));
+    }
 }
 
 /// Drops every file's pages; fails when they stay cached (tmpfs), since a cold trial would then

@@ -128,13 +128,21 @@ pub fn run_trials(
     }
     // The doctor's short form first, so that a host that cannot do GDS says so before the trials.
     let selected_specs: Vec<TrialSpec> = selected.iter().map(|spec| (*spec).clone()).collect();
-    let doctor = crate::doctor::short_summary(&crate::doctor::preflight(
-        &args.inputs.data_dir,
-        &selected_specs,
-        args.require_gpu,
-    ));
-    for line in &doctor {
-        eprintln!("{}", terminal(line));
+    let preflight =
+        crate::doctor::preflight(&args.inputs.data_dir, &selected_specs, args.require_gpu);
+    let doctor = crate::doctor::short_summary(&preflight);
+    match &host.gpu_unavailable {
+        Some(reason) if !args.require_gpu && !args.doctor => {
+            eprintln!(
+                "{}",
+                terminal(&crate::doctor::cpu_only_line(&preflight, reason))
+            );
+        }
+        _ => {
+            for line in &doctor {
+                eprintln!("{}", terminal(line));
+            }
+        }
     }
     let runnable = selected
         .iter()
@@ -177,7 +185,9 @@ pub fn run_trials(
                 (spec.clone(), Arc::clone(&executor), Arc::clone(&records));
             let (kind, name) = (spec.reader.name(), spec.name.clone());
             Trial::ignorable_test(name, move || {
+                crate::progress::trial_started();
                 let record = executor.execute_and_confirm(spec);
+                crate::progress::trial_finished();
                 if show_summary && record.status != Status::Ignored {
                     print!("{} ", terminal(&record.summary()));
                     let _ = std::io::stdout().flush();
@@ -207,7 +217,14 @@ pub fn run_trials(
             .with_kind("missing"),
         );
     }
+    crate::progress::begin(
+        selected
+            .iter()
+            .filter(|spec| unavailable(spec, &host).is_none())
+            .count(),
+    );
     let conclusion = libtest_mimic::run(&libtest, trials);
+    crate::progress::end();
 
     let trials = std::mem::take(
         &mut *records

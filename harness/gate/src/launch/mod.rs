@@ -130,6 +130,12 @@ impl Launcher {
             ));
         }
         let result_path = dir.join("result.json");
+        // The worker reports each pass here; the run's live view shows it (crate::progress).
+        let progress_path = dir.join("progress");
+        env.push((
+            gds_model::progress::ENV.to_string(),
+            progress_path.display().to_string(),
+        ));
         let (program, mut args): (PathBuf, Vec<OsString>) = match spec.reader {
             Reader::Kvikio => {
                 env.extend(kvikio_env(spec));
@@ -171,6 +177,7 @@ impl Launcher {
             if let Some(sampler) = sampler.as_mut() {
                 sampler.poll(pid, time_left);
             }
+            crate::progress::poll(&progress_path);
         })
         .map_err(|error| match error.kind() {
             std::io::ErrorKind::NotFound => {
