@@ -419,9 +419,9 @@ fn a_trial_leaves_no_page_cache_for_the_next_one() {
 }
 
 /// On a host that runs only CPU trials, the doctor is one line before the trials (every GPU
-/// finding is expected there); `--doctor` lists them all.
+/// finding is expected there); `--doctor` lists them all. Plots and charts only for what ran.
 #[test]
-fn a_cpu_only_host_gets_one_doctor_line_and_the_full_list_on_request() {
+fn a_cpu_only_host_gets_one_doctor_line_and_plots_only_of_what_ran() {
     if has_nvidia_driver() {
         eprintln!("skipped: this host has a GPU, so the doctor lists its findings in full");
         return;
@@ -433,7 +433,7 @@ fn a_cpu_only_host_gets_one_doctor_line_and_the_full_list_on_request() {
             .filter(|l| l.starts_with("doctor:"))
             .count()
     };
-    let short = scratch.gate(&["--suite", "scenarios/smoke.yaml", "multi-file"]);
+    let short = scratch.gate(&["--suite", "scenarios/smoke.yaml", "chunked"]);
     assert_eq!(short.code, 0, "{short:?}");
     assert_eq!(doctor_lines(&short), 1, "{short:?}");
     assert!(
@@ -444,7 +444,22 @@ fn a_cpu_only_host_gets_one_doctor_line_and_the_full_list_on_request() {
         "{short:?}"
     );
     assert!(!scratch.report()["doctor"].as_array().unwrap().is_empty());
-    let full = scratch.gate(&["--suite", "scenarios/smoke.yaml", "multi-file", "--doctor"]);
+    // Only the trial that ran has a plot and a chart; the ignored cufile one has neither.
+    let plots: Vec<String> = fs::read_dir(scratch.out().join("plots"))
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(plots.len(), 1, "{plots:?}");
+    assert!(plots[0].contains("reader_posix"), "{plots:?}");
+    let summary = fs::read_to_string(scratch.out().join("summary.md")).unwrap();
+    assert!(summary.contains("```mermaid\nxychart-beta"), "{summary}");
+    assert!(!summary.contains("reader_cufile"), "{summary}");
+    // Reports, like the history and baselines, are for everyone on a shared host to read.
+    for name in ["report.json", "junit.xml", "summary.md", "history.jsonl"] {
+        let mode = fs::metadata(scratch.out().join(name)).unwrap().mode() & 0o777;
+        assert_eq!(mode, 0o644, "{name}: {mode:o}");
+    }
+    let full = scratch.gate(&["--suite", "scenarios/smoke.yaml", "chunked", "--doctor"]);
     assert_eq!(full.code, 0, "{full:?}");
     assert!(doctor_lines(&full) > 1, "{full:?}");
 }

@@ -100,6 +100,12 @@ fn pasted_bless_hints_bless_the_run_that_printed_them() {
         .into();
     assert_eq!(rerun.code, 0, "{hint}\n{rerun:?}");
     assert!(rerun.stdout.contains("updating:"), "{rerun:?}");
+    // The bless pull request shows summary.md: the blessed runs are drawn there.
+    let summary = std::fs::read_to_string(scratch.out().join("summary.md")).unwrap();
+    assert!(
+        summary.contains("```mermaid\nxychart-beta\n    title \"small::read\""),
+        "{summary}"
+    );
     let median = baseline_median(&baseline, "small::read");
     assert!(
         median < 1000.0,
