@@ -240,11 +240,13 @@ fn passes(
         if pass == 0 {
             // The first pass's preparation is part of the start-up; its phases say how much.
             if trial.cache == Cache::Cold {
-                m.setup
-                    .push(("page cache dropped".into(), dropped.as_secs_f64()));
+                m.setup.push((
+                    gds_model::record::DROPPED_PHASE.into(),
+                    dropped.as_secs_f64(),
+                ));
             }
             m.setup.push((
-                "destination cleared".into(),
+                gds_model::record::CLEARED_PHASE.into(),
                 (lap.elapsed() - dropped).as_secs_f64(),
             ));
             m.startup_seconds = Some(
