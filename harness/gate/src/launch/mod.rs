@@ -239,15 +239,14 @@ impl Launcher {
                 crate::assess::raw_cufile::cufile_evidence(raw, &spec, m);
             }
             // Only a complete answer to the spec can pass: anything less is the worker's failure.
-            if let (Some(m), None) = (&result.measurement, &result.failure) {
-                if let Err(problem) = conformance::check(&asked, m) {
+            if let (Some(m), None) = (&result.measurement, &result.failure)
+                && let Err(problem) = conformance::check(&asked, m) {
                     result.failure = Some(WorkerFailure {
                         reason: format!("the worker's result is incomplete: {problem}"),
                         next: format!("the worker did not do what its spec asked and did not say why: a bug in it, or a worker of another gate version; its spec and result are in `{}`", dir.display()),
                         missing: None,
                     });
                 }
-            }
             result
         });
         let mut record = match result {
