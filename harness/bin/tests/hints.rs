@@ -239,3 +239,22 @@ fn explain_judges_against_the_expected_path() {
     assert_eq!(bad.code, 2, "{bad:?}");
     assert!(bad.stderr.contains("cufile-posix"), "{bad:?}");
 }
+
+#[test]
+fn outside_the_repository_the_missing_default_suite_is_explained() {
+    let scratch = Scratch::new();
+    let run: Run = Command::new(GATE)
+        .args(["--list"])
+        .current_dir(scratch.path(""))
+        .env_remove("GDS_GATE_SUITE")
+        .output()
+        .unwrap()
+        .into();
+    assert_eq!(run.code, 2, "{run:?}");
+    assert!(
+        run.stderr
+            .contains("the default suite `scenarios/default.yaml` is not in this folder")
+            && run.stderr.contains("--suite PATH"),
+        "{run:?}"
+    );
+}

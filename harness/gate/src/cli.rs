@@ -6,6 +6,8 @@ use clap::{Args, Parser, Subcommand};
 
 /// Where reports go unless `--out` says otherwise.
 pub const DEFAULT_OUT: &str = "target/gds-gate";
+/// The suite run when no `--suite` is given, relative to the repository root.
+pub const DEFAULT_SUITE: &str = "scenarios/default.yaml";
 /// Where generated test files are kept unless `--data-dir` says otherwise.
 pub const DEFAULT_DATA_DIR: &str = "target/gds-gate/data";
 
@@ -199,7 +201,7 @@ pub struct Inputs {
 impl Inputs {
     pub fn suite_paths(&self) -> Vec<PathBuf> {
         if self.suites.is_empty() {
-            vec![PathBuf::from("scenarios/default.yaml")]
+            vec![PathBuf::from(DEFAULT_SUITE)]
         } else {
             self.suites.clone()
         }

@@ -29,6 +29,18 @@ pub fn load_suites(paths: &[std::path::PathBuf]) -> Option<Vec<Suite>> {
     let mut suites = Vec::new();
     let mut ok = true;
     for path in paths {
+        // Outside the repository the default suite is not there: say what to pass instead of
+        // "cannot read scenario file".
+        if path == std::path::Path::new(crate::cli::DEFAULT_SUITE) && !path.exists() {
+            eprintln!(
+                "error: no --suite given, and the default suite `{}` is not in this folder ({})\n  next: run from the gds-gate repository (`cargo xtask gds-gate`), or pass --suite PATH (or set GDS_GATE_SUITE) to a suite file",
+                crate::cli::DEFAULT_SUITE,
+                std::env::current_dir()
+                    .map_or_else(|_| "?".into(), |dir| dir.display().to_string())
+            );
+            ok = false;
+            continue;
+        }
         match scenario::load(path) {
             Ok(suite) => suites.push(suite),
             Err(error) => {
