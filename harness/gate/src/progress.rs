@@ -88,25 +88,20 @@ pub fn poll(path: &Path) {
         return;
     }
     live.last = Some(progress);
-    let text = status(
-        live.started,
-        live.total,
-        Some(&progress),
-        time_left(
-            live.trial_start.elapsed(),
-            &progress,
-            &live.finished,
-            live.total.saturating_sub(live.started),
-        ),
+    let left = time_left(
+        live.trial_start.elapsed(),
+        &progress,
+        &live.finished,
+        live.total.saturating_sub(live.started),
     );
     let mut err = std::io::stderr().lock();
     if live.in_place {
         // Save the cursor where libtest left it, or go back there and clear what was drawn.
-        let _ = write!(
-            err,
-            "{}{text}",
-            if live.drawn { "\x1b8\x1b[J" } else { "\x1b7" }
-        );
+        // Short, so that it fits after the trial's name: a wrapped line that scrolls the screen
+        // would move what the saved cursor points at.
+        let text = compact(live.started, live.total, &progress, left);
+        let restore = if live.drawn { "\x1b8\x1b[J" } else { "\x1b7" };
+        let _ = write!(err, "{restore}{text}");
         live.drawn = true;
     } else if plain_due(
         live.trial_start.elapsed(),
@@ -114,6 +109,7 @@ pub fn poll(path: &Path) {
     ) {
         // The first line ends libtest's `test NAME ... ` so that it stands on its own.
         let start = if live.printed.is_none() { "\n" } else { "" };
+        let text = status(live.started, live.total, Some(&progress), left);
         let _ = writeln!(err, "{start}progress: {text}");
         live.printed = Some(Instant::now());
     }
@@ -162,6 +158,18 @@ fn status(
     }
     if let Some(left) = left {
         text.push_str(&format!(", about {} left", rounded(left)));
+    }
+    text
+}
+
+/// `[3/16] pass 2/6 3.10 GB/s ~1 min 20 s left`: the in-place form.
+fn compact(trial: usize, trials: usize, pass: &PassProgress, left: Option<Duration>) -> String {
+    let mut text = format!(
+        "[{trial}/{trials}] pass {}/{} {:.2} GB/s",
+        pass.done, pass.total, pass.gbps
+    );
+    if let Some(left) = left {
+        text.push_str(&format!(" ~{} left", rounded(left)));
     }
     text
 }
@@ -217,6 +225,10 @@ mod tests {
             "trial 3 of 16, pass 2 of 6, last pass 3.10 GB/s, about 1 min 20 s left"
         );
         assert_eq!(status(1, 2, None, None), "trial 1 of 2");
+        assert_eq!(
+            compact(3, 16, &pass(2, 6, 3.1), Some(Duration::from_secs(80))),
+            "[3/16] pass 2/6 3.10 GB/s ~1 min 20 s left"
+        );
     }
 
     #[test]

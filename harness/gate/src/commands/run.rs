@@ -197,9 +197,15 @@ pub fn run_trials(
                 (spec.clone(), Arc::clone(&executor), Arc::clone(&records));
             let (kind, name) = (spec.reader.name(), spec.name.clone());
             Trial::ignorable_test(name, move || {
-                crate::progress::trial_started();
+                // The live view counts the trials that start a worker, as its total does.
+                let runs = unavailable(&spec, &executor.host).is_none();
+                if runs {
+                    crate::progress::trial_started();
+                }
                 let record = executor.execute_and_confirm(spec);
-                crate::progress::trial_finished();
+                if runs {
+                    crate::progress::trial_finished();
+                }
                 if show_summary && record.status != Status::Ignored {
                     print!("{} ", terminal(&record.summary()));
                     let _ = std::io::stdout().flush();
