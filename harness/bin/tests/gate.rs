@@ -2,94 +2,19 @@
 //! verification, reports, exit codes and the data cache. GPU trials are ignored on hosts without a
 //! driver, which is what these tests check the wording of.
 
+pub mod support;
+
 use std::fs;
 use std::os::unix::fs::{FileExt, MetadataExt};
-use std::path::PathBuf;
-use std::process::{Command, Output};
+use std::process::Command;
 
-const GATE: &str = env!("CARGO_BIN_EXE_gds-gate");
-
-/// A scratch area on the build disk (not /tmp, which may be tmpfs and never drops its pages).
-struct Scratch {
-    dir: tempfile::TempDir,
-}
-
-impl Scratch {
-    fn new() -> Scratch {
-        Scratch {
-            dir: tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap(),
-        }
-    }
-    fn path(&self, name: &str) -> PathBuf {
-        self.dir.path().join(name)
-    }
-    fn data(&self) -> PathBuf {
-        self.path("data")
-    }
-    fn out(&self) -> PathBuf {
-        self.path("out")
-    }
-    fn suite(&self, text: &str) -> PathBuf {
-        let path = self.path("suite.yaml");
-        fs::write(&path, text).unwrap();
-        path
-    }
-    /// Runs the gate with this scratch's data and report directories.
-    fn gate(&self, args: &[&str]) -> Run {
-        let output = Command::new(GATE)
-            .args(args)
-            .arg("--data-dir")
-            .arg(self.data())
-            .arg("--out")
-            .arg(self.out())
-            .arg("--baselines")
-            .arg(self.path("baselines"))
-            .current_dir(env!("CARGO_MANIFEST_DIR").to_owned() + "/../..")
-            .env_remove("GITHUB_STEP_SUMMARY")
-            .env_remove("GDS_GATE_REQUIRE_GPU")
-            .env_remove("GDS_GATE_RUNNER")
-            .output()
-            .unwrap();
-        Run::from(output)
-    }
-    fn report(&self) -> serde_json::Value {
-        serde_json::from_str(&fs::read_to_string(self.out().join("report.json")).unwrap()).unwrap()
-    }
-}
-
-struct Run {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-impl From<Output> for Run {
-    fn from(output: Output) -> Run {
-        Run {
-            code: output.status.code().unwrap_or(-1),
-            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-        }
-    }
-}
-
-impl std::fmt::Debug for Run {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "exit {}\n--- stdout\n{}\n--- stderr\n{}",
-            self.code, self.stdout, self.stderr
-        )
-    }
-}
+use support::{GATE, Run, SMALL, Scratch, pin_baseline};
 
 fn has_nvidia_driver() -> bool {
     // The probe runs in a worker of the binary under test.
     gds_gate::job::set_worker_program(GATE.into());
     gds_gate::host::HostFacts::probe().gpu_unavailable.is_none()
 }
-
-const SMALL: &str = "suite: small\nscenarios:\n  - name: read\n    files: { size: 3MiB, seed: 5 }\n    repetitions: 2\n";
 
 #[test]
 fn smoke_suite_passes_and_writes_well_formed_reports() {
@@ -343,18 +268,6 @@ fn validate_checks_files_without_running() {
     );
 }
 
-impl Scratch {
-    /// Runs the gate with only `args` (subcommands that take no --out).
-    fn gate_plain(&self, args: &[&str]) -> Run {
-        Command::new(GATE)
-            .args(args)
-            .current_dir(env!("CARGO_MANIFEST_DIR").to_owned() + "/../..")
-            .output()
-            .unwrap()
-            .into()
-    }
-}
-
 #[test]
 fn bless_writes_a_baseline_that_the_next_run_is_judged_against_and_refuses_in_ci() {
     let scratch = Scratch::new();
@@ -478,23 +391,6 @@ fn bless_writes_a_baseline_that_the_next_run_is_judged_against_and_refuses_in_ci
     assert_eq!(scratch.report()["totals"]["changed"], 1);
 }
 
-/// Rewrites a baseline as if every pass of every blessed run had read at `gbps`: a level far from
-/// this host's, with no spread to hide a difference in.
-fn pin_baseline(path: &std::path::Path, gbps: f64) {
-    use gds_gate::baseline::{Loaded, file};
-    let Loaded::Present(mut baseline) = file::read(path).unwrap() else {
-        panic!("no baseline at {}", path.display());
-    };
-    for trial in baseline.trials.values_mut() {
-        for run in &mut trial.runs {
-            run.iter_mut().for_each(|pass| *pass = gbps);
-        }
-        trial.run_medians_gbps.iter_mut().for_each(|g| *g = gbps);
-        (trial.median_gbps, trial.min_gbps, trial.max_gbps) = (gbps, gbps, gbps);
-    }
-    file::write(path, &baseline).unwrap();
-}
-
 /// A filter matches the reader shown in brackets too (`[posix] smoke::multi-file`): the data of
 /// every trial libtest then runs must have been prepared.
 #[test]
@@ -596,4 +492,50 @@ fn posix_write_and_roundtrip_trials_write_verify_and_report_fsync_apart() {
         left.is_empty(),
         "no generated data for writing trials, and written files are removed: {left:?}"
     );
+}
+
+/// On a host that runs only CPU trials, the doctor is one line before the trials (every GPU
+/// finding is expected there); `--doctor` lists them all. Plots and charts only for what ran.
+#[test]
+fn a_cpu_only_host_gets_one_doctor_line_and_plots_only_of_what_ran() {
+    if has_nvidia_driver() {
+        eprintln!("skipped: this host has a GPU, so the doctor lists its findings in full");
+        return;
+    }
+    let scratch = Scratch::new();
+    let doctor_lines = |run: &Run| {
+        run.stderr
+            .lines()
+            .filter(|l| l.starts_with("doctor:"))
+            .count()
+    };
+    let short = scratch.gate(&["--suite", "scenarios/smoke.yaml", "chunked"]);
+    assert_eq!(short.code, 0, "{short:?}");
+    assert_eq!(doctor_lines(&short), 1, "{short:?}");
+    assert!(
+        short
+            .stderr
+            .contains("doctor: CPU trials only on this host")
+            && short.stderr.contains("--doctor"),
+        "{short:?}"
+    );
+    assert!(!scratch.report()["doctor"].as_array().unwrap().is_empty());
+    // Only the trial that ran has a plot and a chart; the ignored cufile one has neither.
+    let plots: Vec<String> = fs::read_dir(scratch.out().join("plots"))
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(plots.len(), 1, "{plots:?}");
+    assert!(plots[0].contains("reader_posix"), "{plots:?}");
+    let summary = fs::read_to_string(scratch.out().join("summary.md")).unwrap();
+    assert!(summary.contains("```mermaid\nxychart-beta"), "{summary}");
+    assert!(!summary.contains("reader_cufile"), "{summary}");
+    // Reports, like the history and baselines, are for everyone on a shared host to read.
+    for name in ["report.json", "junit.xml", "summary.md", "history.jsonl"] {
+        let mode = fs::metadata(scratch.out().join(name)).unwrap().mode() & 0o777;
+        assert_eq!(mode, 0o644, "{name}: {mode:o}");
+    }
+    let full = scratch.gate(&["--suite", "scenarios/smoke.yaml", "chunked", "--doctor"]);
+    assert_eq!(full.code, 0, "{full:?}");
+    assert!(doctor_lines(&full) > 1, "{full:?}");
 }

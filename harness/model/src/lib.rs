@@ -19,6 +19,7 @@ pub mod integrity;
 pub mod meminfo;
 pub mod numbers;
 pub mod plan;
+pub mod progress;
 pub mod protocol;
 pub mod record;
 pub mod scenario;

@@ -174,6 +174,10 @@ pub struct ProbeResult {
     pub cuda_version: Option<Result<String, String>>,
     pub gpu_count: Option<Result<u32, String>>,
     pub cufile: Option<CufileProbe>,
+    /// The NVRTC library that loads (GPU verification compiles its kernels with it), or why none
+    /// does; `None` from a worker that did not ask.
+    #[serde(default)]
+    pub nvrtc: Option<Result<String, String>>,
 }
 
 impl ProbeResult {
@@ -189,6 +193,7 @@ impl ProbeResult {
                 library: Err(why.to_string()),
                 driver: DriverProbe::NotAttempted(format!("not attempted: {why}")),
             }),
+            nvrtc: Some(Err(format!("cannot tell whether NVRTC loads: {why}"))),
         }
     }
 }

@@ -262,11 +262,13 @@ fn passes(
         if pass == 0 {
             // The first pass's preparation is part of the start-up; its phases say how much.
             if trial.cache == Cache::Cold {
-                m.setup
-                    .push(("page cache dropped".into(), dropped.as_secs_f64()));
+                m.setup.push((
+                    gds_model::record::DROPPED_PHASE.into(),
+                    dropped.as_secs_f64(),
+                ));
             }
             m.setup.push((
-                "destination cleared".into(),
+                gds_model::record::CLEARED_PHASE.into(),
                 (lap.elapsed() - dropped).as_secs_f64(),
             ));
             m.startup_seconds = Some(
@@ -294,6 +296,7 @@ fn passes(
         if !passed {
             return Err(integrity_failure(&m.integrity, pass + 1, total));
         }
+        report_progress(pass + 1, total, seconds, plan.total_bytes());
     }
     Ok(())
 }
@@ -321,6 +324,20 @@ fn record_pass(
         pass.latency.as_ref().and_then(Histogram::latency),
     ));
     m.latency = latency.latency();
+}
+
+/// Tells the gate's live view that a pass is done ([`gds_model::progress`]). Best effort: the
+/// view is for people, and a full disk must not fail a trial that read correctly.
+fn report_progress(done: u64, total: u64, seconds: f64, bytes: u64) {
+    if let Some(path) = std::env::var_os(gds_model::progress::ENV) {
+        let progress = gds_model::progress::PassProgress {
+            done,
+            total,
+            seconds,
+            gbps: bytes as f64 / seconds / 1e9,
+        };
+        let _ = progress.write(std::path::Path::new(&path));
+    }
 }
 
 /// Drops every file's pages; fails when they stay cached (tmpfs), since a cold trial would then

@@ -40,7 +40,7 @@ fn trial_table(trials: &[TrialRecord]) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "| trial | result | GB/s (median) | min–max | path | CPU s/GiB | IOPS | latency p50 / p99 | checksum | start → first byte | note |"
+        "| trial | result | GB/s (median) | min–max | path | CPU s/GiB | IOPS | latency p50 / p99 | checksum | start-up (worker start → first read) | note |"
     );
     let _ = writeln!(out, "|---|---|---:|---|---|---:|---:|---:|---|---:|---|");
     for trial in trials {
@@ -64,8 +64,8 @@ fn trial_table(trials: &[TrialRecord]) -> String {
         let startup = trial
             .measurement
             .as_ref()
-            .and_then(|m| m.startup_seconds)
-            .map_or(String::new(), |s| format!("{:.0} ms", s * 1e3));
+            .and_then(|m| m.startup_text())
+            .unwrap_or_default();
         let (cpu, iops, latency) = trial
             .measurement
             .as_ref()

@@ -439,18 +439,17 @@ impl Validator<'_> {
                 "`gpu: [0, 1]` makes one trial per GPU; `gpus: [0, 1]` makes one trial that reads with all of them at once. Keep one of the two",
             ));
         }
-        if let GpuSet::List(list) = set {
-            if let Some(twice) = list
+        if let GpuSet::List(list) = set
+            && let Some(twice) = list
                 .iter()
                 .enumerate()
                 .find_map(|(i, gpu)| list[..i].contains(gpu).then_some(*gpu))
-            {
-                return Err(self.error(
-                    at,
-                    format!("{context}: GPU {twice} is listed twice in `gpus`"),
-                    "list each GPU once, e.g. `gpus: [0, 1]`",
-                ));
-            }
+        {
+            return Err(self.error(
+                at,
+                format!("{context}: GPU {twice} is listed twice in `gpus`"),
+                "list each GPU once, e.g. `gpus: [0, 1]`",
+            ));
         }
         if readers.contains(&Reader::Posix) {
             return Err(self.error(
@@ -527,7 +526,7 @@ impl Validator<'_> {
             return Err(self.error(at, format!("{context}: `pattern: random` needs generated files"), "random reads of your own file cannot be verified without reading all of it; use `pattern: whole` or `chunks`"));
         };
         let align = random.align.bytes();
-        if align % 8 != 0 {
+        if !align.is_multiple_of(8) {
             return Err(self.error(
                 at,
                 format!(

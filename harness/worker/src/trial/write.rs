@@ -6,7 +6,7 @@
 
 use std::time::Instant;
 
-use super::{fail, integrity_reason, record_pass};
+use super::{fail, integrity_reason, record_pass, report_progress};
 use crate::cpu;
 use crate::gpu::Gpu;
 use crate::reader::bounce::Bounce;
@@ -144,6 +144,7 @@ pub fn passes(
                     total,
                 ));
             }
+            report_progress(pass + 1, total, seconds, plan.total_bytes());
         }
         Ok(())
     })();
