@@ -22,7 +22,7 @@ import statistics
 import sys
 import time
 
-PROTOCOL = 1
+PROTOCOL = 2
 MASK = (1 << 64) - 1
 LEN_TAG = 0x6A09E667F3BCC908
 STATS_BUFFER = 8192  # larger than CUfileStatsLevel3_t of any known cuFile (5112 bytes in 1.19)

@@ -26,7 +26,7 @@ pub const GDS_STATS_TEXT: &str = "gds_stats.txt";
 pub const WORKER_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// Bumped when either side changes shape; a worker refuses a spec of another version.
-pub const PROTOCOL_VERSION: u32 = 1;
+pub const PROTOCOL_VERSION: u32 = 2;
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct WorkerSpec {

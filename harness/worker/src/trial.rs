@@ -68,6 +68,8 @@ fn measure(spec: &WorkerSpec) -> WorkerResult {
         costs: Vec::new(),
         latency: None,
         libcufile: None,
+        window: None,
+        memory: None,
     };
     let failure = match spec.trial.reader {
         Reader::Posix => open_posix(spec).and_then(|mut reader| passes(spec, &mut reader, &mut m)),

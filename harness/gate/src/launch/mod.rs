@@ -486,6 +486,8 @@ mod tests {
             costs: Vec::new(),
             latency: None,
             libcufile: None,
+            window: None,
+            memory: None,
         };
         let result = WorkerResult {
             protocol: PROTOCOL_VERSION,

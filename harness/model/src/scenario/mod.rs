@@ -56,6 +56,7 @@ pub struct Scenario {
     pub repetitions: u32,
     pub buffers: Vec<BufferKind>,
     pub gpus: Vec<u32>,
+    pub windows: Vec<crate::window::WindowMode>,
     /// `gpus:`: every trial of the scenario reads with all these GPUs at once.
     pub gpu_set: Option<GpuSet>,
     pub expect: Expectations,
@@ -365,6 +366,7 @@ impl Validator<'_> {
                 Some(GpuSet::All) => vec![0],
                 None => pick!(gpu, 0),
             },
+            windows: pick!(window, crate::window::WindowMode::Auto),
             gpu_set,
             expect: Expectations {
                 path,

@@ -532,3 +532,44 @@ fn duplicate_axis_values_are_rejected_and_a_byte_order_mark_is_accepted() {
     let suite = parse_ok(&format!("\u{feff}{MINIMAL}"));
     assert_eq!(suite.scenarios.len(), 1);
 }
+
+#[test]
+fn window_is_an_axis_named_in_the_trials_and_checked_where_written() {
+    let suite = parse_ok(
+        "scenarios:\n  - name: big\n    files: { size: 32GiB }\n    reader: [posix, cufile]\n    window: [whole, 1GiB]\n",
+    );
+    let names: Vec<(String, crate::window::WindowMode)> = expand(&suite)
+        .into_iter()
+        .map(|t| (t.name, t.window))
+        .collect();
+    use crate::window::WindowMode::{Size, Whole};
+    assert_eq!(
+        names,
+        [
+            ("test::big[reader=posix,window=whole]".to_string(), Whole),
+            (
+                "test::big[reader=posix,window=1GiB]".to_string(),
+                Size(1 << 30)
+            ),
+            ("test::big[reader=cufile,window=whole]".to_string(), Whole),
+            (
+                "test::big[reader=cufile,window=1GiB]".to_string(),
+                Size(1 << 30)
+            ),
+        ]
+    );
+    let default = &expand(&parse_ok(MINIMAL))[0];
+    assert_eq!(default.window, crate::window::WindowMode::Auto);
+    assert_rejected(&[
+        (
+            "not on the page grid",
+            "scenarios:\n  - name: a\n    files: { size: 1GiB }\n    window: 66KiB\n",
+            &[":4:", "multiple of 4KiB", "window: 1GiB"],
+        ),
+        (
+            "a word that is no mode",
+            "scenarios:\n  - name: a\n    files: { size: 1GiB }\n    window: streaming\n",
+            &[":4:", "expected `whole`, `auto` or a size"],
+        ),
+    ]);
+}
