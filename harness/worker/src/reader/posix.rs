@@ -17,9 +17,10 @@ pub struct Posix {
 }
 
 impl Posix {
-    pub fn open(plan: &ReadPlan) -> Result<Posix, ReaderError> {
+    /// A reader whose buffer holds `capacity` bytes: the whole plan, or one window of it.
+    pub fn open(plan: &ReadPlan, capacity: u64) -> Result<Posix, ReaderError> {
         // Refused up front: an allocation the host cannot back ends in the OOM killer, not an error.
-        let needed = plan.total_bytes();
+        let needed = capacity;
         if let Some(available) =
             gds_model::meminfo::available_memory().filter(|available| needed > *available)
         {
@@ -74,7 +75,14 @@ impl PlanReader for Posix {
         nthreads: u32,
         task_size: u64,
     ) -> Result<Pass, ReaderError> {
-        read_into(plan, &self.files, &mut self.buffer, nthreads, task_size)
+        let len = plan.total_bytes() as usize;
+        read_into(
+            plan,
+            &self.files,
+            &mut self.buffer[..len],
+            nthreads,
+            task_size,
+        )
     }
 
     fn verify(
@@ -83,7 +91,8 @@ impl PlanReader for Posix {
         method: Integrity,
         expected: u64,
     ) -> Result<IntegrityResult, ReaderError> {
-        let Ok(result) = integrity::check(plan, &mut HostBuffer(&self.buffer), method, expected);
+        let bytes = &self.buffer[..plan.total_bytes() as usize];
+        let Ok(result) = integrity::check(plan, &mut HostBuffer(bytes), method, expected);
         Ok(result)
     }
 }
@@ -150,7 +159,7 @@ mod tests {
             Pattern::Chunks(PositiveSize(ByteSize(65_537))),
         ] {
             let plan = ReadPlan::new(vec![planned.clone()], &pattern);
-            let mut reader = Posix::open(&plan).unwrap();
+            let mut reader = Posix::open(&plan, plan.total_bytes()).unwrap();
             reader.prepare().unwrap();
             let pass = reader.read(&plan, 5, 4099).unwrap();
             assert!(reader.buffer() == bytes, "{pattern:?}");
@@ -166,7 +175,10 @@ mod tests {
         let (file, mut planned) = temp_file(&[1u8; 1000]);
         planned.size = 2000;
         let plan = ReadPlan::new(vec![planned], &Pattern::Whole);
-        let error = Posix::open(&plan).unwrap().read(&plan, 2, 512).unwrap_err();
+        let error = Posix::open(&plan, plan.total_bytes())
+            .unwrap()
+            .read(&plan, 2, 512)
+            .unwrap_err();
         assert!(
             matches!(error, ReaderError::ShortFile { at: 1000, .. }),
             "{error}"
