@@ -44,7 +44,7 @@ pub struct TrialSpec {
     pub gpus: Option<GpuSet>,
     /// Whole buffer, a window, or `auto` (resolved by the worker, which knows its memory).
     #[serde(default)]
-    pub window: crate::window::WindowMode,
+    pub window: super::window_mode::WindowMode,
     pub expect: Expectations,
     /// Interpreter of the KvikIO worker: the suite's `python`, else `python3`
     /// (`GDS_GATE_PYTHON` overrides both when the trial runs).

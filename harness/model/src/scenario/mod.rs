@@ -10,6 +10,7 @@ pub mod limits;
 mod locate;
 mod model;
 pub mod size;
+pub mod window_mode;
 
 use std::collections::BTreeMap;
 use std::num::NonZeroU32;
@@ -56,7 +57,7 @@ pub struct Scenario {
     pub repetitions: u32,
     pub buffers: Vec<BufferKind>,
     pub gpus: Vec<u32>,
-    pub windows: Vec<crate::window::WindowMode>,
+    pub windows: Vec<window_mode::WindowMode>,
     /// `gpus:`: every trial of the scenario reads with all these GPUs at once.
     pub gpu_set: Option<GpuSet>,
     pub expect: Expectations,
@@ -366,7 +367,7 @@ impl Validator<'_> {
                 Some(GpuSet::All) => vec![0],
                 None => pick!(gpu, 0),
             },
-            windows: pick!(window, crate::window::WindowMode::Auto),
+            windows: pick!(window, window_mode::WindowMode::Auto),
             gpu_set,
             expect: Expectations {
                 path,

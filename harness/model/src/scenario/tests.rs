@@ -538,11 +538,11 @@ fn window_is_an_axis_named_in_the_trials_and_checked_where_written() {
     let suite = parse_ok(
         "scenarios:\n  - name: big\n    files: { size: 32GiB }\n    reader: [posix, cufile]\n    window: [whole, 1GiB]\n",
     );
-    let names: Vec<(String, crate::window::WindowMode)> = expand(&suite)
+    let names: Vec<(String, window_mode::WindowMode)> = expand(&suite)
         .into_iter()
         .map(|t| (t.name, t.window))
         .collect();
-    use crate::window::WindowMode::{Size, Whole};
+    use window_mode::WindowMode::{Size, Whole};
     assert_eq!(
         names,
         [
@@ -559,7 +559,7 @@ fn window_is_an_axis_named_in_the_trials_and_checked_where_written() {
         ]
     );
     let default = &expand(&parse_ok(MINIMAL))[0];
-    assert_eq!(default.window, crate::window::WindowMode::Auto);
+    assert_eq!(default.window, window_mode::WindowMode::Auto);
     assert_rejected(&[
         (
             "not on the page grid",

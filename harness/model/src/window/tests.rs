@@ -3,7 +3,7 @@ use std::num::NonZeroU32;
 use super::*;
 use crate::integrity::{Streamed, check, expected_checksum};
 use crate::plan::test_support::{contents, generated, perfect};
-use crate::scenario::size::PositiveSize;
+use crate::scenario::size::{ByteSize, PositiveSize};
 use crate::scenario::{Integrity, Pattern, RandomReads};
 
 fn patterns() -> Vec<Pattern> {
