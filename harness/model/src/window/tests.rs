@@ -188,3 +188,17 @@ fn the_key_reads_whole_auto_and_sizes_and_explains_the_rest() {
         "1073741824"
     );
 }
+
+/// A GPU's shard of a plan (`gpus:`) streams like any plan: its windows compose into the
+/// shard's checksum, so each worker of a multi-GPU trial can read its shard through a window.
+#[test]
+fn a_shard_streams_into_its_own_checksum() {
+    for plan in plans() {
+        let contents = contents(&plan.files);
+        for shard in crate::shard::split(&plan, 3, 4096).unwrap() {
+            let buffer = perfect(&shard, &contents);
+            let result = streamed(&shard, &buffer, 65_536);
+            assert!(result.passed(), "{result:?}");
+        }
+    }
+}
