@@ -49,20 +49,13 @@ fn memory(trials: &[TrialRecord]) -> String {
     }
     let size = |bytes: u64| gds_model::units::format_bytes(bytes, 2);
     let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "### Memory
-"
+    section_head(
+        &mut out,
+        "Memory",
+        "Peak memory of each trial's worker: host RSS (`VmHWM`), and GPU memory in use on its GPU (every process's, sampled after each window). A window bounds both; `whole` reads each pass into one buffer.",
+        "| trial | mode | bytes per pass | peak host RSS | peak GPU memory | verifying (share of read + verify) |",
+        "|---|---|---:|---:|---:|---:|",
     );
-    let _ = writeln!(
-        out,
-        "Peak memory of each trial's worker: host RSS (`VmHWM`), and GPU memory in use on its GPU (every process's, sampled after each window). A window bounds both; `whole` reads each pass into one buffer.\n"
-    );
-    let _ = writeln!(
-        out,
-        "| trial | mode | bytes per pass | peak host RSS | peak GPU memory | verifying (share of read + verify) |"
-    );
-    let _ = writeln!(out, "|---|---|---:|---:|---:|---:|");
     for (trial, m) in measured {
         let peak = m.memory.unwrap_or_default();
         let mode = m
@@ -172,16 +165,13 @@ fn per_gpu(trials: &[TrialRecord]) -> String {
         return String::new();
     }
     let mut out = String::new();
-    let _ = writeln!(out, "### Per GPU\n");
-    let _ = writeln!(
-        out,
-        "Trials over several GPUs (`gpus:`) run one worker per GPU at the same time. Their GB/s above is all GPUs' bytes over the slowest GPU's time of each repetition; the workers start together but are not synchronised pass by pass.\n"
+    section_head(
+        &mut out,
+        "Per GPU",
+        "Trials over several GPUs (`gpus:`) run one worker per GPU at the same time. Their GB/s above is all GPUs' bytes over the slowest GPU's time of each repetition; the workers start together but are not synchronised pass by pass.",
+        "| trial | GPU | result | GB/s (median) | bytes per pass | path | cuFile reads (total / nvfs / p2p / posix) | checksum | note |",
+        "|---|---:|---|---:|---:|---|---|---|---|",
     );
-    let _ = writeln!(
-        out,
-        "| trial | GPU | result | GB/s (median) | bytes per pass | path | cuFile reads (total / nvfs / p2p / posix) | checksum | note |"
-    );
-    let _ = writeln!(out, "|---|---:|---|---:|---:|---|---|---|---|");
     for (trial, m) in multi {
         for shard in &m.per_gpu {
             let result = match shard.status {
@@ -224,6 +214,11 @@ fn per_gpu(trials: &[TrialRecord]) -> String {
     }
     out.push('\n');
     out
+}
+
+/// A section's title, what it shows, and its table's header.
+fn section_head(out: &mut String, title: &str, intro: &str, columns: &str, alignment: &str) {
+    let _ = writeln!(out, "### {title}\n\n{intro}\n\n{columns}\n{alignment}");
 }
 
 #[cfg(test)]
