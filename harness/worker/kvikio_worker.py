@@ -297,6 +297,9 @@ def measure(spec, trial, plan, here, stack, m, raw, state):
                 kvikio.drop_file_page_cache(f["path"])
                 cached, pages = kvikio.get_page_cache_info(f["path"])
                 cached_after_drop = max(cached_after_drop or 0.0, cached / pages if pages else 0.0)
+        # The whole buffer, or the first window (streamed_pass clears each later one).
+        buffer.fill(0xA5)
+        device.synchronize()
         if p == trial["warmup"]:
             measured_start = monitor.get()
         if p == 0:
@@ -305,8 +308,6 @@ def measure(spec, trial, plan, here, stack, m, raw, state):
         if windows:
             read, seconds, cpu, result = streamed_pass(spec, windows, handles, buffer, device, verifier, record)
         else:
-            buffer.fill(0xA5)
-            device.synchronize()
             read, seconds, cpu = timed_read(plan["segments"], handles, buffer, device, trial["task_size"], record)
             result = verifier.check(spec["plan"], spec["regions"], trial["expect"]["integrity"], expected)
         state["device_peak"] = max(state["device_peak"] or 0, device_used(cupy)) or None
@@ -379,16 +380,17 @@ def timed_read(segments, handles, buffer, device, task_size, record):
 
 
 def streamed_pass(spec, windows, handles, buffer, device, verifier, record):
-    """A pass window by window: each cleared, read (timed) and verified on the GPU before the
+    """A pass window by window (the caller cleared the first): each cleared, read (timed) and verified on the GPU before the
     next reuses the buffer; the windows' raw sums plus the files' length terms are the pass's
     checksum (harness/model/src/integrity.rs, Streamed)."""
     trial = spec["trial"]
     method = trial["expect"]["integrity"]
     read, seconds, cpu = 0, 0.0, None
     parts = []
-    for window in windows:
-        buffer[:window["len"]].fill(0xA5)
-        device.synchronize()
+    for index, window in enumerate(windows):
+        if index > 0:
+            buffer[:window["len"]].fill(0xA5)
+            device.synchronize()
         got, took, spent = timed_read(window["segments"], handles, buffer, device, trial["task_size"], record)
         read, seconds = read + got, seconds + took
         if spent is not None:
