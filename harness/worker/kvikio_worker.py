@@ -22,7 +22,7 @@ import statistics
 import sys
 import time
 
-PROTOCOL = 2
+PROTOCOL = 3
 MASK = (1 << 64) - 1
 LEN_TAG = 0x6A09E667F3BCC908
 AUTO_FRACTION = 2  # harness/model/src/scenario/window_mode.rs: `auto` streams above 1/2 of GPU memory
@@ -223,10 +223,12 @@ def cpu_time():
     return usage.ru_utime, usage.ru_stime
 
 
-def pass_cost(total, seconds, cpu_before, cpu_after, ops):
+def pass_cost(total, seconds, cpu_before, cpu_after, ops, calls=None):
     """One measured pass's cost, as the Rust worker's PassCost. KvikIO's statistics count its
-    `pread` operations and their summed duration, no distribution: the latency is a mean."""
-    calls = ops.num_reads if ops is not None else 0
+    `pread` operations and their summed duration, no distribution: the latency is a mean. A
+    writing pass gives its `calls` (the plan's tasks) and no operations: no latency then."""
+    if calls is None:
+        calls = ops.num_reads if ops is not None else 0
     cpu = None
     per_gib = None
     if cpu_before is not None and cpu_after is not None:
@@ -282,6 +284,12 @@ def measure(spec, trial, plan, here, stack, m, raw, state):
     phase("gpu context and buffer")
     state["device_peak"] = device_used(cupy)
     monitor = kvikio.SummaryMonitor()
+    if writes(trial):
+        verifier = Verifier(cupy, device, buffer, os.path.join(here, "kernels.cu"))
+        fail = measure_writes(spec, trial, plan, kvikio, cupy, device, buffer, verifier, monitor, m, phase)
+        # The source and the read-back buffer (cupy's pool keeps the latter until the process ends).
+        state["device_peak"] = max(state["device_peak"] or 0, device_used(cupy)) or None
+        return fail
     handles = [kvikio.CuFile(f["path"], "r") for f in plan["files"]]
     phase("kvikio.CuFile open")
     verifier = Verifier(cupy, device, buffer, os.path.join(here, "kernels.cu"))
@@ -330,10 +338,19 @@ def measure(spec, trial, plan, here, stack, m, raw, state):
             fail = integrity_failure(m["integrity"], p + 1, passes)
             break
     m["resident_after_drop"] = cached_after_drop
+    finish(spec, kvikio, cupy, monitor, measured_start, record, total, cached_after_drop, m)
+    for handle in handles:
+        handle.close()
+    return fail
+
+
+def finish(spec, kvikio, cupy, monitor, measured_start, record, total, cached_after_drop, m, reads=True):
+    """After the last pass: the gds_stats hand-shake, then KvikIO's own figures (its mean read
+    latency only for reading trials: KvikIO's operation counts are of reads)."""
     hold_for_sample(spec.get("hold_for_sampling"))
     summary = monitor.get()
     own = summary.since(measured_start) if measured_start is not None else None
-    if record and own is not None:
+    if record and own is not None and reads:
         m["latency"] = mean_latency(own)
     m["kvikio"] = {
         "kvikio_version": kvikio.__version__,
@@ -347,15 +364,115 @@ def measure(spec, trial, plan, here, stack, m, raw, state):
         "gate_aggregate_gbps": total * len(m["seconds"]) / sum(m["seconds"]) / 1e9 if m["seconds"] else None,
         "cached_after_drop": cached_after_drop,
     }
-    for handle in handles:
-        handle.close()
+
+
+def measure_writes(spec, trial, plan, kvikio, cupy, device, buffer, verifier, monitor, m, phase):
+    """A writing trial (`op: write` or `roundtrip`), as the Rust worker runs one
+    (harness/worker/src/trial/write.rs): the generator's bytes made in `buffer` by the fill kernel,
+    written with kvikio.CuFile.pwrite (timed), fsync timed apart, the pages dropped; then `write`
+    reads the files back with O_DIRECT (never through KvikIO) into a second device buffer and
+    verifies it, and `roundtrip` reads them back with KvikIO's pread and verifies that."""
+    total = m["bytes_per_repetition"]
+    bases = {}
+    for s in plan["segments"]:
+        bases.setdefault(s["file"], s["buffer_offset"])
+    for index, f in enumerate(plan["files"]):
+        verifier.fill(buffer, bases[index], f["size"], f["seed"])
+    check = cupy.empty(total, dtype=cupy.uint8)
+    check_verifier = verifier.over(check)
+    phase("generated source and read-back buffer")
+    expected = spec["expected_checksum"]
+    passes = trial["warmup"] + trial["repetitions"]
+    record = recording()
+    figures = {"fsync_seconds": [], "verify_read_seconds": [], "read_back_seconds": [], "read_back_gbps": []}
+    m["write"] = figures
+    m["path"] = "kvikio"
+    # KvikIO splits each pwrite into task_size tasks, as the Rust writers split the plan.
+    tasks = sum(-(-s["len"] // trial["task_size"]) for s in plan["segments"])
+    measured_start = None
+    fail = None
+    for p in range(passes):
+        handles = [kvikio.CuFile(f["path"], "w") for f in plan["files"]]  # "w" empties the file
+        if p == trial["warmup"]:
+            measured_start = monitor.get()
+        if p == 0:
+            m["startup_seconds"] = (time.time_ns() - spec["spawned_at_unix_ns"]) / 1e9
+        cpu_before = cpu_time() if record else None
+        t0 = time.perf_counter()
+        futures = [handles[s["file"]].pwrite(buffer[s["buffer_offset"]:s["buffer_offset"] + s["len"]], s["len"],
+                                             s["offset"], trial["task_size"]) for s in plan["segments"]]
+        written = sum(f.get() for f in futures)
+        seconds = time.perf_counter() - t0
+        cpu_after = cpu_time() if record else None
+        for handle in handles:
+            handle.close()
+        t1 = time.perf_counter()
+        for f in plan["files"]:
+            fd = os.open(f["path"], os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        fsync = time.perf_counter() - t1
+        for f in plan["files"]:
+            kvikio.drop_file_page_cache(f["path"])
+        if written != total:
+            fail = failure("KvikIO wrote %d bytes of %d in pass %d" % (written, total, p + 1),
+                           "check the data dir's free space and the storage (dmesg)")
+            break
+        measured = p >= trial["warmup"]
+        if measured:
+            m["seconds"].append(seconds)
+            m["gbps"].append(total / seconds / 1e9)
+            figures["fsync_seconds"].append(fsync)
+            if record:
+                m["costs"].append(pass_cost(total, seconds, cpu_before, cpu_after, None, calls=tasks))
+        else:
+            m["warmup_seconds"].append(seconds)
+        check.fill(0xA5)
+        device.synchronize()
+        t2 = time.perf_counter()
+        if trial["op"] == "roundtrip":
+            readers = [kvikio.CuFile(f["path"], "r") for f in plan["files"]]
+            futures = [readers[s["file"]].pread(check[s["buffer_offset"]:s["buffer_offset"] + s["len"]], s["len"],
+                                                s["offset"], trial["task_size"]) for s in plan["segments"]]
+            read = sum(f.get() for f in futures)
+            device.synchronize()
+            for reader in readers:
+                reader.close()
+            if measured:
+                figures["read_back_seconds"].append(time.perf_counter() - t2)
+                figures["read_back_gbps"].append(read / figures["read_back_seconds"][-1] / 1e9)
+        else:
+            for index, f in enumerate(plan["files"]):
+                read_direct(f["path"], f["size"], check, bases[index], cupy)
+            if measured:
+                figures["verify_read_seconds"].append(time.perf_counter() - t2)
+        m["integrity"] = check_verifier.check(spec["plan"], spec["regions"], trial["expect"]["integrity"], expected)
+        m["verify_seconds"] += m["integrity"]["seconds"]
+        if m["integrity"]["bad_words"] or m["integrity"]["checksum"] != m["integrity"]["expected_checksum"]:
+            fail = integrity_failure(m["integrity"], p + 1, passes)
+            fail["reason"] += " (written through the path under test)"
+            fail["next"] = ("the bytes %s differ from those written. Run the trial again; if it repeats, the write "
+                            "path corrupts data: check `dmesg` for I/O errors and the storage's health"
+                            % ("read back" if trial["op"] == "roundtrip" else "on the disk (read with O_DIRECT)"))
+            break
+    finish(spec, kvikio, cupy, monitor, measured_start, record, total, None, m, reads=False)
     return fail
+
+
+def writes(trial):
+    """`op: write` or `roundtrip` (a spec without `op` reads)."""
+    return trial.get("op", "read") != "read"
 
 
 def streaming_windows(spec, total, gpu_memory):
     """The windows this trial reads through (the gate cut them), or [] for one whole buffer:
-    `whole`, a window as large as the pass, or `auto` on a pass that fits in 1/AUTO_FRACTION of
-    the GPU's memory (as the Rust worker resolves it)."""
+    `whole`, a window as large as the pass, `auto` on a pass that fits in 1/AUTO_FRACTION of
+    the GPU's memory (as the Rust worker resolves it), or a writing trial (writers hold the
+    whole pass; `validate` refuses a smaller window for them)."""
+    if writes(spec["trial"]):
+        return []
     windows = spec.get("windows") or []
     if spec["trial"].get("window") == "auto" and total <= gpu_memory // AUTO_FRACTION:
         return []
@@ -417,6 +534,28 @@ def compose(parts, method, length_terms, expected):
     result["checksum"] = hex16(observed)
     result["expected_checksum"] = hex16(expected)
     return result
+DIRECT_CHUNK = 8 << 20
+
+
+def read_direct(path, size, check, base, cupy):
+    """Reads a written file with O_DIRECT (the page cache bypassed, KvikIO not involved) into
+    `check` at `base`, so that the verification sees what is on the disk."""
+    import mmap
+    import numpy
+    scratch = mmap.mmap(-1, DIRECT_CHUNK)  # page-aligned, as O_DIRECT needs
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECT)
+    try:
+        at = 0
+        while at < size:
+            n = os.preadv(fd, [scratch], at)
+            if n == 0:
+                raise OSError("`%s` ended at byte %d of %d written" % (path, at, size))
+            n = min(n, size - at)
+            check[base + at:base + at + n].set(numpy.frombuffer(scratch, dtype=numpy.uint8, count=n))
+            at += n
+    finally:
+        os.close(fd)
+        scratch.close()
 
 
 def hold_for_sample(folder):
@@ -472,7 +611,25 @@ class Verifier:
             module = cupy.RawModule(code=f.read())
         self.exact = module.get_function("exact_compare")
         self.checksum = module.get_function("checksum")
+        self.fill_kernel = module.get_function("fill")
         self.grid = (device.attributes["MultiProcessorCount"] * 16,)
+
+    def over(self, buffer):
+        """The same kernels over another buffer (a writing trial's read-back buffer)."""
+        other = object.__new__(Verifier)
+        other.__dict__.update(self.__dict__)
+        other.buffer = buffer
+        return other
+
+    def fill(self, buffer, offset, length, seed):
+        """The generated bytes of the file with `seed`, from its start, at `offset` of `buffer`."""
+        cupy = self.cupy
+        out = cupy.zeros(2, dtype=cupy.uint64)
+        self.fill_kernel(self.grid, (256,), (buffer[offset:], cupy.uint64(length), cupy.uint64(seed),
+                                             cupy.uint64(0), out))
+        words = int(out.get()[0])
+        if words != (length + 7) // 8:
+            raise RuntimeError("the fill kernel wrote %d words of %d" % (words, (length + 7) // 8))
 
     def run(self, kernel, offset, length, extra, init):
         cupy = self.cupy

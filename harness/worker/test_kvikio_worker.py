@@ -20,6 +20,13 @@ class Streaming(unittest.TestCase):
         self.assertEqual(worker.streaming_windows(spec, 8, 100), [])
         self.assertEqual(worker.streaming_windows({"trial": {"window": "whole"}}, 8, 100), [])
 
+    def test_a_writing_trial_never_streams(self):
+        for op in ("write", "roundtrip"):
+            spec = {"trial": {"window": "auto", "op": op}, "windows": [{"len": 5}, {"len": 3}]}
+            self.assertEqual(worker.streaming_windows(spec, 80, 100), [], op)
+        spec = {"trial": {"window": 1 << 20, "op": "read"}, "windows": [{"len": 5}, {"len": 3}]}
+        self.assertEqual(len(worker.streaming_windows(spec, 80, 100)), 2)
+
     def test_windows_compose_with_the_length_terms_and_keep_the_first_bad_byte(self):
         bad = {"file": "f", "file_offset": 130, "buffer_offset": 30}
         parts = [(0, (5, 0, None, 0.1)), (100, (7, 1, bad, 0.2)), (200, (0, 2, dict(bad, buffer_offset=1), 0.0))]

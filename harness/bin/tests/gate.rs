@@ -584,3 +584,79 @@ fn a_trial_leaves_no_page_cache_for_the_next_one() {
     let resident = gds_model::cache::resident_fraction(&file, 3 << 20).unwrap();
     assert!(resident < 0.05, "{resident} of the file still cached");
 }
+
+/// `op: write` and `roundtrip` with the posix writer: the files are written under their own
+/// names (no generated data is made for them), verified on the disk or read back, the write
+/// section's throughput and cost are reported like a read's with `fsync` apart, and the written
+/// files are removed after the trial.
+#[test]
+fn posix_write_and_roundtrip_trials_write_verify_and_report_fsync_apart() {
+    let scratch = Scratch::new();
+    let suite = scratch.suite(
+        "suite: w\nscenarios:\n  - name: ckpt\n    files: { size: 3MiB, seed: 9, count: 2 }\n    op: [write, roundtrip]\n    nthreads: 3\n    task_size: 1MiB\n    pattern: { chunks: 1000000 }\n    warmup: 1\n    repetitions: 2\n",
+    );
+    let run = scratch.gate(&["--suite", suite.to_str().unwrap()]);
+    assert_eq!(run.code, 0, "{run:?}");
+    for (trial, extra) in [("write", ""), ("roundtrip", ", read back ")] {
+        let line = run
+            .stdout
+            .lines()
+            .find(|line| line.contains(&format!("w::ckpt[op={trial}]")))
+            .unwrap_or_else(|| panic!("{run:?}"));
+        assert!(
+            line.contains("GB/s median of 2 written, fsync ")
+                && line.contains(extra)
+                && line.contains("path host"),
+            "{line}"
+        );
+    }
+    let report = scratch.report();
+    let trials = report["trials"].as_array().unwrap();
+    assert_eq!(trials.len(), 2);
+    for trial in trials {
+        assert_eq!(trial["status"], "passed", "{trial}");
+        let m = &trial["measurement"];
+        assert_eq!(m["path"], "host");
+        assert_eq!(m["gbps"].as_array().unwrap().len(), 2, "{trial}");
+        assert_eq!(m["costs"].as_array().unwrap().len(), 2, "{trial}");
+        assert_eq!(m["integrity"]["method"], "exact");
+        assert_eq!(m["integrity"]["bad_words"], 0);
+        assert_eq!(
+            m["integrity"]["checksum"],
+            m["integrity"]["expected_checksum"]
+        );
+        let names: Vec<&str> = m["files"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f["path"].as_str().unwrap())
+            .collect();
+        assert!(
+            names[0].ends_with("data/gds-gate-written-s9-3145728.bin")
+                && names[1].ends_with("data/gds-gate-written-s10-3145728.bin"),
+            "{names:?}"
+        );
+        let write = &m["write"];
+        assert_eq!(write["fsync_seconds"].as_array().unwrap().len(), 2);
+        let roundtrip = trial["spec"]["op"] == "roundtrip";
+        assert_eq!(
+            write["verify_read_seconds"].as_array().unwrap().len(),
+            if roundtrip { 0 } else { 2 },
+            "{trial}"
+        );
+        assert_eq!(
+            write["read_back_gbps"].as_array().map_or(0, Vec::len),
+            if roundtrip { 2 } else { 0 },
+            "{trial}"
+        );
+    }
+    let left: Vec<String> = fs::read_dir(scratch.data())
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| name.ends_with(".bin"))
+        .collect();
+    assert!(
+        left.is_empty(),
+        "no generated data for writing trials, and written files are removed: {left:?}"
+    );
+}

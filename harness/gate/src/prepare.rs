@@ -45,6 +45,9 @@ pub struct PreparedFile {
 
 #[derive(Default)]
 pub struct DataSet {
+    data_dir: PathBuf,
+    /// Why the data dir could not be made for the writing trials, if it could not.
+    write_dir: Option<String>,
     files: BTreeMap<FileKey, Prepared>,
     pub log: Vec<PreparedFile>,
 }
@@ -55,8 +58,22 @@ impl DataSet {
         data_dir: &Path,
         trials: impl IntoIterator<Item = &'a TrialSpec>,
     ) -> DataSet {
-        let mut set = DataSet::default();
-        for trial in trials {
+        let mut set = DataSet {
+            data_dir: data_dir.to_path_buf(),
+            ..DataSet::default()
+        };
+        // A writing trial writes files of its own: it needs no generated data, only the dir.
+        let (writing, reading): (Vec<&TrialSpec>, Vec<&TrialSpec>) =
+            trials.into_iter().partition(|trial| trial.op.writes());
+        if !writing.is_empty() {
+            set.write_dir = std::fs::create_dir_all(data_dir).err().map(|error| {
+                format!(
+                    "cannot create the data dir `{}` for the written files: {error}",
+                    data_dir.display()
+                )
+            });
+        }
+        for trial in reading {
             for key in FileKey::of(&trial.files) {
                 // Interrupted: the trials will not run, so neither is their data prepared.
                 if set.files.contains_key(&key) || crate::interrupt::received().is_some() {
@@ -81,9 +98,22 @@ impl DataSet {
         set
     }
 
-    /// The trial's files in read order, or the first reason one is missing.
-    pub fn files_for(&self, files: &FileSet) -> Result<Vec<PlannedFile>, String> {
-        FileKey::of(files)
+    /// The trial's files in read order, or the first reason one is missing. A writing trial's
+    /// are the files it writes, in the data dir under their own names
+    /// ([`gds_model::write::written_files`]).
+    pub fn files_for(&self, trial: &TrialSpec) -> Result<Vec<PlannedFile>, String> {
+        if trial.op.writes() {
+            if let Some(error) = &self.write_dir {
+                return Err(error.clone());
+            }
+            return gds_model::write::written_files(&self.data_dir, &trial.files).ok_or_else(|| {
+                format!(
+                    "`op: {}` cannot write a file of yours (internal error: the suite validation refuses it)",
+                    trial.op.name()
+                )
+            });
+        }
+        FileKey::of(&trial.files)
             .iter()
             .map(|key| match self.files.get(key) {
                 Some(prepared) => prepared.clone(),

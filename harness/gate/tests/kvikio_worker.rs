@@ -14,5 +14,5 @@ fn the_python_workers_streaming_logic() {
         .expect("python3 runs the KvikIO worker's tests");
     let text = String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success(), "{text}");
-    assert!(text.contains("Ran 3 tests"), "{text}");
+    assert!(text.contains("Ran 4 tests"), "{text}");
 }

@@ -158,6 +158,7 @@ mod tests {
             libcufile: None,
             window: None,
             memory: None,
+            write: None,
         }
     }
 

@@ -227,12 +227,19 @@ pub fn describe(code: i32) -> String {
     }
 }
 
-/// Per-GPU read counters and the process totals.
+/// Per-GPU read and write counters and the process totals. The write counters are absent
+/// (zero) in records of gates that predate writing trials.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Stats {
     pub read_ops_ok: u64,
     pub read_ops_err: u64,
     pub read_bytes: u64,
+    #[serde(default)]
+    pub write_ops_ok: u64,
+    #[serde(default)]
+    pub write_ops_err: u64,
+    #[serde(default)]
+    pub write_bytes: u64,
     pub gpus: Vec<GpuCounters>,
 }
 
@@ -248,6 +255,22 @@ pub struct GpuCounters {
     pub n_unaligned_reads: u64,
     pub n_dr_reads: u64,
     pub n_reads_err: u64,
+    #[serde(default)]
+    pub writes_bytes: u64,
+    #[serde(default)]
+    pub n_total_writes: u64,
+    #[serde(default)]
+    pub n_p2p_writes: u64,
+    #[serde(default)]
+    pub n_nvfs_writes: u64,
+    #[serde(default)]
+    pub n_posix_writes: u64,
+    #[serde(default)]
+    pub n_unaligned_writes: u64,
+    #[serde(default)]
+    pub n_dr_writes: u64,
+    #[serde(default)]
+    pub n_writes_err: u64,
 }
 
 impl Stats {
@@ -274,6 +297,16 @@ impl Stats {
                     n_unaligned_reads: after.n_unaligned_reads.saturating_sub(b.n_unaligned_reads),
                     n_dr_reads: after.n_dr_reads.saturating_sub(b.n_dr_reads),
                     n_reads_err: after.n_reads_err.saturating_sub(b.n_reads_err),
+                    writes_bytes: after.writes_bytes.saturating_sub(b.writes_bytes),
+                    n_total_writes: after.n_total_writes.saturating_sub(b.n_total_writes),
+                    n_p2p_writes: after.n_p2p_writes.saturating_sub(b.n_p2p_writes),
+                    n_nvfs_writes: after.n_nvfs_writes.saturating_sub(b.n_nvfs_writes),
+                    n_posix_writes: after.n_posix_writes.saturating_sub(b.n_posix_writes),
+                    n_unaligned_writes: after
+                        .n_unaligned_writes
+                        .saturating_sub(b.n_unaligned_writes),
+                    n_dr_writes: after.n_dr_writes.saturating_sub(b.n_dr_writes),
+                    n_writes_err: after.n_writes_err.saturating_sub(b.n_writes_err),
                 }
             })
             .collect();
@@ -281,6 +314,9 @@ impl Stats {
             read_ops_ok: self.read_ops_ok.saturating_sub(before.read_ops_ok),
             read_ops_err: self.read_ops_err.saturating_sub(before.read_ops_err),
             read_bytes: self.read_bytes.saturating_sub(before.read_bytes),
+            write_ops_ok: self.write_ops_ok.saturating_sub(before.write_ops_ok),
+            write_ops_err: self.write_ops_err.saturating_sub(before.write_ops_err),
+            write_bytes: self.write_bytes.saturating_sub(before.write_bytes),
             gpus,
         }
     }
@@ -350,6 +386,14 @@ impl StatsLayout {
                     n_unaligned_reads: u64_at(base + 80),
                     n_dr_reads: u64_at(base + 88),
                     n_reads_err: u64_at(base + 112),
+                    writes_bytes: u64_at(base + 120),
+                    n_total_writes: u64_at(base + 152),
+                    n_p2p_writes: u64_at(base + 160),
+                    n_nvfs_writes: u64_at(base + 168),
+                    n_posix_writes: u64_at(base + 176),
+                    n_unaligned_writes: u64_at(base + 184),
+                    n_dr_writes: u64_at(base + 192),
+                    n_writes_err: u64_at(base + 200),
                 }
             })
             .collect();
@@ -357,6 +401,9 @@ impl StatsLayout {
             read_ops_ok: u64_at(0),
             read_ops_err: u64_at(8),
             read_bytes: u64_at(96),
+            write_ops_ok: u64_at(16),
+            write_ops_err: u64_at(24),
+            write_bytes: u64_at(104),
             gpus,
         }
     }
@@ -426,6 +473,64 @@ mod tests {
         );
         let delta = stats.since(&Stats::default());
         assert_eq!(delta.gpus[1].read_bytes, 1 << 30);
+    }
+
+    /// The write half of `CUfilePerGpuStats_t` (`writes_bytes` after the 13 read fields, then
+    /// `write_bw_bytes_per_sec`, `write_utilization`, `write_duration_us`, `n_total_writes`, ...)
+    /// and `write_ops`/`write_bytes` of `CUfileStatsLevel1_t`, at their offsets in cufile.h.
+    #[test]
+    fn decodes_write_counters_at_their_offsets() {
+        let layout = StatsLayout::for_version(Version(1150)).unwrap();
+        let mut buffer = vec![0u8; layout.level3_size()];
+        let put = |buffer: &mut Vec<u8>, offset: usize, value: u64| {
+            buffer[offset..offset + 8].copy_from_slice(&value.to_le_bytes())
+        };
+        put(&mut buffer, 16, 256);
+        put(&mut buffer, 104, 1 << 30);
+        buffer[1024..1028].copy_from_slice(&1u32.to_le_bytes());
+        let gpu0 = 1032;
+        for (offset, value) in [
+            (120, 1 << 30),
+            (152, 256),
+            (168, 0),
+            (176, 250),
+            (184, 6),
+            (200, 1),
+        ] {
+            put(&mut buffer, gpu0 + offset, value);
+        }
+        // Fields between them (bandwidth, utilisation, duration, mmap) must not leak in.
+        for offset in [128, 136, 144, 208, 240] {
+            put(&mut buffer, gpu0 + offset, 999);
+        }
+        let stats = layout.decode(&buffer);
+        assert_eq!((stats.write_ops_ok, stats.write_bytes), (256, 1 << 30));
+        let g = &stats.gpus[0];
+        assert_eq!(
+            (
+                g.writes_bytes,
+                g.n_total_writes,
+                g.n_nvfs_writes,
+                g.n_posix_writes
+            ),
+            (1 << 30, 256, 0, 250)
+        );
+        assert_eq!(
+            (
+                g.n_unaligned_writes,
+                g.n_p2p_writes,
+                g.n_dr_writes,
+                g.n_writes_err
+            ),
+            (6, 0, 0, 1)
+        );
+        assert_eq!(g.n_total_reads, 0);
+        let later = {
+            let mut more = stats.clone();
+            more.gpus[0].n_posix_writes += 10;
+            more
+        };
+        assert_eq!(later.since(&stats).gpus[0].n_posix_writes, 10);
     }
 
     #[test]

@@ -26,8 +26,9 @@ pub const GDS_STATS_TEXT: &str = "gds_stats.txt";
 /// How long a worker waits for the sample before it goes on (the orchestrator may have no tool).
 pub const WORKER_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
 
-/// Bumped when either side changes shape; a worker refuses a spec of another version.
-pub const PROTOCOL_VERSION: u32 = 2;
+/// Bumped when either side changes shape; a worker refuses a spec of another version. 2: the
+/// streaming `window` and the trial's memory; 3: with `op` (writing trials) and their figures.
+pub const PROTOCOL_VERSION: u32 = 3;
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct WorkerSpec {
@@ -45,7 +46,7 @@ pub struct WorkerSpec {
     /// For the Python worker, which does not cut windows itself: the windows of the trial's
     /// `window` (at [`crate::window::AUTO_WINDOW`] for `auto`, which the worker applies when the
     /// pass needs more than 1/[`crate::window::AUTO_FRACTION`] of its GPU's memory); empty for
-    /// `whole` and for the Rust worker.
+    /// `whole`, for writing trials and for the Rust worker.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub windows: Vec<WindowSpec>,
     /// What the files' length terms add to the windows' range sums
@@ -82,6 +83,8 @@ impl WorkerSpec {
         let regions = verify_regions(&plan);
         let window = match trial.window {
             _ if trial.reader != crate::scenario::Reader::Kvikio => None,
+            // Writers hold the whole pass (`validate` refuses a smaller window for them).
+            _ if trial.op.writes() => None,
             WindowMode::Whole => None,
             WindowMode::Auto => Some(crate::window::AUTO_WINDOW),
             WindowMode::Size(bytes) => Some(bytes),

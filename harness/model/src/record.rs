@@ -160,6 +160,26 @@ pub struct Measurement {
     /// The worker's peak memory over the trial; `None` from a worker that predates it.
     #[serde(default)]
     pub memory: Option<MemoryPeak>,
+    /// A writing trial's own figures (`op: write` or `roundtrip`); `seconds` and `gbps` above are
+    /// then its write section's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub write: Option<WriteFigures>,
+}
+
+/// What a writing trial measures besides its write section, per measured pass in the order of
+/// `Measurement::seconds`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct WriteFigures {
+    /// `fsync` of every written file after the writes: durability's cost, apart from the
+    /// write throughput (the page cache can absorb a write that the disk has not seen).
+    pub fsync_seconds: Vec<f64>,
+    /// Seconds of the independent `O_DIRECT` read that verified the files on the disk.
+    pub verify_read_seconds: Vec<f64>,
+    /// `roundtrip`: the read back through the reader under test, after the pages were dropped.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub read_back_seconds: Vec<f64>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub read_back_gbps: Vec<f64>,
 }
 
 /// Peak memory of a worker over its trial: what bounds the file sizes a runner can read.
@@ -367,6 +387,29 @@ impl TrialRecord {
         } else {
             format!("; {cost}")
         };
-        format!("{speed}{gpus}, path {}, {checksum}{startup}{cost}", m.path)
+        let write = m
+            .write
+            .as_ref()
+            .map_or_else(String::new, WriteFigures::line);
+        format!(
+            "{speed}{gpus}{write}, path {}, {checksum}{startup}{cost}",
+            m.path
+        )
+    }
+}
+
+impl WriteFigures {
+    /// `, written; fsync 12 ms median` and for a roundtrip `, read back 1.23 GB/s median`: what
+    /// the console line adds for a writing trial (its GB/s are the writes').
+    pub fn line(&self) -> String {
+        let median = |values: &[f64]| (!values.is_empty()).then(|| crate::numbers::median(values));
+        let mut line = String::from(" written");
+        if let Some(fsync) = median(&self.fsync_seconds) {
+            line.push_str(&format!(", fsync {:.0} ms median", fsync * 1e3));
+        }
+        if let Some(read_back) = median(&self.read_back_gbps) {
+            line.push_str(&format!(", read back {read_back:.2} GB/s median"));
+        }
+        line
     }
 }

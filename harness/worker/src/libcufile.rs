@@ -70,6 +70,9 @@ const HANDLE_TYPE_OPAQUE_FD: c_int = 1;
 
 type Fn0 = unsafe extern "C" fn() -> Status;
 type ReadFn = unsafe extern "C" fn(*mut c_void, *mut c_void, usize, i64, i64) -> isize;
+/// `cuFileWrite(fh, bufPtr_base, size, file_offset, bufPtr_offset)`: `cuFileRead`'s shape with a
+/// source the call does not write to.
+type WriteFn = unsafe extern "C" fn(*mut c_void, *const c_void, usize, i64, i64) -> isize;
 
 /// The loaded library and the entry points the gate uses.
 pub struct Cufile {
@@ -82,6 +85,7 @@ pub struct Cufile {
     buf_register: unsafe extern "C" fn(*const c_void, usize, c_int) -> Status,
     buf_deregister: unsafe extern "C" fn(*const c_void) -> Status,
     read: ReadFn,
+    write: WriteFn,
     stats: Option<StatsApi>,
     _library: Library,
 }
@@ -164,6 +168,7 @@ impl Cufile {
             buf_register: symbol!("cuFileBufRegister"),
             buf_deregister: symbol!("cuFileBufDeregister"),
             read,
+            write: symbol!("cuFileWrite"),
             stats,
             _library: library,
         })
@@ -273,17 +278,45 @@ impl Handle<'_> {
         file_offset: u64,
         len: u64,
     ) -> Result<(), ReadFailure> {
+        self.exact(false, device_ptr, buffer_offset, file_offset, len)
+    }
+
+    /// One `cuFileWrite` of `len` bytes from `device_ptr + buffer_offset` to `file_offset`;
+    /// retries short writes, like [`Handle::read_exact`].
+    pub fn write_exact(
+        &self,
+        device_ptr: u64,
+        buffer_offset: u64,
+        file_offset: u64,
+        len: u64,
+    ) -> Result<(), ReadFailure> {
+        self.exact(true, device_ptr, buffer_offset, file_offset, len)
+    }
+
+    /// `cuFileWrite` (`write`) or `cuFileRead` calls until `len` bytes are done.
+    fn exact(
+        &self,
+        write: bool,
+        device_ptr: u64,
+        buffer_offset: u64,
+        file_offset: u64,
+        len: u64,
+    ) -> Result<(), ReadFailure> {
         let mut done = 0u64;
         while done < len {
-            // SAFETY: the device range [ptr+buffer_offset, +len) lies in the allocation (caller's contract).
+            let (size, at, from) = (
+                (len - done) as usize,
+                (file_offset + done) as i64,
+                (buffer_offset + done) as i64,
+            );
+            // SAFETY: the device range [ptr+buffer_offset, +len) lies in the allocation (caller's
+            // contract); cuFileWrite only reads it.
             let n = unsafe {
-                (self.cufile.read)(
-                    self.raw,
-                    device_ptr as *mut c_void,
-                    (len - done) as usize,
-                    (file_offset + done) as i64,
-                    (buffer_offset + done) as i64,
-                )
+                if write {
+                    (self.cufile.write)(self.raw, device_ptr as *const c_void, size, at, from)
+                } else {
+                    (self.cufile.read)(self.raw, device_ptr as *mut c_void, size, at, from)
+                }
             };
             match n {
                 n if n > 0 => done += n as u64,
@@ -300,13 +333,14 @@ impl Handle<'_> {
     }
 }
 
+/// What went wrong in a `cuFileRead` or `cuFileWrite`; the error that wraps it says which call.
 #[derive(Debug, thiserror::Error)]
 pub enum ReadFailure {
-    #[error("cuFileRead returned end of file at byte {at}")]
+    #[error("cuFile returned 0 bytes (end of file) at byte {at}")]
     EndOfFile { at: u64 },
-    #[error("cuFileRead failed: {0}")]
+    #[error("cuFile failed: {0}")]
     Errno(std::io::Error),
-    #[error("cuFileRead failed: {} ({code})", describe(*code))]
+    #[error("cuFile failed: {} ({code})", describe(*code))]
     Cufile { code: i32 },
 }
 

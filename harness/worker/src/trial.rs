@@ -2,6 +2,8 @@
 //! cache dropped before each when asked), verify every pass where the bytes are, and gather the
 //! path evidence the reader can give.
 
+mod write;
+
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -12,6 +14,7 @@ use crate::reader::cufile::CufileReader;
 use crate::reader::posix::{self, Posix};
 use crate::reader::stream::{PassSettings, run_pass};
 use crate::reader::{PlanReader, ReaderError};
+use crate::writer::cufile::CufileWriter;
 use gds_model::cache;
 use gds_model::cost::{Histogram, PassCost};
 use gds_model::hex;
@@ -19,7 +22,7 @@ use gds_model::integrity::IntegrityResult;
 use gds_model::numbers::median;
 use gds_model::plan::ReadPlan;
 use gds_model::record::{Measurement, MemoryPeak};
-use gds_model::scenario::{Cache, Integrity, Reader};
+use gds_model::scenario::{Cache, Integrity, Op, Reader};
 
 use gds_model::protocol::{
     CUFILE_DRIVER_OPEN, GPU_CONTEXT, IO_DONE, PROTOCOL_VERSION, SAMPLED, WORKER_WAIT,
@@ -70,12 +73,18 @@ fn measure(spec: &WorkerSpec) -> WorkerResult {
         libcufile: None,
         window: None,
         memory: None,
+        write: None,
     };
+    // Writing trials hold their files whole (`validate` refuses a smaller window for them).
     let failure = match spec.trial.reader {
+        Reader::Posix if spec.trial.op.writes() => write::posix(spec, &mut m),
         Reader::Posix => {
             let window = window_for(spec, gds_model::meminfo::available_memory());
             open_posix(spec, window)
                 .and_then(|mut reader| passes(spec, &mut reader, &mut m, window))
+        }
+        Reader::H2d if spec.trial.op.writes() => {
+            with_gpu(spec, &mut m, |gpu, m| write::h2d(spec, gpu, m))
         }
         Reader::H2d => with_gpu(spec, &mut m, |gpu, m| {
             let t = &spec.trial;
@@ -113,7 +122,7 @@ fn measure(spec: &WorkerSpec) -> WorkerResult {
     }
 }
 
-fn fail(error: ReaderError) -> WorkerFailure {
+pub(crate) fn fail(error: ReaderError) -> WorkerFailure {
     WorkerFailure {
         reason: gds_model::error_chain(&error),
         next: error.next_step(),
@@ -211,16 +220,27 @@ fn with_cufile(
             }
         };
         phase(m, "cuFile statistics on");
-        let outcome = {
+        let (plan, buffer) = (&spec.plan, spec.trial.buffer);
+        let outcome = if spec.trial.op.writes() {
+            // The writer first: it creates the files a roundtrip's reader then opens. Both hold
+            // the whole pass: writing trials do not stream.
+            let whole = plan.total_bytes();
+            let mut writer = CufileWriter::open(gpu, library, plan, buffer).map_err(fail)?;
+            let mut reader = match spec.trial.op {
+                Op::Roundtrip => {
+                    Some(CufileReader::open(gpu, library, plan, buffer, whole).map_err(fail)?)
+                }
+                _ => None,
+            };
+            phase(m, "device buffers, generated source and file registration");
+            let read_back = reader.as_mut().map(|r| r as &mut dyn PlanReader);
+            let outcome = write::passes(spec, &mut writer, read_back, m);
+            hold_for_sample(spec.hold_for_sampling.as_deref());
+            outcome
+        } else {
             let window = window_for(spec, gpu.memory_total().ok());
-            let mut reader = CufileReader::open(
-                gpu,
-                library,
-                &spec.plan,
-                spec.trial.buffer,
-                capacity(spec, window),
-            )
-            .map_err(fail)?;
+            let mut reader = CufileReader::open(gpu, library, plan, buffer, capacity(spec, window))
+                .map_err(fail)?;
             phase(m, "device buffer and file registration");
             let outcome = passes(spec, &mut reader, m, window);
             hold_for_sample(spec.hold_for_sampling.as_deref());
@@ -301,19 +321,7 @@ fn passes(
         if pass < u64::from(trial.warmup) {
             m.warmup_seconds.push(seconds);
         } else {
-            m.seconds.push(seconds);
-            m.gbps.push(plan.total_bytes() as f64 / seconds / 1e9);
-            if let Some(histogram) = &read.latency {
-                latency.merge(histogram);
-            }
-            m.costs.push(PassCost::new(
-                plan.total_bytes(),
-                seconds,
-                read.calls,
-                cpu,
-                read.latency.as_ref().and_then(Histogram::latency),
-            ));
-            m.latency = latency.latency();
+            record_pass(m, &mut latency, plan, &read, cpu);
         }
         let result = outcome.integrity;
         m.verify_seconds += result.seconds;
@@ -324,6 +332,31 @@ fn passes(
         }
     }
     Ok(())
+}
+
+/// A measured pass's I/O section (the reads, or a writing trial's writes): its time, throughput,
+/// calls, CPU cost and latency, merged into the trial's.
+fn record_pass(
+    m: &mut Measurement,
+    latency: &mut Histogram,
+    plan: &ReadPlan,
+    pass: &crate::reader::Pass,
+    cpu: Option<gds_model::cost::CpuTime>,
+) {
+    let seconds = pass.elapsed.as_secs_f64();
+    m.seconds.push(seconds);
+    m.gbps.push(plan.total_bytes() as f64 / seconds / 1e9);
+    if let Some(histogram) = &pass.latency {
+        latency.merge(histogram);
+    }
+    m.costs.push(PassCost::new(
+        plan.total_bytes(),
+        seconds,
+        pass.calls,
+        cpu,
+        pass.latency.as_ref().and_then(Histogram::latency),
+    ));
+    m.latency = latency.latency();
 }
 
 /// Drops every file's pages; fails when they stay cached (tmpfs), since a cold trial would then
@@ -350,12 +383,20 @@ fn drop_cache(plan: &ReadPlan, files: &[std::fs::File]) -> Result<f64, WorkerFai
 }
 
 fn integrity_failure(result: &IntegrityResult, pass: u64, passes: u64) -> WorkerFailure {
+    WorkerFailure {
+        reason: integrity_reason(result, pass, passes),
+        next: "the bytes that arrived differ from the file. Run the trial again; if it repeats, the read path corrupts data: check `dmesg` for I/O errors and the storage's health. A data file changed through the file system (even with its mtime put back) is regenerated or re-checksummed on the next run; one damaged on the disk itself is not: delete it, or its `.id.json` sidecar in the data dir, to have it redone.".into(), missing: None }
+}
+
+/// What a failed verification found: the count of bad words, the first wrong byte's offset and
+/// file, and the checksums.
+pub(crate) fn integrity_reason(result: &IntegrityResult, pass: u64, passes: u64) -> String {
     let checksums = format!(
         "checksum expected {}, got {}",
         result.expected_checksum.map_or("-".into(), hex::format),
         result.checksum.map_or("-".into(), hex::format)
     );
-    let reason = match &result.first_bad {
+    match &result.first_bad {
         Some(bad) => format!(
             "integrity: {} bad 8-byte word(s); first wrong byte at offset {} of `{}` (pass {pass} of {passes}; {checksums})",
             result.bad_words,
@@ -363,10 +404,7 @@ fn integrity_failure(result: &IntegrityResult, pass: u64, passes: u64) -> Worker
             bad.file.display()
         ),
         None => format!("integrity: checksum mismatch (pass {pass} of {passes}; {checksums})"),
-    };
-    WorkerFailure {
-        reason,
-        next: "the bytes that arrived differ from the file. Run the trial again; if it repeats, the read path corrupts data: check `dmesg` for I/O errors and the storage's health. A data file changed through the file system (even with its mtime put back) is regenerated or re-checksummed on the next run; one damaged on the disk itself is not: delete it, or its `.id.json` sidecar in the data dir, to have it redone.".into(), missing: None }
+    }
 }
 
 /// Announces the end of the I/O and waits for the gate's `gds_stats` sample, if one was asked

@@ -62,10 +62,17 @@ fn evidence(
     nvfs_before: Option<String>,
 ) -> Evidence {
     let passes = m.map_or(0, |m| (m.warmup_seconds.len() + m.seconds.len()) as u64);
+    // A roundtrip moves its bytes through the path twice: written, then read back.
+    let directions = if spec.op == gds_model::scenario::Op::Roundtrip {
+        2
+    } else {
+        1
+    };
     let mut evidence = Evidence::new(
         spec.reader,
-        m.map_or(0, |m| m.bytes_per_repetition * passes),
+        m.map_or(0, |m| m.bytes_per_repetition * passes * directions),
     );
+    evidence.op = spec.op;
     if let Some(m) = m {
         evidence.kvikio = m.kvikio.as_ref().map(|k| k.backends.clone());
         evidence.cufile = m
@@ -76,17 +83,7 @@ fn evidence(
                 stats
                     .gpus
                     .iter()
-                    .map(|g| CufileGpuCounters {
-                        gpu: g.index,
-                        n_total_reads: g.n_total_reads,
-                        n_nvfs_reads: g.n_nvfs_reads,
-                        n_p2p_reads: g.n_p2p_reads,
-                        n_posix_reads: g.n_posix_reads,
-                        n_dr_reads: g.n_dr_reads,
-                        n_unaligned_reads: g.n_unaligned_reads,
-                        n_reads_err: g.n_reads_err,
-                        read_bytes: g.read_bytes,
-                    })
+                    .map(|g| CufileGpuCounters::from_api(g, spec.op))
                     .collect()
             });
         evidence.smallest_read = smallest_read(spec, m);

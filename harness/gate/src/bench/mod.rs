@@ -3,6 +3,7 @@
 
 pub mod gpu;
 pub mod parity;
+mod recording;
 mod startup;
 
 use std::fmt;

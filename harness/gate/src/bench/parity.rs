@@ -110,6 +110,8 @@ struct Samples {
     /// GB/s over the same run's reference (dd, or the row with recording on).
     ratios: Vec<f64>,
     cpu_per_gib: Vec<f64>,
+    /// Mean read-call latency in µs, where the worker recorded it.
+    mean_call_us: Vec<f64>,
     libraries: Vec<String>,
     failure: Option<String>,
 }
@@ -120,7 +122,7 @@ pub fn run(setting: &Setting, runs: usize, dir: &Path, out: &mut String) -> Resu
     let trials = gds_model::scenario::expand(&suite);
     let data = DataSet::prepare(dir, &trials);
     let file = data
-        .files_for(&trials[0].files)?
+        .files_for(&trials[0])?
         .pop()
         .ok_or("the parity bench has no file")?;
     let scratch = tempfile::tempdir().map_err(|error| error.to_string())?;
@@ -140,7 +142,10 @@ pub fn run(setting: &Setting, runs: usize, dir: &Path, out: &mut String) -> Resu
         let mut with_recording = [None; ROWS.len()];
         for (index, row) in ROWS.iter().enumerate() {
             let outcome = match row.scenario() {
-                None => dd_rate(&file).map(|rate| (rate, None, None)),
+                None => dd_rate(&file).map(|gbps| Measured {
+                    gbps,
+                    ..Measured::default()
+                }),
                 Some(scenario) => {
                     let Some(spec) = trials.iter().find(|t| t.scenario == scenario) else {
                         continue;
@@ -171,7 +176,12 @@ pub fn run(setting: &Setting, runs: usize, dir: &Path, out: &mut String) -> Resu
             };
             let sample = &mut samples[index];
             match outcome {
-                Ok((rate, library, cpu)) => {
+                Ok(Measured {
+                    gbps: rate,
+                    library,
+                    cpu_per_gib,
+                    mean_call_us,
+                }) => {
                     if *row == Row::Kvikio && kvikio_library.is_none() {
                         kvikio_library = library.as_ref().map(|l| l.path.clone());
                     }
@@ -187,7 +197,8 @@ pub fn run(setting: &Setting, runs: usize, dir: &Path, out: &mut String) -> Resu
                     with_recording[index] = Some(rate);
                     sample.gbps.push(rate);
                     sample.ratios.extend(reference.map(|r| rate / r));
-                    sample.cpu_per_gib.extend(cpu);
+                    sample.cpu_per_gib.extend(cpu_per_gib);
+                    sample.mean_call_us.extend(mean_call_us);
                     if let Some(library) =
                         library.map(|l| format!("{} {}", l.version, l.path.display()))
                         && !sample.libraries.contains(&library)
@@ -203,8 +214,17 @@ pub fn run(setting: &Setting, runs: usize, dir: &Path, out: &mut String) -> Resu
     Ok(())
 }
 
-/// GB/s of a trial's one pass, the libcufile it loaded and its CPU s/GiB.
-fn measured(record: TrialRecord) -> Result<(f64, Option<LoadedCufile>, Option<f64>), String> {
+/// One row's figures of one run.
+#[derive(Default)]
+struct Measured {
+    gbps: f64,
+    library: Option<LoadedCufile>,
+    cpu_per_gib: Option<f64>,
+    mean_call_us: Option<f64>,
+}
+
+/// GB/s of a trial's one pass, the libcufile it loaded, its CPU s/GiB and mean call latency.
+fn measured(record: TrialRecord) -> Result<Measured, String> {
     let reason = || {
         record
             .reason
@@ -216,11 +236,12 @@ fn measured(record: TrialRecord) -> Result<(f64, Option<LoadedCufile>, Option<f6
         _ => return Err(reason()),
     };
     let cpu = m.cpu_per_gib();
-    Ok((
-        m.gbps[0],
-        m.libcufile.clone(),
-        (!cpu.is_empty()).then(|| median(&cpu)),
-    ))
+    Ok(Measured {
+        gbps: m.gbps[0],
+        library: m.libcufile.clone(),
+        cpu_per_gib: (!cpu.is_empty()).then(|| median(&cpu)),
+        mean_call_us: m.latency.as_ref().map(|latency| latency.mean_us),
+    })
 }
 
 /// `dd iflag=direct bs=16M` over the cold file: the disk's own speed in this run.
@@ -245,9 +266,10 @@ fn render(
     samples: &[Samples],
     out: &mut String,
 ) {
+    let recording_ns = super::recording::cost_per_call_ns(5, 1_000_000);
     let _ = writeln!(
         out,
-        "| cold read of {} ({}), {runs} interleaved runs | GB/s (median) | of the reference (median of per-run ratios) | per-run ratios | CPU s/GiB | libcufile |\n|---|---:|---:|---:|---:|---|",
+        "| cold read of {} ({}), {runs} interleaved runs | GB/s (median) | of the reference (median of per-run ratios) | per-run ratios | CPU s/GiB | mean call | recording's share of a call | libcufile |\n|---|---:|---:|---:|---:|---:|---:|---|",
         file.path.display(),
         gds_model::units::format_bytes(file.size, 2)
     );
@@ -255,7 +277,7 @@ fn render(
         let label = row.label(setting);
         if sample.gbps.is_empty() {
             let why = sample.failure.as_deref().unwrap_or("not run");
-            let _ = writeln!(out, "| {label} | not measured: {why} | | | | |");
+            let _ = writeln!(out, "| {label} | not measured: {why} | | | | | | |");
             continue;
         }
         let of = if sample.ratios.is_empty() {
@@ -274,21 +296,68 @@ fn render(
         } else {
             format!("{:.3}", median(&sample.cpu_per_gib))
         };
+        let (call, share) = if sample.mean_call_us.is_empty() {
+            (String::new(), String::new())
+        } else {
+            let mean = median(&sample.mean_call_us);
+            // KvikIO's worker times no call of its own (its figures are KvikIO's statistics);
+            // it only reads the CPU clock around the pass.
+            let share = if row.scenario() == Some("kvikio") {
+                "none per call".to_string()
+            } else {
+                format!(
+                    "{:.3}%",
+                    super::recording::share_percent(recording_ns, mean)
+                )
+            };
+            (gds_model::cost::format_micros(mean), share)
+        };
         let _ = writeln!(
             out,
-            "| {label} | {:.2} | {of} | {range} | {cpu} | {} |",
+            "| {label} | {:.2} | {of} | {range} | {cpu} | {call} | {share} | {} |",
             median(&sample.gbps),
             sample.libraries.join("; ")
         );
     }
     let _ = writeln!(
         out,
+        "\nRecording one call (two clock reads and a histogram increment) costs {recording_ns:.1} ns on this host (median of 5 rounds of 1 000 000 calls); its share of a call is that over the row's mean call latency, a bound the on/off ratios cannot resolve below the disk's noise."
+    );
+    let _ = writeln!(
+        out,
         "\nThe reference of a row with recording on is dd in the same run; of a row with recording off, the same reader with recording on just before it (so its percentage is off/on: above 100% is what recording costs). One worker per row and run, one cold pass each."
     );
     let _ = writeln!(
         out,
-        "Parity: compare `cufile reader` with `KvikIO compat OFF` run by run; `cufile reader with KvikIO's libcufile` takes the library out of the comparison."
+        "Parity: `cufile reader` over `KvikIO compat OFF` run by run; `cufile reader with KvikIO's libcufile` takes the library out of the comparison."
     );
+    let of_kvikio = |row: Row| {
+        let index = |wanted: Row| ROWS.iter().position(|r| *r == wanted).unwrap_or(0);
+        per_run_ratios(&samples[index(row)].gbps, &samples[index(Row::Kvikio)].gbps)
+    };
+    for row in [Row::Cufile, Row::CufileKvikioLibrary] {
+        let ratios = of_kvikio(row);
+        if ratios.is_empty() {
+            continue;
+        }
+        let each: Vec<String> = ratios.iter().map(|r| format!("{r:.2}")).collect();
+        let _ = writeln!(
+            out,
+            "- {} / KvikIO: median {:.2} (runs: {})",
+            row.label(setting),
+            median(&ratios),
+            each.join(" ")
+        );
+    }
+}
+
+/// `a[i] / b[i]` for each run both rows measured; none when a row missed a run (the runs would
+/// no longer pair up).
+fn per_run_ratios(a: &[f64], b: &[f64]) -> Vec<f64> {
+    if a.len() != b.len() {
+        return Vec::new();
+    }
+    a.iter().zip(b).map(|(a, b)| a / b).collect()
 }
 
 #[cfg(test)]
@@ -324,6 +393,12 @@ mod tests {
                 assert!(trials.iter().any(|t| t.scenario == scenario), "{row:?}");
             }
         }
+    }
+
+    #[test]
+    fn parity_ratios_pair_runs_and_refuse_rows_that_missed_one() {
+        assert_eq!(per_run_ratios(&[2.0, 3.0], &[1.0, 2.0]), vec![2.0, 1.5]);
+        assert!(per_run_ratios(&[2.0], &[1.0, 2.0]).is_empty());
     }
 
     #[test]

@@ -12,9 +12,7 @@ pub fn run(inputs: &Inputs) -> u8 {
     };
     let specs: Vec<_> = suites.iter().flat_map(scenario::expand).collect();
     let data = DataSet::prepare(&inputs.data_dir, &specs);
-    let failed = specs
-        .iter()
-        .any(|spec| data.files_for(&spec.files).is_err());
+    let failed = specs.iter().any(|spec| data.files_for(spec).is_err());
     println!(
         "{} file(s) ready in {}",
         data.log.len(),

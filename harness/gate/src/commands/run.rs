@@ -343,7 +343,7 @@ impl Executor {
             return TrialRecord::ignored(spec, crate::interrupt::not_run_reason(signal));
         }
         match unavailable(&spec, &self.host) {
-            None => match self.data.files_for(&spec.files) {
+            None => match self.data.files_for(&spec) {
                 Ok(files) => self.read(spec, files, launcher),
                 Err(error) => {
                     let details = format!(
@@ -390,12 +390,20 @@ impl Executor {
             return TrialRecord::failed(spec, format!("read plan: {problem}"), details, None);
         }
         let plan = ReadPlan::new(files, &spec.pattern);
+        let spec_writes = spec.op.writes();
         let paths: Vec<_> = plan.files.iter().map(|file| file.path.clone()).collect();
         let record = match spec.gpus.clone() {
             Some(set) => self.execute_on_gpus(spec, plan, &set, launcher),
             None => launcher.run_trial(spec, plan),
         };
         leave_uncached(&paths);
+        if spec_writes {
+            // Written files are the trial's own: removed after it, so the data dir holds only
+            // the generated data the next run reuses (its free space was the trial's to use).
+            for path in &paths {
+                let _ = std::fs::remove_file(path);
+            }
+        }
         record
     }
 

@@ -379,9 +379,13 @@ fn kvikio_env(spec: &TrialSpec) -> Vec<(String, String)> {
 }
 
 /// Generous: a minute to start, plus every pass at 50 MB/s. A hang is caught, a slow disk is not
-/// mistaken for one.
+/// mistaken for one. A writing pass moves its bytes twice (written, then read back to verify).
 fn timeout_for(spec: &TrialSpec, plan: &ReadPlan) -> Duration {
-    let bytes = plan.total_bytes().saturating_mul(spec.passes());
+    let moves = if spec.op.writes() { 2 } else { 1 };
+    let bytes = plan
+        .total_bytes()
+        .saturating_mul(spec.passes())
+        .saturating_mul(moves);
     Duration::from_secs(60 + bytes / 50_000_000)
 }
 
@@ -488,6 +492,7 @@ mod tests {
             libcufile: None,
             window: None,
             memory: None,
+            write: None,
         };
         let result = WorkerResult {
             protocol: PROTOCOL_VERSION,

@@ -366,6 +366,7 @@ fn aggregate_measurement(
             .iter()
             .filter_map(|(_, m)| m.memory)
             .reduce(MemoryPeak::max),
+        write: None,
     }
 }
 

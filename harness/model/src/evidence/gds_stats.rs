@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::{CufileGpuCounters, Token, clip, tokenize};
+use crate::scenario::Op;
 
 const MIB: u64 = 1 << 20;
 
@@ -122,6 +123,11 @@ impl GdsStats {
         self.gpus.iter().map(GdsGpu::counters).collect()
     }
 
+    /// [`GdsStats::counters`] of the direction `op` moved data in.
+    pub fn counters_for(&self, op: Op) -> Vec<CufileGpuCounters> {
+        self.gpus.iter().map(|gpu| gpu.counters_for(op)).collect()
+    }
+
     /// True when some GPU that read anything printed no `nvfs=` (its nvfs count is inferred).
     pub fn nvfs_inferred(&self) -> bool {
         self.gpus
@@ -159,33 +165,61 @@ impl GdsGpu {
     /// `nvfs=`: they predate P2PDMA, so a read that was not POSIX went through nvidia-fs. Without
     /// `posix=` nothing can be inferred and the reads stay unclassified.
     pub fn nvfs_reads(&self) -> Option<(u64, bool)> {
-        let read = &self.read;
-        match (read.nvfs, read.posix) {
-            (Some(nvfs), _) => Some((nvfs, false)),
-            (None, Some(posix)) => Some((
-                read.n
-                    .unwrap_or(0)
-                    .saturating_sub(posix)
-                    .saturating_sub(read.p2p.unwrap_or(0)),
-                true,
-            )),
-            (None, None) => None,
-        }
+        nvfs_of(&self.read)
     }
 
     pub fn counters(&self) -> CufileGpuCounters {
-        let read = &self.read;
-        CufileGpuCounters {
-            gpu: self.gpu,
-            n_total_reads: read.n.unwrap_or(0),
-            n_nvfs_reads: self.nvfs_reads().map_or(0, |(nvfs, _)| nvfs),
-            n_p2p_reads: read.p2p.unwrap_or(0),
-            n_posix_reads: read.posix.unwrap_or(0),
-            n_dr_reads: read.dr.unwrap_or(0),
-            n_unaligned_reads: read.unalign.unwrap_or(0),
-            n_reads_err: read.err.unwrap_or(0),
-            read_bytes: read.mib.unwrap_or(0).saturating_mul(MIB),
+        counters_of(self.gpu, &self.read)
+    }
+
+    /// The `Write:` section read like the `Read:` one (same field names in the tool's output).
+    pub fn write_stats(&self) -> GdsReadStats {
+        let mut write = GdsReadStats::default();
+        let mut ignored = Vec::new();
+        for (key, value) in self.other.get("Write").into_iter().flatten() {
+            read_field(&mut write, key.clone(), value.clone(), 0, &mut ignored);
         }
+        write
+    }
+
+    /// The counters of the direction `op` moved data in, shaped as the stats API's
+    /// ([`CufileGpuCounters::from_api`]).
+    pub fn counters_for(&self, op: Op) -> CufileGpuCounters {
+        let writes = || counters_of(self.gpu, &self.write_stats());
+        match op {
+            Op::Read => self.counters(),
+            Op::Write => writes(),
+            Op::Roundtrip => self.counters().plus(&writes()),
+        }
+    }
+}
+
+fn nvfs_of(stats: &GdsReadStats) -> Option<(u64, bool)> {
+    match (stats.nvfs, stats.posix) {
+        (Some(nvfs), _) => Some((nvfs, false)),
+        (None, Some(posix)) => Some((
+            stats
+                .n
+                .unwrap_or(0)
+                .saturating_sub(posix)
+                .saturating_sub(stats.p2p.unwrap_or(0)),
+            true,
+        )),
+        (None, None) => None,
+    }
+}
+
+fn counters_of(gpu: u32, stats: &GdsReadStats) -> CufileGpuCounters {
+    CufileGpuCounters {
+        gpu,
+        n_total_reads: stats.n.unwrap_or(0),
+        n_nvfs_reads: nvfs_of(stats).map_or(0, |(nvfs, _)| nvfs),
+        n_p2p_reads: stats.p2p.unwrap_or(0),
+        n_posix_reads: stats.posix.unwrap_or(0),
+        n_dr_reads: stats.dr.unwrap_or(0),
+        n_unaligned_reads: stats.unalign.unwrap_or(0),
+        n_reads_err: stats.err.unwrap_or(0),
+        read_bytes: stats.mib.unwrap_or(0).saturating_mul(MIB),
     }
 }
 

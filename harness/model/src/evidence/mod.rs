@@ -14,13 +14,16 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use crate::scenario::{CompatMode, Reader};
+use crate::cufile_abi::GpuCounters;
+use crate::scenario::{CompatMode, Op, Reader};
 
 pub use cufile_log::{CufileLogFindings, FindingKind, LogFinding};
 pub use gds_stats::{GdsGpu, GdsReadStats, GdsStats, GdsStatsError};
 pub use nvfs_stats::{NvfsReads, NvfsStats, NvfsStatsDelta, NvfsStatsError};
 
-/// cuFile's level-3 per-GPU read counters (`CUfilePerGpuStats_t`), as deltas over one trial.
+/// cuFile's level-3 per-GPU counters (`CUfilePerGpuStats_t`), as deltas over one trial, of the
+/// direction the trial moved data in ([`CufileGpuCounters::from_api`]): a writing trial's
+/// `n_posix_writes` land in `n_posix_reads`, and so on, so that one verdict judges both.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CufileGpuCounters {
     pub gpu: u32,
@@ -53,6 +56,58 @@ impl CufileGpuCounters {
                 .saturating_sub(earlier.n_unaligned_reads),
             n_reads_err: self.n_reads_err.saturating_sub(earlier.n_reads_err),
             read_bytes: self.read_bytes.saturating_sub(earlier.read_bytes),
+        }
+    }
+}
+
+impl CufileGpuCounters {
+    /// The counters of the direction `op` moved data in, from the stats API: reads for a read,
+    /// writes for a write, both added for a roundtrip (whose writes and reads both went through
+    /// the path under test). The verdict then judges them alike.
+    pub fn from_api(g: &GpuCounters, op: Op) -> CufileGpuCounters {
+        let reads = CufileGpuCounters {
+            gpu: g.index,
+            n_total_reads: g.n_total_reads,
+            n_nvfs_reads: g.n_nvfs_reads,
+            n_p2p_reads: g.n_p2p_reads,
+            n_posix_reads: g.n_posix_reads,
+            n_dr_reads: g.n_dr_reads,
+            n_unaligned_reads: g.n_unaligned_reads,
+            n_reads_err: g.n_reads_err,
+            read_bytes: g.read_bytes,
+        };
+        let writes = CufileGpuCounters {
+            gpu: g.index,
+            n_total_reads: g.n_total_writes,
+            n_nvfs_reads: g.n_nvfs_writes,
+            n_p2p_reads: g.n_p2p_writes,
+            n_posix_reads: g.n_posix_writes,
+            n_dr_reads: g.n_dr_writes,
+            n_unaligned_reads: g.n_unaligned_writes,
+            n_reads_err: g.n_writes_err,
+            read_bytes: g.writes_bytes,
+        };
+        match op {
+            Op::Read => reads,
+            Op::Write => writes,
+            Op::Roundtrip => reads.plus(&writes),
+        }
+    }
+
+    /// Field by field sum (saturating).
+    pub fn plus(&self, other: &CufileGpuCounters) -> CufileGpuCounters {
+        CufileGpuCounters {
+            gpu: self.gpu,
+            n_total_reads: self.n_total_reads.saturating_add(other.n_total_reads),
+            n_nvfs_reads: self.n_nvfs_reads.saturating_add(other.n_nvfs_reads),
+            n_p2p_reads: self.n_p2p_reads.saturating_add(other.n_p2p_reads),
+            n_posix_reads: self.n_posix_reads.saturating_add(other.n_posix_reads),
+            n_dr_reads: self.n_dr_reads.saturating_add(other.n_dr_reads),
+            n_unaligned_reads: self
+                .n_unaligned_reads
+                .saturating_add(other.n_unaligned_reads),
+            n_reads_err: self.n_reads_err.saturating_add(other.n_reads_err),
+            read_bytes: self.read_bytes.saturating_add(other.read_bytes),
         }
     }
 }
@@ -120,6 +175,10 @@ pub enum NvfsEvidence {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Evidence {
     pub reader: Reader,
+    /// What the trial did: the cuFile counters are of that direction (`write`: cuFile's write
+    /// counters), and the verdict says "writes" for them.
+    #[serde(default)]
+    pub op: Op,
     /// Bytes the reader delivered per repetition (what the verdict splits between paths).
     pub bytes_read: u64,
     #[serde(default)]
@@ -165,6 +224,7 @@ impl Evidence {
     pub fn new(reader: Reader, bytes_read: u64) -> Evidence {
         Evidence {
             reader,
+            op: Op::Read,
             bytes_read,
             kvikio: None,
             cufile: None,

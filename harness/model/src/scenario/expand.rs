@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 use super::model::{
-    BufferKind, Cache, CompatMode, ExpectedPath, GpuSet, Integrity, Pattern, Reader,
+    BufferKind, Cache, CompatMode, ExpectedPath, GpuSet, Integrity, Op, Pattern, Reader,
 };
 use super::size::ByteSize;
 use super::{Scenario, Suite};
@@ -25,6 +25,9 @@ pub struct TrialSpec {
     pub source_line: usize,
     pub files: FileSet,
     pub reader: Reader,
+    /// Read (records of older gates have none), write or roundtrip.
+    #[serde(default)]
+    pub op: Op,
     /// Only for the `kvikio` reader.
     pub compat_mode: Option<CompatMode>,
     pub nthreads: u32,
@@ -136,6 +139,7 @@ fn expand_scenario(suite_def: &Suite, scenario: &Scenario) -> Vec<TrialSpec> {
             source_line: scenario.line,
             files: scenario.files.clone(),
             reader,
+            op: scenario.ops[0],
             compat_mode: None,
             nthreads: scenario.nthreads[0],
             task_size: scenario.task_sizes[0],
@@ -207,6 +211,15 @@ fn axis<'a>(applies: bool, label: &'static str, len: usize, apply: Apply<'a>) ->
 fn axes_for(reader: Reader, s: &Scenario) -> Vec<Axis<'_>> {
     let kvikio = reader == Reader::Kvikio;
     [
+        axis(
+            true,
+            "op",
+            s.ops.len(),
+            Box::new(|t, i| {
+                t.op = s.ops[i];
+                t.op.name().to_string()
+            }),
+        ),
         axis(
             kvikio,
             "compat",

@@ -11,6 +11,7 @@ mod locate;
 mod model;
 pub mod size;
 pub mod window_mode;
+mod writes;
 
 use std::collections::BTreeMap;
 use std::num::NonZeroU32;
@@ -19,7 +20,8 @@ use std::path::{Path, PathBuf};
 pub use error::ScenarioError;
 pub use expand::{Expectations, FileSet, TrialSpec, expand};
 pub use model::{
-    BufferKind, Cache, CompatMode, ExpectedPath, GpuSet, Integrity, Pattern, RandomReads, Reader,
+    BufferKind, Cache, CompatMode, ExpectedPath, GpuSet, Integrity, Op, Pattern, RandomReads,
+    Reader,
 };
 
 use model::{Files, ScenarioFields, SuiteFile};
@@ -45,6 +47,8 @@ pub struct Scenario {
     pub line: usize,
     pub files: FileSet,
     pub readers: Vec<Reader>,
+    /// `op:`: read (the default), write or roundtrip; a matrix axis.
+    pub ops: Vec<Op>,
     pub compat_modes: Vec<CompatMode>,
     pub nthreads: Vec<u32>,
     pub task_sizes: Vec<u64>,
@@ -265,6 +269,7 @@ impl Validator<'_> {
             };
         }
         let readers = pick!(reader, Reader::Posix);
+        let ops = pick!(op, Op::Read);
         let pattern = fields
             .pattern
             .clone()
@@ -299,6 +304,11 @@ impl Validator<'_> {
             (None, FileSet::User { .. }) => Integrity::Checksum,
         };
         let gpu_set = fields.gpus.clone().or_else(|| defaults.gpus.clone());
+        let windows = pick!(window, window_mode::WindowMode::Auto);
+        if let Some(&op) = ops.iter().find(|op| op.writes()) {
+            self.writes(op, &files, &pattern, gpu_set.as_ref(), &context, &here)?;
+            self.writing_window(op, &files, &windows, &context, here("window"))?;
+        }
         if let Some(set) = &gpu_set {
             let gpu_list = fields.gpu.as_ref().or(defaults.gpu.as_ref());
             self.gpu_set(
@@ -328,6 +338,7 @@ impl Validator<'_> {
             line,
             files,
             readers,
+            ops,
             compat_modes: pick!(compat_mode, CompatMode::AUTO),
             nthreads: pick!(nthreads, NTHREADS_DEFAULT)
                 .into_iter()
@@ -367,7 +378,7 @@ impl Validator<'_> {
                 Some(GpuSet::All) => vec![0],
                 None => pick!(gpu, 0),
             },
-            windows: pick!(window, window_mode::WindowMode::Auto),
+            windows,
             gpu_set,
             expect: Expectations {
                 path,

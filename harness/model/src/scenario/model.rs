@@ -37,6 +37,8 @@ pub struct ScenarioFields {
     pub description: Option<String>,
     pub files: Option<Files>,
     pub reader: Option<OneOrMany<Reader>>,
+    /// `read` (default), `write` or `roundtrip`.
+    pub op: Option<OneOrMany<Op>>,
     pub compat_mode: Option<OneOrMany<CompatMode>>,
     pub nthreads: Option<OneOrMany<NonZeroU32>>,
     pub task_size: Option<OneOrMany<PositiveSize>>,
@@ -94,6 +96,38 @@ impl Reader {
 
     pub fn uses_gpu(self) -> bool {
         !matches!(self, Reader::Posix)
+    }
+}
+
+/// What a trial does with its files.
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum Op {
+    /// Read the files into the reader's destination and verify them there.
+    #[default]
+    Read,
+    /// Write the generator's bytes to a file of the trial's own through the path under test, then
+    /// verify the file on disk with an independent `O_DIRECT` read.
+    Write,
+    /// Write as `write` does, drop the file's pages, read it back through the reader under test
+    /// and verify what arrived.
+    Roundtrip,
+}
+
+impl Op {
+    pub fn name(self) -> &'static str {
+        match self {
+            Op::Read => "read",
+            Op::Write => "write",
+            Op::Roundtrip => "roundtrip",
+        }
+    }
+
+    /// Whether the trial writes a file (of its own, in the data dir).
+    pub fn writes(self) -> bool {
+        !matches!(self, Op::Read)
     }
 }
 

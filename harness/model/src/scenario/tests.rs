@@ -573,3 +573,106 @@ fn window_is_an_axis_named_in_the_trials_and_checked_where_written() {
         ),
     ]);
 }
+
+/// `op` is read unless a scenario says otherwise, is a matrix axis, and is kept in the spec the
+/// worker gets.
+#[test]
+fn op_defaults_to_read_and_is_an_axis() {
+    assert_eq!(expand(&parse_ok(MINIMAL))[0].op, Op::Read);
+    let suite = parse_ok(
+        "scenarios:\n  - name: ckpt\n    files: { size: 1MiB }\n    op: [write, roundtrip, read]\n",
+    );
+    let trials = expand(&suite);
+    let named: Vec<(String, Op)> = trials.iter().map(|t| (t.name.clone(), t.op)).collect();
+    assert_eq!(
+        named,
+        [
+            ("test::ckpt[op=write]".to_string(), Op::Write),
+            ("test::ckpt[op=roundtrip]".to_string(), Op::Roundtrip),
+            ("test::ckpt[op=read]".to_string(), Op::Read),
+        ]
+    );
+    assert_eq!(trials[0].expect.integrity, Integrity::Exact);
+    let one = parse_ok("scenarios:\n  - name: w\n    files: { size: 1MiB }\n    op: write\n");
+    assert_eq!(
+        expand(&one)[0].name,
+        "test::w",
+        "a single op is not in the name"
+    );
+    // A record of an older gate has no `op`: it read.
+    let mut json = serde_json::to_value(&trials[0]).unwrap();
+    json.as_object_mut().unwrap().remove("op");
+    let old: TrialSpec = serde_json::from_value(json).unwrap();
+    assert_eq!(old.op, Op::Read);
+}
+
+#[test]
+fn writing_mistakes_are_reported_with_position_and_fix() {
+    assert_rejected(&[
+        (
+            "a user's file is never written",
+            "scenarios:\n  - name: w\n    files: { path: /data/ckpt.bin }\n    op: write\n",
+            &[
+                ":4:5:",
+                "`op: write` writes a file",
+                "/data/ckpt.bin",
+                "never writes over it",
+                "gds-gate-written-",
+            ],
+        ),
+        (
+            "random offsets",
+            "scenarios:\n  - name: w\n    files: { size: 1MiB }\n    op: [read, roundtrip]\n    pattern: { random: { size: 4KiB, count: 2 } }\n",
+            &[":5:5:", "`op: roundtrip`", "pattern: whole"],
+        ),
+        (
+            "several GPUs",
+            "scenarios:\n  - name: w\n    files: { size: 1MiB }\n    reader: cufile\n    op: write\n    gpus: all\n",
+            &[":6:5:", "`gpus: all`", "one worker writes"],
+        ),
+        (
+            "unknown op",
+            "scenarios:\n  - name: w\n    files: { size: 1MiB }\n    op: append\n",
+            &[":4:", "unknown variant `append`", "roundtrip"],
+        ),
+    ]);
+}
+
+/// Writers hold the whole pass: a window smaller than it is refused for a writing trial (named
+/// with its key and the fix), never ignored; `whole`, `auto` and a window that holds the pass are
+/// accepted, and reads keep streaming in a scenario of their own.
+#[test]
+fn a_writing_trial_refuses_a_window_smaller_than_its_pass() {
+    assert_rejected(&[
+        (
+            "a window smaller than the pass",
+            "scenarios:\n  - name: w\n    files: { size: 1MiB, count: 2 }\n    op: roundtrip\n    window: 256KiB\n",
+            &[
+                ":5:5:",
+                "`op: roundtrip`",
+                "whole pass (2MiB)",
+                "`window: 256KiB`",
+                "do not stream",
+                "window: whole",
+            ],
+        ),
+        (
+            "a window axis beside a read",
+            "scenarios:\n  - name: w\n    files: { size: 1MiB }\n    op: [read, write]\n    window: [whole, 512KiB]\n",
+            &[":5:5:", "`op: write`", "`window: 512KiB`"],
+        ),
+    ]);
+    for window in ["whole", "auto", "1MiB", "4MiB"] {
+        let suite = parse_ok(&format!(
+            "scenarios:\n  - name: w\n    files: {{ size: 1MiB }}\n    op: write\n    window: {window}\n"
+        ));
+        assert_eq!(expand(&suite).len(), 1, "{window}");
+    }
+    let reads = parse_ok(
+        "scenarios:\n  - name: r\n    files: { size: 1MiB }\n    op: read\n    window: 256KiB\n",
+    );
+    assert_eq!(
+        expand(&reads)[0].window,
+        window_mode::WindowMode::Size(256 << 10)
+    );
+}

@@ -19,6 +19,9 @@ pub(super) struct Ops {
     pub(super) per_gpu: Vec<CufileGpuCounters>,
     /// gds_stats printed no `nvfs=`: nvfs is `n − posix`.
     pub(super) nvfs_inferred: bool,
+    /// What the counters count: `reads`, `writes` (cuFile's write counters, for a writing
+    /// trial) or `reads and writes` (a roundtrip's, added).
+    pub(super) noun: &'static str,
 }
 
 impl Ops {
@@ -38,6 +41,7 @@ impl Ops {
             read_bytes: sum(|g| g.read_bytes),
             per_gpu: counters.to_vec(),
             nvfs_inferred: false,
+            noun: "reads",
         }
     }
 
@@ -74,14 +78,14 @@ impl Ops {
     pub(super) fn claim(&self) -> String {
         let who = self.source.label();
         if self.reads() == 0 {
-            return format!("{who}: no reads counted");
+            return format!("{who}: no {} counted", self.noun);
         }
         let mut parts = vec![("posix", self.posix), ("nvfs", self.nvfs)];
         if self.p2p > 0 {
             parts.push(("p2p", self.p2p));
         }
         parts.sort_by_key(|part| std::cmp::Reverse(part.1));
-        let mut text = format!("{who}: {} {} reads", parts[0].1, parts[0].0);
+        let mut text = format!("{who}: {} {} {}", parts[0].1, parts[0].0, self.noun);
         for (name, n) in &parts[1..] {
             text.push_str(&format!(", {n} {name}"));
         }
@@ -102,9 +106,10 @@ impl Ops {
             .filter(|g| g.n_total_reads > 0 || g.n_posix_reads > 0 || g.n_nvfs_reads > 0)
             .map(|g| {
                 format!(
-                    "GPU {}: {} reads: {} nvfs, {} p2p, {} posix, {} unaligned, {} dr, {} errors, {}",
+                    "GPU {}: {} {}: {} nvfs, {} p2p, {} posix, {} unaligned, {} dr, {} errors, {}",
                     g.gpu,
                     g.n_total_reads,
+                    self.noun,
                     g.n_nvfs_reads,
                     g.n_p2p_reads,
                     g.n_posix_reads,
@@ -116,7 +121,7 @@ impl Ops {
             })
             .collect();
         let mut text = if busy.is_empty() {
-            format!("no reads counted on {} GPU(s)", self.per_gpu.len())
+            format!("no {} counted on {} GPU(s)", self.noun, self.per_gpu.len())
         } else {
             busy.join("; ")
         };

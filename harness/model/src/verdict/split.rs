@@ -8,7 +8,7 @@ use super::cross_check::{cross_check, settings};
 use super::ops::Ops;
 use super::{Path, PathVerdict, Source, SourceLine};
 use crate::evidence::{Bytes, Evidence, FindingKind, KvikioBackends};
-use crate::scenario::{CompatMode, Reader};
+use crate::scenario::{CompatMode, Op, Reader};
 
 #[derive(Default)]
 pub(super) struct Builder {
@@ -109,11 +109,23 @@ pub(super) fn build(e: &Evidence) -> PathVerdict {
 
 /// The cuFile counters to judge by (stats API first, gds_stats second), after comparing both.
 fn cufile_ops(e: &Evidence, v: &mut Builder) -> Option<Ops> {
-    let api = e.cufile.as_deref().map(|c| Ops::of(Source::CufileApi, c));
+    let noun = match e.op {
+        Op::Read => "reads",
+        Op::Write => "writes",
+        Op::Roundtrip => "reads and writes",
+    };
+    let api = e.cufile.as_deref().map(|c| Ops {
+        noun,
+        ..Ops::of(Source::CufileApi, c)
+    });
     let text = e.gds_stats.as_ref().map(|stats| {
-        let mut ops = Ops::of(Source::GdsStats, &stats.counters());
-        ops.nvfs_inferred = stats.nvfs_inferred();
-        ops.err = ops.err.max(stats.read_errors());
+        let mut ops = Ops::of(Source::GdsStats, &stats.counters_for(e.op));
+        ops.noun = noun;
+        // The GLOBAL read errors and the `nvfs=` inference speak of reads only.
+        if e.op == Op::Read {
+            ops.nvfs_inferred = stats.nvfs_inferred();
+            ops.err = ops.err.max(stats.read_errors());
+        }
         ops
     });
     match &api {

@@ -93,3 +93,27 @@ fn a_corruption_planted_in_device_memory_is_reported_at_its_exact_offset() {
         (0, None)
     );
 }
+
+/// The writers' source: the fill kernel writes exactly the generator's bytes (the CPU reference)
+/// at aligned and unaligned buffer offsets, partial last word included, and nothing around them.
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn the_fill_kernel_writes_the_generators_bytes_and_nothing_else() {
+    let mut gpu = Gpu::open(0).unwrap();
+    for &size in &[1usize, 7, 8, 9, 4097, (1 << 20) + 3, (16 << 20) + 5] {
+        for at in [0usize, 8, 3] {
+            let seed = 0x5EED ^ size as u64;
+            let buffer = gpu.alloc(size + at + 16).unwrap();
+            gpu.poison(&buffer).unwrap();
+            gpu.fill(&buffer, at as u64, size as u64, seed).unwrap();
+            let mut host = vec![0u8; size + at + 16];
+            // SAFETY: the whole live allocation, into a host buffer of its size.
+            unsafe { result::memcpy_dtoh_sync(&mut host, buffer.ptr) }.unwrap();
+            let mut expected = vec![0u8; size];
+            fill(seed, 0, &mut expected);
+            assert!(host[at..at + size] == expected, "{size} bytes at {at}");
+            assert!(host[..at].iter().all(|&b| b == 0xA5), "before {at}");
+            assert!(host[at + size..].iter().all(|&b| b == 0xA5), "after {size}");
+        }
+    }
+}

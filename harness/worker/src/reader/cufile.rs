@@ -16,7 +16,7 @@
 //! libcufile of its wheel, this reader the toolkit's unless `GDS_GATE_LIBCUFILE` says otherwise
 //! (`bench --parity` measures both readers with both libraries).
 
-use std::fs::File;
+use std::fs::{File, OpenOptions};
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::OpenOptionsExt;
 
@@ -47,28 +47,8 @@ impl<'a> CufileReader<'a> {
     ) -> Result<CufileReader<'a>, ReaderError> {
         // The whole plan, or one window of it (registered once and reused by every window).
         let device = gpu.alloc(capacity as usize)?;
-        let mut files = Vec::new();
-        let mut handles = Vec::new();
-        for planned in &plan.files {
-            let path = planned.path.display().to_string();
-            let file = std::fs::OpenOptions::new()
-                .read(true)
-                .custom_flags(libc::O_DIRECT)
-                .open(&planned.path)
-                .map_err(|source| ReaderError::OpenDirect {
-                    path: path.clone(),
-                    source,
-                })?;
-            let handle = cufile
-                .register_handle(file.as_raw_fd())
-                .map_err(|source| ReaderError::Register { path, source })?;
-            files.push(file);
-            handles.push(handle);
-        }
-        let registered = match buffer {
-            BufferKind::Registered => Some(cufile.register_buffer(device.ptr, device.len)?),
-            BufferKind::Unregistered => None,
-        };
+        let (files, handles) = register_files(cufile, plan, OpenOptions::new().read(true))?;
+        let registered = register_buffer(cufile, &device, buffer)?;
         Ok(CufileReader {
             gpu,
             _registered: registered,
@@ -77,6 +57,45 @@ impl<'a> CufileReader<'a> {
             device,
         })
     }
+}
+
+/// Opens every file of the plan with `options` and `O_DIRECT` (cuFile needs it) and registers it
+/// with cuFile: the descriptors and their handles, in plan order.
+pub(crate) fn register_files<'a>(
+    cufile: &'a Cufile,
+    plan: &ReadPlan,
+    options: &mut OpenOptions,
+) -> Result<(Vec<File>, Vec<Handle<'a>>), ReaderError> {
+    options.custom_flags(libc::O_DIRECT);
+    let mut files = Vec::new();
+    let mut handles = Vec::new();
+    for planned in &plan.files {
+        let path = planned.path.display().to_string();
+        let file = options
+            .open(&planned.path)
+            .map_err(|source| ReaderError::OpenDirect {
+                path: path.clone(),
+                source,
+            })?;
+        let handle = cufile
+            .register_handle(file.as_raw_fd())
+            .map_err(|source| ReaderError::Register { path, source })?;
+        files.push(file);
+        handles.push(handle);
+    }
+    Ok((files, handles))
+}
+
+/// `cuFileBufRegister` of the whole device buffer when the scenario asks for it.
+pub(crate) fn register_buffer<'a>(
+    cufile: &'a Cufile,
+    device: &DeviceBuffer,
+    buffer: BufferKind,
+) -> Result<Option<RegisteredBuffer<'a>>, ReaderError> {
+    Ok(match buffer {
+        BufferKind::Registered => Some(cufile.register_buffer(device.ptr, device.len)?),
+        BufferKind::Unregistered => None,
+    })
 }
 
 impl PlanReader for CufileReader<'_> {

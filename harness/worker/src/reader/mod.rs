@@ -4,7 +4,7 @@
 
 pub mod bounce;
 pub mod cufile;
-mod host_memory;
+pub(crate) mod host_memory;
 pub mod posix;
 pub mod stream;
 
@@ -53,6 +53,32 @@ pub enum ReaderError {
         #[source]
         source: std::io::Error,
     },
+    #[error("write of {len} bytes at offset {offset} of `{path}` failed")]
+    Write {
+        path: String,
+        offset: u64,
+        len: u64,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot create `{path}` to write it")]
+    Create {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("fsync of `{path}` failed")]
+    Sync {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot open `{path}` with O_DIRECT to verify what was written on the disk")]
+    VerifyOpen {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
     #[error(
         "`{path}` ended at byte {at}, but the plan reads up to byte {expected_end}; the file shrank while the gate ran"
     )]
@@ -69,6 +95,14 @@ pub enum ReaderError {
     },
     #[error("cuFileRead of {len} bytes at offset {offset} of `{path}` failed")]
     CufileRead {
+        path: String,
+        offset: u64,
+        len: u64,
+        #[source]
+        source: ReadFailure,
+    },
+    #[error("cuFileWrite of {len} bytes at offset {offset} of `{path}` failed")]
+    CufileWrite {
         path: String,
         offset: u64,
         len: u64,
@@ -107,9 +141,11 @@ impl ReaderError {
         }
         match self {
             ReaderError::OpenDirect { .. } => "the file system refuses O_DIRECT (tmpfs and some FUSE mounts do): put --data-dir on a local NVMe or parallel file system".into(),
-            ReaderError::CufileRead { .. } | ReaderError::Register { .. } | ReaderError::Cufile(_) => "read the trial's cufile.log (in its folder under the reports directory) and check nvidia-fs, cufile.json and the mount".into(),
+            ReaderError::CufileRead { .. } | ReaderError::CufileWrite { .. } | ReaderError::Register { .. } | ReaderError::Cufile(_) => "read the trial's cufile.log (in its folder under the reports directory) and check nvidia-fs, cufile.json and the mount".into(),
             ReaderError::Gpu(_) => "check the GPU with nvidia-smi and the CUDA installation".into(),
-            ReaderError::HostMemory { .. } | ReaderError::HostAllocation(_) => "read through a window (`window: 1GiB`, or `window: auto`) instead of one buffer of the whole pass, use smaller files or `pattern: { random: ... }`, or run on a host with more memory".into(),
+            ReaderError::HostMemory { .. } | ReaderError::HostAllocation(_) => "read through a window (`window: 1GiB`, or `window: auto`) instead of one buffer of the whole pass (a reading trial; a writing one holds its files whole), use smaller files or `pattern: { random: ... }`, or run on a host with more memory".into(),
+            ReaderError::Write { .. } | ReaderError::Create { .. } | ReaderError::Sync { .. } => "check the data dir's free space and permissions, and the storage (dmesg)".into(),
+            ReaderError::VerifyOpen { .. } => "the file system refuses O_DIRECT (tmpfs and some FUSE mounts do), so written bytes cannot be read back from the disk: put --data-dir on a disk-backed file system".into(),
             ReaderError::Io { .. } | ReaderError::ShortFile { .. } => "check the storage (dmesg) and that the files are not being modified".into(),
             ReaderError::Threads { .. } => "use fewer threads (`nthreads`), or raise this host's limits on threads and memory (`ulimit -u` and `-v`, the container's pids limit)".into(),
         }

@@ -19,26 +19,30 @@ pub struct Posix {
 impl Posix {
     /// A reader whose buffer holds `capacity` bytes: the whole plan, or one window of it.
     pub fn open(plan: &ReadPlan, capacity: u64) -> Result<Posix, ReaderError> {
-        // Refused up front: an allocation the host cannot back ends in the OOM killer, not an error.
-        let needed = capacity;
-        if let Some(available) =
-            gds_model::meminfo::available_memory().filter(|available| needed > *available)
-        {
-            let format = |bytes| gds_model::units::format_bytes(bytes, 2);
-            return Err(ReaderError::HostMemory {
-                needed: format(needed),
-                available: format(available),
-            });
-        }
         Ok(Posix {
             files: open_all(plan)?,
-            buffer: HostMemory::zeroed(needed as usize).map_err(ReaderError::HostAllocation)?,
+            buffer: host_buffer(capacity)?,
         })
     }
 
     pub fn buffer(&self) -> &[u8] {
         &self.buffer
     }
+}
+
+/// A zeroed host buffer of `needed` bytes (one pass of a plan, or one window of it). Refused up
+/// front when the host cannot back it: such an allocation ends in the OOM killer, not an error.
+pub fn host_buffer(needed: u64) -> Result<HostMemory, ReaderError> {
+    if let Some(available) =
+        gds_model::meminfo::available_memory().filter(|available| needed > *available)
+    {
+        let format = |bytes| gds_model::units::format_bytes(bytes, 2);
+        return Err(ReaderError::HostMemory {
+            needed: format(needed),
+            available: format(available),
+        });
+    }
+    HostMemory::zeroed(needed as usize).map_err(ReaderError::HostAllocation)
 }
 
 /// Opens every file of the plan for buffered reads.

@@ -9,7 +9,7 @@ use crate::doctor::collect::parse_cmdline_iommu;
 use crate::doctor::facts::{Fact, Facts};
 use crate::doctor::fixes::{ACS_FIX, FS_FIX, IOMMU_FIX, ODIRECT_FIX, SPACE_FIX, UDEV_FIX};
 use crate::prepare::FileKey;
-use gds_model::scenario::{Reader, TrialSpec};
+use gds_model::scenario::{FileSet, Reader, TrialSpec};
 use gds_model::units::format_bytes;
 
 /// File systems cuFile cannot use for GDS at all (no `O_DIRECT`, or no device under them).
@@ -26,15 +26,31 @@ pub(crate) struct SpaceNeed {
     pub total: u64,
     pub present: u64,
     pub to_generate: u64,
+    /// The most a writing trial writes at once (its files are removed after it): room it needs
+    /// beside the generated data.
+    pub to_write: u64,
 }
 
 /// Deduplicated by (seed, size) like the gate's data preparation; only trials that can run
 /// here get their data prepared (a GPU trial without a driver does not).
 pub(crate) fn space_needed(facts: &Facts, trials: &[TrialSpec]) -> SpaceNeed {
     let gpu = facts.driver.libcuda.known().is_some();
-    let keys: BTreeSet<(u64, u64)> = trials
-        .iter()
-        .filter(|spec| gpu || spec.reader == Reader::Posix)
+    let runnable = || {
+        trials
+            .iter()
+            .filter(move |spec| gpu || spec.reader == Reader::Posix)
+    };
+    // A writing trial writes files of its own instead of reading generated ones.
+    let to_write = runnable()
+        .filter(|spec| spec.op.writes())
+        .map(|spec| match spec.files {
+            FileSet::Generated { size, count, .. } => size.saturating_mul(u64::from(count)),
+            FileSet::User { .. } => 0,
+        })
+        .max()
+        .unwrap_or(0);
+    let keys: BTreeSet<(u64, u64)> = runnable()
+        .filter(|spec| !spec.op.writes())
         .flat_map(|spec| FileKey::of(&spec.files))
         .filter_map(|key| match key {
             FileKey::Generated { seed, size } => Some((seed, size)),
@@ -43,6 +59,7 @@ pub(crate) fn space_needed(facts: &Facts, trials: &[TrialSpec]) -> SpaceNeed {
         .collect();
     let mut need = SpaceNeed {
         files: keys.len(),
+        to_write,
         ..SpaceNeed::default()
     };
     // Saturating: sizes near 2^64 are refused when generated, not wrapped into small ones here.
@@ -234,15 +251,23 @@ fn space(facts: &Facts, trials: &[TrialSpec]) -> Check {
         return Check::ok("free space", format!("{free_text}; no suite selected"));
     }
     let need = space_needed(facts, trials);
+    let writes = if need.to_write > 0 {
+        format!(
+            "; the writing trials write up to {} at a time",
+            format_bytes(need.to_write, 2)
+        )
+    } else {
+        String::new()
+    };
     let evidence = format!(
         "the selected suites read {} generated file(s), {} in all, {} \
-            of it already there; {} to generate, {free_text}",
+            of it already there; {} to generate{writes}, {free_text}",
         need.files,
         format_bytes(need.total, 2),
         format_bytes(need.present, 2),
         format_bytes(need.to_generate, 2),
     );
-    match need.to_generate > free {
+    match need.to_generate.saturating_add(need.to_write) > free {
         true => Check::new("free space", State::Fail, evidence).fix(SPACE_FIX),
         false => Check::ok("free space", evidence),
     }

@@ -86,6 +86,7 @@ fn constructed(gpu: u32, bytes: u64, seconds: &[f64], path: &str, checksum: u64)
                     n_posix_reads: 3,
                     ..GpuCounters::default()
                 }],
+                ..Stats::default()
             }),
             ..CufileEvidence::default()
         }),
@@ -106,6 +107,7 @@ fn constructed(gpu: u32, bytes: u64, seconds: &[f64], path: &str, checksum: u64)
         libcufile: None,
         window: None,
         memory: None,
+        write: None,
     }
 }
 

@@ -1,0 +1,94 @@
+//! Writers: each writes a trial's write plan ([`gds_model::write::write_plan`]) from its source
+//! (host memory, or the GPU) to the trial's own files, timing only the write section. The bytes
+//! are verified afterwards on the disk by [`on_disk`], never through the path under test.
+
+pub mod bounce;
+pub mod cufile;
+pub mod on_disk;
+pub mod posix;
+
+use gds_model::plan::ReadPlan;
+
+use crate::reader::{Pass, ReaderError};
+
+/// One writer's source and way of writing a plan (the suite names it with the reader's name).
+pub trait PlanWriter {
+    /// The path the bytes take when nothing else is known (`host`, `cufile`).
+    fn path(&self) -> &'static str;
+    /// Before each pass, untimed: empty the files (`O_TRUNC`), so that a write that did not
+    /// happen leaves a short file that verification cannot pass.
+    fn prepare(&mut self, plan: &ReadPlan) -> Result<(), ReaderError>;
+    /// One pass of the plan; returns the write-section time and its write calls.
+    fn write(
+        &mut self,
+        plan: &ReadPlan,
+        nthreads: u32,
+        task_size: u64,
+    ) -> Result<Pass, ReaderError>;
+    /// Makes every written file durable (`fsync`); timed apart from the writes by the caller.
+    fn sync(&mut self, plan: &ReadPlan) -> Result<(), ReaderError>;
+}
+
+/// Creates (or empties) every file of the plan and returns them open for writing.
+pub fn create_all(plan: &ReadPlan) -> Result<Vec<std::fs::File>, ReaderError> {
+    plan.files
+        .iter()
+        .map(|file| {
+            std::fs::OpenOptions::new()
+                .write(true)
+                .create(true)
+                .truncate(true)
+                .open(&file.path)
+                .map_err(|source| ReaderError::Create {
+                    path: file.path.display().to_string(),
+                    source,
+                })
+        })
+        .collect()
+}
+
+/// `fsync` of every file, in plan order.
+pub fn sync_all(plan: &ReadPlan, files: &[std::fs::File]) -> Result<(), ReaderError> {
+    for (planned, file) in plan.files.iter().zip(files) {
+        file.sync_all().map_err(|source| ReaderError::Sync {
+            path: planned.path.display().to_string(),
+            source,
+        })?;
+    }
+    Ok(())
+}
+
+/// `pwrite` until all of `buffer` is written at `offset`.
+pub fn pwrite_exact(
+    file: &std::fs::File,
+    path: &std::path::Path,
+    offset: u64,
+    buffer: &[u8],
+) -> Result<(), ReaderError> {
+    use std::os::unix::fs::FileExt;
+    let mut done = 0usize;
+    while done < buffer.len() {
+        let at = offset + done as u64;
+        match file.write_at(&buffer[done..], at) {
+            Ok(0) => {
+                return Err(ReaderError::Write {
+                    path: path.display().to_string(),
+                    offset: at,
+                    len: buffer.len() as u64,
+                    source: std::io::Error::from(std::io::ErrorKind::WriteZero),
+                });
+            }
+            Ok(n) => done += n,
+            Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(source) => {
+                return Err(ReaderError::Write {
+                    path: path.display().to_string(),
+                    offset: at,
+                    len: buffer.len() as u64,
+                    source,
+                });
+            }
+        }
+    }
+    Ok(())
+}
