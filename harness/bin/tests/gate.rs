@@ -6,6 +6,7 @@ pub mod support;
 
 use std::fs;
 use std::os::unix::fs::{FileExt, MetadataExt};
+use std::path::PathBuf;
 use std::process::Command;
 
 use support::{GATE, Run, SMALL, Scratch, pin_baseline};
@@ -105,34 +106,7 @@ fn corruption_that_slips_past_the_cache_fails_the_trial_at_its_offset() {
     let suite = scratch.suite(SMALL);
     let suite = suite.to_str().unwrap();
     assert_eq!(scratch.gate(&["--suite", suite]).code, 0);
-
-    // Flip a byte outside the spot-checked blocks, restore the mtime and make the sidecar vouch
-    // for the new ctime, as damage on the disk that the file system never saw would: the file
-    // now looks like the cached one, so only the read verification can notice.
-    let file = scratch.data().join("gds-gate-s5-3145728.bin");
-    let spots = gds_gate::data::spot_check_offsets(5, 3 << 20);
-    let offset = (0..3u64 << 20)
-        .step_by(4096)
-        .find(|block| !spots.contains(block))
-        .unwrap()
-        + 1001;
-    let handle = fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open(&file)
-        .unwrap();
-    let mtime = handle.metadata().unwrap().modified().unwrap();
-    let mut byte = [0u8];
-    handle.read_at(&mut byte, offset).unwrap();
-    handle.write_at(&[byte[0] ^ 0x40], offset).unwrap();
-    handle.set_modified(mtime).unwrap();
-    drop(handle);
-    let sidecar = scratch.data().join("gds-gate-s5-3145728.bin.id.json");
-    let mut identity: serde_json::Value =
-        serde_json::from_str(&fs::read_to_string(&sidecar).unwrap()).unwrap();
-    let meta = fs::metadata(&file).unwrap();
-    identity["ctime_ns"] = (meta.ctime() * 1_000_000_000 + meta.ctime_nsec()).into();
-    fs::write(&sidecar, identity.to_string()).unwrap();
+    let (file, offset) = damage_unseen(&scratch, 5, 3 << 20, 0);
 
     let run = scratch.gate(&["--suite", suite]);
     assert_eq!(run.code, 1, "{run:?}");
@@ -148,6 +122,96 @@ fn corruption_that_slips_past_the_cache_fails_the_trial_at_its_offset() {
         report["trials"][0]["measurement"]["integrity"]["first_bad"]["file_offset"],
         offset
     );
+}
+
+/// Flips a byte of the generated file (`seed`, `size`) at or after `from`, outside the
+/// spot-checked blocks; restores the mtime and makes the sidecar vouch for the new ctime, as
+/// damage on the disk that the file system never saw would: the file then looks like the cached
+/// one, so only the read verification can notice. Returns the file and the byte's offset.
+fn damage_unseen(scratch: &Scratch, seed: u64, size: u64, from: u64) -> (PathBuf, u64) {
+    let file = scratch.data().join(format!("gds-gate-s{seed}-{size}.bin"));
+    let spots = gds_gate::data::spot_check_offsets(seed, size);
+    let offset = (from..size)
+        .step_by(4096)
+        .find(|block| !spots.contains(block))
+        .unwrap()
+        + 1001;
+    let handle = fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&file)
+        .unwrap();
+    let mtime = handle.metadata().unwrap().modified().unwrap();
+    let mut byte = [0u8];
+    handle.read_at(&mut byte, offset).unwrap();
+    handle.write_at(&[byte[0] ^ 0x40], offset).unwrap();
+    handle.set_modified(mtime).unwrap();
+    drop(handle);
+    let sidecar = scratch
+        .data()
+        .join(format!("gds-gate-s{seed}-{size}.bin.id.json"));
+    let mut identity: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(&sidecar).unwrap()).unwrap();
+    let meta = fs::metadata(&file).unwrap();
+    identity["ctime_ns"] = (meta.ctime() * 1_000_000_000 + meta.ctime_nsec()).into();
+    fs::write(&sidecar, identity.to_string()).unwrap();
+    (file, offset)
+}
+
+/// A pass read through a 1 MiB window of an 8 MiB file checksums as the whole buffer does, the
+/// report says which mode ran and how much memory it took, and a damaged byte in a late window
+/// is named at its file offset.
+#[test]
+fn a_windowed_pass_verifies_like_the_whole_buffer_and_names_a_bad_byte() {
+    let scratch = Scratch::new();
+    let suite = scratch.suite(
+        "suite: stream\nscenarios:\n  - name: read\n    files: { size: 8MiB, seed: 6 }\n    window: [whole, 1MiB]\n    repetitions: 2\n",
+    );
+    let suite = suite.to_str().unwrap();
+    let run = scratch.gate(&["--suite", suite]);
+    assert_eq!(run.code, 0, "{run:?}");
+    let report = scratch.report();
+    let m = |i: usize| report["trials"][i]["measurement"].clone();
+    assert_eq!(report["trials"][0]["name"], "stream::read[window=whole]");
+    assert_eq!(m(0)["window"], serde_json::Value::Null);
+    assert_eq!(m(1)["window"], 1 << 20);
+    assert_eq!(m(0)["integrity"]["checksum"], m(1)["integrity"]["checksum"]);
+    assert_eq!(
+        m(1)["integrity"]["checksum"],
+        m(1)["integrity"]["expected_checksum"]
+    );
+    for i in 0..2 {
+        assert!(m(i)["memory"]["host_rss_bytes"].as_u64().unwrap() > 1 << 20);
+        assert_eq!(m(i)["memory"]["device_bytes"], serde_json::Value::Null);
+    }
+    let summary = fs::read_to_string(scratch.out().join("summary.md")).unwrap();
+    assert!(summary.contains("### Memory"), "{summary}");
+    assert!(
+        summary.contains("| `stream::read[window=1MiB]` | window 1.00 MiB | 8.00 MiB |"),
+        "{summary}"
+    );
+
+    let (file, offset) = damage_unseen(&scratch, 6, 8 << 20, 5 << 20);
+    let run = scratch.gate(&["--suite", suite]);
+    assert_eq!(run.code, 1, "{run:?}");
+    let expected = format!(
+        "first wrong byte at offset {offset} of `{}`",
+        file.display()
+    );
+    assert_eq!(
+        run.stdout.matches(&expected).count(),
+        2,
+        "{expected}\n{run:?}"
+    );
+    let report = scratch.report();
+    for i in 0..2 {
+        let bad = &report["trials"][i]["measurement"]["integrity"]["first_bad"];
+        assert_eq!(bad["file_offset"], offset);
+        assert_eq!(
+            bad["buffer_offset"], offset,
+            "one file: the pass's offset is the file's"
+        );
+    }
 }
 
 #[test]

@@ -28,6 +28,7 @@ pub mod suggest;
 pub mod units;
 pub mod verdict;
 pub mod verify;
+pub mod window;
 pub mod write;
 
 /// `error: caused by: …` as one line per cause, the way nextest prints error chains.

@@ -153,6 +153,13 @@ pub struct Measurement {
     /// `GDS_GATE_LIBCUFILE`'s).
     #[serde(default)]
     pub libcufile: Option<LoadedCufile>,
+    /// The window the passes read through ([`crate::window`]); `None`: one buffer of the whole
+    /// pass.
+    #[serde(default)]
+    pub window: Option<u64>,
+    /// The worker's peak memory over the trial; `None` from a worker that predates it.
+    #[serde(default)]
+    pub memory: Option<MemoryPeak>,
     /// A writing trial's own figures (`op: write` or `roundtrip`); `seconds` and `gbps` above are
     /// then its write section's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -180,6 +187,27 @@ pub struct WriteFigures {
 /// which for a 4 GiB host buffer takes seconds.
 pub const DROPPED_PHASE: &str = "page cache dropped";
 pub const CLEARED_PHASE: &str = "destination cleared";
+
+/// Peak memory of a worker over its trial: what bounds the file sizes a runner can read.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct MemoryPeak {
+    /// Peak resident set of the worker process (`VmHWM`).
+    pub host_rss_bytes: Option<u64>,
+    /// Peak GPU memory in use (total − free, sampled after allocation and after each window),
+    /// which includes other processes' use of the same GPU; `None` for host readers.
+    pub device_bytes: Option<u64>,
+}
+
+impl MemoryPeak {
+    /// The larger of each figure (the peak of a trial over several workers).
+    pub fn max(self, other: MemoryPeak) -> MemoryPeak {
+        let max = |a: Option<u64>, b: Option<u64>| a.max(b);
+        MemoryPeak {
+            host_rss_bytes: max(self.host_rss_bytes, other.host_rss_bytes),
+            device_bytes: max(self.device_bytes, other.device_bytes),
+        }
+    }
+}
 
 impl Measurement {
     /// `(start-up, first-pass preparation)` in seconds: the start-up to the first byte without

@@ -496,6 +496,8 @@ mod tests {
             costs: Vec::new(),
             latency: None,
             libcufile: None,
+            window: None,
+            memory: None,
             write: None,
         };
         let result = WorkerResult {

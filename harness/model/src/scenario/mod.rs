@@ -10,6 +10,8 @@ pub mod limits;
 mod locate;
 mod model;
 pub mod size;
+pub mod window_mode;
+mod writes;
 
 use std::collections::BTreeMap;
 use std::num::NonZeroU32;
@@ -59,6 +61,7 @@ pub struct Scenario {
     pub repetitions: u32,
     pub buffers: Vec<BufferKind>,
     pub gpus: Vec<u32>,
+    pub windows: Vec<window_mode::WindowMode>,
     /// `gpus:`: every trial of the scenario reads with all these GPUs at once.
     pub gpu_set: Option<GpuSet>,
     pub expect: Expectations,
@@ -301,8 +304,10 @@ impl Validator<'_> {
             (None, FileSet::User { .. }) => Integrity::Checksum,
         };
         let gpu_set = fields.gpus.clone().or_else(|| defaults.gpus.clone());
+        let windows = pick!(window, window_mode::WindowMode::Auto);
         if let Some(&op) = ops.iter().find(|op| op.writes()) {
             self.writes(op, &files, &pattern, gpu_set.as_ref(), &context, &here)?;
+            self.writing_window(op, &files, &windows, &context, here("window"))?;
         }
         if let Some(set) = &gpu_set {
             let gpu_list = fields.gpu.as_ref().or(defaults.gpu.as_ref());
@@ -373,6 +378,7 @@ impl Validator<'_> {
                 Some(GpuSet::All) => vec![0],
                 None => pick!(gpu, 0),
             },
+            windows,
             gpu_set,
             expect: Expectations {
                 path,
@@ -470,46 +476,6 @@ impl Validator<'_> {
                     path.display()
                 ),
                 "read your file with one GPU (`gpu: N`), or use generated files (`files: { size: 4GiB, count: 2 }`), which are split across GPUs by whole files or by ranges the generator can verify",
-            ));
-        }
-        Ok(())
-    }
-
-    /// What a writing trial needs: a file of its own to write (so generated data, never a file
-    /// of the user's), a plan that covers it once (no random offsets), and one GPU. Every reader
-    /// has a writer.
-    fn writes(
-        &self,
-        op: Op,
-        files: &FileSet,
-        pattern: &Pattern,
-        gpu_set: Option<&GpuSet>,
-        context: &str,
-        here: &dyn Fn(&str) -> (usize, usize),
-    ) -> Result<(), ScenarioError> {
-        let op = op.name();
-        if let FileSet::User { path } = files {
-            return Err(self.error(
-                here("op"),
-                format!(
-                    "{context}: `op: {op}` writes a file, but `files` names a file of yours (`{}`); the gate never writes over it",
-                    path.display()
-                ),
-                "use generated files (`files: { size: 1GiB }`): a writing trial writes the generator's bytes to a file of its own in the data dir (`gds-gate-written-s<seed>-<size>.bin`) and verifies them there",
-            ));
-        }
-        if matches!(pattern, Pattern::Random(_)) {
-            return Err(self.error(
-                here("pattern"),
-                format!("{context}: `op: {op}` needs a plan that covers the file once, but `pattern` is `random`"),
-                "use `pattern: whole` or `pattern: { chunks: SIZE }` for writing trials",
-            ));
-        }
-        if let Some(set) = gpu_set {
-            return Err(self.error(
-                here("gpus"),
-                format!("{context}: `op: {op}` with `gpus: {set}` is not supported: one worker writes a trial's files"),
-                "write with one GPU (`gpu: N`), or read with several in a scenario of its own",
             ));
         }
         Ok(())

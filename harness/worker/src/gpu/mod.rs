@@ -117,6 +117,24 @@ impl Gpu {
             .context(|| "bind the CUDA context to a reader thread".into())
     }
 
+    /// GPU memory in use by every process (total − free), what bounds what a trial can read.
+    pub fn memory_used(&self) -> Result<u64, GpuError> {
+        let (free, total) = self.memory_info()?;
+        Ok(total.saturating_sub(free))
+    }
+
+    /// Total GPU memory, which `window: auto` weighs the pass against.
+    pub fn memory_total(&self) -> Result<u64, GpuError> {
+        Ok(self.memory_info()?.1)
+    }
+
+    fn memory_info(&self) -> Result<(u64, u64), GpuError> {
+        self.bind()?;
+        let (free, total) =
+            result::mem_get_info().context(|| format!("read GPU {}'s memory", self.ordinal))?;
+        Ok((free as u64, total as u64))
+    }
+
     pub fn alloc(&self, len: usize) -> Result<DeviceBuffer, GpuError> {
         self.bind()?;
         // A plain cuMemAlloc, not cudarc's stream-ordered pool: pool memory cannot be mapped for

@@ -6,6 +6,7 @@ pub mod bounce;
 pub mod cufile;
 pub(crate) mod host_memory;
 pub mod posix;
+pub mod stream;
 
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
@@ -22,9 +23,15 @@ use gds_model::scenario::Integrity;
 pub trait PlanReader {
     /// The path the bytes take when nothing else is known (`host`, `bounce`, `cufile`).
     fn path(&self) -> &'static str;
-    /// Before each pass: clear the destination so that a read that did not happen cannot pass.
+    /// Before each pass (each window when streaming): clear the destination so that a read that
+    /// did not happen cannot pass.
     fn prepare(&mut self) -> Result<(), ReaderError>;
-    /// One pass of the plan; returns the read-section time and its read calls.
+    /// GPU memory in use now (every process's), for the trial's peak; `None` for host readers.
+    fn device_memory_used(&self) -> Option<u64> {
+        None
+    }
+    /// One pass of the plan (or of one window's plan, whose buffer offsets start at 0); returns
+    /// the read-section time and its read calls.
     fn read(&mut self, plan: &ReadPlan, nthreads: u32, task_size: u64)
     -> Result<Pass, ReaderError>;
     /// Verifies the destination after a pass.
@@ -136,7 +143,7 @@ impl ReaderError {
             ReaderError::OpenDirect { .. } => "the file system refuses O_DIRECT (tmpfs and some FUSE mounts do): put --data-dir on a local NVMe or parallel file system".into(),
             ReaderError::CufileRead { .. } | ReaderError::CufileWrite { .. } | ReaderError::Register { .. } | ReaderError::Cufile(_) => "read the trial's cufile.log (in its folder under the reports directory) and check nvidia-fs, cufile.json and the mount".into(),
             ReaderError::Gpu(_) => "check the GPU with nvidia-smi and the CUDA installation".into(),
-            ReaderError::HostMemory { .. } | ReaderError::HostAllocation(_) => "use smaller files or `pattern: { random: ... }`, or run on a host with more memory".into(),
+            ReaderError::HostMemory { .. } | ReaderError::HostAllocation(_) => "read through a window (`window: 1GiB`, or `window: auto`) instead of one buffer of the whole pass (a reading trial; a writing one holds its files whole), use smaller files or `pattern: { random: ... }`, or run on a host with more memory".into(),
             ReaderError::Write { .. } | ReaderError::Create { .. } | ReaderError::Sync { .. } => "check the data dir's free space and permissions, and the storage (dmesg)".into(),
             ReaderError::VerifyOpen { .. } => "the file system refuses O_DIRECT (tmpfs and some FUSE mounts do), so written bytes cannot be read back from the disk: put --data-dir on a disk-backed file system".into(),
             ReaderError::Io { .. } | ReaderError::ShortFile { .. } => "check the storage (dmesg) and that the files are not being modified".into(),

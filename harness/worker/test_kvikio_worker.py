@@ -1,0 +1,43 @@
+"""Tests of the KvikIO worker's logic that needs no GPU (run by `cargo test`, see
+harness/gate/tests/kvikio_worker.rs): which windows a trial streams through and how the windows'
+sums compose into the pass's result."""
+
+import unittest
+
+import kvikio_worker as worker
+
+
+class Streaming(unittest.TestCase):
+    def test_auto_streams_only_a_pass_larger_than_half_the_gpu(self):
+        spec = {"trial": {"window": "auto"}, "windows": [{"len": 5}, {"len": 3}]}
+        self.assertEqual(worker.streaming_windows(spec, 8, 100), [])
+        self.assertEqual(len(worker.streaming_windows(spec, 80, 100)), 2)
+
+    def test_a_size_streams_unless_one_window_holds_the_pass(self):
+        spec = {"trial": {"window": 1 << 20}, "windows": [{"len": 5}, {"len": 3}]}
+        self.assertEqual(len(worker.streaming_windows(spec, 8, 100)), 2)
+        spec["windows"] = [{"len": 8}]
+        self.assertEqual(worker.streaming_windows(spec, 8, 100), [])
+        self.assertEqual(worker.streaming_windows({"trial": {"window": "whole"}}, 8, 100), [])
+
+    def test_a_writing_trial_never_streams(self):
+        for op in ("write", "roundtrip"):
+            spec = {"trial": {"window": "auto", "op": op}, "windows": [{"len": 5}, {"len": 3}]}
+            self.assertEqual(worker.streaming_windows(spec, 80, 100), [], op)
+        spec = {"trial": {"window": 1 << 20, "op": "read"}, "windows": [{"len": 5}, {"len": 3}]}
+        self.assertEqual(len(worker.streaming_windows(spec, 80, 100)), 2)
+
+    def test_windows_compose_with_the_length_terms_and_keep_the_first_bad_byte(self):
+        bad = {"file": "f", "file_offset": 130, "buffer_offset": 30}
+        parts = [(0, (5, 0, None, 0.1)), (100, (7, 1, bad, 0.2)), (200, (0, 2, dict(bad, buffer_offset=1), 0.0))]
+        result = worker.compose(parts, "exact", "0x1", 13)
+        self.assertEqual(result["checksum"], worker.hex16(13))
+        self.assertEqual(result["expected_checksum"], worker.hex16(13))
+        self.assertEqual(result["bad_words"], 3)
+        self.assertEqual(result["first_bad"], {"file": "f", "file_offset": 130, "buffer_offset": 130})
+        self.assertAlmostEqual(result["seconds"], 0.3)
+        self.assertIsNone(worker.compose(parts, "none", "0x1", 13)["checksum"])
+
+
+if __name__ == "__main__":
+    unittest.main()
