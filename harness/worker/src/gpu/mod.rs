@@ -170,6 +170,13 @@ impl Gpu {
             .context(|| "synchronize the GPU".into())
     }
 
+    /// Compiles the verification kernels now if they are not yet: the GPU readers call it while
+    /// preparing a pass, so the compile (and, on a host's first run, the driver's JIT of the
+    /// module) is timed as the first pass's preparation, not as verification of its first window.
+    pub fn load_kernels(&mut self) -> Result<(), GpuError> {
+        self.kernels().map(|_| ())
+    }
+
     /// Compiles the kernels once per process; kept out of the first read so that start-up time
     /// to the first byte stays small.
     fn kernels(&mut self) -> Result<&Kernels, GpuError> {

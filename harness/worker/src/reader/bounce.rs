@@ -47,6 +47,7 @@ impl PlanReader for Bounce<'_> {
     }
 
     fn prepare(&mut self) -> Result<(), ReaderError> {
+        self.gpu.load_kernels()?;
         Ok(self.gpu.poison(&self.device)?)
     }
 

@@ -104,6 +104,7 @@ impl PlanReader for CufileReader<'_> {
     }
 
     fn prepare(&mut self) -> Result<(), ReaderError> {
+        self.gpu.load_kernels()?;
         Ok(self.gpu.poison(&self.device)?)
     }
 
