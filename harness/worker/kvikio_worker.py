@@ -22,9 +22,10 @@ import statistics
 import sys
 import time
 
-PROTOCOL = 1
+PROTOCOL = 4
 MASK = (1 << 64) - 1
 LEN_TAG = 0x6A09E667F3BCC908
+AUTO_FRACTION = 2  # harness/model/src/scenario/window_mode.rs: `auto` streams above 1/2 of GPU memory
 STATS_BUFFER = 8192  # larger than CUfileStatsLevel3_t of any known cuFile (5112 bytes in 1.19)
 
 
@@ -82,7 +83,7 @@ def run(spec, here):
                       "first_bad": None, "seconds": 0.0},
         "resident_after_drop": None, "verify_seconds": 0.0, "total_seconds": 0.0, "startup_seconds": None,
         "setup": [], "gpu": None, "cufile": None, "kvikio": None,
-        "costs": [], "latency": None, "libcufile": None,
+        "costs": [], "latency": None, "libcufile": None, "window": None, "memory": None,
     }
     raw = {"library": "", "version": 0, "loaded_copies": [], "properties_hex": None,
            "stats_before_hex": None, "stats_after_hex": None, "error": None}
@@ -97,6 +98,9 @@ def run(spec, here):
         fail = failure("KvikIO failed: %s: %s" % (type(error).__name__, error), next_step_for(str(error)))
     finish_cufile_stats(state.get("cufile"), raw)
     m["libcufile"] = loaded_cufile(raw["loaded_copies"])
+    # ru_maxrss is in KiB on Linux: the peak resident set, as the Rust worker's VmHWM.
+    m["memory"] = {"host_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+                   "device_bytes": state.get("device_peak")}
     m["total_seconds"] = time.perf_counter() - started
     if m["gbps"]:
         m["median_gbps"] = statistics.median(m["gbps"])
@@ -273,12 +277,19 @@ def measure(spec, trial, plan, here, stack, m, raw, state):
     device.use()
     m["gpu"] = "%s (GPU %d)" % (cupy.cuda.runtime.getDeviceProperties(trial["gpu"])["name"].decode(), trial["gpu"])
     total = m["bytes_per_repetition"]
-    buffer = cupy.empty(total, dtype=cupy.uint8)
+    windows = streaming_windows(spec, total, cupy.cuda.runtime.memGetInfo()[1])
+    if windows:
+        m["window"] = max(w["len"] for w in windows)
+    buffer = cupy.empty(m["window"] or total, dtype=cupy.uint8)
     phase("gpu context and buffer")
+    state["device_peak"] = device_used(cupy)
     monitor = kvikio.SummaryMonitor()
-    if trial.get("op", "read") != "read":
+    if writes(trial):
         verifier = Verifier(cupy, device, buffer, os.path.join(here, "kernels.cu"))
-        return measure_writes(spec, trial, plan, kvikio, cupy, device, buffer, verifier, monitor, m, phase)
+        fail = measure_writes(spec, trial, plan, kvikio, cupy, device, buffer, verifier, monitor, m, phase)
+        # The source and the read-back buffer (cupy's pool keeps the latter until the process ends).
+        state["device_peak"] = max(state["device_peak"] or 0, device_used(cupy)) or None
+        return fail
     handles = [kvikio.CuFile(f["path"], "r") for f in plan["files"]]
     phase("kvikio.CuFile open")
     asynchronous = trial.get("kvikio_api", "pread") == "async"
@@ -288,6 +299,8 @@ def measure(spec, trial, plan, here, stack, m, raw, state):
         state["async_path"] = async_path(handles, raw)
     verifier = Verifier(cupy, device, buffer, os.path.join(here, "kernels.cu"))
     expected = spec["expected_checksum"]
+    # One raw_read_async per task of each window (or of the whole pass).
+    async_calls = sum(1 for w in windows or [plan] for _ in tasks_of(w["segments"], trial["task_size"]))
     passes = trial["warmup"] + trial["repetitions"]
     measured_start = None
     record = recording()
@@ -299,6 +312,7 @@ def measure(spec, trial, plan, here, stack, m, raw, state):
                 kvikio.drop_file_page_cache(f["path"])
                 cached, pages = kvikio.get_page_cache_info(f["path"])
                 cached_after_drop = max(cached_after_drop or 0.0, cached / pages if pages else 0.0)
+        # The whole buffer, or the first window (streamed_pass clears each later one).
         buffer.fill(0xA5)
         device.synchronize()
         if p == trial["warmup"]:
@@ -306,17 +320,15 @@ def measure(spec, trial, plan, here, stack, m, raw, state):
         if p == 0:
             m["startup_seconds"] = (time.time_ns() - spec["spawned_at_unix_ns"]) / 1e9
         ops_before = monitor.get() if record else None
-        cpu_before = cpu_time() if record else None
-        t0 = time.perf_counter()
-        if asynchronous:
-            read = read_async(plan["segments"], handles, buffer, streams, trial["task_size"])
+        if windows:
+            read, seconds, cpu, result = streamed_pass(spec, windows, handles, buffer, device, verifier, record,
+                                                       streams)
         else:
-            futures = [handles[s["file"]].pread(buffer[s["buffer_offset"]:s["buffer_offset"] + s["len"]], s["len"],
-                                                s["offset"], trial["task_size"]) for s in plan["segments"]]
-            read = sum(f.get() for f in futures)
-        device.synchronize()
-        seconds = time.perf_counter() - t0
-        cpu_after = cpu_time() if record else None
+            read, seconds, cpu = timed_read(plan["segments"], handles, buffer, device, trial["task_size"], record,
+                                            streams)
+            result = verifier.check(spec["plan"], spec["regions"], trial["expect"]["integrity"], expected)
+        state["device_peak"] = max(state["device_peak"] or 0, device_used(cupy)) or None
+        cpu_before, cpu_after = cpu if cpu is not None else (None, None)
         ops = monitor.get().since(ops_before) if record else None
         if read != total:
             fail = failure("KvikIO read %d bytes of %d in pass %d" % (read, total, p + 1),
@@ -329,9 +341,9 @@ def measure(spec, trial, plan, here, stack, m, raw, state):
             m["gbps"].append(total / seconds / 1e9)
             if record:
                 # Async reads are the gate's tasks, whether KvikIO's monitor counts them or not.
-                calls = sum(1 for _ in tasks_of(plan["segments"], trial["task_size"])) if asynchronous else None
-                m["costs"].append(pass_cost(total, seconds, cpu_before, cpu_after, ops, calls))
-        m["integrity"] = verifier.check(spec, trial["expect"]["integrity"], expected)
+                m["costs"].append(pass_cost(total, seconds, cpu_before, cpu_after, ops,
+                                            async_calls if asynchronous else None))
+        m["integrity"] = result
         m["verify_seconds"] += m["integrity"]["seconds"]
         if m["integrity"]["bad_words"] or m["integrity"]["checksum"] != m["integrity"]["expected_checksum"]:
             fail = integrity_failure(m["integrity"], p + 1, passes)
@@ -511,7 +523,7 @@ def measure_writes(spec, trial, plan, kvikio, cupy, device, buffer, verifier, mo
                 read_direct(f["path"], f["size"], check, bases[index], cupy)
             if measured:
                 figures["verify_read_seconds"].append(time.perf_counter() - t2)
-        m["integrity"] = check_verifier.check(spec, trial["expect"]["integrity"], expected)
+        m["integrity"] = check_verifier.check(spec["plan"], spec["regions"], trial["expect"]["integrity"], expected)
         m["verify_seconds"] += m["integrity"]["seconds"]
         if m["integrity"]["bad_words"] or m["integrity"]["checksum"] != m["integrity"]["expected_checksum"]:
             fail = integrity_failure(m["integrity"], p + 1, passes)
@@ -522,6 +534,86 @@ def measure_writes(spec, trial, plan, kvikio, cupy, device, buffer, verifier, mo
             break
     finish(spec, kvikio, cupy, monitor, measured_start, record, total, None, m, reads=False)
     return fail
+
+
+def writes(trial):
+    """`op: write` or `roundtrip` (a spec without `op` reads)."""
+    return trial.get("op", "read") != "read"
+
+
+def streaming_windows(spec, total, gpu_memory):
+    """The windows this trial reads through (the gate cut them), or [] for one whole buffer:
+    `whole`, a window as large as the pass, `auto` on a pass that fits in 1/AUTO_FRACTION of
+    the GPU's memory (as the Rust worker resolves it), or a writing trial (writers hold the
+    whole pass; `validate` refuses a smaller window for them)."""
+    if writes(spec["trial"]):
+        return []
+    windows = spec.get("windows") or []
+    if spec["trial"].get("window") == "auto" and total <= gpu_memory // AUTO_FRACTION:
+        return []
+    return windows if len(windows) > 1 else []
+
+
+def device_used(cupy):
+    free, total = cupy.cuda.runtime.memGetInfo()
+    return total - free
+
+
+def timed_read(segments, handles, buffer, device, task_size, record, streams=()):
+    """One read section (a pass, or one window of it): bytes read, seconds, and CPU before/after.
+    With `streams` (`kvikio_api: async`), each task is a raw_read_async on them in turn."""
+    cpu_before = cpu_time() if record else None
+    t0 = time.perf_counter()
+    if streams:
+        read = read_async(segments, handles, buffer, streams, task_size)
+    else:
+        futures = [handles[s["file"]].pread(buffer[s["buffer_offset"]:s["buffer_offset"] + s["len"]], s["len"],
+                                            s["offset"], task_size) for s in segments]
+        read = sum(f.get() for f in futures)
+    device.synchronize()
+    seconds = time.perf_counter() - t0
+    return read, seconds, (cpu_before, cpu_time()) if record else None
+
+
+def streamed_pass(spec, windows, handles, buffer, device, verifier, record, streams=()):
+    """A pass window by window (the caller cleared the first): each cleared, read (timed) and verified on the GPU before the
+    next reuses the buffer; the windows' raw sums plus the files' length terms are the pass's
+    checksum (harness/model/src/integrity.rs, Streamed)."""
+    trial = spec["trial"]
+    method = trial["expect"]["integrity"]
+    read, seconds, cpu = 0, 0.0, None
+    parts = []
+    for index, window in enumerate(windows):
+        if index > 0:
+            buffer[:window["len"]].fill(0xA5)
+            device.synchronize()
+        got, took, spent = timed_read(window["segments"], handles, buffer, device, trial["task_size"], record,
+                                      streams)
+        read, seconds = read + got, seconds + took
+        if spent is not None:
+            # Summed CPU of the read sections, as (0, sum) so that pass_cost takes the difference.
+            before = cpu[1] if cpu is not None else (0.0, 0.0)
+            cpu = ((0.0, 0.0), (before[0] + spent[1][0] - spent[0][0], before[1] + spent[1][1] - spent[0][1]))
+        parts.append((window["start"], verifier.sums(spec["plan"], window["regions"], method)))
+    return read, seconds, cpu, compose(parts, method, spec["length_terms"], spec["expected_checksum"])
+
+
+def compose(parts, method, length_terms, expected):
+    """The pass's integrity result from its windows' (start, (sum, bad words, first bad, seconds))."""
+    result = {"method": method, "checksum": None, "expected_checksum": None, "bad_words": 0,
+              "first_bad": None, "seconds": 0.0}
+    if method == "none":
+        return result
+    observed = int(length_terms, 16)
+    for start, (total, bad, first, seconds) in parts:
+        observed = (observed + total) & MASK
+        result["bad_words"] += bad
+        result["seconds"] += seconds
+        if result["first_bad"] is None and first is not None:
+            result["first_bad"] = dict(first, buffer_offset=first["buffer_offset"] + start)
+    result["checksum"] = hex16(observed)
+    result["expected_checksum"] = hex16(expected)
+    return result
 
 
 DIRECT_CHUNK = 8 << 20
@@ -628,31 +720,34 @@ class Verifier:
         kernel(self.grid, (256,), args)
         return [int(v) for v in out.get()]
 
-    def check(self, spec, method, expected):
-        started = time.perf_counter()
-        result = {"method": method, "checksum": None, "expected_checksum": None, "bad_words": 0,
-                  "first_bad": None, "seconds": 0.0}
+    def check(self, plan, regions, method, expected):
+        """One whole buffer: the regions' sums, finished with the files' length terms."""
         if method == "none":
-            return result
-        plan = spec["plan"]
-        observed = 0
-        for region in spec["regions"]:
+            return compose([], method, "0x0", expected)
+        (total, bad, first, seconds) = self.sums(plan, regions, method)
+        if plan["covers_files"]:
+            for region in regions:
+                total = (total + mix64(region["len"] ^ LEN_TAG)) & MASK
+        return compose([(0, (total, bad, first, seconds))], method, "0x0", expected)
+
+    def sums(self, plan, regions, method):
+        """Raw range sums over `regions` of the buffer, bad words, the first bad byte, seconds."""
+        started = time.perf_counter()
+        observed, bad_words, first_bad = 0, 0, None
+        if method == "none":
+            return observed, bad_words, first_bad, 0.0
+        for region in regions:
             f = plan["files"][region["file"]]
             offset, length, first_word = region["buffer_offset"], region["len"], region["file_offset"] // 8
             if method == "exact" and f["seed"] is not None:
                 bad, first = self.run(self.exact, offset, length, (f["seed"], first_word), [0, MASK])
-                result["bad_words"] += bad
-                if result["first_bad"] is None and first != MASK:
-                    result["first_bad"] = {"file": f["path"], "file_offset": region["file_offset"] + first,
-                                           "buffer_offset": offset + first}
+                bad_words += bad
+                if first_bad is None and first != MASK:
+                    first_bad = {"file": f["path"], "file_offset": region["file_offset"] + first,
+                                 "buffer_offset": offset + first}
             (total, _) = self.run(self.checksum, offset, length, (first_word,), [0, 0])
-            if plan["covers_files"]:
-                total = (total + mix64(length ^ LEN_TAG)) & MASK
             observed = (observed + total) & MASK
-        result["checksum"] = hex16(observed)
-        result["expected_checksum"] = hex16(expected)
-        result["seconds"] = time.perf_counter() - started
-        return result
+        return observed, bad_words, first_bad, time.perf_counter() - started
 
 
 if __name__ == "__main__":

@@ -4,18 +4,14 @@
 
 use std::process::ExitCode;
 
-use clap::{CommandFactory, FromArgMatches};
+use clap::FromArgMatches;
 use gds_gate::cli::{Cli, Command, WorkerJob};
-
-const HELP_TEMPLATE: &str =
-    "{before-help}{about-with-newline}\n{usage-heading} {usage}\n\n{all-args}{after-help}";
 
 fn main() -> ExitCode {
     // `gds-gate --list | head` should end quietly, as other command-line tools do.
     // SAFETY: restoring the default disposition of a signal before any thread starts.
     unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
-    // libtest-mimic's arguments bring their own help template; put clap's default back.
-    let matches = Cli::command().help_template(HELP_TEMPLATE).get_matches();
+    let matches = gds_gate::cli::command().get_matches();
     let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|error| error.exit());
     let code = match cli.command {
         Some(Command::Worker { job, spec, result }) => {

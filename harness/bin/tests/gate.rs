@@ -2,94 +2,20 @@
 //! verification, reports, exit codes and the data cache. GPU trials are ignored on hosts without a
 //! driver, which is what these tests check the wording of.
 
+pub mod support;
+
 use std::fs;
 use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::PathBuf;
-use std::process::{Command, Output};
+use std::process::Command;
 
-const GATE: &str = env!("CARGO_BIN_EXE_gds-gate");
-
-/// A scratch area on the build disk (not /tmp, which may be tmpfs and never drops its pages).
-struct Scratch {
-    dir: tempfile::TempDir,
-}
-
-impl Scratch {
-    fn new() -> Scratch {
-        Scratch {
-            dir: tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap(),
-        }
-    }
-    fn path(&self, name: &str) -> PathBuf {
-        self.dir.path().join(name)
-    }
-    fn data(&self) -> PathBuf {
-        self.path("data")
-    }
-    fn out(&self) -> PathBuf {
-        self.path("out")
-    }
-    fn suite(&self, text: &str) -> PathBuf {
-        let path = self.path("suite.yaml");
-        fs::write(&path, text).unwrap();
-        path
-    }
-    /// Runs the gate with this scratch's data and report directories.
-    fn gate(&self, args: &[&str]) -> Run {
-        let output = Command::new(GATE)
-            .args(args)
-            .arg("--data-dir")
-            .arg(self.data())
-            .arg("--out")
-            .arg(self.out())
-            .arg("--baselines")
-            .arg(self.path("baselines"))
-            .current_dir(env!("CARGO_MANIFEST_DIR").to_owned() + "/../..")
-            .env_remove("GITHUB_STEP_SUMMARY")
-            .env_remove("GDS_GATE_REQUIRE_GPU")
-            .env_remove("GDS_GATE_RUNNER")
-            .output()
-            .unwrap();
-        Run::from(output)
-    }
-    fn report(&self) -> serde_json::Value {
-        serde_json::from_str(&fs::read_to_string(self.out().join("report.json")).unwrap()).unwrap()
-    }
-}
-
-struct Run {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-impl From<Output> for Run {
-    fn from(output: Output) -> Run {
-        Run {
-            code: output.status.code().unwrap_or(-1),
-            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-        }
-    }
-}
-
-impl std::fmt::Debug for Run {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "exit {}\n--- stdout\n{}\n--- stderr\n{}",
-            self.code, self.stdout, self.stderr
-        )
-    }
-}
+use support::{GATE, Run, SMALL, Scratch, pin_baseline};
 
 fn has_nvidia_driver() -> bool {
     // The probe runs in a worker of the binary under test.
     gds_gate::job::set_worker_program(GATE.into());
     gds_gate::host::HostFacts::probe().gpu_unavailable.is_none()
 }
-
-const SMALL: &str = "suite: small\nscenarios:\n  - name: read\n    files: { size: 3MiB, seed: 5 }\n    repetitions: 2\n";
 
 #[test]
 fn smoke_suite_passes_and_writes_well_formed_reports() {
@@ -180,34 +106,7 @@ fn corruption_that_slips_past_the_cache_fails_the_trial_at_its_offset() {
     let suite = scratch.suite(SMALL);
     let suite = suite.to_str().unwrap();
     assert_eq!(scratch.gate(&["--suite", suite]).code, 0);
-
-    // Flip a byte outside the spot-checked blocks, restore the mtime and make the sidecar vouch
-    // for the new ctime, as damage on the disk that the file system never saw would: the file
-    // now looks like the cached one, so only the read verification can notice.
-    let file = scratch.data().join("gds-gate-s5-3145728.bin");
-    let spots = gds_gate::data::spot_check_offsets(5, 3 << 20);
-    let offset = (0..3u64 << 20)
-        .step_by(4096)
-        .find(|block| !spots.contains(block))
-        .unwrap()
-        + 1001;
-    let handle = fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open(&file)
-        .unwrap();
-    let mtime = handle.metadata().unwrap().modified().unwrap();
-    let mut byte = [0u8];
-    handle.read_at(&mut byte, offset).unwrap();
-    handle.write_at(&[byte[0] ^ 0x40], offset).unwrap();
-    handle.set_modified(mtime).unwrap();
-    drop(handle);
-    let sidecar = scratch.data().join("gds-gate-s5-3145728.bin.id.json");
-    let mut identity: serde_json::Value =
-        serde_json::from_str(&fs::read_to_string(&sidecar).unwrap()).unwrap();
-    let meta = fs::metadata(&file).unwrap();
-    identity["ctime_ns"] = (meta.ctime() * 1_000_000_000 + meta.ctime_nsec()).into();
-    fs::write(&sidecar, identity.to_string()).unwrap();
+    let (file, offset) = damage_unseen(&scratch, 5, 3 << 20, 0);
 
     let run = scratch.gate(&["--suite", suite]);
     assert_eq!(run.code, 1, "{run:?}");
@@ -223,6 +122,96 @@ fn corruption_that_slips_past_the_cache_fails_the_trial_at_its_offset() {
         report["trials"][0]["measurement"]["integrity"]["first_bad"]["file_offset"],
         offset
     );
+}
+
+/// Flips a byte of the generated file (`seed`, `size`) at or after `from`, outside the
+/// spot-checked blocks; restores the mtime and makes the sidecar vouch for the new ctime, as
+/// damage on the disk that the file system never saw would: the file then looks like the cached
+/// one, so only the read verification can notice. Returns the file and the byte's offset.
+fn damage_unseen(scratch: &Scratch, seed: u64, size: u64, from: u64) -> (PathBuf, u64) {
+    let file = scratch.data().join(format!("gds-gate-s{seed}-{size}.bin"));
+    let spots = gds_gate::data::spot_check_offsets(seed, size);
+    let offset = (from..size)
+        .step_by(4096)
+        .find(|block| !spots.contains(block))
+        .unwrap()
+        + 1001;
+    let handle = fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&file)
+        .unwrap();
+    let mtime = handle.metadata().unwrap().modified().unwrap();
+    let mut byte = [0u8];
+    handle.read_at(&mut byte, offset).unwrap();
+    handle.write_at(&[byte[0] ^ 0x40], offset).unwrap();
+    handle.set_modified(mtime).unwrap();
+    drop(handle);
+    let sidecar = scratch
+        .data()
+        .join(format!("gds-gate-s{seed}-{size}.bin.id.json"));
+    let mut identity: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(&sidecar).unwrap()).unwrap();
+    let meta = fs::metadata(&file).unwrap();
+    identity["ctime_ns"] = (meta.ctime() * 1_000_000_000 + meta.ctime_nsec()).into();
+    fs::write(&sidecar, identity.to_string()).unwrap();
+    (file, offset)
+}
+
+/// A pass read through a 1 MiB window of an 8 MiB file checksums as the whole buffer does, the
+/// report says which mode ran and how much memory it took, and a damaged byte in a late window
+/// is named at its file offset.
+#[test]
+fn a_windowed_pass_verifies_like_the_whole_buffer_and_names_a_bad_byte() {
+    let scratch = Scratch::new();
+    let suite = scratch.suite(
+        "suite: stream\nscenarios:\n  - name: read\n    files: { size: 8MiB, seed: 6 }\n    window: [whole, 1MiB]\n    repetitions: 2\n",
+    );
+    let suite = suite.to_str().unwrap();
+    let run = scratch.gate(&["--suite", suite]);
+    assert_eq!(run.code, 0, "{run:?}");
+    let report = scratch.report();
+    let m = |i: usize| report["trials"][i]["measurement"].clone();
+    assert_eq!(report["trials"][0]["name"], "stream::read[window=whole]");
+    assert_eq!(m(0)["window"], serde_json::Value::Null);
+    assert_eq!(m(1)["window"], 1 << 20);
+    assert_eq!(m(0)["integrity"]["checksum"], m(1)["integrity"]["checksum"]);
+    assert_eq!(
+        m(1)["integrity"]["checksum"],
+        m(1)["integrity"]["expected_checksum"]
+    );
+    for i in 0..2 {
+        assert!(m(i)["memory"]["host_rss_bytes"].as_u64().unwrap() > 1 << 20);
+        assert_eq!(m(i)["memory"]["device_bytes"], serde_json::Value::Null);
+    }
+    let summary = fs::read_to_string(scratch.out().join("summary.md")).unwrap();
+    assert!(summary.contains("### Memory"), "{summary}");
+    assert!(
+        summary.contains("| `stream::read[window=1MiB]` | window 1.00 MiB | 8.00 MiB |"),
+        "{summary}"
+    );
+
+    let (file, offset) = damage_unseen(&scratch, 6, 8 << 20, 5 << 20);
+    let run = scratch.gate(&["--suite", suite]);
+    assert_eq!(run.code, 1, "{run:?}");
+    let expected = format!(
+        "first wrong byte at offset {offset} of `{}`",
+        file.display()
+    );
+    assert_eq!(
+        run.stdout.matches(&expected).count(),
+        2,
+        "{expected}\n{run:?}"
+    );
+    let report = scratch.report();
+    for i in 0..2 {
+        let bad = &report["trials"][i]["measurement"]["integrity"]["first_bad"];
+        assert_eq!(bad["file_offset"], offset);
+        assert_eq!(
+            bad["buffer_offset"], offset,
+            "one file: the pass's offset is the file's"
+        );
+    }
 }
 
 #[test]
@@ -341,18 +330,6 @@ fn validate_checks_files_without_running() {
             && run.stderr.contains("did you mean the key `repetitions`?"),
         "{run:?}"
     );
-}
-
-impl Scratch {
-    /// Runs the gate with only `args` (subcommands that take no --out).
-    fn gate_plain(&self, args: &[&str]) -> Run {
-        Command::new(GATE)
-            .args(args)
-            .current_dir(env!("CARGO_MANIFEST_DIR").to_owned() + "/../..")
-            .output()
-            .unwrap()
-            .into()
-    }
 }
 
 #[test]
@@ -478,23 +455,6 @@ fn bless_writes_a_baseline_that_the_next_run_is_judged_against_and_refuses_in_ci
     assert_eq!(scratch.report()["totals"]["changed"], 1);
 }
 
-/// Rewrites a baseline as if every pass of every blessed run had read at `gbps`: a level far from
-/// this host's, with no spread to hide a difference in.
-fn pin_baseline(path: &std::path::Path, gbps: f64) {
-    use gds_gate::baseline::{Loaded, file};
-    let Loaded::Present(mut baseline) = file::read(path).unwrap() else {
-        panic!("no baseline at {}", path.display());
-    };
-    for trial in baseline.trials.values_mut() {
-        for run in &mut trial.runs {
-            run.iter_mut().for_each(|pass| *pass = gbps);
-        }
-        trial.run_medians_gbps.iter_mut().for_each(|g| *g = gbps);
-        (trial.median_gbps, trial.min_gbps, trial.max_gbps) = (gbps, gbps, gbps);
-    }
-    file::write(path, &baseline).unwrap();
-}
-
 /// A filter matches the reader shown in brackets too (`[posix] smoke::multi-file`): the data of
 /// every trial libtest then runs must have been prepared.
 #[test]
@@ -596,4 +556,50 @@ fn posix_write_and_roundtrip_trials_write_verify_and_report_fsync_apart() {
         left.is_empty(),
         "no generated data for writing trials, and written files are removed: {left:?}"
     );
+}
+
+/// On a host that runs only CPU trials, the doctor is one line before the trials (every GPU
+/// finding is expected there); `--doctor` lists them all. Plots and charts only for what ran.
+#[test]
+fn a_cpu_only_host_gets_one_doctor_line_and_plots_only_of_what_ran() {
+    if has_nvidia_driver() {
+        eprintln!("skipped: this host has a GPU, so the doctor lists its findings in full");
+        return;
+    }
+    let scratch = Scratch::new();
+    let doctor_lines = |run: &Run| {
+        run.stderr
+            .lines()
+            .filter(|l| l.starts_with("doctor:"))
+            .count()
+    };
+    let short = scratch.gate(&["--suite", "scenarios/smoke.yaml", "chunked"]);
+    assert_eq!(short.code, 0, "{short:?}");
+    assert_eq!(doctor_lines(&short), 1, "{short:?}");
+    assert!(
+        short
+            .stderr
+            .contains("doctor: CPU trials only on this host")
+            && short.stderr.contains("--doctor"),
+        "{short:?}"
+    );
+    assert!(!scratch.report()["doctor"].as_array().unwrap().is_empty());
+    // Only the trial that ran has a plot and a chart; the ignored cufile one has neither.
+    let plots: Vec<String> = fs::read_dir(scratch.out().join("plots"))
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(plots.len(), 1, "{plots:?}");
+    assert!(plots[0].contains("reader_posix"), "{plots:?}");
+    let summary = fs::read_to_string(scratch.out().join("summary.md")).unwrap();
+    assert!(summary.contains("```mermaid\nxychart-beta"), "{summary}");
+    assert!(!summary.contains("reader_cufile"), "{summary}");
+    // Reports, like the history and baselines, are for everyone on a shared host to read.
+    for name in ["report.json", "junit.xml", "summary.md", "history.jsonl"] {
+        let mode = fs::metadata(scratch.out().join(name)).unwrap().mode() & 0o777;
+        assert_eq!(mode, 0o644, "{name}: {mode:o}");
+    }
+    let full = scratch.gate(&["--suite", "scenarios/smoke.yaml", "chunked", "--doctor"]);
+    assert_eq!(full.code, 0, "{full:?}");
+    assert!(doctor_lines(&full) > 1, "{full:?}");
 }

@@ -375,9 +375,11 @@ fn workflows_read_only_and_write_permissions_only_on_the_pull_request_job() {
         for (id, job) in workflow.jobs() {
             if workflow.file == "refresh-baselines.yml" && id == "pull-request" {
                 let granted = job["permissions"].as_mapping().unwrap();
-                assert_eq!(granted.len(), 2, "{granted:?}");
+                assert_eq!(granted.len(), 3, "{granted:?}");
                 assert_eq!(job["permissions"]["contents"], "write");
                 assert_eq!(job["permissions"]["pull-requests"], "write");
+                // To dispatch ci.yml on the pull request's branch, so that its checks run.
+                assert_eq!(job["permissions"]["actions"], "write");
                 // The token that can push never reaches a self-hosted GPU runner.
                 assert_eq!(job["runs-on"], "ubuntu-24.04");
             } else {
@@ -455,7 +457,60 @@ fn ci_runs_the_checks_then_the_smoke_gate_and_publishes_junit() {
         junit[0].1["with"]["report_paths"],
         "target/gds-gate/junit.xml"
     );
-    assert!(!ci.steps_using("actions/cache").is_empty());
+    assert!(!ci.steps_using("Swatinem/rust-cache").is_empty());
+    // The bless pull request's checks are started by dispatching this workflow.
+    assert!(
+        ci.yaml["on"]
+            .as_mapping()
+            .unwrap()
+            .keys()
+            .any(|key| key.as_str() == Some("workflow_dispatch"))
+    );
+}
+
+/// CI keeps itself current and honest: dependabot moves the action pins and the crates, the
+/// toolchain is pinned, and the declared oldest Rust is built by a job of its own.
+#[test]
+fn ci_keeps_its_pins_current_and_checks_the_declared_rust_version() {
+    let dependabot: Value = yaml_serde::from_str(
+        &std::fs::read_to_string(repo().join(".github/dependabot.yml")).unwrap(),
+    )
+    .unwrap();
+    let ecosystems: Vec<String> = dependabot["updates"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .map(|update| update["package-ecosystem"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(ecosystems, ["github-actions", "cargo"]);
+    let toolchain = std::fs::read_to_string(repo().join("rust-toolchain.toml")).unwrap();
+    let channel = toolchain
+        .lines()
+        .find_map(|line| line.strip_prefix("channel = "))
+        .unwrap();
+    assert!(
+        channel.trim_matches('"').split('.').count() == 3,
+        "pin an exact release, not {channel}"
+    );
+    let manifest = std::fs::read_to_string(repo().join("Cargo.toml")).unwrap();
+    assert!(
+        manifest.contains("rust-version = \"1.88\""),
+        "libloading 0.9 needs 1.88"
+    );
+    let ci = workflow("ci.yml");
+    let msrv = ci.job("msrv")["steps"].as_sequence().unwrap().clone();
+    let script = msrv.iter().find_map(|step| step["run"].as_str()).unwrap();
+    assert!(
+        script.contains("cargo +\"$msrv\" check --workspace --all-targets --locked"),
+        "{script}"
+    );
+    let refresh = workflow("refresh-baselines.yml");
+    let dispatch = refresh
+        .steps()
+        .into_iter()
+        .filter_map(|(_, step)| step["run"].as_str().map(str::to_string))
+        .find(|run| run.contains("gh workflow run ci.yml"));
+    assert!(dispatch.is_some_and(|run| run.contains("--ref \"$BRANCH\"")));
 }
 
 #[test]

@@ -4,6 +4,13 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
+/// Where reports go unless `--out` says otherwise.
+pub const DEFAULT_OUT: &str = "target/gds-gate";
+/// The suite run when no `--suite` is given, relative to the repository root.
+pub const DEFAULT_SUITE: &str = "scenarios/default.yaml";
+/// Where generated test files are kept unless `--data-dir` says otherwise.
+pub const DEFAULT_DATA_DIR: &str = "target/gds-gate/data";
+
 /// CI regression gate for NVIDIA GPUDirect Storage: which path the bytes took, whether they are
 /// the right bytes, and whether it is as fast as it was.
 #[derive(Debug, Parser)]
@@ -49,12 +56,12 @@ pub enum Command {
         runs: u16,
         /// Seconds from the start of one blessed run to the start of the next, at least: short
         /// suites then wait between runs, so that the runs also sample the runner's slow drift (a
-        /// shared or cloud disk's level can move by a quarter over minutes).
+        /// shared or cloud disk's level can move by a quarter over minutes). Unused with --from.
         #[arg(
             long,
             value_name = "SECONDS",
-            default_value_t = 60,
-            conflicts_with = "from"
+            env = "GDS_GATE_BLESS_INTERVAL",
+            default_value_t = 60
         )]
         interval: u64,
         #[command(flatten)]
@@ -105,6 +112,11 @@ pub enum Command {
         /// The process's cufile.log.
         #[arg(long, value_name = "FILE")]
         cufile_log: Option<PathBuf>,
+        /// The path the bytes should have taken, as suites spell `expect.path`: gds, nvfs, p2p,
+        /// cufile-posix, kvikio-posix, host, bounce, any.
+        #[arg(long, value_name = "PATH", default_value = "gds",
+              value_parser = parse_expected)]
+        expect: gds_model::scenario::ExpectedPath,
     },
     /// Run one trial, probe or GPU bench in this process (started by the gate; not for people).
     #[command(hide = true)]
@@ -121,15 +133,15 @@ pub enum Command {
         /// File size, e.g. `4GiB`.
         #[arg(long, default_value = "4GiB", value_parser = parse_size)]
         size: u64,
-        /// Repetitions per measurement (at least 5).
-        #[arg(long, default_value_t = 5)]
-        runs: usize,
+        /// Repetitions per measurement (at least 5: a median and a range).
+        #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u16).range(5..))]
+        runs: u16,
         /// Directory on the disk to measure.
         #[arg(
             long = "data-dir",
             value_name = "DIR",
             env = "GDS_GATE_DATA_DIR",
-            default_value = "target/gds-gate/data"
+            default_value = DEFAULT_DATA_DIR
         )]
         dir: PathBuf,
         /// Measure the GPU side instead: worker start-up, verification kernels, the cufile reader
@@ -183,7 +195,7 @@ pub struct Inputs {
         long,
         value_name = "DIR",
         env = "GDS_GATE_DATA_DIR",
-        default_value = "target/gds-gate/data"
+        default_value = DEFAULT_DATA_DIR
     )]
     pub data_dir: PathBuf,
 }
@@ -191,7 +203,7 @@ pub struct Inputs {
 impl Inputs {
     pub fn suite_paths(&self) -> Vec<PathBuf> {
         if self.suites.is_empty() {
-            vec![PathBuf::from("scenarios/default.yaml")]
+            vec![PathBuf::from(DEFAULT_SUITE)]
         } else {
             self.suites.clone()
         }
@@ -207,12 +219,16 @@ pub struct RunArgs {
         long,
         value_name = "DIR",
         env = "GDS_GATE_OUT",
-        default_value = "target/gds-gate"
+        default_value = DEFAULT_OUT
     )]
     pub out: PathBuf,
     /// Fail GPU trials that cannot run here instead of ignoring them.
     #[arg(long, env = "GDS_GATE_REQUIRE_GPU")]
     pub require_gpu: bool,
+    /// Print every doctor finding before the trials. Without it, a host that will run only CPU
+    /// trials (no GPU, no --require-gpu) gets one line; the findings are in report.json either way.
+    #[arg(long)]
+    pub doctor: bool,
     /// Fail trials that only warn, such as a worker that crashed after a complete result.
     #[arg(long, env = "GDS_GATE_STRICT")]
     pub strict: bool,
@@ -252,6 +268,58 @@ pub struct BaselineArgs {
     pub baselines: PathBuf,
 }
 
+/// libtest's flags that mean nothing to the gate (no benchmarks, no capture, one trial at a time,
+/// a GPU-ignored trial cannot be forced to run): accepted so that cargo's test runners can still
+/// pass them, but kept out of `--help`.
+const LIBTEST_NO_OPS: [&str; 9] = [
+    "include_ignored",
+    "ignored",
+    "test",
+    "bench",
+    "nocapture",
+    "show_output",
+    "unstable_flags",
+    "test_threads",
+    "logfile",
+];
+
+/// The program's help: name, description, usage, flags, exit codes. libtest-mimic's arguments
+/// bring their own template (`USAGE: [OPTIONS] [FILTER]`) and closing text about parallel tests.
+fn help_template(name: &str) -> String {
+    format!(
+        "{{before-help}}{name} {{version}}\n{{about-with-newline}}\n{{usage-heading}} {{usage}}\n\n{{all-args}}{{after-help}}"
+    )
+}
+
+/// The command line as people see it: [`Cli`] with `--version`, the gate's own help template and
+/// exit codes on the commands that run trials, and libtest's no-op flags hidden.
+pub fn command() -> clap::Command {
+    use clap::CommandFactory;
+    let tidy = |mut command: clap::Command, name: &str| {
+        for id in LIBTEST_NO_OPS {
+            command = command.mut_arg(id, |arg| arg.hide(true));
+        }
+        command
+            .help_template(help_template(name))
+            .after_help(crate::exit::HELP)
+    };
+    let command = tidy(Cli::command(), "gds-gate")
+        .disable_version_flag(false)
+        .version(env!("CARGO_PKG_VERSION"))
+        .propagate_version(true)
+        .mut_subcommand("bless", |bless| tidy(bless, "gds-gate bless"));
+    // Plain subcommands keep clap's template, named.
+    let names: Vec<String> = command
+        .get_subcommands()
+        .map(|sub| sub.get_name().to_string())
+        .filter(|name| name != "bless")
+        .collect();
+    names.into_iter().fold(command, |command, name| {
+        let template = help_template(&format!("gds-gate {name}"));
+        command.mut_subcommand(name, |sub| sub.help_template(template))
+    })
+}
+
 /// The subcommands people type (not the hidden `worker`), for "did you mean" on a mistyped one.
 pub fn subcommand_names() -> Vec<String> {
     use clap::CommandFactory;
@@ -264,4 +332,11 @@ pub fn subcommand_names() -> Vec<String> {
 
 fn parse_size(text: &str) -> Result<u64, String> {
     gds_model::scenario::size::ByteSize::parse(text).map(|size| size.0)
+}
+
+/// `--expect`: a path as suites spell it (`gds`, `nvfs`, `p2p`, `cufile-posix`, ...).
+fn parse_expected(text: &str) -> Result<gds_model::scenario::ExpectedPath, String> {
+    yaml_serde::from_str::<gds_model::scenario::ExpectedPath>(text).map_err(|_| {
+        format!("`{text}` is not a path; expected one of nvfs, p2p, gds, cufile-posix, kvikio-posix, host, bounce, any")
+    })
 }

@@ -24,5 +24,6 @@ pub mod mounts;
 pub mod out_lock;
 pub mod prepare;
 pub mod process;
+pub mod progress;
 pub mod report;
 pub mod tools;

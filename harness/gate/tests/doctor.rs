@@ -344,6 +344,33 @@ mod recorded {
         assert!(!report.verdict.can_pass);
     }
 
+    /// The driver and libcufile load, NVRTC does not: GPU trials cannot verify what they read,
+    /// so they cannot pass, and the doctor says so instead of promising a pass.
+    #[test]
+    fn a_host_without_nvrtc() {
+        let mut without = facts("healthy.json");
+        without.driver.nvrtc =
+            Fact::Unknown("NVRTC not found (looked for libnvrtc.so and 12 other names)".into());
+        let judged = report(without, "default.yaml");
+        assert_eq!(state(&judged, "NVRTC"), State::Fail);
+        let fix = row(&judged, "NVRTC").fix.clone().unwrap_or_default();
+        assert!(fix.contains("nvrtc"), "{fix}");
+        let cufile = outcome(&judged, "default::cold-read[reader=cufile,nthreads=1]");
+        assert!(
+            matches!(cufile, Outcome::Fail { reason } if reason.contains("needs NVRTC")),
+            "{cufile:?}"
+        );
+        let posix = outcome(&judged, "default::cold-read[reader=posix,nthreads=1]");
+        assert!(matches!(posix, Outcome::Pass { .. }), "{posix:?}");
+        assert!(!judged.verdict.can_pass);
+        // Facts saved before NVRTC was asked judge nothing on it.
+        let mut old = facts("healthy.json");
+        old.driver.nvrtc = Fact::Unknown("not collected (facts saved by an older gds-gate)".into());
+        let judged = report(old, "default.yaml");
+        assert_eq!(state(&judged, "NVRTC"), State::Unknown);
+        assert!(judged.verdict.can_pass);
+    }
+
     #[test]
     fn a_container_without_run_udev() {
         let mut facts = facts("healthy.json");

@@ -158,6 +158,8 @@ mod tests {
             costs: Vec::new(),
             latency: None,
             libcufile: None,
+            window: None,
+            memory: None,
             write: None,
         }
     }

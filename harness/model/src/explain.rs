@@ -25,6 +25,16 @@ pub fn explain(
     nvfs_stats: Option<&str>,
     cufile_log: Option<&str>,
 ) -> ExplainOutput {
+    explain_expecting(gds_stats, nvfs_stats, cufile_log, ExpectedPath::Gds)
+}
+
+/// As [`explain`], judged against `expected` instead of GDS (`explain --expect posix`).
+pub fn explain_expecting(
+    gds_stats: Option<&str>,
+    nvfs_stats: Option<&str>,
+    cufile_log: Option<&str>,
+    expected: ExpectedPath,
+) -> ExplainOutput {
     let mut problems = Vec::new();
     let mut gpus = Vec::new();
     let mut evidence = Evidence::new(Reader::Cufile, 0);
@@ -59,7 +69,7 @@ pub fn explain(
         evidence.cufile_log = Some(CufileLogFindings::scan(text));
     }
     ExplainOutput {
-        judgement: judge(&evidence, ExpectedPath::Gds, 0),
+        judgement: judge(&evidence, expected, 0),
         gpus,
         problems,
     }

@@ -13,7 +13,7 @@ pub fn parse(text: &str) -> Option<u64> {
 
 /// Bytes from a hex string (two digits per byte), as the Python worker sends cuFile's structs.
 pub fn decode_bytes(text: &str) -> Option<Vec<u8>> {
-    if text.len() % 2 != 0 {
+    if !text.len().is_multiple_of(2) {
         return None;
     }
     (0..text.len())

@@ -271,3 +271,43 @@ mod tests {
         assert_eq!(result.method, Integrity::None);
     }
 }
+
+/// A streamed pass's verification, composed window by window: the windows' range sums add up to
+/// the pass's (the checksum is position-keyed and summed), the plan's length terms finish it, and
+/// the first wrong byte keeps its file offset and its offset in the whole pass.
+#[derive(Debug, Default)]
+pub struct Streamed {
+    sum: u64,
+    bad_words: u64,
+    first_bad: Option<BadByte>,
+    seconds: f64,
+    checked: bool,
+}
+
+impl Streamed {
+    /// Adds the result of [`check`] on one window's plan.
+    pub fn add(&mut self, window: &crate::window::Window, result: IntegrityResult) {
+        self.checked |= result.checksum.is_some();
+        self.sum = self.sum.wrapping_add(result.checksum.unwrap_or(0));
+        self.bad_words += result.bad_words;
+        self.seconds += result.seconds;
+        if let (None, Some(mut bad)) = (&self.first_bad, result.first_bad) {
+            bad.buffer_offset += window.start;
+            self.first_bad = Some(bad);
+        }
+    }
+
+    /// The pass's result, comparable with [`check`] on the whole buffer.
+    pub fn finish(self, plan: &ReadPlan, method: Integrity, expected: u64) -> IntegrityResult {
+        let mut result = IntegrityResult::not_checked(method);
+        if method == Integrity::None || !self.checked {
+            return result;
+        }
+        result.checksum = Some(self.sum.wrapping_add(plan.length_terms()));
+        result.expected_checksum = Some(expected);
+        result.bad_words = self.bad_words;
+        result.first_bad = self.first_bad;
+        result.seconds = self.seconds;
+        result
+    }
+}

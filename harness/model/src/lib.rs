@@ -19,6 +19,7 @@ pub mod integrity;
 pub mod meminfo;
 pub mod numbers;
 pub mod plan;
+pub mod progress;
 pub mod protocol;
 pub mod record;
 pub mod scenario;
@@ -27,6 +28,7 @@ pub mod suggest;
 pub mod units;
 pub mod verdict;
 pub mod verify;
+pub mod window;
 pub mod write;
 
 /// `error: caused by: …` as one line per cause, the way nextest prints error chains.

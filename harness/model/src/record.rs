@@ -153,6 +153,13 @@ pub struct Measurement {
     /// `GDS_GATE_LIBCUFILE`'s).
     #[serde(default)]
     pub libcufile: Option<LoadedCufile>,
+    /// The window the passes read through ([`crate::window`]); `None`: one buffer of the whole
+    /// pass.
+    #[serde(default)]
+    pub window: Option<u64>,
+    /// The worker's peak memory over the trial; `None` from a worker that predates it.
+    #[serde(default)]
+    pub memory: Option<MemoryPeak>,
     /// A writing trial's own figures (`op: write` or `roundtrip`); `seconds` and `gbps` above are
     /// then its write section's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -175,7 +182,53 @@ pub struct WriteFigures {
     pub read_back_gbps: Vec<f64>,
 }
 
+/// The first pass's preparation, timed into the start-up by the worker (the pass cannot start
+/// without it) but no part of starting: dropping the page cache and clearing the destination,
+/// which for a 4 GiB host buffer takes seconds.
+pub const DROPPED_PHASE: &str = "page cache dropped";
+pub const CLEARED_PHASE: &str = "destination cleared";
+
+/// Peak memory of a worker over its trial: what bounds the file sizes a runner can read.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct MemoryPeak {
+    /// Peak resident set of the worker process (`VmHWM`).
+    pub host_rss_bytes: Option<u64>,
+    /// Peak GPU memory in use (total − free, sampled after allocation and after each window),
+    /// which includes other processes' use of the same GPU; `None` for host readers.
+    pub device_bytes: Option<u64>,
+}
+
+impl MemoryPeak {
+    /// The larger of each figure (the peak of a trial over several workers).
+    pub fn max(self, other: MemoryPeak) -> MemoryPeak {
+        let max = |a: Option<u64>, b: Option<u64>| a.max(b);
+        MemoryPeak {
+            host_rss_bytes: max(self.host_rss_bytes, other.host_rss_bytes),
+            device_bytes: max(self.device_bytes, other.device_bytes),
+        }
+    }
+}
+
 impl Measurement {
+    /// `(start-up, first-pass preparation)` in seconds: the start-up to the first byte without
+    /// the phases of [`DROPPED_PHASE`] and [`CLEARED_PHASE`], and those phases.
+    pub fn startup_split(&self) -> Option<(f64, f64)> {
+        let total = self.startup_seconds?;
+        let preparation: f64 = self
+            .setup
+            .iter()
+            .filter(|(phase, _)| phase == DROPPED_PHASE || phase == CLEARED_PHASE)
+            .map(|(_, seconds)| seconds)
+            .sum();
+        Some(((total - preparation).max(0.0), preparation))
+    }
+
+    /// `4 ms + 0.2 s first-pass preparation` (or `4 ms` when there was none to speak of).
+    pub fn startup_text(&self) -> Option<String> {
+        let (startup, preparation) = self.startup_split()?;
+        Some(startup_text(startup, preparation))
+    }
+
     /// CPU seconds per GiB of the measured passes that have the figure.
     pub fn cpu_per_gib(&self) -> Vec<f64> {
         crate::cost::cpu_per_gib(&self.costs)
@@ -339,8 +392,8 @@ impl TrialRecord {
             |g| format!("{g:.2} GB/s median of {}", m.gbps.len()),
         );
         let startup = m
-            .startup_seconds
-            .map_or_else(String::new, |s| format!(", start {:.0} ms", s * 1e3));
+            .startup_text()
+            .map_or_else(String::new, |text| format!(", start-up {text}"));
         let gpus = if m.per_gpu.is_empty() {
             String::new()
         } else {
@@ -388,5 +441,41 @@ impl WriteFigures {
             line.push_str(&format!(", read back {read_back:.2} GB/s median"));
         }
         line
+    }
+}
+
+/// `4 ms + 0.2 s first-pass preparation`; the preparation left out below half a millisecond.
+fn startup_text(startup: f64, preparation: f64) -> String {
+    let time = |s: f64| {
+        if s < 1.0 {
+            format!("{:.0} ms", s * 1e3)
+        } else {
+            format!("{s:.1} s")
+        }
+    };
+    if preparation >= 0.0005 {
+        format!(
+            "{} + {} first-pass preparation",
+            time(startup),
+            time(preparation)
+        )
+    } else {
+        time(startup)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn start_up_and_first_pass_preparation_are_told_apart() {
+        assert_eq!(
+            super::startup_text(0.004, 0.2),
+            "4 ms + 200 ms first-pass preparation"
+        );
+        assert_eq!(
+            super::startup_text(0.03, 6.2),
+            "30 ms + 6.2 s first-pass preparation"
+        );
+        assert_eq!(super::startup_text(1.25, 0.0001), "1.2 s");
     }
 }

@@ -97,8 +97,14 @@ fn storage(gpu: &mut Gpu, spec: &GpuBenchSpec) -> Result<StorageRates, String> {
     let library = Cufile::load().map_err(|error| error.to_string())?;
     library.open_driver().map_err(|error| error.to_string())?;
     let plan = ReadPlan::new(vec![spec.file.clone()], &Pattern::Whole);
-    let mut reader = CufileReader::open(gpu, &library, &plan, BufferKind::Unregistered)
-        .map_err(|error| gds_model::error_chain(&error))?;
+    let mut reader = CufileReader::open(
+        gpu,
+        &library,
+        &plan,
+        BufferKind::Unregistered,
+        plan.total_bytes(),
+    )
+    .map_err(|error| gds_model::error_chain(&error))?;
     let mut rates = StorageRates {
         dd: Vec::new(),
         readers: vec![(Vec::new(), Vec::new()); spec.settings.len()],

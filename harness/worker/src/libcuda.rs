@@ -1,7 +1,8 @@
 //! `libcuda.so.1` as cudarc will load it, checked before the first call into it. cudarc resolves
 //! each driver function at its first call and panics when the library lacks it (a stub, a broken
 //! or foreign install), which would end the worker without an answer; this says which function
-//! is missing instead.
+//! is missing instead. NVRTC, which compiles the GPU verification kernels, is checked the same
+//! way: a host with the driver and libcufile but no NVRTC cannot verify a GPU read.
 
 /// The driver functions the probe and opening a GPU call first.
 const ENTRY_POINTS: &[&str] = &[
@@ -34,4 +35,24 @@ pub fn check() -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// The NVRTC library cudarc would load, by the name it loaded under, or why none loads.
+pub fn nvrtc() -> Result<String, String> {
+    let candidates = cudarc::get_lib_name_candidates("nvrtc");
+    for name in &candidates {
+        // SAFETY: loading NVRTC runs its initialisers, as cudarc's own load does.
+        let Ok(library) = (unsafe { libloading::Library::new(name) }) else {
+            continue;
+        };
+        // SAFETY: only the symbol's address is looked up; nothing is called through it.
+        if unsafe { library.get::<*const ()>(b"nvrtcCompileProgram") }.is_ok() {
+            return Ok(name.clone());
+        }
+    }
+    Err(format!(
+        "NVRTC not found (looked for {} and {} other names)",
+        candidates.first().map_or("libnvrtc.so", String::as_str),
+        candidates.len().saturating_sub(1)
+    ))
 }

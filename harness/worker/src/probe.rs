@@ -34,6 +34,7 @@ pub fn run(spec: ProbeSpec) -> ProbeResult {
             }),
         },
         libcuda,
+        nvrtc: Some(crate::libcuda::nvrtc()),
     }
 }
 

@@ -7,25 +7,25 @@ mod write;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use crate::cpu;
 use crate::gpu::Gpu;
 use crate::libcufile::{self, Cufile, CufileError};
+use crate::reader::async_io::AsyncReader;
 use crate::reader::batch::BatchReader;
 use crate::reader::bounce::Bounce;
 use crate::reader::cufile::CufileReader;
 use crate::reader::posix::{self, Posix};
-use crate::reader::stream::AsyncReader;
-use crate::reader::{PlanReader, ReaderError, recording};
+use crate::reader::stream::{PassSettings, run_pass};
+use crate::reader::{PlanReader, ReaderError};
 use crate::writer::PlanWriter;
+use crate::writer::async_io::AsyncWriter;
 use crate::writer::cufile::CufileWriter;
-use crate::writer::stream::AsyncWriter;
 use gds_model::cache;
 use gds_model::cost::{Histogram, PassCost};
 use gds_model::hex;
 use gds_model::integrity::IntegrityResult;
 use gds_model::numbers::median;
 use gds_model::plan::ReadPlan;
-use gds_model::record::Measurement;
+use gds_model::record::{Measurement, MemoryPeak};
 use gds_model::scenario::{Cache, Integrity, Op, Reader};
 
 use gds_model::protocol::{
@@ -75,25 +75,34 @@ fn measure(spec: &WorkerSpec) -> WorkerResult {
         costs: Vec::new(),
         latency: None,
         libcufile: None,
+        window: None,
+        memory: None,
         write: None,
     };
+    // Writing trials hold their files whole (`validate` refuses a smaller window for them).
     let failure = match spec.trial.reader {
         Reader::Posix if spec.trial.op.writes() => write::posix(spec, &mut m),
-        Reader::Posix => open_posix(spec).and_then(|mut reader| passes(spec, &mut reader, &mut m)),
+        Reader::Posix => {
+            let window = window_for(spec, gds_model::meminfo::available_memory());
+            open_posix(spec, window)
+                .and_then(|mut reader| passes(spec, &mut reader, &mut m, window))
+        }
         Reader::H2d if spec.trial.op.writes() => {
             with_gpu(spec, &mut m, |gpu, m| write::h2d(spec, gpu, m))
         }
         Reader::H2d => with_gpu(spec, &mut m, |gpu, m| {
             let t = &spec.trial;
+            let window = window_for(spec, gpu.memory_total().ok());
             let mut reader = Bounce::open(
                 gpu,
                 &spec.plan,
                 t.nthreads,
                 t.bounce_buffer_size,
                 t.task_size,
+                capacity(spec, window),
             )
             .map_err(fail)?;
-            passes(spec, &mut reader, m)
+            passes(spec, &mut reader, m, window)
         }),
         Reader::Cufile | Reader::CufileBatch | Reader::CufileAsync => {
             with_gpu_and_cufile(spec, &mut m)
@@ -105,6 +114,10 @@ fn measure(spec: &WorkerSpec) -> WorkerResult {
         }),
     }
     .err();
+    m.memory = Some(MemoryPeak {
+        host_rss_bytes: gds_model::meminfo::peak_rss(),
+        ..m.memory.unwrap_or_default()
+    });
     m.median_gbps = (!m.gbps.is_empty()).then(|| median(&m.gbps));
     m.total_seconds = started.elapsed().as_secs_f64();
     WorkerResult {
@@ -131,8 +144,18 @@ pub(crate) fn fail(error: ReaderError) -> WorkerFailure {
     }
 }
 
-pub(crate) fn open_posix(spec: &WorkerSpec) -> Result<Posix, WorkerFailure> {
-    Posix::open(&spec.plan).map_err(fail)
+fn open_posix(spec: &WorkerSpec, window: Option<u64>) -> Result<Posix, WorkerFailure> {
+    Posix::open(&spec.plan, capacity(spec, window)).map_err(fail)
+}
+
+/// The window this trial reads through, given the memory of its destination.
+fn window_for(spec: &WorkerSpec, memory: Option<u64>) -> Option<u64> {
+    spec.trial.window.resolve(spec.plan.total_bytes(), memory)
+}
+
+/// What the reader allocates: one window, or the whole pass.
+fn capacity(spec: &WorkerSpec, window: Option<u64>) -> u64 {
+    window.unwrap_or_else(|| spec.plan.total_bytes())
 }
 
 fn with_gpu(
@@ -213,8 +236,10 @@ fn with_cufile(
         phase(m, "cuFile statistics on");
         let (plan, buffer) = (&spec.plan, spec.trial.buffer);
         let outcome = if spec.trial.op.writes() {
-            // The writer first: it creates the files a roundtrip's reader then opens. The
-            // stream-ordered reader writes and reads back through cuFile's stream API.
+            // The writer first: it creates the files a roundtrip's reader then opens. Both hold
+            // the whole pass: writing trials do not stream. The stream-ordered reader writes and
+            // reads back through cuFile's stream API.
+            let whole = plan.total_bytes();
             let (asynchronous, depth) = (
                 spec.trial.reader == Reader::CufileAsync,
                 spec.trial.queue_depth,
@@ -226,10 +251,10 @@ fn with_cufile(
             };
             let mut reader: Option<Box<dyn PlanReader + '_>> = match spec.trial.op {
                 Op::Roundtrip if asynchronous => Some(Box::new(
-                    AsyncReader::open(gpu, library, plan, buffer, depth).map_err(fail)?,
+                    AsyncReader::open(gpu, library, plan, buffer, depth, whole).map_err(fail)?,
                 )),
                 Op::Roundtrip => Some(Box::new(
-                    CufileReader::open(gpu, library, plan, buffer).map_err(fail)?,
+                    CufileReader::open(gpu, library, plan, buffer, whole).map_err(fail)?,
                 )),
                 _ => None,
             };
@@ -238,25 +263,35 @@ fn with_cufile(
             let outcome = write::passes(spec, writer.as_mut(), read_back, m);
             hold_for_sample(spec.hold_for_sampling.as_deref());
             outcome
-        } else if spec.trial.reader == Reader::CufileAsync {
-            let depth = spec.trial.queue_depth;
-            let mut reader = AsyncReader::open(gpu, library, plan, buffer, depth).map_err(fail)?;
-            phase(m, "streams, device buffer and file registration");
-            let outcome = passes(spec, &mut reader, m);
-            hold_for_sample(spec.hold_for_sampling.as_deref());
-            outcome
-        } else if spec.trial.reader == Reader::CufileBatch {
-            let (depth, size) = (spec.trial.queue_depth, spec.trial.batch_size);
-            let mut reader =
-                BatchReader::open(gpu, library, plan, buffer, depth, size).map_err(fail)?;
-            phase(m, "batches, device buffer and file registration");
-            let outcome = passes(spec, &mut reader, m);
-            hold_for_sample(spec.hold_for_sampling.as_deref());
-            outcome
         } else {
-            let mut reader = CufileReader::open(gpu, library, plan, buffer).map_err(fail)?;
-            phase(m, "device buffer and file registration");
-            let outcome = passes(spec, &mut reader, m);
+            // Every reading cuFile reader streams through the same window of its device buffer.
+            let window = window_for(spec, gpu.memory_total().ok());
+            let capacity = capacity(spec, window);
+            let (depth, size) = (spec.trial.queue_depth, spec.trial.batch_size);
+            let (mut reader, set_up): (Box<dyn PlanReader + '_>, _) = match spec.trial.reader {
+                Reader::CufileAsync => (
+                    Box::new(
+                        AsyncReader::open(gpu, library, plan, buffer, depth, capacity)
+                            .map_err(fail)?,
+                    ),
+                    "streams, device buffer and file registration",
+                ),
+                Reader::CufileBatch => (
+                    Box::new(
+                        BatchReader::open(gpu, library, plan, buffer, depth, size, capacity)
+                            .map_err(fail)?,
+                    ),
+                    "batches, device buffer and file registration",
+                ),
+                _ => (
+                    Box::new(
+                        CufileReader::open(gpu, library, plan, buffer, capacity).map_err(fail)?,
+                    ),
+                    "device buffer and file registration",
+                ),
+            };
+            phase(m, set_up);
+            let outcome = passes(spec, reader.as_mut(), m, window);
             hold_for_sample(spec.hold_for_sampling.as_deref());
             outcome
         };
@@ -282,13 +317,22 @@ fn passes(
     spec: &WorkerSpec,
     reader: &mut dyn PlanReader,
     m: &mut Measurement,
+    window: Option<u64>,
 ) -> Result<(), WorkerFailure> {
     let (trial, plan) = (&spec.trial, &spec.plan);
     if m.path.is_empty() {
         m.path = reader.path().to_string();
     }
+    m.window = window;
+    let windows = window.map(|size| plan.windows(size));
+    let settings = PassSettings {
+        nthreads: trial.nthreads,
+        task_size: trial.task_size,
+        method: trial.expect.integrity,
+        expected: spec.expected_checksum,
+    };
+    let mut device_peak = reader.device_memory_used();
     let cache_files = posix::open_all(plan).map_err(fail)?;
-    let expected = spec.expected_checksum;
     let total = trial.passes();
     // The measured passes' calls, merged: the trial's percentiles.
     let mut latency = Histogram::default();
@@ -303,11 +347,13 @@ fn passes(
         if pass == 0 {
             // The first pass's preparation is part of the start-up; its phases say how much.
             if trial.cache == Cache::Cold {
-                m.setup
-                    .push(("page cache dropped".into(), dropped.as_secs_f64()));
+                m.setup.push((
+                    gds_model::record::DROPPED_PHASE.into(),
+                    dropped.as_secs_f64(),
+                ));
             }
             m.setup.push((
-                "destination cleared".into(),
+                gds_model::record::CLEARED_PHASE.into(),
                 (lap.elapsed() - dropped).as_secs_f64(),
             ));
             m.startup_seconds = Some(
@@ -315,26 +361,27 @@ fn passes(
                     / 1e9,
             );
         }
-        let cpu_before = recording().then(cpu::process_time).flatten();
-        let read = reader
-            .read(plan, trial.nthreads, trial.task_size)
-            .map_err(fail)?;
-        let cpu = cpu_before.and_then(|before| Some(cpu::process_time()?.since(&before)));
+        let outcome = run_pass(reader, plan, windows.as_deref(), &settings).map_err(fail)?;
+        device_peak = device_peak.max(outcome.device_peak);
+        m.memory = Some(MemoryPeak {
+            host_rss_bytes: None,
+            device_bytes: device_peak,
+        });
+        let (read, cpu) = (outcome.read, outcome.cpu);
         let seconds = read.elapsed.as_secs_f64();
         if pass < u64::from(trial.warmup) {
             m.warmup_seconds.push(seconds);
         } else {
             record_pass(m, &mut latency, plan, &read, cpu);
         }
-        let result = reader
-            .verify(plan, trial.expect.integrity, expected)
-            .map_err(fail)?;
+        let result = outcome.integrity;
         m.verify_seconds += result.seconds;
         let passed = result.passed();
         m.integrity = result;
         if !passed {
             return Err(integrity_failure(&m.integrity, pass + 1, total));
         }
+        report_progress(pass + 1, total, seconds, plan.total_bytes());
     }
     Ok(())
 }
@@ -362,6 +409,20 @@ fn record_pass(
         pass.latency.as_ref().and_then(Histogram::latency),
     ));
     m.latency = latency.latency();
+}
+
+/// Tells the gate's live view that a pass is done ([`gds_model::progress`]). Best effort: the
+/// view is for people, and a full disk must not fail a trial that read correctly.
+fn report_progress(done: u64, total: u64, seconds: f64, bytes: u64) {
+    if let Some(path) = std::env::var_os(gds_model::progress::ENV) {
+        let progress = gds_model::progress::PassProgress {
+            done,
+            total,
+            seconds,
+            gbps: bytes as f64 / seconds / 1e9,
+        };
+        let _ = progress.write(std::path::Path::new(&path));
+    }
 }
 
 /// Drops every file's pages; fails when they stay cached (tmpfs), since a cold trial would then

@@ -28,6 +28,26 @@ fn written(dir: &std::path::Path) -> ReadPlan {
     plan
 }
 
+/// One pass through a 1 MiB window (six windows over the two files), cleared, read and verified
+/// window by window as a trial streams; returns the read calls of the pass.
+fn streamed(reader: &mut dyn PlanReader, plan: &ReadPlan) -> u64 {
+    use gds_worker::reader::stream::{PassSettings, run_pass};
+    let windows = plan.windows(WINDOW);
+    assert_eq!(windows.len(), 6);
+    let settings = PassSettings {
+        nthreads: 1,
+        task_size: 1 << 20,
+        method: Integrity::Exact,
+        expected: expected_checksum(plan),
+    };
+    reader.prepare().unwrap();
+    let outcome = run_pass(reader, plan, Some(&windows), &settings).unwrap();
+    assert!(outcome.integrity.passed(), "{:?}", outcome.integrity);
+    outcome.read.calls
+}
+
+const WINDOW: u64 = 1 << 20;
+
 fn read_and_verify(reader: &mut dyn PlanReader, plan: &ReadPlan) -> u64 {
     reader.prepare().unwrap();
     let pass = reader.read(plan, 1, 1 << 20).unwrap();
@@ -48,32 +68,88 @@ fn batches_in_flight_read_the_generators_bytes_into_the_gpu() {
     let cufile = Cufile::load().unwrap();
     cufile.open_driver().unwrap();
     // Six tasks in batches of 4: a full batch and a short one, two in flight.
-    let mut reader =
-        BatchReader::open(&mut gpu, &cufile, &plan, BufferKind::Unregistered, 2, 4).unwrap();
+    let whole = plan.total_bytes();
+    let mut reader = BatchReader::open(
+        &mut gpu,
+        &cufile,
+        &plan,
+        BufferKind::Unregistered,
+        2,
+        4,
+        whole,
+    )
+    .unwrap();
     assert_eq!(read_and_verify(&mut reader, &plan), 2, "one call per batch");
 }
 
 #[test]
 #[ignore = "needs an NVIDIA GPU and libcufile with the stream API"]
 fn stream_ordered_reads_put_the_generators_bytes_into_the_gpu() {
-    use gds_worker::reader::stream::AsyncReader;
+    use gds_worker::reader::async_io::AsyncReader;
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let plan = written(dir.path());
     let mut gpu = Gpu::open(0).unwrap();
     let cufile = Cufile::load().unwrap();
     cufile.open_driver().unwrap();
     // Six reads over four streams: two streams carry two reads each, in order.
+    let whole = plan.total_bytes();
     let mut reader =
-        AsyncReader::open(&mut gpu, &cufile, &plan, BufferKind::Registered, 4).unwrap();
+        AsyncReader::open(&mut gpu, &cufile, &plan, BufferKind::Registered, 4, whole).unwrap();
     assert_eq!(read_and_verify(&mut reader, &plan), 6, "one call per task");
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU and libcufile with the batch API"]
+fn batches_stream_through_a_window_of_the_gpu() {
+    use gds_worker::reader::batch::BatchReader;
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let plan = written(dir.path());
+    let mut gpu = Gpu::open(0).unwrap();
+    let cufile = Cufile::load().unwrap();
+    cufile.open_driver().unwrap();
+    // Up to two tasks per window (the third spans both files), one batch of them: one call per
+    // window.
+    let mut reader = BatchReader::open(
+        &mut gpu,
+        &cufile,
+        &plan,
+        BufferKind::Registered,
+        2,
+        4,
+        WINDOW,
+    )
+    .unwrap();
+    assert_eq!(streamed(&mut reader, &plan), 6);
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU and libcufile with the stream API"]
+fn stream_ordered_reads_stream_through_a_window_of_the_gpu() {
+    use gds_worker::reader::async_io::AsyncReader;
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let plan = written(dir.path());
+    let mut gpu = Gpu::open(0).unwrap();
+    let cufile = Cufile::load().unwrap();
+    cufile.open_driver().unwrap();
+    let mut reader = AsyncReader::open(
+        &mut gpu,
+        &cufile,
+        &plan,
+        BufferKind::Unregistered,
+        3,
+        WINDOW,
+    )
+    .unwrap();
+    // Seven tasks: the third window holds the end of the first file and the start of the second.
+    assert_eq!(streamed(&mut reader, &plan), 7);
 }
 
 #[test]
 #[ignore = "needs an NVIDIA GPU and libcufile with the stream API"]
 fn stream_ordered_writes_leave_the_generators_bytes_on_the_disk() {
     use gds_model::scenario::FileSet;
+    use gds_worker::writer::async_io::AsyncWriter;
     use gds_worker::writer::on_disk;
-    use gds_worker::writer::stream::AsyncWriter;
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let files = FileSet::Generated {
         size: 3_000_011,

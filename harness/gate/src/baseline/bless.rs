@@ -187,10 +187,13 @@ pub fn bless(
             options.accept_fingerprint,
             options.remove_missing,
         ) + &options.filter.to_args();
-        return Err(BlessError::InCi {
-            from_report: local.replacen(" bless ", " bless --from target/gds-gate/report.json ", 1),
-            local,
-        });
+        // A bless that already reads a saved report has no other way to offer.
+        let from_report = if super::message::scope().contains(" --from ") {
+            local.clone()
+        } else {
+            local.replacen(" bless ", " bless --from target/gds-gate/report.json ", 1)
+        };
+        return Err(BlessError::InCi { from_report, local });
     }
     let old = match file::read(path)? {
         Loaded::Present(baseline) => Some(baseline),
@@ -259,14 +262,17 @@ pub fn bless(
         None => run.fingerprint.clone(),
     };
     let fingerprint_same = old.as_ref().is_some_and(|b| b.fingerprint == fingerprint);
+    // A filter that selects nothing is a mistake (a pasted command without its `--suite`, a
+    // typo), even when the baseline has trials of its own to keep: "up to date" would hide it.
+    // Dropping trials no suite defines (`--remove-missing`) selects none and still changes the file.
+    if scoped.is_empty() && outcome.changes.is_empty() {
+        return Err(BlessError::Nothing {
+            path: path.to_path_buf(),
+            why: "no trial of this run matches the filter".into(),
+            help: "check the filter and --suite against `cargo xtask gds-gate --list` (with the same --suite)".into(),
+        });
+    }
     if outcome.changes.is_empty() && fingerprint_same {
-        if scoped.is_empty() && outcome.kept.is_empty() {
-            return Err(BlessError::Nothing {
-                path: path.to_path_buf(),
-                why: "no trial of this run matches the filter".into(),
-                help: "check the filter against `cargo xtask gds-gate --list`".into(),
-            });
-        }
         return Ok(outcome);
     }
     if trials.is_empty() {

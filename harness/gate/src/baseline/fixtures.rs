@@ -23,7 +23,7 @@ pub fn spec(name: &str) -> TrialSpec {
     spec
 }
 
-/// Records start from the constructors and measurements from JSON, so that fields other sessions
+/// Records start from the constructors and measurements from JSON, so that fields later changes
 /// add to them (with defaults) do not break these fixtures.
 pub fn passed(name: &str, gbps: &[f64], path: &str, checksum: u64) -> TrialRecord {
     let mut record = TrialRecord::ignored(spec(name), String::new());

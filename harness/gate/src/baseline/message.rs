@@ -3,6 +3,7 @@
 
 use std::fmt::Write;
 use std::path::Path;
+use std::sync::OnceLock;
 
 use super::compare::{Judgement, Missing};
 use super::decision::{BLESS_RUNS, Throughput};
@@ -38,8 +39,24 @@ impl Context<'_> {
     }
 }
 
+/// The flags that chose what this process ran on (`--suite`, `--data-dir`, `--out`, `--from`),
+/// as shell words with a leading space. Set once by the command from its own command line, so
+/// that a printed bless command, pasted, runs on the same suites, data and report as the run that
+/// printed it (without them it would run the default suite and match nothing).
+static SCOPE: OnceLock<String> = OnceLock::new();
+
+/// Records this process's selection flags for [`bless_command`]; the first call wins.
+pub fn set_scope(args: String) {
+    let _ = SCOPE.set(args);
+}
+
+/// The flags set by [`set_scope`] (empty when none were).
+pub fn scope() -> &'static str {
+    SCOPE.get().map_or("", String::as_str)
+}
+
 /// The bless command for this runner (and one trial), with `--accept-fingerprint` when the
-/// runner changed, since bless refuses without it.
+/// runner changed, since bless refuses without it, and this run's selection flags ([`set_scope`]).
 pub fn bless_command(
     runner: &str,
     baseline_path: &Path,
@@ -64,6 +81,7 @@ pub fn bless_command(
     if remove_missing {
         command.push_str(" --remove-missing");
     }
+    command.push_str(scope());
     if let Some(trial) = trial {
         let _ = write!(command, " --exact {}", quote(trial));
     }

@@ -7,6 +7,7 @@
 //! [`crate::report::saved::bless_from_report`]); `report` calls [`plots_for_report`].
 
 pub mod bless;
+pub mod chart;
 pub mod compare;
 pub mod cpu;
 pub mod decision;
@@ -48,7 +49,7 @@ pub fn default_runner(hostname: &str) -> String {
 #[derive(Clone, Debug)]
 pub struct PlotReport {
     pub plots: Vec<plot::PlotFile>,
-    /// The links, for summary.md.
+    /// The charts, for summary.md.
     pub markdown: String,
     /// History lines that could not be read, one note each.
     pub skipped: Vec<String>,
@@ -64,7 +65,7 @@ pub fn plots_for_report(
     let history = history::read(&history::path_in(out))?;
     let plots = plot::write_plots(&history, runner, baseline.present(), &plots_dir(out))?;
     Ok(PlotReport {
-        markdown: plot::markdown_links(&plots, out),
+        markdown: plot::markdown_charts(&plots, out),
         plots,
         skipped: history.skipped,
     })

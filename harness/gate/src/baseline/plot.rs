@@ -6,22 +6,26 @@ use std::path::{Path, PathBuf};
 
 use plotters::prelude::*;
 
+use super::chart::Trend;
 use super::error::BaselineError;
 use super::file::{Baseline, TrialBaseline};
 use super::fingerprint::hash_bytes;
 use super::history::{History, HistoryLine};
 use gds_model::record::Status;
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct PlotFile {
     pub trial: String,
     pub path: PathBuf,
+    /// The same runs' medians, for the Markdown chart.
+    pub trend: Trend,
 }
 
 /// How many of the latest runs a plot shows.
 pub const RUNS_SHOWN: usize = 60;
 
-/// One SVG per trial of `runner` seen in the history or the baseline, into `dir`.
+/// One SVG per trial of `runner` measured in the history or kept in the baseline, into `dir`: a
+/// trial that never ran here (a GPU trial on a CPU host) gets none, rather than an empty frame.
 pub fn write_plots(
     history: &History,
     runner: &str,
@@ -36,7 +40,12 @@ pub fn write_plots(
     let runs = &runs[runs.len().saturating_sub(RUNS_SHOWN)..];
     let mut trials: BTreeSet<&str> = runs
         .iter()
-        .flat_map(|run| run.trials.keys().map(String::as_str))
+        .flat_map(|run| {
+            run.trials
+                .iter()
+                .filter(|(_, t)| t.median_gbps.is_some() || !t.gbps.is_empty())
+                .map(|(name, _)| name.as_str())
+        })
         .collect();
     trials.extend(
         baseline
@@ -57,9 +66,19 @@ pub fn write_plots(
                 message: source.to_string(),
             }
         })?;
+        let trend = Trend {
+            trial: trial.to_string(),
+            medians: runs
+                .iter()
+                .filter_map(|run| run.trials.get(trial)?.median_gbps)
+                .collect(),
+            baseline_gbps: entry.map(|e| e.median_gbps),
+            svg: None,
+        };
         files.push(PlotFile {
             trial: trial.to_string(),
             path,
+            trend,
         });
     }
     Ok(files)
@@ -209,15 +228,20 @@ pub fn render(
     Ok(svg)
 }
 
-/// Markdown links to the plots, relative to the folder summary.md is in.
-pub fn markdown_links(plots: &[PlotFile], summary_dir: &Path) -> String {
-    let mut out = String::from("#### Throughput over runs\n\n");
-    for plot in plots {
-        let link = plot.path.strip_prefix(summary_dir).unwrap_or(&plot.path);
-        let name = crate::escape::markdown_code(&plot.trial);
-        out.push_str(&format!("- [{name}]({})\n", link.display()));
-    }
-    out
+/// The Markdown charts of the plots (see [`super::chart`]), each naming its SVG relative to the
+/// folder summary.md is in, as the file is found in the run's artifact.
+pub fn markdown_charts(plots: &[PlotFile], summary_dir: &Path) -> String {
+    let trends: Vec<Trend> = plots
+        .iter()
+        .map(|plot| {
+            let svg = plot.path.strip_prefix(summary_dir).unwrap_or(&plot.path);
+            Trend {
+                svg: Some(svg.display().to_string()),
+                ..plot.trend.clone()
+            }
+        })
+        .collect();
+    super::chart::markdown(&trends)
 }
 
 #[cfg(test)]
@@ -284,8 +308,12 @@ mod tests {
         // Another runner's history is not this runner's plot.
         let none = write_plots(&history, "other", None, dir.path()).unwrap();
         assert!(none.is_empty());
-        let links = markdown_links(&plots, dir.path());
-        assert!(links.contains("- [`s::a[x=1]`](s__a_x_1-"), "{links}");
+        let charts = markdown_charts(&plots, dir.path());
+        assert!(
+            charts.contains("<details><summary>`s::a[x=1]` (every pass: `s__a_x_1-"),
+            "{charts}"
+        );
+        assert!(charts.contains("```mermaid\nxychart-beta\n"), "{charts}");
     }
 
     #[test]

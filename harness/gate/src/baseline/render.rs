@@ -175,12 +175,14 @@ pub fn markdown(comparison: &Comparison, plots: &[PlotFile], summary_dir: &Path)
             Severity::Regression => "**REGRESSION**: ",
             Severity::Notice | Severity::Ok => "",
         };
+        // The SVG's place in the run's artifact: a relative link would lead nowhere in the
+        // Actions UI or a pull request; the chart below the table is drawn there.
         let plot = plots
             .iter()
             .find(|plot| plot.trial == trial.trial)
             .map(|plot| {
-                let link = plot.path.strip_prefix(summary_dir).unwrap_or(&plot.path);
-                format!("[svg]({})", link.display())
+                let svg = plot.path.strip_prefix(summary_dir).unwrap_or(&plot.path);
+                code(&svg.display().to_string())
             })
             .unwrap_or_default();
         let _ = writeln!(
@@ -213,5 +215,9 @@ pub fn markdown(comparison: &Comparison, plots: &[PlotFile], summary_dir: &Path)
             String::new()
         }
     );
+    let charts = super::plot::markdown_charts(plots, summary_dir);
+    if !charts.is_empty() {
+        let _ = write!(out, "\n{charts}");
+    }
     out
 }

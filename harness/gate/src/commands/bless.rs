@@ -128,8 +128,14 @@ pub fn run(request: BlessRequest, command: Vec<String>) -> u8 {
             fingerprint,
         })
         .collect();
+    // The blessed runs drawn in summary.md, which the bless pull request shows.
+    let records: Vec<&[gds_model::record::TrialRecord]> = outcomes
+        .iter()
+        .map(|outcome| outcome.report.trials.as_slice())
+        .collect();
+    let charts = baseline::chart::markdown(&baseline::chart::of_runs(&records));
     if let Some(last) = outcomes.last()
-        && let Err(error) = report::write_all(&args.out, &last.report, "")
+        && let Err(error) = report::write_all(&args.out, &last.report, &charts)
     {
         eprintln!("warning: {}", error_chain(&error));
     }

@@ -18,6 +18,11 @@ use crate::exit;
 /// Runs the subcommand `cli` names (the trials when it names none); `argv` is recorded in the
 /// reports as the command that ran.
 pub fn dispatch(cli: Cli, argv: Vec<String>) -> u8 {
+    match &cli.command {
+        None => hint_scope(&cli.run, None),
+        Some(Command::Bless { from, run, .. }) => hint_scope(run, from.as_deref()),
+        _ => {}
+    }
     match cli.command {
         None => run::run_gate(cli.run, argv),
         Some(Command::Validate { paths }) => validate::run(&paths),
@@ -64,10 +69,12 @@ pub fn dispatch(cli: Cli, argv: Vec<String>) -> u8 {
             gds_stats,
             nvfs_stats,
             cufile_log,
+            expect,
         }) => explain::run(
             gds_stats.as_deref(),
             nvfs_stats.as_deref(),
             cufile_log.as_deref(),
+            expect,
         ),
         Some(Command::Bench {
             size,
@@ -91,13 +98,36 @@ pub fn dispatch(cli: Cli, argv: Vec<String>) -> u8 {
                 (_, _, true) => bench::Mode::Parity(setting),
                 _ => bench::Mode::Cpu,
             };
-            bench::run(size, runs, &dir, mode)
+            bench::run(size, usize::from(runs), &dir, mode)
         }
         Some(Command::Worker { .. }) => {
             eprintln!("error: `worker` runs in the gds-gate binary, not in the gate library");
             exit::USAGE
         }
     }
+}
+
+/// Hands the selection flags of this command line to the printed bless commands
+/// ([`crate::baseline::message::set_scope`]): every `--suite`, and `--data-dir`, `--out` and
+/// `--from` where they differ from the defaults.
+fn hint_scope(run: &crate::cli::RunArgs, from: Option<&std::path::Path>) {
+    use std::fmt::Write;
+    let quote =
+        |path: &std::path::Path| crate::baseline::message::quote(&path.display().to_string());
+    let mut args = String::new();
+    for suite in &run.inputs.suites {
+        let _ = write!(args, " --suite {}", quote(suite));
+    }
+    if run.inputs.data_dir != std::path::Path::new(crate::cli::DEFAULT_DATA_DIR) {
+        let _ = write!(args, " --data-dir {}", quote(&run.inputs.data_dir));
+    }
+    if run.out != std::path::Path::new(crate::cli::DEFAULT_OUT) {
+        let _ = write!(args, " --out {}", quote(&run.out));
+    }
+    if let Some(from) = from {
+        let _ = write!(args, " --from {}", quote(from));
+    }
+    crate::baseline::message::set_scope(args);
 }
 
 // The one mapping from the commands' errors to exit codes (the codes: [`crate::exit`]): what the

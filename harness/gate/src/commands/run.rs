@@ -29,6 +29,18 @@ pub fn load_suites(paths: &[std::path::PathBuf]) -> Option<Vec<Suite>> {
     let mut suites = Vec::new();
     let mut ok = true;
     for path in paths {
+        // Outside the repository the default suite is not there: say what to pass instead of
+        // "cannot read scenario file".
+        if path == std::path::Path::new(crate::cli::DEFAULT_SUITE) && !path.exists() {
+            eprintln!(
+                "error: no --suite given, and the default suite `{}` is not in this folder ({})\n  next: run from the gds-gate repository (`cargo xtask gds-gate`), or pass --suite PATH (or set GDS_GATE_SUITE) to a suite file",
+                crate::cli::DEFAULT_SUITE,
+                std::env::current_dir()
+                    .map_or_else(|_| "?".into(), |dir| dir.display().to_string())
+            );
+            ok = false;
+            continue;
+        }
         match scenario::load(path) {
             Ok(suite) => suites.push(suite),
             Err(error) => {
@@ -128,13 +140,21 @@ pub fn run_trials(
     }
     // The doctor's short form first, so that a host that cannot do GDS says so before the trials.
     let selected_specs: Vec<TrialSpec> = selected.iter().map(|spec| (*spec).clone()).collect();
-    let doctor = crate::doctor::short_summary(&crate::doctor::preflight(
-        &args.inputs.data_dir,
-        &selected_specs,
-        args.require_gpu,
-    ));
-    for line in &doctor {
-        eprintln!("{}", terminal(line));
+    let preflight =
+        crate::doctor::preflight(&args.inputs.data_dir, &selected_specs, args.require_gpu);
+    let doctor = crate::doctor::short_summary(&preflight);
+    match &host.gpu_unavailable {
+        Some(reason) if !args.require_gpu && !args.doctor => {
+            eprintln!(
+                "{}",
+                terminal(&crate::doctor::cpu_only_line(&preflight, reason))
+            );
+        }
+        _ => {
+            for line in &doctor {
+                eprintln!("{}", terminal(line));
+            }
+        }
     }
     let runnable = selected
         .iter()
@@ -177,7 +197,15 @@ pub fn run_trials(
                 (spec.clone(), Arc::clone(&executor), Arc::clone(&records));
             let (kind, name) = (spec.reader.name(), spec.name.clone());
             Trial::ignorable_test(name, move || {
+                // The live view counts the trials that start a worker, as its total does.
+                let runs = unavailable(&spec, &executor.host).is_none();
+                if runs {
+                    crate::progress::trial_started();
+                }
                 let record = executor.execute_and_confirm(spec);
+                if runs {
+                    crate::progress::trial_finished();
+                }
                 if show_summary && record.status != Status::Ignored {
                     print!("{} ", terminal(&record.summary()));
                     let _ = std::io::stdout().flush();
@@ -207,7 +235,14 @@ pub fn run_trials(
             .with_kind("missing"),
         );
     }
+    crate::progress::begin(
+        selected
+            .iter()
+            .filter(|spec| unavailable(spec, &host).is_none())
+            .count(),
+    );
     let conclusion = libtest_mimic::run(&libtest, trials);
+    crate::progress::end();
 
     let trials = std::mem::take(
         &mut *records

@@ -134,7 +134,7 @@ pub(crate) fn write_generated_with(
         Ok(())
     })?;
 
-    if direct && size % ALIGN as u64 != 0 {
+    if direct && !size.is_multiple_of(ALIGN as u64) {
         file.set_len(size).map_err(io_err("truncate"))?;
     }
     file.sync_all().map_err(io_err("fsync"))?;

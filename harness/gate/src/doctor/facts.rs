@@ -93,6 +93,15 @@ pub struct DriverFacts {
     pub libcuda: Fact<String>,
     /// CUDA version the driver supports, e.g. `13.0` (`cuDriverGetVersion`, else `nvidia-smi`).
     pub cuda_version: Fact<String>,
+    /// The NVRTC library that loads (`libnvrtc.so.13`): GPU verification compiles its kernels
+    /// at run time with it.
+    #[serde(default = "nvrtc_not_collected")]
+    pub nvrtc: Fact<String>,
+}
+
+/// Facts collected before NVRTC was asked about.
+fn nvrtc_not_collected() -> Fact<String> {
+    Fact::Unknown("not collected (facts saved by an older gds-gate)".into())
 }
 
 /// One GPU as `nvidia-smi` reports it.

@@ -16,6 +16,8 @@ pub const PYTHON_FIX: &str = "install Python 3, or point GDS_GATE_PYTHON (or the
 pub const DRIVER_FIX: &str =
     "run on a host with the NVIDIA driver and GDS installed (`nvidia-smi` should list the GPUs)";
 
+pub const NVRTC_FIX: &str = "install the CUDA toolkit's NVRTC (`cuda-nvrtc-13-0`, or `pip install nvidia-cuda-nvrtc-cu13`) and put its lib folder on LD_LIBRARY_PATH";
+
 pub const RW_STATS_FIX: &str = "`echo 1 | sudo tee /sys/module/nvidia_fs/parameters/rw_stats_enabled` (or load nvidia-fs with `rw_stats_enabled=1`)";
 pub const IOMMU_FIX: &str = "NVIDIA's GDS guide: add `iommu=off` (or `intel_iommu=off` / `amd_iommu=off`; `iommu=pt` works on DGX systems) to GRUB_CMDLINE_LINUX_DEFAULT in /etc/default/grub, update grub and reboot";
 pub const ACS_FIX: &str = "disable ACS on the PCIe switches between the GPU and the NVMe drives (a BIOS setting on most servers; `setpci` per bridge otherwise), as NVIDIA's GDS guide describes";

@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
 pub use checks::{Can, Check, Conclusion, Expectation, Outcome, State, TrialOutlook};
 pub use collect::collect;
 pub use facts::Facts;
-pub use render::{json, short_summary, table};
+pub use render::{cpu_only_line, json, short_summary, table};
 
 use gds_model::scenario::{self, ScenarioError, TrialSpec};
 

@@ -109,6 +109,21 @@ pub fn short_summary(report: &DoctorReport) -> Vec<String> {
     lines
 }
 
+/// The one line printed before a run on a host that will only run CPU trials (no GPU, and
+/// `--require-gpu` not given): there every GPU finding is expected, and a screen of them would
+/// bury the run. The full findings stay in report.json and one flag away.
+pub fn cpu_only_line(report: &DoctorReport, gpu_unavailable: &str) -> String {
+    let problems = report
+        .checks
+        .iter()
+        .filter(|c| c.state.is_problem())
+        .count();
+    format!(
+        "doctor: CPU trials only on this host ({gpu_unavailable}); {}; {problems} finding(s) in report.json, or add --doctor to list them here",
+        report.verdict.summary
+    )
+}
+
 fn row(out: &mut String, component: &str, state: &str, evidence: &str, fix: &str) {
     let columns = [
         wrap(component, COMPONENT),

@@ -130,6 +130,12 @@ impl Launcher {
             ));
         }
         let result_path = dir.join("result.json");
+        // The worker reports each pass here; the run's live view shows it (crate::progress).
+        let progress_path = dir.join("progress");
+        env.push((
+            gds_model::progress::ENV.to_string(),
+            progress_path.display().to_string(),
+        ));
         let (program, mut args): (PathBuf, Vec<OsString>) = match spec.reader {
             Reader::Kvikio => {
                 env.extend(kvikio_env(spec));
@@ -171,6 +177,7 @@ impl Launcher {
             if let Some(sampler) = sampler.as_mut() {
                 sampler.poll(pid, time_left);
             }
+            crate::progress::poll(&progress_path);
         })
         .map_err(|error| match error.kind() {
             std::io::ErrorKind::NotFound => {
@@ -232,15 +239,14 @@ impl Launcher {
                 crate::assess::raw_cufile::cufile_evidence(raw, &spec, m);
             }
             // Only a complete answer to the spec can pass: anything less is the worker's failure.
-            if let (Some(m), None) = (&result.measurement, &result.failure) {
-                if let Err(problem) = conformance::check(&asked, m) {
+            if let (Some(m), None) = (&result.measurement, &result.failure)
+                && let Err(problem) = conformance::check(&asked, m) {
                     result.failure = Some(WorkerFailure {
                         reason: format!("the worker's result is incomplete: {problem}"),
                         next: format!("the worker did not do what its spec asked and did not say why: a bug in it, or a worker of another gate version; its spec and result are in `{}`", dir.display()),
                         missing: None,
                     });
                 }
-            }
             result
         });
         let mut record = match result {
@@ -490,6 +496,8 @@ mod tests {
             costs: Vec::new(),
             latency: None,
             libcufile: None,
+            window: None,
+            memory: None,
             write: None,
         };
         let result = WorkerResult {

@@ -31,8 +31,8 @@ use gds_model::integrity::IntegrityResult;
 use gds_model::numbers::median;
 use gds_model::plan::ReadPlan;
 use gds_model::record::{
-    CufileEvidence, Ending, GpuShardResult, KvikioEvidence, Measurement, Status, TrialRecord,
-    WorkerRun,
+    CufileEvidence, Ending, GpuShardResult, KvikioEvidence, Measurement, MemoryPeak, Status,
+    TrialRecord, WorkerRun,
 };
 use gds_model::scenario::{GpuSet, TrialSpec};
 
@@ -360,6 +360,12 @@ fn aggregate_measurement(
         // Percentiles do not add up across workers; each GPU's are in `per_gpu`.
         latency: None,
         libcufile: measured.iter().find_map(|(_, m)| m.libcufile.clone()),
+        // Every shard resolves the same `window` key; the largest says what bounded memory.
+        window: measured.iter().filter_map(|(_, m)| m.window).max(),
+        memory: measured
+            .iter()
+            .filter_map(|(_, m)| m.memory)
+            .reduce(MemoryPeak::max),
         write: None,
     }
 }

@@ -30,6 +30,56 @@ pub fn render(report: &Report) -> String {
     out.push_str(&trial_table(&report.trials));
     out.push('\n');
     out.push_str(&per_gpu(&report.trials));
+    out.push_str(&memory(&report.trials));
+    out
+}
+
+/// Per trial: whole buffer or window, the worker's peak memory, and the share of the passes
+/// spent verifying. Empty when no trial measured its memory.
+fn memory(trials: &[TrialRecord]) -> String {
+    let measured: Vec<(&TrialRecord, &Measurement)> = trials
+        .iter()
+        .filter_map(|trial| {
+            let m = trial.measurement.as_ref()?;
+            m.memory.is_some().then_some((trial, m))
+        })
+        .collect();
+    if measured.is_empty() {
+        return String::new();
+    }
+    let size = |bytes: u64| gds_model::units::format_bytes(bytes, 2);
+    let mut out = String::new();
+    section_head(
+        &mut out,
+        "Memory",
+        "Peak memory of each trial's worker: host RSS (`VmHWM`), and GPU memory in use on its GPU (every process's, sampled after each window). A window bounds both; `whole` reads each pass into one buffer.",
+        "| trial | mode | bytes per pass | peak host RSS | peak GPU memory | verifying (share of read + verify) |",
+        "|---|---|---:|---:|---:|---:|",
+    );
+    for (trial, m) in measured {
+        let peak = m.memory.unwrap_or_default();
+        let mode = m
+            .window
+            .map_or("whole".into(), |w| format!("window {}", size(w)));
+        let read: f64 = m.warmup_seconds.iter().chain(&m.seconds).sum();
+        let share = if read + m.verify_seconds > 0.0 {
+            format!(
+                "{:.2}%",
+                100.0 * m.verify_seconds / (read + m.verify_seconds)
+            )
+        } else {
+            "-".into()
+        };
+        let _ = writeln!(
+            out,
+            "| {} | {mode} | {} | {} | {} | {share} |",
+            code(&trial.name),
+            size(m.bytes_per_repetition),
+            peak.host_rss_bytes.map_or("-".into(), size),
+            peak.device_bytes.map_or("-".into(), size),
+        );
+    }
+    out.push('\n');
     out
 }
 
@@ -40,7 +90,7 @@ fn trial_table(trials: &[TrialRecord]) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "| trial | result | GB/s (median) | min–max | path | CPU s/GiB | IOPS | latency p50 / p99 | checksum | start → first byte | note |"
+        "| trial | result | GB/s (median) | min–max | path | CPU s/GiB | IOPS | latency p50 / p99 | checksum | start-up (worker start → first read) | note |"
     );
     let _ = writeln!(out, "|---|---|---:|---|---|---:|---:|---:|---|---:|---|");
     for trial in trials {
@@ -64,8 +114,8 @@ fn trial_table(trials: &[TrialRecord]) -> String {
         let startup = trial
             .measurement
             .as_ref()
-            .and_then(|m| m.startup_seconds)
-            .map_or(String::new(), |s| format!("{:.0} ms", s * 1e3));
+            .and_then(|m| m.startup_text())
+            .unwrap_or_default();
         let (cpu, iops, latency) = trial
             .measurement
             .as_ref()
@@ -115,16 +165,13 @@ fn per_gpu(trials: &[TrialRecord]) -> String {
         return String::new();
     }
     let mut out = String::new();
-    let _ = writeln!(out, "### Per GPU\n");
-    let _ = writeln!(
-        out,
-        "Trials over several GPUs (`gpus:`) run one worker per GPU at the same time. Their GB/s above is all GPUs' bytes over the slowest GPU's time of each repetition; the workers start together but are not synchronised pass by pass.\n"
+    section_head(
+        &mut out,
+        "Per GPU",
+        "Trials over several GPUs (`gpus:`) run one worker per GPU at the same time. Their GB/s above is all GPUs' bytes over the slowest GPU's time of each repetition; the workers start together but are not synchronised pass by pass.",
+        "| trial | GPU | result | GB/s (median) | bytes per pass | path | cuFile reads (total / nvfs / p2p / posix) | checksum | note |",
+        "|---|---:|---|---:|---:|---|---|---|---|",
     );
-    let _ = writeln!(
-        out,
-        "| trial | GPU | result | GB/s (median) | bytes per pass | path | cuFile reads (total / nvfs / p2p / posix) | checksum | note |"
-    );
-    let _ = writeln!(out, "|---|---:|---|---:|---:|---|---|---|---|");
     for (trial, m) in multi {
         for shard in &m.per_gpu {
             let result = match shard.status {
@@ -167,6 +214,11 @@ fn per_gpu(trials: &[TrialRecord]) -> String {
     }
     out.push('\n');
     out
+}
+
+/// A section's title, what it shows, and its table's header.
+fn section_head(out: &mut String, title: &str, intro: &str, columns: &str, alignment: &str) {
+    let _ = writeln!(out, "### {title}\n\n{intro}\n\n{columns}\n{alignment}");
 }
 
 #[cfg(test)]
@@ -230,6 +282,38 @@ mod tests {
             "{summary}"
         );
         assert!(summary.contains("| nvfs |  |  | mean 95 µs |"), "{summary}");
+    }
+
+    #[test]
+    fn memory_says_the_mode_the_peaks_and_the_share_spent_verifying() {
+        let mut streamed = trial("suite::big[window=1GiB]", 2.0);
+        let m = streamed.measurement.as_mut().unwrap();
+        m.window = Some(1 << 30);
+        m.memory = Some(gds_model::record::MemoryPeak {
+            host_rss_bytes: Some(300 << 20),
+            device_bytes: None,
+        });
+        let mut whole = trial("suite::big[window=whole]", 2.0);
+        whole.measurement.as_mut().unwrap().memory = Some(gds_model::record::MemoryPeak {
+            host_rss_bytes: Some(5 << 30),
+            device_bytes: Some(6 << 30),
+        });
+        let table = memory(&[streamed, whole, trial("suite::old", 1.0)]);
+        assert!(table.starts_with("### Memory"), "{table}");
+        assert!(
+            table.contains(
+                "| `suite::big[window=1GiB]` | window 1.00 GiB | 1.00 GiB | 300.00 MiB | - |"
+            ),
+            "{table}"
+        );
+        assert!(
+            table.contains(
+                "| `suite::big[window=whole]` | whole | 1.00 GiB | 5.00 GiB | 6.00 GiB |"
+            ),
+            "{table}"
+        );
+        assert!(!table.contains("suite::old"), "no figures, no row: {table}");
+        assert_eq!(memory(&[trial("suite::old", 1.0)]), "");
     }
 
     #[test]

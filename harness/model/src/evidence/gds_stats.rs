@@ -95,12 +95,12 @@ impl GdsStats {
                         None => stats.gpus.push(gpu),
                     }
                 }
-            } else if section.is_empty() || section == "GLOBAL STATS" {
-                if let Some((name, value)) = line.split_once(':') {
-                    let (name, value) = (name.trim(), value.trim());
-                    if !name.is_empty() && !value.is_empty() && !name.contains('>') {
-                        stats.global.insert(name.to_string(), value.to_string());
-                    }
+            } else if (section.is_empty() || section == "GLOBAL STATS")
+                && let Some((name, value)) = line.split_once(':')
+            {
+                let (name, value) = (name.trim(), value.trim());
+                if !name.is_empty() && !value.is_empty() && !name.contains('>') {
+                    stats.global.insert(name.to_string(), value.to_string());
                 }
             }
         }

@@ -55,6 +55,9 @@ pub struct TrialSpec {
     /// [`crate::shard`] and the gate's multi-GPU launcher). `None`: one worker on `gpu`.
     #[serde(default)]
     pub gpus: Option<GpuSet>,
+    /// Whole buffer, a window, or `auto` (resolved by the worker, which knows its memory).
+    #[serde(default)]
+    pub window: super::window_mode::WindowMode,
     pub expect: Expectations,
     /// Interpreter of the KvikIO worker: the suite's `python`, else `python3`
     /// (`GDS_GATE_PYTHON` overrides both when the trial runs).
@@ -171,6 +174,7 @@ fn expand_scenario(suite_def: &Suite, scenario: &Scenario) -> Vec<TrialSpec> {
             buffer: scenario.buffers[0],
             gpu: scenario.gpus[0],
             gpus: scenario.gpu_set.clone(),
+            window: scenario.windows[0],
             expect: scenario.expect.clone(),
             python: suite_def.python.clone().unwrap_or_else(|| "python3".into()),
             require_kvikio: suite_def.require_kvikio,
@@ -329,6 +333,15 @@ fn axes_for(reader: Reader, s: &Scenario) -> Vec<Axis<'_>> {
             Box::new(|t, i| {
                 t.buffer = s.buffers[i];
                 format!("{:?}", t.buffer).to_lowercase()
+            }),
+        ),
+        axis(
+            true,
+            "window",
+            s.windows.len(),
+            Box::new(|t, i| {
+                t.window = s.windows[i];
+                t.window.to_string()
             }),
         ),
         axis(

@@ -10,6 +10,8 @@ pub mod limits;
 mod locate;
 mod model;
 pub mod size;
+pub mod window_mode;
+mod writes;
 
 use std::collections::BTreeMap;
 use std::num::NonZeroU32;
@@ -62,6 +64,7 @@ pub struct Scenario {
     pub repetitions: u32,
     pub buffers: Vec<BufferKind>,
     pub gpus: Vec<u32>,
+    pub windows: Vec<window_mode::WindowMode>,
     /// `gpus:`: every trial of the scenario reads with all these GPUs at once.
     pub gpu_set: Option<GpuSet>,
     pub expect: Expectations,
@@ -311,24 +314,12 @@ impl Validator<'_> {
             (None, FileSet::User { .. }) => Integrity::Checksum,
         };
         let gpu_set = fields.gpus.clone().or_else(|| defaults.gpus.clone());
+        let windows = pick!(window, window_mode::WindowMode::Auto);
         if let Some(&op) = ops.iter().find(|op| op.writes()) {
             self.writes(op, &files, &pattern, gpu_set.as_ref(), &context, &here)?;
-            if readers.contains(&Reader::Kvikio)
-                && pick!(kvikio_api, KvikioApi::Pread).contains(&KvikioApi::Async)
-            {
-                return Err(self.error(
-                    here("kvikio_api"),
-                    format!("{context}: `op: {}` with `kvikio_api: async`: the KvikIO async reader only reads", op.name()),
-                    "write with KvikIO's `pread`/`pwrite` path (`kvikio_api: pread`, the default), and read with `async` in a scenario of its own",
-                ));
-            }
-            if let Some(reader) = readers.iter().find(|reader| !reader.writes()) {
-                return Err(self.error(
-                    here("op"),
-                    format!("{context}: `op: {}` needs a writer, but the `{}` reader only reads", op.name(), reader.name()),
-                    "write with `cufile` (cuFileWrite), `cufile-async` (cuFileWriteAsync), `kvikio`, `h2d` or `posix`, and read with `cufile-batch` in a scenario of its own",
-                ));
-            }
+            self.writing_window(op, &files, &windows, &context, here("window"))?;
+            let kvikio_apis = pick!(kvikio_api, KvikioApi::Pread);
+            self.writers(op, &readers, &kvikio_apis, &context, &here)?;
         }
         if let Some(set) = &gpu_set {
             let gpu_list = fields.gpu.as_ref().or(defaults.gpu.as_ref());
@@ -408,6 +399,7 @@ impl Validator<'_> {
                 Some(GpuSet::All) => vec![0],
                 None => pick!(gpu, 0),
             },
+            windows,
             gpu_set,
             expect: Expectations {
                 path,
@@ -474,18 +466,17 @@ impl Validator<'_> {
                 "`gpu: [0, 1]` makes one trial per GPU; `gpus: [0, 1]` makes one trial that reads with all of them at once. Keep one of the two",
             ));
         }
-        if let GpuSet::List(list) = set {
-            if let Some(twice) = list
+        if let GpuSet::List(list) = set
+            && let Some(twice) = list
                 .iter()
                 .enumerate()
                 .find_map(|(i, gpu)| list[..i].contains(gpu).then_some(*gpu))
-            {
-                return Err(self.error(
-                    at,
-                    format!("{context}: GPU {twice} is listed twice in `gpus`"),
-                    "list each GPU once, e.g. `gpus: [0, 1]`",
-                ));
-            }
+        {
+            return Err(self.error(
+                at,
+                format!("{context}: GPU {twice} is listed twice in `gpus`"),
+                "list each GPU once, e.g. `gpus: [0, 1]`",
+            ));
         }
         if readers.contains(&Reader::Posix) {
             return Err(self.error(
@@ -511,46 +502,6 @@ impl Validator<'_> {
         Ok(())
     }
 
-    /// What a writing trial needs: a file of its own to write (so generated data, never a file
-    /// of the user's), a plan that covers it once (no random offsets), and one GPU. Every reader
-    /// has a writer.
-    fn writes(
-        &self,
-        op: Op,
-        files: &FileSet,
-        pattern: &Pattern,
-        gpu_set: Option<&GpuSet>,
-        context: &str,
-        here: &dyn Fn(&str) -> (usize, usize),
-    ) -> Result<(), ScenarioError> {
-        let op = op.name();
-        if let FileSet::User { path } = files {
-            return Err(self.error(
-                here("op"),
-                format!(
-                    "{context}: `op: {op}` writes a file, but `files` names a file of yours (`{}`); the gate never writes over it",
-                    path.display()
-                ),
-                "use generated files (`files: { size: 1GiB }`): a writing trial writes the generator's bytes to a file of its own in the data dir (`gds-gate-written-s<seed>-<size>.bin`) and verifies them there",
-            ));
-        }
-        if matches!(pattern, Pattern::Random(_)) {
-            return Err(self.error(
-                here("pattern"),
-                format!("{context}: `op: {op}` needs a plan that covers the file once, but `pattern` is `random`"),
-                "use `pattern: whole` or `pattern: { chunks: SIZE }` for writing trials",
-            ));
-        }
-        if let Some(set) = gpu_set {
-            return Err(self.error(
-                here("gpus"),
-                format!("{context}: `op: {op}` with `gpus: {set}` is not supported: one worker writes a trial's files"),
-                "write with one GPU (`gpu: N`), or read with several in a scenario of its own",
-            ));
-        }
-        Ok(())
-    }
-
     fn random_pattern(
         &self,
         random: &RandomReads,
@@ -562,7 +513,7 @@ impl Validator<'_> {
             return Err(self.error(at, format!("{context}: `pattern: random` needs generated files"), "random reads of your own file cannot be verified without reading all of it; use `pattern: whole` or `chunks`"));
         };
         let align = random.align.bytes();
-        if align % 8 != 0 {
+        if !align.is_multiple_of(8) {
             return Err(self.error(
                 at,
                 format!(

@@ -60,6 +60,8 @@ pub struct ScenarioFields {
     pub repetitions: Option<NonZeroU32>,
     pub buffer: Option<OneOrMany<BufferKind>>,
     pub gpu: Option<OneOrMany<u32>>,
+    /// `whole`, `auto` or a window size such as `1GiB`: streaming reads (see [`crate::window`]).
+    pub window: Option<OneOrMany<super::window_mode::WindowMode>>,
     /// `all` or a list of GPU indices: one trial over several GPUs at once (not a matrix axis).
     pub gpus: Option<GpuSet>,
     pub expect: Option<Expect>,

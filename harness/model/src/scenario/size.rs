@@ -64,7 +64,7 @@ impl fmt::Display for ByteSize {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match UNITS
             .iter()
-            .find(|(_, multiplier)| self.0 != 0 && self.0 % multiplier == 0)
+            .find(|(_, multiplier)| self.0 != 0 && self.0.is_multiple_of(*multiplier))
         {
             Some((unit, multiplier)) if *multiplier > 1 => {
                 write!(f, "{}{unit}", self.0 / multiplier)

@@ -533,6 +533,47 @@ fn duplicate_axis_values_are_rejected_and_a_byte_order_mark_is_accepted() {
     assert_eq!(suite.scenarios.len(), 1);
 }
 
+#[test]
+fn window_is_an_axis_named_in_the_trials_and_checked_where_written() {
+    let suite = parse_ok(
+        "scenarios:\n  - name: big\n    files: { size: 32GiB }\n    reader: [posix, cufile]\n    window: [whole, 1GiB]\n",
+    );
+    let names: Vec<(String, window_mode::WindowMode)> = expand(&suite)
+        .into_iter()
+        .map(|t| (t.name, t.window))
+        .collect();
+    use window_mode::WindowMode::{Size, Whole};
+    assert_eq!(
+        names,
+        [
+            ("test::big[reader=posix,window=whole]".to_string(), Whole),
+            (
+                "test::big[reader=posix,window=1GiB]".to_string(),
+                Size(1 << 30)
+            ),
+            ("test::big[reader=cufile,window=whole]".to_string(), Whole),
+            (
+                "test::big[reader=cufile,window=1GiB]".to_string(),
+                Size(1 << 30)
+            ),
+        ]
+    );
+    let default = &expand(&parse_ok(MINIMAL))[0];
+    assert_eq!(default.window, window_mode::WindowMode::Auto);
+    assert_rejected(&[
+        (
+            "not on the page grid",
+            "scenarios:\n  - name: a\n    files: { size: 1GiB }\n    window: 66KiB\n",
+            &[":4:", "multiple of 4KiB", "window: 1GiB"],
+        ),
+        (
+            "a word that is no mode",
+            "scenarios:\n  - name: a\n    files: { size: 1GiB }\n    window: streaming\n",
+            &[":4:", "expected `whole`, `auto` or a size"],
+        ),
+    ]);
+}
+
 /// `op` is read unless a scenario says otherwise, is a matrix axis, and is kept in the spec the
 /// worker gets.
 #[test]
@@ -595,4 +636,43 @@ fn writing_mistakes_are_reported_with_position_and_fix() {
             &[":4:", "unknown variant `append`", "roundtrip"],
         ),
     ]);
+}
+
+/// Writers hold the whole pass: a window smaller than it is refused for a writing trial (named
+/// with its key and the fix), never ignored; `whole`, `auto` and a window that holds the pass are
+/// accepted, and reads keep streaming in a scenario of their own.
+#[test]
+fn a_writing_trial_refuses_a_window_smaller_than_its_pass() {
+    assert_rejected(&[
+        (
+            "a window smaller than the pass",
+            "scenarios:\n  - name: w\n    files: { size: 1MiB, count: 2 }\n    op: roundtrip\n    window: 256KiB\n",
+            &[
+                ":5:5:",
+                "`op: roundtrip`",
+                "whole pass (2MiB)",
+                "`window: 256KiB`",
+                "do not stream",
+                "window: whole",
+            ],
+        ),
+        (
+            "a window axis beside a read",
+            "scenarios:\n  - name: w\n    files: { size: 1MiB }\n    op: [read, write]\n    window: [whole, 512KiB]\n",
+            &[":5:5:", "`op: write`", "`window: 512KiB`"],
+        ),
+    ]);
+    for window in ["whole", "auto", "1MiB", "4MiB"] {
+        let suite = parse_ok(&format!(
+            "scenarios:\n  - name: w\n    files: {{ size: 1MiB }}\n    op: write\n    window: {window}\n"
+        ));
+        assert_eq!(expand(&suite).len(), 1, "{window}");
+    }
+    let reads = parse_ok(
+        "scenarios:\n  - name: r\n    files: { size: 1MiB }\n    op: read\n    window: 256KiB\n",
+    );
+    assert_eq!(
+        expand(&reads)[0].window,
+        window_mode::WindowMode::Size(256 << 10)
+    );
 }

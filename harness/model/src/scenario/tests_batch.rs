@@ -5,6 +5,7 @@
 
 use super::tests::{assert_rejected, parse_ok};
 use super::*;
+use window_mode::WindowMode;
 
 #[test]
 fn batch_keys_are_axes_of_the_batch_reader_only() {
@@ -132,4 +133,46 @@ fn kvikio_reads_with_pread_or_async_and_async_takes_a_depth_of_streams() {
             &[":5:", "unknown variant `mmap`", "async"],
         ),
     ]);
+}
+
+#[test]
+fn the_batch_and_async_readers_stream_through_a_window_but_the_async_writer_does_not() {
+    // Reading, both stream like `cufile`: the window is an axis of theirs and reaches the worker.
+    let trials = expand(&parse_ok(
+        "scenarios:\n  - name: w\n    files: { size: 4MiB }\n    reader: [cufile-batch, cufile-async]\n    window: [1MiB, whole]\n",
+    ));
+    let windows: Vec<(&str, WindowMode)> =
+        trials.iter().map(|t| (t.name.as_str(), t.window)).collect();
+    assert_eq!(
+        windows,
+        [
+            (
+                "test::w[reader=cufile-batch,window=1MiB]",
+                WindowMode::Size(1 << 20)
+            ),
+            (
+                "test::w[reader=cufile-batch,window=whole]",
+                WindowMode::Whole
+            ),
+            (
+                "test::w[reader=cufile-async,window=1MiB]",
+                WindowMode::Size(1 << 20)
+            ),
+            (
+                "test::w[reader=cufile-async,window=whole]",
+                WindowMode::Whole
+            ),
+        ]
+    );
+    // Writing, `cufile-async` holds the whole pass like every writer: a smaller window is refused.
+    assert_rejected(&[(
+        "an async write through a window",
+        "scenarios:\n  - name: w\n    files: { size: 4MiB }\n    reader: cufile-async\n    op: write\n    window: 1MiB\n",
+        &[
+            ":6:5:",
+            "`op: write` writes from one buffer of the whole pass",
+            "`window: 1MiB` is smaller",
+            "window: whole",
+        ],
+    )]);
 }

@@ -102,13 +102,13 @@ pub(super) fn diagnose(e: &Evidence, v: &PathVerdict, expected: ExpectedPath) ->
             "look for ERROR lines in cufile.log (raise `logging.level` to `DEBUG`) and for nvidia-fs messages in `dmesg`; the error counters of `/proc/driver/nvidia-fs/stats` say which step failed",
         );
     }
-    if causes.list.is_empty() {
-        if let Some(conflict) = v.conflicts.first() {
-            causes.push(
+    if causes.list.is_empty()
+        && let Some(conflict) = v.conflicts.first()
+    {
+        causes.push(
                 format!("sources disagree: {conflict}"),
                 "the evidence cannot be trusted until they agree: check that every counter covers the same process and interval as the reads",
             );
-        }
     }
     causes.list
 }

@@ -10,7 +10,7 @@ const PAR_CHUNK: usize = 1 << 20;
 #[track_caller]
 fn assert_word_aligned(file_offset: u64) {
     assert!(
-        file_offset % 8 == 0,
+        file_offset.is_multiple_of(8),
         "file offset {file_offset} is not a multiple of 8: generated data is filled by whole words"
     );
 }

@@ -108,7 +108,7 @@ pub(crate) const fn low_bytes_mask(bytes: usize) -> u64 {
 #[track_caller]
 fn assert_word_aligned(file_offset: u64) {
     assert!(
-        file_offset % 8 == 0,
+        file_offset.is_multiple_of(8),
         "file offset {file_offset} is not a multiple of 8: checksums and compares start on a word"
     );
 }

@@ -117,6 +117,24 @@ impl Gpu {
             .context(|| "bind the CUDA context to a reader thread".into())
     }
 
+    /// GPU memory in use by every process (total − free), what bounds what a trial can read.
+    pub fn memory_used(&self) -> Result<u64, GpuError> {
+        let (free, total) = self.memory_info()?;
+        Ok(total.saturating_sub(free))
+    }
+
+    /// Total GPU memory, which `window: auto` weighs the pass against.
+    pub fn memory_total(&self) -> Result<u64, GpuError> {
+        Ok(self.memory_info()?.1)
+    }
+
+    fn memory_info(&self) -> Result<(u64, u64), GpuError> {
+        self.bind()?;
+        let (free, total) =
+            result::mem_get_info().context(|| format!("read GPU {}'s memory", self.ordinal))?;
+        Ok((free as u64, total as u64))
+    }
+
     pub fn alloc(&self, len: usize) -> Result<DeviceBuffer, GpuError> {
         self.bind()?;
         // A plain cuMemAlloc, not cudarc's stream-ordered pool: pool memory cannot be mapped for
@@ -157,6 +175,13 @@ impl Gpu {
         self.stream
             .synchronize()
             .context(|| "synchronize the GPU".into())
+    }
+
+    /// Compiles the verification kernels now if they are not yet: the GPU readers call it while
+    /// preparing a pass, so the compile (and, on a host's first run, the driver's JIT of the
+    /// module) is timed as the first pass's preparation, not as verification of its first window.
+    pub fn load_kernels(&mut self) -> Result<(), GpuError> {
+        self.kernels().map(|_| ())
     }
 
     /// Compiles the kernels once per process; kept out of the first read so that start-up time

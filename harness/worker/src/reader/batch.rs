@@ -32,7 +32,8 @@ pub struct BatchReader<'a> {
 impl<'a> BatchReader<'a> {
     /// Opens and registers every file and sets up `queue_depth` batches of `batch_size` entries;
     /// `cufile`'s driver must be open. A batch larger than the driver allows fails here, naming
-    /// the cufile.json key that raises the limit.
+    /// the cufile.json key that raises the limit. `capacity`: the device buffer, the whole plan
+    /// or one window of it (each window's plan starts at buffer offset 0).
     pub fn open(
         gpu: &'a mut Gpu,
         cufile: &'a Cufile,
@@ -40,6 +41,7 @@ impl<'a> BatchReader<'a> {
         buffer: BufferKind,
         queue_depth: u32,
         batch_size: u32,
+        capacity: u64,
     ) -> Result<BatchReader<'a>, ReaderError> {
         if let Some(limit) = cufile
             .properties()
@@ -52,7 +54,7 @@ impl<'a> BatchReader<'a> {
         let batches = (0..queue_depth.max(1))
             .map(|_| cufile.batch(batch_size))
             .collect::<Result<Vec<_>, _>>()?;
-        let device = gpu.alloc(plan.total_bytes() as usize)?;
+        let device = gpu.alloc(capacity as usize)?;
         let (files, handles) = register_files(cufile, plan, OpenOptions::new().read(true))?;
         let registered = register_buffer(cufile, &device, buffer)?;
         Ok(BatchReader {
@@ -122,7 +124,12 @@ impl PlanReader for BatchReader<'_> {
     }
 
     fn prepare(&mut self) -> Result<(), ReaderError> {
+        self.gpu.load_kernels()?;
         Ok(self.gpu.poison(&self.device)?)
+    }
+
+    fn device_memory_used(&self) -> Option<u64> {
+        self.gpu.memory_used().ok()
     }
 
     /// `nthreads` does not apply: the batches in flight are the reader's `queue_depth`. Each call

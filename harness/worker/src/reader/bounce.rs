@@ -24,9 +24,10 @@ impl<'g> Bounce<'g> {
         nthreads: u32,
         bounce_size: u64,
         task_size: u64,
+        capacity: u64,
     ) -> Result<Bounce<'g>, ReaderError> {
         let files = super::posix::open_all(plan)?;
-        let device = gpu.alloc(plan.total_bytes() as usize)?;
+        let device = gpu.alloc(capacity as usize)?;
         let size = bounce_size.min(task_size).max(1) as usize;
         let bounce = (0..nthreads.max(1))
             .map(|_| gpu.pinned(size))
@@ -46,7 +47,12 @@ impl PlanReader for Bounce<'_> {
     }
 
     fn prepare(&mut self) -> Result<(), ReaderError> {
+        self.gpu.load_kernels()?;
         Ok(self.gpu.poison(&self.device)?)
+    }
+
+    fn device_memory_used(&self) -> Option<u64> {
+        self.gpu.memory_used().ok()
     }
 
     fn read(

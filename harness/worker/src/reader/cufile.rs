@@ -43,8 +43,10 @@ impl<'a> CufileReader<'a> {
         cufile: &'a Cufile,
         plan: &ReadPlan,
         buffer: BufferKind,
+        capacity: u64,
     ) -> Result<CufileReader<'a>, ReaderError> {
-        let device = gpu.alloc(plan.total_bytes() as usize)?;
+        // The whole plan, or one window of it (registered once and reused by every window).
+        let device = gpu.alloc(capacity as usize)?;
         let (files, handles) = register_files(cufile, plan, OpenOptions::new().read(true))?;
         let registered = register_buffer(cufile, &device, buffer)?;
         Ok(CufileReader {
@@ -102,7 +104,12 @@ impl PlanReader for CufileReader<'_> {
     }
 
     fn prepare(&mut self) -> Result<(), ReaderError> {
+        self.gpu.load_kernels()?;
         Ok(self.gpu.poison(&self.device)?)
+    }
+
+    fn device_memory_used(&self) -> Option<u64> {
+        self.gpu.memory_used().ok()
     }
 
     fn read(

@@ -2,6 +2,7 @@
 //! bounce buffer, the GPU through cuFile), times only the read section, and verifies the
 //! destination where it is.
 
+pub mod async_io;
 pub mod batch;
 pub mod bounce;
 pub mod cufile;
@@ -24,9 +25,15 @@ use gds_model::scenario::Integrity;
 pub trait PlanReader {
     /// The path the bytes take when nothing else is known (`host`, `bounce`, `cufile`).
     fn path(&self) -> &'static str;
-    /// Before each pass: clear the destination so that a read that did not happen cannot pass.
+    /// Before each pass (each window when streaming): clear the destination so that a read that
+    /// did not happen cannot pass.
     fn prepare(&mut self) -> Result<(), ReaderError>;
-    /// One pass of the plan; returns the read-section time and its read calls.
+    /// GPU memory in use now (every process's), for the trial's peak; `None` for host readers.
+    fn device_memory_used(&self) -> Option<u64> {
+        None
+    }
+    /// One pass of the plan (or of one window's plan, whose buffer offsets start at 0); returns
+    /// the read-section time and its read calls.
     fn read(&mut self, plan: &ReadPlan, nthreads: u32, task_size: u64)
     -> Result<Pass, ReaderError>;
     /// Verifies the destination after a pass.
@@ -120,7 +127,7 @@ pub enum ReaderError {
         offset: u64,
         len: u64,
         #[source]
-        source: stream::SlotProblem,
+        source: async_io::SlotProblem,
     },
     #[error(
         "`batch_size: {batch_size}` is more than the {limit} I/Os per batch this cuFile driver allows (`properties.io_batchsize`)"
@@ -170,7 +177,7 @@ impl ReaderError {
             ReaderError::BatchTooLarge { limit, .. } => format!("use `batch_size: {limit}` or less, or raise the limit for the trial: `cufile: {{ properties.io_batchsize: N }}`"),
             ReaderError::CufileRead { .. } | ReaderError::CufileWrite { .. } | ReaderError::BatchEntry { .. } | ReaderError::AsyncEnqueue { .. } | ReaderError::AsyncTransfer { .. } | ReaderError::Register { .. } | ReaderError::Cufile(_) => "read the trial's cufile.log (in its folder under the reports directory) and check nvidia-fs, cufile.json and the mount".into(),
             ReaderError::Gpu(_) => "check the GPU with nvidia-smi and the CUDA installation".into(),
-            ReaderError::HostMemory { .. } | ReaderError::HostAllocation(_) => "use smaller files or `pattern: { random: ... }`, or run on a host with more memory".into(),
+            ReaderError::HostMemory { .. } | ReaderError::HostAllocation(_) => "read through a window (`window: 1GiB`, or `window: auto`) instead of one buffer of the whole pass (a reading trial; a writing one holds its files whole), use smaller files or `pattern: { random: ... }`, or run on a host with more memory".into(),
             ReaderError::Write { .. } | ReaderError::Create { .. } | ReaderError::Sync { .. } => "check the data dir's free space and permissions, and the storage (dmesg)".into(),
             ReaderError::VerifyOpen { .. } => "the file system refuses O_DIRECT (tmpfs and some FUSE mounts do), so written bytes cannot be read back from the disk: put --data-dir on a disk-backed file system".into(),
             ReaderError::Io { .. } | ReaderError::ShortFile { .. } => "check the storage (dmesg) and that the files are not being modified".into(),

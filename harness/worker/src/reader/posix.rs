@@ -17,10 +17,11 @@ pub struct Posix {
 }
 
 impl Posix {
-    pub fn open(plan: &ReadPlan) -> Result<Posix, ReaderError> {
+    /// A reader whose buffer holds `capacity` bytes: the whole plan, or one window of it.
+    pub fn open(plan: &ReadPlan, capacity: u64) -> Result<Posix, ReaderError> {
         Ok(Posix {
             files: open_all(plan)?,
-            buffer: host_buffer(plan)?,
+            buffer: host_buffer(capacity)?,
         })
     }
 
@@ -29,10 +30,9 @@ impl Posix {
     }
 }
 
-/// A zeroed host buffer for one pass of `plan`. Refused up front when the host cannot back it:
-/// such an allocation ends in the OOM killer, not an error.
-pub fn host_buffer(plan: &ReadPlan) -> Result<HostMemory, ReaderError> {
-    let needed = plan.total_bytes();
+/// A zeroed host buffer of `needed` bytes (one pass of a plan, or one window of it). Refused up
+/// front when the host cannot back it: such an allocation ends in the OOM killer, not an error.
+pub fn host_buffer(needed: u64) -> Result<HostMemory, ReaderError> {
     if let Some(available) =
         gds_model::meminfo::available_memory().filter(|available| needed > *available)
     {
@@ -79,7 +79,14 @@ impl PlanReader for Posix {
         nthreads: u32,
         task_size: u64,
     ) -> Result<Pass, ReaderError> {
-        read_into(plan, &self.files, &mut self.buffer, nthreads, task_size)
+        let len = plan.total_bytes() as usize;
+        read_into(
+            plan,
+            &self.files,
+            &mut self.buffer[..len],
+            nthreads,
+            task_size,
+        )
     }
 
     fn verify(
@@ -88,7 +95,8 @@ impl PlanReader for Posix {
         method: Integrity,
         expected: u64,
     ) -> Result<IntegrityResult, ReaderError> {
-        let Ok(result) = integrity::check(plan, &mut HostBuffer(&self.buffer), method, expected);
+        let bytes = &self.buffer[..plan.total_bytes() as usize];
+        let Ok(result) = integrity::check(plan, &mut HostBuffer(bytes), method, expected);
         Ok(result)
     }
 }
@@ -155,7 +163,7 @@ mod tests {
             Pattern::Chunks(PositiveSize(ByteSize(65_537))),
         ] {
             let plan = ReadPlan::new(vec![planned.clone()], &pattern);
-            let mut reader = Posix::open(&plan).unwrap();
+            let mut reader = Posix::open(&plan, plan.total_bytes()).unwrap();
             reader.prepare().unwrap();
             let pass = reader.read(&plan, 5, 4099).unwrap();
             assert!(reader.buffer() == bytes, "{pattern:?}");
@@ -171,7 +179,10 @@ mod tests {
         let (file, mut planned) = temp_file(&[1u8; 1000]);
         planned.size = 2000;
         let plan = ReadPlan::new(vec![planned], &Pattern::Whole);
-        let error = Posix::open(&plan).unwrap().read(&plan, 2, 512).unwrap_err();
+        let error = Posix::open(&plan, plan.total_bytes())
+            .unwrap()
+            .read(&plan, 2, 512)
+            .unwrap_err();
         assert!(
             matches!(error, ReaderError::ShortFile { at: 1000, .. }),
             "{error}"

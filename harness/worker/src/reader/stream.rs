@@ -1,278 +1,210 @@
-//! The `cufile-async` reader: the files opened and registered as for `cufile`, `queue_depth` CUDA
-//! streams registered with `cuFileStreamRegister`, and every task of a pass enqueued with
-//! `cuFileReadAsync` on them in turn from one thread, then the streams synchronised: the
-//! stream-ordered use of cuFile, with the pass's I/O in flight at once. The parameters of each call
-//! live in a slot the pass keeps until the streams are synchronised (cuFile reads the size and
-//! offsets and writes the byte count when the stream reaches the call); then every slot's byte
-//! count is checked, and a short or failed transfer fails the pass naming its file and offset.
-//! [`Streams`] is shared with the `cufile-async` writer (`cuFileWriteAsync`).
+//! One pass of a plan through a reader: into one buffer of the whole pass, or window by window
+//! (streaming, [`gds_model::window`]), each window cleared, read (timed) and verified where it
+//! landed before the next reuses the buffer.
 
-use std::fs::{File, OpenOptions};
-use std::sync::Arc;
-use std::time::Instant;
+use std::time::Duration;
 
-use cudarc::driver::CudaStream;
+use super::{Pass, PlanReader, ReaderError, recording};
+use crate::cpu;
+use gds_model::cost::{CpuTime, Histogram};
+use gds_model::integrity::{IntegrityResult, Streamed};
+use gds_model::plan::ReadPlan;
+use gds_model::scenario::Integrity;
+use gds_model::window::Window;
 
-use super::cufile::{register_buffer, register_files};
-use super::{Pass, PlanReader, ReaderError};
-use crate::gpu::{DeviceBuffer, Gpu, GpuError};
-use crate::libcufile::stream::{AsyncSlot, RegisteredStream};
-use crate::libcufile::{Cufile, Handle, RegisteredBuffer};
-use gds_model::integrity::IntegrityResult;
-use gds_model::plan::{ReadPlan, Segment};
-use gds_model::scenario::{BufferKind, Integrity};
-
-/// `queue_depth` CUDA streams registered with cuFile, and one pass of stream-ordered calls on
-/// them.
-pub struct Streams<'a> {
-    // Field order is drop order: deregister before the streams are destroyed.
-    registered: Vec<RegisteredStream<'a>>,
-    cuda: Vec<Arc<CudaStream>>,
+/// What one pass gives the trial.
+#[derive(Debug)]
+pub struct PassOutcome {
+    /// The read sections only: a streamed pass's windows' read times added up.
+    pub read: Pass,
+    /// CPU time of the read sections, when recording is on.
+    pub cpu: Option<CpuTime>,
+    /// The pass's verification (composed from the windows' when streaming).
+    pub integrity: IntegrityResult,
+    /// The most GPU memory in use after any read and verification of the pass (GPU readers).
+    pub device_peak: Option<u64>,
 }
 
-impl<'a> Streams<'a> {
-    pub fn open(
-        gpu: &Gpu,
-        cufile: &'a Cufile,
-        queue_depth: u32,
-    ) -> Result<Streams<'a>, ReaderError> {
-        let cuda = (0..queue_depth.max(1))
-            .map(|_| gpu.new_stream())
-            .collect::<Result<Vec<_>, GpuError>>()?;
-        let registered = cuda
-            .iter()
-            .map(|stream| cufile.register_stream(stream))
-            .collect::<Result<Vec<_>, _>>()?;
-        Ok(Streams { registered, cuda })
-    }
+/// How a pass reads and checks.
+pub struct PassSettings {
+    pub nthreads: u32,
+    pub task_size: u64,
+    pub method: Integrity,
+    pub expected: u64,
+}
 
-    /// Every task of `plan` enqueued in turn on the streams (`cuFileWriteAsync` when `write`, else
-    /// `cuFileReadAsync`), between its file and `device_ptr`, then every stream synchronised and
-    /// every transfer checked. The pass is timed from the first enqueue to the last
-    /// synchronisation; each task is one call, with no per-call latency (calls return when
-    /// enqueued). The current thread must have the GPU's context.
-    pub fn pass(
-        &self,
-        write: bool,
-        plan: &ReadPlan,
-        task_size: u64,
-        handles: &[Handle<'_>],
-        device_ptr: u64,
-    ) -> Result<Pass, ReaderError> {
-        let call = if write {
-            "cuFileWriteAsync"
-        } else {
-            "cuFileReadAsync"
-        };
-        let tasks = plan.tasks(task_size);
-        let path = |task: &Segment| plan.files[task.file].path.display().to_string();
-        // Allocated before the timed section and never moved until the streams are synchronised:
-        // cuFile holds pointers into it.
-        let mut slots: Vec<AsyncSlot> = tasks
-            .iter()
-            .map(|task| AsyncSlot::new(task.len, task.offset, task.buffer_offset))
-            .collect();
-        let base = slots.as_mut_ptr();
-        let start = Instant::now();
-        let mut enqueued = Ok(());
-        for (index, task) in tasks.iter().enumerate() {
-            let stream = &self.registered[index % self.registered.len()];
-            // SAFETY: `slots` is neither moved nor touched until every stream is synchronised
-            // below (also when an enqueue fails part-way); the task lies in the device buffer.
-            enqueued =
-                unsafe { stream.enqueue(write, &handles[task.file], device_ptr, base.add(index)) }
-                    .map_err(|source| ReaderError::AsyncEnqueue {
-                        call,
-                        path: path(task),
-                        offset: task.offset,
-                        len: task.len,
-                        source,
-                    });
-            if enqueued.is_err() {
-                break;
-            }
+/// One pass; the destination was cleared by the caller (its first window's, when streaming).
+/// `windows`: `None` reads the whole plan into one buffer.
+pub fn run_pass(
+    reader: &mut dyn PlanReader,
+    plan: &ReadPlan,
+    windows: Option<&[Window]>,
+    settings: &PassSettings,
+) -> Result<PassOutcome, ReaderError> {
+    let Some(windows) = windows else {
+        let (read, cpu) = timed_read(reader, plan, settings)?;
+        let integrity = reader.verify(plan, settings.method, settings.expected)?;
+        return Ok(PassOutcome {
+            read,
+            cpu,
+            integrity,
+            device_peak: reader.device_memory_used(),
+        });
+    };
+    let mut total = Pass {
+        elapsed: Duration::ZERO,
+        calls: 0,
+        latency: recording().then(Histogram::default),
+    };
+    let mut cpu_total: Option<CpuTime> = None;
+    let mut composed = Streamed::default();
+    let mut device_peak = None;
+    for (index, window) in windows.iter().enumerate() {
+        if index > 0 {
+            reader.prepare()?;
         }
-        let synchronized = self.synchronize_all(call);
-        let elapsed = start.elapsed();
-        enqueued?;
-        synchronized?;
-        judge(&tasks, &slots).map_err(|(task, problem)| ReaderError::AsyncTransfer {
-            call,
-            path: path(&task),
-            offset: task.offset,
-            len: task.len,
-            source: problem,
-        })?;
-        Ok(Pass {
-            elapsed,
-            calls: tasks.len() as u64,
-            latency: None,
-        })
-    }
-
-    fn synchronize_all(&self, call: &str) -> Result<(), ReaderError> {
-        for stream in &self.cuda {
-            stream.synchronize().map_err(|source| {
-                ReaderError::Gpu(GpuError::Driver {
-                    context: format!("synchronize a stream of {call} calls"),
-                    source,
-                })
-            })?;
+        let (read, cpu) = timed_read(reader, &window.plan, settings)?;
+        total.elapsed += read.elapsed;
+        total.calls += read.calls;
+        if let (Some(all), Some(this)) = (total.latency.as_mut(), read.latency.as_ref()) {
+            all.merge(this);
         }
-        Ok(())
+        cpu_total = add_cpu(cpu_total, cpu);
+        // A window's expected sum is not known alone; the pass's is compared after the last.
+        composed.add(window, reader.verify(&window.plan, settings.method, 0)?);
+        device_peak = device_peak.max(reader.device_memory_used());
     }
+    Ok(PassOutcome {
+        read: total,
+        cpu: cpu_total,
+        integrity: composed.finish(plan, settings.method, settings.expected),
+        device_peak,
+    })
 }
 
-pub struct AsyncReader<'a> {
-    gpu: &'a mut Gpu,
-    // Field order is drop order: deregister the streams, the buffer and the handles before the
-    // memory is freed and the files closed.
-    streams: Streams<'a>,
-    _registered: Option<RegisteredBuffer<'a>>,
-    handles: Vec<Handle<'a>>,
-    _files: Vec<File>,
-    device: DeviceBuffer,
+fn timed_read(
+    reader: &mut dyn PlanReader,
+    plan: &ReadPlan,
+    settings: &PassSettings,
+) -> Result<(Pass, Option<CpuTime>), ReaderError> {
+    let before = recording().then(cpu::process_time).flatten();
+    let read = reader.read(plan, settings.nthreads, settings.task_size)?;
+    let cpu = before.and_then(|before| Some(cpu::process_time()?.since(&before)));
+    Ok((read, cpu))
 }
 
-impl<'a> AsyncReader<'a> {
-    /// Opens and registers every file and `queue_depth` streams; `cufile`'s driver must be open.
-    pub fn open(
-        gpu: &'a mut Gpu,
-        cufile: &'a Cufile,
-        plan: &ReadPlan,
-        buffer: BufferKind,
-        queue_depth: u32,
-    ) -> Result<AsyncReader<'a>, ReaderError> {
-        let streams = Streams::open(gpu, cufile, queue_depth)?;
-        let device = gpu.alloc(plan.total_bytes() as usize)?;
-        let (files, handles) = register_files(cufile, plan, OpenOptions::new().read(true))?;
-        let registered = register_buffer(cufile, &device, buffer)?;
-        Ok(AsyncReader {
-            gpu,
-            streams,
-            _registered: registered,
-            handles,
-            _files: files,
-            device,
-        })
-    }
-}
-
-/// What a slot's byte count says about its transfer, once its stream is synchronised.
-#[derive(Debug, PartialEq, Eq, thiserror::Error)]
-pub enum SlotProblem {
-    #[error("{done} of {expected} bytes were transferred")]
-    Short { done: u64, expected: u64 },
-    #[error("it failed: {} ({code})", gds_model::cufile_abi::describe(*code as i32))]
-    Failed { code: i64 },
-}
-
-/// Every task judged by its slot after the streams were synchronised: all its bytes, or the
-/// first problem in plan order with its task.
-pub(crate) fn judge(tasks: &[Segment], slots: &[AsyncSlot]) -> Result<(), (Segment, SlotProblem)> {
-    for (task, slot) in tasks.iter().zip(slots) {
-        let problem = match slot.done {
-            done if done < 0 => SlotProblem::Failed { code: done as i64 },
-            done if done as u64 != task.len => SlotProblem::Short {
-                done: done as u64,
-                expected: task.len,
-            },
-            _ => continue,
-        };
-        return Err((*task, problem));
-    }
-    Ok(())
-}
-
-impl PlanReader for AsyncReader<'_> {
-    fn path(&self) -> &'static str {
-        "cufile"
-    }
-
-    fn prepare(&mut self) -> Result<(), ReaderError> {
-        self.gpu.poison(&self.device)?;
-        // The reads run on non-blocking streams, which do not wait for the default stream the
-        // memset may still be running on: finish it first, or it could overwrite what they read.
-        Ok(self.gpu.synchronize()?)
-    }
-
-    /// `nthreads` does not apply: the I/O in flight is every enqueued call, spread over
-    /// `queue_depth` streams.
-    fn read(
-        &mut self,
-        plan: &ReadPlan,
-        _nthreads: u32,
-        task_size: u64,
-    ) -> Result<Pass, ReaderError> {
-        self.gpu.bind()?;
-        self.streams
-            .pass(false, plan, task_size, &self.handles, self.device.ptr)
-    }
-
-    fn verify(
-        &mut self,
-        plan: &ReadPlan,
-        method: Integrity,
-        expected: u64,
-    ) -> Result<IntegrityResult, ReaderError> {
-        Ok(self.gpu.verify(&self.device, plan, method, expected)?)
-    }
+/// The sum of the windows' CPU times; a window without the figure leaves the pass without it.
+fn add_cpu(total: Option<CpuTime>, window: Option<CpuTime>) -> Option<CpuTime> {
+    let window = window?;
+    let total = total.unwrap_or(CpuTime {
+        user_seconds: 0.0,
+        system_seconds: 0.0,
+    });
+    Some(CpuTime {
+        user_seconds: total.user_seconds + window.user_seconds,
+        system_seconds: total.system_seconds + window.system_seconds,
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use gds_model::integrity::{HostBuffer, check, expected_checksum};
+    use gds_model::plan::PlannedFile;
+    use gds_model::scenario::Pattern;
 
-    fn task(offset: u64, len: u64) -> Segment {
-        Segment {
-            file: 0,
-            offset,
-            len,
-            buffer_offset: offset,
-        }
+    /// A fake reader (for the pass logic only): "reads" a window by copying the generated bytes
+    /// into its buffer, counts what it was asked to do, and reports a device memory figure that
+    /// grows with each call, as the GPU readers' would.
+    struct Fake {
+        file: Vec<u8>,
+        buffer: Vec<u8>,
+        prepared: usize,
+        reads: Vec<u64>,
+        used: u64,
     }
 
-    fn slot(task: &Segment, done: isize) -> AsyncSlot {
-        AsyncSlot {
-            done,
-            ..AsyncSlot::new(task.len, task.offset, task.buffer_offset)
+    impl PlanReader for Fake {
+        fn path(&self) -> &'static str {
+            "fake"
+        }
+        fn prepare(&mut self) -> Result<(), ReaderError> {
+            self.prepared += 1;
+            self.buffer.fill(0xA5);
+            Ok(())
+        }
+        fn device_memory_used(&self) -> Option<u64> {
+            Some(self.used)
+        }
+        fn read(&mut self, plan: &ReadPlan, _: u32, _: u64) -> Result<Pass, ReaderError> {
+            assert!(
+                plan.total_bytes() <= self.buffer.len() as u64,
+                "window too big"
+            );
+            for s in &plan.segments {
+                let (at, from) = (s.buffer_offset as usize, s.offset as usize);
+                self.buffer[at..at + s.len as usize]
+                    .copy_from_slice(&self.file[from..from + s.len as usize]);
+            }
+            self.reads.push(plan.total_bytes());
+            self.used += 1;
+            Ok(Pass {
+                elapsed: Duration::from_millis(2),
+                calls: plan.segments.len() as u64,
+                latency: None,
+            })
+        }
+        fn verify(
+            &mut self,
+            plan: &ReadPlan,
+            method: Integrity,
+            expected: u64,
+        ) -> Result<IntegrityResult, ReaderError> {
+            let bytes = &self.buffer[..plan.total_bytes() as usize];
+            let Ok(result) = check(plan, &mut HostBuffer(bytes), method, expected);
+            Ok(result)
         }
     }
 
     #[test]
-    fn a_slot_names_where_cufile_finds_the_call_parameters() {
-        let s = AsyncSlot::new(4096, 1 << 30, 8192);
-        assert_eq!(
-            (s.size, s.file_offset, s.buffer_offset, s.done),
-            (4096, 1 << 30, 8192, 0)
-        );
-    }
+    fn a_streamed_pass_clears_reads_and_verifies_every_window_and_sums_their_times() {
+        let size = 1_000_003u64;
+        let mut file = vec![0u8; size as usize];
+        gds_model::verify::fill(7, 0, &mut file);
+        let planned = PlannedFile {
+            path: "f".into(),
+            size,
+            seed: Some(7),
+            checksum: gds_model::verify::expected_file_checksum(7, size),
+        };
+        let plan = ReadPlan::new(vec![planned], &Pattern::Whole);
+        let windows = plan.windows(256 << 10);
+        let settings = PassSettings {
+            nthreads: 1,
+            task_size: 1 << 20,
+            method: Integrity::Exact,
+            expected: expected_checksum(&plan),
+        };
+        let mut fake = Fake {
+            file,
+            buffer: vec![0; 256 << 10],
+            prepared: 0,
+            reads: Vec::new(),
+            used: 100,
+        };
+        let outcome = run_pass(&mut fake, &plan, Some(&windows), &settings).unwrap();
+        assert!(outcome.integrity.passed(), "{:?}", outcome.integrity);
+        assert_eq!(fake.reads, [262_144, 262_144, 262_144, 213_571]);
+        // The caller clears the first window; each later one is cleared before its read.
+        assert_eq!(fake.prepared, 3);
+        assert_eq!(outcome.read.elapsed, Duration::from_millis(8));
+        assert_eq!(outcome.read.calls, 4);
+        assert_eq!(outcome.device_peak, Some(104));
 
-    #[test]
-    fn every_transfer_must_be_whole_and_the_first_bad_one_is_named() {
-        let tasks = [task(0, 4096), task(4096, 4096), task(8192, 100)];
-        let whole: Vec<AsyncSlot> = tasks.iter().map(|t| slot(t, t.len as isize)).collect();
-        assert_eq!(judge(&tasks, &whole), Ok(()));
-        let mut bad = whole.clone();
-        bad[1].done = 512;
-        bad[2].done = -5027;
-        let (at, problem) = judge(&tasks, &bad).unwrap_err();
-        assert_eq!(
-            (at.offset, problem),
-            (
-                4096,
-                SlotProblem::Short {
-                    done: 512,
-                    expected: 4096
-                }
-            )
-        );
-        bad[1].done = 4096;
-        let (at, problem) = judge(&tasks, &bad).unwrap_err();
-        assert_eq!(at.offset, 8192);
-        assert!(problem.to_string().contains("5027"), "{problem}");
-        // A slot cuFile never reached (the stream did not run it) counts 0 bytes: short.
-        let untouched: Vec<AsyncSlot> = tasks.iter().map(|t| slot(t, 0)).collect();
-        assert!(judge(&tasks, &untouched).is_err());
+        // A byte wrong in the third window is named at its file offset.
+        fake.file[600_001] ^= 1;
+        let outcome = run_pass(&mut fake, &plan, Some(&windows), &settings).unwrap();
+        let bad = outcome.integrity.first_bad.expect("the flipped byte");
+        assert_eq!((bad.file_offset, bad.buffer_offset), (600_001, 600_001));
     }
 }

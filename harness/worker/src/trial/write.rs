@@ -6,7 +6,7 @@
 
 use std::time::Instant;
 
-use super::{fail, integrity_reason, record_pass};
+use super::{fail, integrity_reason, record_pass, report_progress};
 use crate::cpu;
 use crate::gpu::Gpu;
 use crate::reader::bounce::Bounce;
@@ -26,7 +26,7 @@ use gds_model::scenario::Op;
 pub fn posix(spec: &WorkerSpec, m: &mut Measurement) -> Result<(), WorkerFailure> {
     let mut writer = PosixWriter::open(&spec.plan).map_err(fail)?;
     let mut reader = match spec.trial.op {
-        Op::Roundtrip => Some(Posix::open(&spec.plan).map_err(fail)?),
+        Op::Roundtrip => Some(Posix::open(&spec.plan, spec.plan.total_bytes()).map_err(fail)?),
         _ => None,
     };
     passes(
@@ -44,7 +44,10 @@ pub fn h2d(spec: &WorkerSpec, gpu: &mut Gpu, m: &mut Measurement) -> Result<(), 
     let (plan, threads, bounce, task) = (&spec.plan, t.nthreads, t.bounce_buffer_size, t.task_size);
     let mut writer = BounceWriter::open(gpu, plan, threads, bounce, task).map_err(fail)?;
     let mut reader = match t.op {
-        Op::Roundtrip => Some(Bounce::open(gpu, plan, threads, bounce, task).map_err(fail)?),
+        Op::Roundtrip => {
+            let whole = plan.total_bytes();
+            Some(Bounce::open(gpu, plan, threads, bounce, task, whole).map_err(fail)?)
+        }
         _ => None,
     };
     passes(
@@ -144,6 +147,7 @@ pub fn passes(
                     total,
                 ));
             }
+            report_progress(pass + 1, total, seconds, plan.total_bytes());
         }
         Ok(())
     })();

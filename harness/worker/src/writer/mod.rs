@@ -2,11 +2,11 @@
 //! (host memory, or the GPU) to the trial's own files, timing only the write section. The bytes
 //! are verified afterwards on the disk by [`on_disk`], never through the path under test.
 
+pub mod async_io;
 pub mod bounce;
 pub mod cufile;
 pub mod on_disk;
 pub mod posix;
-pub mod stream;
 
 use gds_model::plan::ReadPlan;
 

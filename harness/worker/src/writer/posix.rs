@@ -18,7 +18,7 @@ impl PosixWriter {
     /// Creates the files and fills the source with the generator's bytes (once: no pass changes
     /// it).
     pub fn open(plan: &ReadPlan) -> Result<PosixWriter, ReaderError> {
-        let source = crate::reader::posix::host_buffer(plan)?;
+        let source = crate::reader::posix::host_buffer(plan.total_bytes())?;
         let mut writer = PosixWriter {
             files: create_all(plan)?,
             source,

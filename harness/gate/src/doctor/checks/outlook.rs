@@ -162,6 +162,13 @@ fn trial(facts: &Facts, spec: &TrialSpec, require_gpu: bool, space: Option<&str>
         Ok(path) => path,
         Err(outcome) => return outcome,
     };
+    if let Some(why) = gpu_verification_blocked(facts, spec) {
+        return Outcome::Fail {
+            reason: format!(
+                "its reads land in GPU memory and are verified there, which needs NVRTC: {why}"
+            ),
+        };
+    }
     let expected = spec.expect.path;
     if path.0.satisfies(expected) {
         Outcome::Pass {
@@ -311,6 +318,21 @@ pub(crate) fn space_problem(facts: &Facts, trials: &[TrialSpec]) -> Option<Strin
             need.to_generate, free
         )
     })
+}
+
+/// Why a GPU trial that verifies its bytes cannot compile its verification kernels here: the
+/// driver loads but NVRTC does not. Facts saved before NVRTC was asked say nothing either way.
+fn gpu_verification_blocked(facts: &Facts, spec: &TrialSpec) -> Option<String> {
+    let on_gpu = !matches!(spec.reader, Reader::Posix);
+    let verifies = spec.expect.integrity != gds_model::scenario::Integrity::None;
+    match &facts.driver.nvrtc {
+        Fact::Unknown(why)
+            if on_gpu && verifies && gpu(facts).is_ok() && !why.starts_with("not collected") =>
+        {
+            Some(why.clone())
+        }
+        _ => None,
+    }
 }
 
 fn expectations(

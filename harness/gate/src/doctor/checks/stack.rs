@@ -8,7 +8,7 @@ use super::{Check, State};
 use crate::doctor::facts::{ConfigStatus, DriverOpen, Fact, Facts, SETTINGS};
 use crate::doctor::fixes::{
     BAR1_FIX, CONFIG_SYNTAX_FIX, DRIVER_FIX, FORCE_COMPAT_FIX, LIBCUFILE_FIX, NVFS_FIX, NVME_FIX,
-    PYTHON_FIX, RW_STATS_FIX, STRICT_HINT, TOOLS_FIX, UDEV_FIX, kvikio_install,
+    NVRTC_FIX, PYTHON_FIX, RW_STATS_FIX, STRICT_HINT, TOOLS_FIX, UDEV_FIX, kvikio_install,
 };
 
 /// Below this, BAR1 limits the GPU memory cuFile can map for direct reads.
@@ -60,6 +60,24 @@ pub(super) fn driver(facts: &Facts, rows: &mut Vec<Check>) {
         Fact::Known(version) => Check::ok("CUDA", format!("the driver supports CUDA {version}")),
         Fact::Unknown(why) => Check::unknown("CUDA", why.clone()),
     });
+    // Without the driver no GPU trial runs, and the row above says so already.
+    if d.libcuda.known().is_some() {
+        rows.push(match &d.nvrtc {
+            Fact::Known(name) => Check::ok(
+                "NVRTC",
+                format!("{name} loads: the GPU verification kernels compile"),
+            ),
+            Fact::Unknown(why) if why.starts_with("not collected") => {
+                Check::unknown("NVRTC", why.clone())
+            }
+            Fact::Unknown(why) => Check::new(
+                "NVRTC",
+                State::Fail,
+                format!("{why}: GPU trials cannot verify the bytes they read"),
+            )
+            .fix(NVRTC_FIX),
+        });
+    }
     match &facts.gpus {
         Fact::Known(gpus) if gpus.is_empty() => {
             rows.push(Check::new("GPUs", State::Warn, "nvidia-smi lists no GPU"))

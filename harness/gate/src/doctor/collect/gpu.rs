@@ -47,11 +47,17 @@ pub(super) fn driver(host: &HostFacts, nvidia_smi: Option<&str>) -> DriverFacts 
             None => Fact::Unknown(format!("{why}; and nvidia-smi is not installed")),
         },
     };
+    let nvrtc = match crate::job::probe::host().nvrtc.clone() {
+        Some(Ok(name)) => Fact::Known(name),
+        Some(Err(why)) => Fact::Unknown(why),
+        None => Fact::Unknown("the worker did not say".into()),
+    };
     DriverFacts {
         proc_version,
         version,
         libcuda,
         cuda_version,
+        nvrtc,
     }
 }
 

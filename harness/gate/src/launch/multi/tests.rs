@@ -105,6 +105,8 @@ fn constructed(gpu: u32, bytes: u64, seconds: &[f64], path: &str, checksum: u64)
             .collect(),
         latency: None,
         libcufile: None,
+        window: None,
+        memory: None,
         write: None,
     }
 }

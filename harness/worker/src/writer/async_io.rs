@@ -1,7 +1,7 @@
 //! The `cufile-async` writer: the generator's bytes made in a device buffer by the fill kernel,
 //! as for `cufile`, and every task written with `cuFileWriteAsync` on `queue_depth` registered
 //! CUDA streams in turn, then the streams synchronised and every write's byte count checked
-//! ([`crate::reader::stream::Streams`], shared with the reader).
+//! ([`crate::reader::async_io::Streams`], shared with the reader).
 
 use std::fs::{File, OpenOptions};
 
@@ -9,8 +9,8 @@ use super::cufile::{empty_files, fill_device};
 use super::{PlanWriter, sync_all};
 use crate::gpu::{DeviceBuffer, Gpu, ThreadBinder};
 use crate::libcufile::{Cufile, Handle, RegisteredBuffer};
+use crate::reader::async_io::Streams;
 use crate::reader::cufile::{register_buffer, register_files};
-use crate::reader::stream::Streams;
 use crate::reader::{Pass, ReaderError};
 use gds_model::plan::ReadPlan;
 use gds_model::scenario::BufferKind;

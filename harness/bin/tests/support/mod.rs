@@ -1,0 +1,123 @@
+//! What the binary's tests share: a scratch area on the build disk, the gate run in it, and a
+//! baseline pinned to a level this host cannot reach. A test file declares it `pub mod support;`
+//! (public, so that what one file does not use is not dead code).
+
+use std::fs;
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+pub const GATE: &str = env!("CARGO_BIN_EXE_gds-gate");
+
+/// A one-trial suite of one small file.
+pub const SMALL: &str = "suite: small\nscenarios:\n  - name: read\n    files: { size: 3MiB, seed: 5 }\n    repetitions: 2\n";
+
+/// A scratch area on the build disk (not /tmp, which may be tmpfs and never drops its pages).
+#[derive(Default)]
+pub struct Scratch {
+    dir: ScratchDir,
+}
+
+/// A fresh, empty folder per test.
+struct ScratchDir(tempfile::TempDir);
+
+impl Default for ScratchDir {
+    fn default() -> ScratchDir {
+        ScratchDir(tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap())
+    }
+}
+
+impl Scratch {
+    pub fn new() -> Scratch {
+        Scratch::default()
+    }
+    pub fn path(&self, name: &str) -> PathBuf {
+        self.dir.0.path().join(name)
+    }
+    pub fn data(&self) -> PathBuf {
+        self.path("data")
+    }
+    pub fn out(&self) -> PathBuf {
+        self.path("out")
+    }
+    pub fn suite(&self, text: &str) -> PathBuf {
+        let path = self.path("suite.yaml");
+        fs::write(&path, text).unwrap();
+        path
+    }
+    /// Runs the gate with this scratch's data and report directories.
+    pub fn gate(&self, args: &[&str]) -> Run {
+        let output = Command::new(GATE)
+            .args(args)
+            .arg("--data-dir")
+            .arg(self.data())
+            .arg("--out")
+            .arg(self.out())
+            .arg("--baselines")
+            .arg(self.path("baselines"))
+            .current_dir(env!("CARGO_MANIFEST_DIR").to_owned() + "/../..")
+            .env_remove("GITHUB_STEP_SUMMARY")
+            .env_remove("GDS_GATE_REQUIRE_GPU")
+            .env_remove("GDS_GATE_RUNNER")
+            .output()
+            .unwrap();
+        Run::from(output)
+    }
+    pub fn report(&self) -> serde_json::Value {
+        serde_json::from_str(&fs::read_to_string(self.out().join("report.json")).unwrap()).unwrap()
+    }
+}
+
+pub struct Run {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl From<Output> for Run {
+    fn from(output: Output) -> Run {
+        Run {
+            code: output.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        }
+    }
+}
+
+impl std::fmt::Debug for Run {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "exit {}\n--- stdout\n{}\n--- stderr\n{}",
+            self.code, self.stdout, self.stderr
+        )
+    }
+}
+
+impl Scratch {
+    /// Runs the gate with only `args` (subcommands that take no --out).
+    pub fn gate_plain(&self, args: &[&str]) -> Run {
+        Command::new(GATE)
+            .args(args)
+            .current_dir(env!("CARGO_MANIFEST_DIR").to_owned() + "/../..")
+            .output()
+            .unwrap()
+            .into()
+    }
+}
+
+/// Rewrites a baseline as if every pass of every blessed run had read at `gbps`: a level far from
+/// this host's, with no spread to hide a difference in.
+pub fn pin_baseline(path: &std::path::Path, gbps: f64) {
+    use gds_gate::baseline::{Loaded, file};
+    let Loaded::Present(mut baseline) = file::read(path).unwrap() else {
+        panic!("no baseline at {}", path.display());
+    };
+    for trial in baseline.trials.values_mut() {
+        for run in &mut trial.runs {
+            run.iter_mut().for_each(|pass| *pass = gbps);
+        }
+        trial.run_medians_gbps.iter_mut().for_each(|g| *g = gbps);
+        (trial.median_gbps, trial.min_gbps, trial.max_gbps) = (gbps, gbps, gbps);
+    }
+    file::write(path, &baseline).unwrap();
+}

@@ -1,0 +1,108 @@
+//! What a writing trial (`op: write` or `roundtrip`) needs of its scenario: a file of its own,
+//! a plan that covers it once, one GPU, a writer for each reader, and one buffer of the whole pass.
+
+use super::model::{GpuSet, KvikioApi, Op, Pattern, Reader};
+use super::size::ByteSize;
+use super::window_mode::WindowMode;
+use super::{FileSet, ScenarioError, Validator};
+
+impl Validator<'_> {
+    /// What a writing trial needs: a file of its own to write (so generated data, never a file
+    /// of the user's), a plan that covers it once (no random offsets), and one GPU. Every reader
+    /// has a writer.
+    pub(super) fn writes(
+        &self,
+        op: Op,
+        files: &FileSet,
+        pattern: &Pattern,
+        gpu_set: Option<&GpuSet>,
+        context: &str,
+        here: &dyn Fn(&str) -> (usize, usize),
+    ) -> Result<(), ScenarioError> {
+        let op = op.name();
+        if let FileSet::User { path } = files {
+            return Err(self.error(
+                here("op"),
+                format!(
+                    "{context}: `op: {op}` writes a file, but `files` names a file of yours (`{}`); the gate never writes over it",
+                    path.display()
+                ),
+                "use generated files (`files: { size: 1GiB }`): a writing trial writes the generator's bytes to a file of its own in the data dir (`gds-gate-written-s<seed>-<size>.bin`) and verifies them there",
+            ));
+        }
+        if matches!(pattern, Pattern::Random(_)) {
+            return Err(self.error(
+                here("pattern"),
+                format!("{context}: `op: {op}` needs a plan that covers the file once, but `pattern` is `random`"),
+                "use `pattern: whole` or `pattern: { chunks: SIZE }` for writing trials",
+            ));
+        }
+        if let Some(set) = gpu_set {
+            return Err(self.error(
+                here("gpus"),
+                format!("{context}: `op: {op}` with `gpus: {set}` is not supported: one worker writes a trial's files"),
+                "write with one GPU (`gpu: N`), or read with several in a scenario of its own",
+            ));
+        }
+        Ok(())
+    }
+
+    /// Every reader of a writing trial must have a writer: the batch reader and KvikIO's async
+    /// reads only read.
+    pub(super) fn writers(
+        &self,
+        op: Op,
+        readers: &[Reader],
+        kvikio_apis: &[KvikioApi],
+        context: &str,
+        here: &dyn Fn(&str) -> (usize, usize),
+    ) -> Result<(), ScenarioError> {
+        if readers.contains(&Reader::Kvikio) && kvikio_apis.contains(&KvikioApi::Async) {
+            return Err(self.error(
+                here("kvikio_api"),
+                format!("{context}: `op: {}` with `kvikio_api: async`: the KvikIO async reader only reads", op.name()),
+                "write with KvikIO's `pread`/`pwrite` path (`kvikio_api: pread`, the default), and read with `async` in a scenario of its own",
+            ));
+        }
+        if let Some(reader) = readers.iter().find(|reader| !reader.writes()) {
+            return Err(self.error(
+                here("op"),
+                format!("{context}: `op: {}` needs a writer, but the `{}` reader only reads", op.name(), reader.name()),
+                "write with `cufile` (cuFileWrite), `cufile-async` (cuFileWriteAsync), `kvikio`, `h2d` or `posix`, and read with `cufile-batch` in a scenario of its own",
+            ));
+        }
+        Ok(())
+    }
+
+    /// Writers hold the files they write whole (the generator's bytes made once, written by
+    /// every pass), so a writing trial cannot stream through a window: a window smaller than the
+    /// pass is refused rather than ignored. `auto` is the whole buffer for a writing trial.
+    pub(super) fn writing_window(
+        &self,
+        op: Op,
+        files: &FileSet,
+        windows: &[WindowMode],
+        context: &str,
+        at: (usize, usize),
+    ) -> Result<(), ScenarioError> {
+        let FileSet::Generated { size, count, .. } = files else {
+            return Ok(());
+        };
+        let pass = size.saturating_mul(u64::from(*count));
+        let streamed = windows
+            .iter()
+            .find(|window| matches!(window, WindowMode::Size(bytes) if *bytes < pass));
+        if let Some(window) = streamed {
+            return Err(self.error(
+                    at,
+                    format!(
+                        "{context}: `op: {}` writes from one buffer of the whole pass ({}), but `window: {window}` is smaller: writing trials do not stream through a window",
+                        op.name(),
+                        ByteSize(pass)
+                    ),
+                    "use `window: whole` (or leave `window` out) for writing trials, and stream the reads in a scenario of their own",
+                ));
+        }
+        Ok(())
+    }
+}

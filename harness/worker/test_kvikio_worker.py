@@ -1,0 +1,119 @@
+"""Tests of the KvikIO worker's logic that needs no GPU (run by `cargo test`, see
+harness/gate/tests/kvikio_worker.rs): which windows a trial streams through and how the windows'
+sums compose into the pass's result, and `kvikio_api: async` reads window by window."""
+
+import unittest
+
+import kvikio_worker as worker
+
+
+class Streaming(unittest.TestCase):
+    def test_auto_streams_only_a_pass_larger_than_half_the_gpu(self):
+        spec = {"trial": {"window": "auto"}, "windows": [{"len": 5}, {"len": 3}]}
+        self.assertEqual(worker.streaming_windows(spec, 8, 100), [])
+        self.assertEqual(len(worker.streaming_windows(spec, 80, 100)), 2)
+
+    def test_a_size_streams_unless_one_window_holds_the_pass(self):
+        spec = {"trial": {"window": 1 << 20}, "windows": [{"len": 5}, {"len": 3}]}
+        self.assertEqual(len(worker.streaming_windows(spec, 8, 100)), 2)
+        spec["windows"] = [{"len": 8}]
+        self.assertEqual(worker.streaming_windows(spec, 8, 100), [])
+        self.assertEqual(worker.streaming_windows({"trial": {"window": "whole"}}, 8, 100), [])
+
+    def test_a_writing_trial_never_streams(self):
+        for op in ("write", "roundtrip"):
+            spec = {"trial": {"window": "auto", "op": op}, "windows": [{"len": 5}, {"len": 3}]}
+            self.assertEqual(worker.streaming_windows(spec, 80, 100), [], op)
+        spec = {"trial": {"window": 1 << 20, "op": "read"}, "windows": [{"len": 5}, {"len": 3}]}
+        self.assertEqual(len(worker.streaming_windows(spec, 80, 100)), 2)
+
+    def test_windows_compose_with_the_length_terms_and_keep_the_first_bad_byte(self):
+        bad = {"file": "f", "file_offset": 130, "buffer_offset": 30}
+        parts = [(0, (5, 0, None, 0.1)), (100, (7, 1, bad, 0.2)), (200, (0, 2, dict(bad, buffer_offset=1), 0.0))]
+        result = worker.compose(parts, "exact", "0x1", 13)
+        self.assertEqual(result["checksum"], worker.hex16(13))
+        self.assertEqual(result["expected_checksum"], worker.hex16(13))
+        self.assertEqual(result["bad_words"], 3)
+        self.assertEqual(result["first_bad"], {"file": "f", "file_offset": 130, "buffer_offset": 130})
+        self.assertAlmostEqual(result["seconds"], 0.3)
+        self.assertIsNone(worker.compose(parts, "none", "0x1", 13)["checksum"])
+
+
+class FakeBuffer:
+    """A device buffer stand-in (test fixture): bytes that slices fill in place."""
+
+    def __init__(self, size):
+        self.bytes = bytearray(size)
+
+    def __getitem__(self, key):
+        buffer = self
+
+        class Slice:
+            def fill(self, value):
+                start, stop, _ = key.indices(len(buffer.bytes))
+                buffer.bytes[start:stop] = bytes([value]) * (stop - start)
+        return Slice()
+
+
+class FakeFile:
+    """kvikio.CuFile stand-in (test fixture): raw_read_async copies at once and records the call."""
+
+    def __init__(self, data):
+        self.data, self.calls = data, []
+
+    def raw_read_async(self, buffer, stream, length, offset, buffer_offset):
+        self.calls.append((stream, offset, buffer_offset, length))
+        buffer.bytes[buffer_offset:buffer_offset + length] = self.data[offset:offset + length]
+
+        class Future:
+            def check_bytes_done(self):
+                return length
+        return Future()
+
+
+class FakeStream:
+    def __init__(self, ptr):
+        self.ptr = ptr
+
+    def synchronize(self):
+        pass
+
+
+class AsyncWindows(unittest.TestCase):
+    def test_async_reads_go_window_by_window_into_the_window_buffer(self):
+        data = bytes(i * 7 % 251 for i in range(10000))
+        cuts = [(0, 4096), (4096, 4096), (8192, 1808)]
+        windows = [{"start": start, "len": length, "regions": start,
+                    "segments": [{"file": 0, "offset": start, "len": length, "buffer_offset": 0}]}
+                   for start, length in cuts]
+        spec = {"trial": {"expect": {"integrity": "exact"}, "task_size": 1024}, "plan": None,
+                "length_terms": "0x0", "expected_checksum": sum(data)}
+        seen = []
+
+        class Verifier:
+            # Sums the window's bytes where they landed: the fixture's stand-in for the GPU sums.
+            def sums(self, plan, start, method):
+                length = dict(cuts)[start]
+                seen.append(bytes(buffer.bytes[:length]))
+                return sum(buffer.bytes[:length]), 0, None, 0.0
+
+        class Device:
+            def synchronize(self):
+                pass
+
+        buffer, handle = FakeBuffer(4096), FakeFile(data)
+        streams = [FakeStream(1), FakeStream(2), FakeStream(3)]
+        read, _, cpu, result = worker.streamed_pass(spec, windows, [handle], buffer, Device(), Verifier(), False,
+                                                    streams)
+        self.assertEqual(read, len(data))
+        self.assertIsNone(cpu)
+        self.assertEqual(b"".join(seen), data)
+        self.assertEqual(result["checksum"], result["expected_checksum"])
+        # Every task lands inside the window buffer, one raw_read_async per task, the streams in turn.
+        self.assertTrue(all(at + length <= 4096 for _, _, at, length in handle.calls))
+        self.assertEqual(len(handle.calls), 4 + 4 + 2)
+        self.assertEqual([stream for stream, _, _, _ in handle.calls[:4]], [1, 2, 3, 1])
+
+
+if __name__ == "__main__":
+    unittest.main()
