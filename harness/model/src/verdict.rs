@@ -100,6 +100,7 @@ pub fn expected_name(expected: ExpectedPath) -> &'static str {
 #[serde(rename_all = "kebab-case")]
 pub enum Source {
     Reader,
+    Cpu,
     Kvikio,
     CufileApi,
     GdsStats,
@@ -113,6 +114,7 @@ impl Source {
     pub fn label(self) -> &'static str {
         match self {
             Source::Reader => "reader",
+            Source::Cpu => "CPU",
             Source::Kvikio => "KvikIO",
             Source::CufileApi => "cuFile",
             Source::GdsStats => "gds_stats",

@@ -25,6 +25,23 @@ fn posix_and_h2d_readers_have_one_path() {
     assert_eq!(bounce.verdict.split[&Path::Bounce], GIB);
 }
 
+/// CPU per GiB stands in the evidence beside the counters (figures of the H200, a posix trial);
+/// the path is still decided by the reader and the counters.
+#[test]
+fn cpu_per_gib_is_shown_as_evidence_and_does_not_decide_the_path() {
+    let mut e = Evidence::new(Reader::Posix, GIB);
+    e.cpu_seconds_per_gib = Some(1.557);
+    let judged = judge(&e, ExpectedPath::Host, 0);
+    assert!(judged.passed, "{judged}");
+    assert_eq!(judged.verdict.path, Path::Host);
+    let text = judged.to_string();
+    assert!(
+        text.lines()
+            .any(|l| l.trim_start().starts_with("CPU") && l.contains("1.557 s/GiB of the worker's")),
+        "{text}"
+    );
+}
+
 #[test]
 fn h200_compat_on_is_kvikio_posix() {
     let e = h200(CompatMode::ON, &[("POSIX", 256, GIB)], gpu0(0, 0, 0, 0, 0));

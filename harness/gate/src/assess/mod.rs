@@ -87,6 +87,8 @@ fn evidence(
                     .collect()
             });
         evidence.smallest_read = smallest_read(spec, m);
+        let cpu = m.cpu_per_gib();
+        evidence.cpu_seconds_per_gib = (!cpu.is_empty()).then(|| gds_model::numbers::median(&cpu));
     }
     evidence.cufile_log = cufile_log(trial_dir);
     evidence.gds_stats =

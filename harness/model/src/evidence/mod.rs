@@ -220,6 +220,11 @@ pub struct Evidence {
     /// cuFile's default `true`).
     #[serde(default)]
     pub allow_compat_mode: Option<bool>,
+    /// The worker's CPU seconds (user + system) per GiB moved, median of the measured passes: a
+    /// path through host memory costs a multiple of cuFile's (measured on the H200: posix 1.2–1.6,
+    /// cuFile's own POSIX path 0.10–0.16 s/GiB), and the baseline compares it.
+    #[serde(default)]
+    pub cpu_seconds_per_gib: Option<f64>,
 }
 
 impl Evidence {
@@ -242,6 +247,7 @@ impl Evidence {
             smallest_read: None,
             kvikio_async: None,
             buffer_registered: None,
+            cpu_seconds_per_gib: None,
             allow_compat_mode: None,
         }
     }

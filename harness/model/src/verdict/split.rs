@@ -110,6 +110,14 @@ pub(super) fn build(e: &Evidence) -> PathVerdict {
         }
     }
     settings(e, &mut v);
+    if let Some(cpu) = e.cpu_seconds_per_gib {
+        // Evidence beside the counters, not a verdict of its own: what a path costs depends on
+        // the host, so the baseline (`expect.cpu_tolerance`) is what judges it.
+        v.line(
+            Source::Cpu,
+            format!("{cpu:.3} s/GiB of the worker's user + system time, median of the passes"),
+        );
+    }
     v.finish()
 }
 
