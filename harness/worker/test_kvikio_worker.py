@@ -2,7 +2,10 @@
 harness/gate/tests/kvikio_worker.rs): which windows a trial streams through and how the windows'
 sums compose into the pass's result."""
 
+import os
+import tempfile
 import unittest
+from unittest import mock
 
 import kvikio_worker as worker
 
@@ -37,6 +40,26 @@ class Streaming(unittest.TestCase):
         self.assertEqual(result["first_bad"], {"file": "f", "file_offset": 130, "buffer_offset": 130})
         self.assertAlmostEqual(result["seconds"], 0.3)
         self.assertIsNone(worker.compose(parts, "none", "0x1", 13)["checksum"])
+
+
+class Progress(unittest.TestCase):
+    def test_a_pass_replaces_the_progress_file_with_one_line_of_four_fields(self):
+        with tempfile.TemporaryDirectory() as folder:
+            path = os.path.join(folder, "progress")
+            with mock.patch.dict(os.environ, {worker.PROGRESS_ENV: path}):
+                worker.report_progress(1, 6, 2.0, 5_000_000_000)
+                worker.report_progress(2, 6, 0.5, 1 << 20)
+            with open(path) as f:
+                self.assertEqual(f.read(), "2 6 0.5 0.002097152\n")
+            self.assertEqual(os.listdir(folder), ["progress"])  # the aside file was renamed
+
+    def test_no_variable_no_file_and_a_failed_write_is_ignored(self):
+        with tempfile.TemporaryDirectory() as folder:
+            with mock.patch.dict(os.environ, {}, clear=True):
+                worker.report_progress(1, 2, 1.0, 10)
+            with mock.patch.dict(os.environ, {worker.PROGRESS_ENV: os.path.join(folder, "gone", "progress")}):
+                worker.report_progress(1, 2, 1.0, 10)
+            self.assertEqual(os.listdir(folder), [])
 
 
 if __name__ == "__main__":
