@@ -20,6 +20,32 @@ pub struct Cli {
     pub command: Option<Command>,
     #[command(flatten)]
     pub run: RunArgs,
+    /// Throughput as printed and drawn: gb (10^9 B/s) or gib (2^30 B/s, as gdsio and KvikIO
+    /// print). report.json, history and baselines keep GB/s whatever this says.
+    #[arg(
+        long,
+        value_name = "UNIT",
+        env = "GDS_GATE_UNITS",
+        global = true,
+        default_value = "gb"
+    )]
+    pub units: Units,
+}
+
+/// `--units`: the throughput unit shown to people.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Units {
+    Gb,
+    Gib,
+}
+
+impl From<Units> for gds_model::units::Rate {
+    fn from(units: Units) -> Self {
+        match units {
+            Units::Gb => gds_model::units::Rate::Gb,
+            Units::Gib => gds_model::units::Rate::Gib,
+        }
+    }
 }
 
 #[derive(Debug, Subcommand)]

@@ -18,6 +18,7 @@ use crate::exit;
 /// Runs the subcommand `cli` names (the trials when it names none); `argv` is recorded in the
 /// reports as the command that ran.
 pub fn dispatch(cli: Cli, argv: Vec<String>) -> u8 {
+    gds_model::units::show_rates_in(cli.units.into());
     match &cli.command {
         None => hint_scope(&cli.run, None),
         Some(Command::Bless { from, run, .. }) => hint_scope(run, from.as_deref()),
