@@ -98,7 +98,7 @@ pub enum Command {
         /// Merge these runs' reports (each DIR holds a report.json) into merged.* under --out.
         #[arg(long, value_name = "DIR", num_args = 1..)]
         merge: Vec<PathBuf>,
-        /// Where the run's reports and history.jsonl are.
+        /// Where the run's reports are (and the plots go).
         #[arg(
             long,
             value_name = "DIR",
@@ -193,7 +193,8 @@ pub enum Command {
         #[arg(
             long,
             value_name = "FILE",
-            default_value = "target/gds-gate/history.jsonl"
+            env = "GDS_GATE_HISTORY",
+            default_value = crate::baseline::history::DEFAULT
         )]
         history: PathBuf,
     },
@@ -290,6 +291,10 @@ pub struct BaselineArgs {
     /// Folder of the baseline files.
     #[arg(long, value_name = "DIR", env = "GDS_GATE_BASELINES", default_value = crate::baseline::DEFAULT_DIR)]
     pub baselines: PathBuf,
+    /// The run history (a line per run) that the plots draw; kept out of target/, which `cargo
+    /// clean` deletes. One left in --out by an earlier gate is moved here once.
+    #[arg(long, value_name = "FILE", env = "GDS_GATE_HISTORY", default_value = crate::baseline::history::DEFAULT)]
+    pub history: PathBuf,
 }
 
 /// libtest's flags that mean nothing to the gate (no benchmarks, no capture, one trial at a time,

@@ -125,6 +125,10 @@ fn hint_scope(run: &crate::cli::RunArgs, from: Option<&std::path::Path>) {
     if run.out != std::path::Path::new(crate::cli::DEFAULT_OUT) {
         let _ = write!(args, " --out {}", quote(&run.out));
     }
+    let history = &run.baselines.history;
+    if history != std::path::Path::new(crate::baseline::history::DEFAULT) {
+        let _ = write!(args, " --history {}", quote(history));
+    }
     if let Some(from) = from {
         let _ = write!(args, " --from {}", quote(from));
     }
