@@ -68,6 +68,28 @@ fn the_history_lives_out_of_target_and_an_old_one_moves_there_once() {
     let again = run_in(&scratch, &repo, &[]);
     assert!(!again.stderr.contains("moved the run history"), "{again:?}");
 
+    // `report` draws from the history, and adopts one left in --out as a run does.
+    std::fs::rename(&new, &old).unwrap();
+    let report: Run = Command::new(GATE)
+        .args(["report", "--runner", "box", "--baselines"])
+        .arg(scratch.path("baselines"))
+        .current_dir(&repo)
+        .env_remove("GDS_GATE_HISTORY")
+        .env_remove("GDS_GATE_OUT")
+        .output()
+        .unwrap()
+        .into();
+    assert_eq!(report.code, 0, "{report:?}");
+    assert!(
+        report.stderr.contains("moved the run history"),
+        "{report:?}"
+    );
+    assert!(
+        report.stdout.contains("plot: target/gds-gate/plots/"),
+        "{report:?}"
+    );
+    assert_eq!(lines(&new), 4);
+
     // `--history` puts it elsewhere; `bench --stats` reads the default place.
     let chosen = scratch.path("elsewhere/h.jsonl");
     let elsewhere = run_in(&scratch, &repo, &["--history", chosen.to_str().unwrap()]);
