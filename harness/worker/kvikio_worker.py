@@ -27,6 +27,7 @@ MASK = (1 << 64) - 1
 LEN_TAG = 0x6A09E667F3BCC908
 AUTO_FRACTION = 2  # harness/model/src/scenario/window_mode.rs: `auto` streams above 1/2 of GPU memory
 STATS_BUFFER = 8192  # larger than CUfileStatsLevel3_t of any known cuFile (5112 bytes in 1.19)
+PROGRESS_ENV = "GDS_GATE_PROGRESS"  # harness/model/src/progress.rs: ENV
 
 
 def mix64(z):
@@ -63,6 +64,23 @@ def write_result(path, result):
     os.replace(tmp, path)
     sys.stdout.flush()
     sys.stderr.flush()
+
+
+def report_progress(done, total, seconds, nbytes):
+    """Tells the gate's live view that a pass is done, in the one-line format of
+    harness/model/src/progress.rs (`done total seconds gbps`), written aside and renamed as the
+    Rust workers do so that a poll never reads half a line. Best effort: the view is for people,
+    and a full disk must not fail a trial that read correctly."""
+    path = os.environ.get(PROGRESS_ENV)
+    if not path or seconds <= 0:
+        return
+    aside = os.path.splitext(path)[0] + ".new"  # Rust's Path::with_extension("new")
+    try:
+        with open(aside, "w") as f:
+            f.write("%d %d %r %r\n" % (done, total, float(seconds), nbytes / seconds / 1e9))
+        os.replace(aside, path)
+    except OSError:
+        pass
 
 
 def failure(reason, next_step, missing=None):
@@ -348,6 +366,7 @@ def measure(spec, trial, plan, here, stack, m, raw, state):
         if m["integrity"]["bad_words"] or m["integrity"]["checksum"] != m["integrity"]["expected_checksum"]:
             fail = integrity_failure(m["integrity"], p + 1, passes)
             break
+        report_progress(p + 1, passes, seconds, total)
     m["resident_after_drop"] = cached_after_drop
     finish(spec, kvikio, cupy, monitor, measured_start, record, total, cached_after_drop, m)
     if asynchronous:
@@ -532,6 +551,7 @@ def measure_writes(spec, trial, plan, kvikio, cupy, device, buffer, verifier, mo
                             "path corrupts data: check `dmesg` for I/O errors and the storage's health"
                             % ("read back" if trial["op"] == "roundtrip" else "on the disk (read with O_DIRECT)"))
             break
+        report_progress(p + 1, passes, seconds, total)
     finish(spec, kvikio, cupy, monitor, measured_start, record, total, None, m, reads=False)
     return fail
 

@@ -2,7 +2,10 @@
 harness/gate/tests/kvikio_worker.rs): which windows a trial streams through and how the windows'
 sums compose into the pass's result, and `kvikio_api: async` reads window by window."""
 
+import os
+import tempfile
 import unittest
+from unittest import mock
 
 import kvikio_worker as worker
 
@@ -113,6 +116,26 @@ class AsyncWindows(unittest.TestCase):
         self.assertTrue(all(at + length <= 4096 for _, _, at, length in handle.calls))
         self.assertEqual(len(handle.calls), 4 + 4 + 2)
         self.assertEqual([stream for stream, _, _, _ in handle.calls[:4]], [1, 2, 3, 1])
+
+
+class Progress(unittest.TestCase):
+    def test_a_pass_replaces_the_progress_file_with_one_line_of_four_fields(self):
+        with tempfile.TemporaryDirectory() as folder:
+            path = os.path.join(folder, "progress")
+            with mock.patch.dict(os.environ, {worker.PROGRESS_ENV: path}):
+                worker.report_progress(1, 6, 2.0, 5_000_000_000)
+                worker.report_progress(2, 6, 0.5, 1 << 20)
+            with open(path) as f:
+                self.assertEqual(f.read(), "2 6 0.5 0.002097152\n")
+            self.assertEqual(os.listdir(folder), ["progress"])  # the aside file was renamed
+
+    def test_no_variable_no_file_and_a_failed_write_is_ignored(self):
+        with tempfile.TemporaryDirectory() as folder:
+            with mock.patch.dict(os.environ, {}, clear=True):
+                worker.report_progress(1, 2, 1.0, 10)
+            with mock.patch.dict(os.environ, {worker.PROGRESS_ENV: os.path.join(folder, "gone", "progress")}):
+                worker.report_progress(1, 2, 1.0, 10)
+            self.assertEqual(os.listdir(folder), [])
 
 
 if __name__ == "__main__":

@@ -51,6 +51,7 @@ impl Drill {
             .arg(self.path("data"))
             .arg("--baselines")
             .arg(self.path("baselines"))
+            .env("GDS_GATE_HISTORY", self.path("history.jsonl"))
             .env_remove("GITHUB_STEP_SUMMARY")
             .env_remove("GITHUB_ACTIONS")
             .env_remove("CI")

@@ -356,6 +356,7 @@ fn bless_writes_a_baseline_that_the_next_run_is_judged_against_and_refuses_in_ci
             .arg(scratch.data())
             .arg("--out")
             .arg(scratch.out())
+            .env("GDS_GATE_HISTORY", scratch.history())
             .env_remove("GITHUB_ACTIONS");
         if ci {
             command.env("CI", "true");
@@ -388,7 +389,8 @@ fn bless_writes_a_baseline_that_the_next_run_is_judged_against_and_refuses_in_ci
         "{}",
         report["baseline"]
     );
-    assert!(scratch.out().join("history.jsonl").exists());
+    assert!(scratch.history().exists());
+    assert!(!scratch.out().join("history.jsonl").exists());
 
     // A baseline at 1000 GB/s: every run of the trial is a confirmed regression, shown as a
     // failure everywhere a user looks, and exit 3, not 1.
@@ -595,9 +597,13 @@ fn a_cpu_only_host_gets_one_doctor_line_and_plots_only_of_what_ran() {
     assert!(summary.contains("```mermaid\nxychart-beta"), "{summary}");
     assert!(!summary.contains("reader_cufile"), "{summary}");
     // Reports, like the history and baselines, are for everyone on a shared host to read.
-    for name in ["report.json", "junit.xml", "summary.md", "history.jsonl"] {
-        let mode = fs::metadata(scratch.out().join(name)).unwrap().mode() & 0o777;
-        assert_eq!(mode, 0o644, "{name}: {mode:o}");
+    for file in ["report.json", "junit.xml", "summary.md"]
+        .map(|name| scratch.out().join(name))
+        .into_iter()
+        .chain([scratch.history()])
+    {
+        let mode = fs::metadata(&file).unwrap().mode() & 0o777;
+        assert_eq!(mode, 0o644, "{}: {mode:o}", file.display());
     }
     let full = scratch.gate(&["--suite", "scenarios/smoke.yaml", "chunked", "--doctor"]);
     assert_eq!(full.code, 0, "{full:?}");

@@ -13,11 +13,15 @@ fn repo() -> String {
     env!("CARGO_MANIFEST_DIR").to_owned() + "/../.."
 }
 
+/// A history for these tests' runs, which must not append to the repository's own.
+const HISTORY: &str = concat!(env!("CARGO_TARGET_TMPDIR"), "/hints-history.jsonl");
+
 /// Runs the gate with `args` only, from the repository root, outside CI.
 fn gate(args: &[&str]) -> Run {
     Command::new(GATE)
         .args(args)
         .current_dir(repo())
+        .env("GDS_GATE_HISTORY", HISTORY)
         .env_remove("CI")
         .env_remove("GITHUB_ACTIONS")
         .output()
@@ -92,6 +96,7 @@ fn pasted_bless_hints_bless_the_run_that_printed_them() {
         .arg(format!("\"$GATE\" {pasted}"))
         .env("GATE", GATE)
         .env("GDS_GATE_BLESS_INTERVAL", "0")
+        .env("GDS_GATE_HISTORY", HISTORY)
         .env_remove("CI")
         .env_remove("GITHUB_ACTIONS")
         .current_dir(repo())

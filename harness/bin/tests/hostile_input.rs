@@ -32,6 +32,7 @@ fn gate_command(dir: &Path, args: &[&str]) -> Command {
         .arg(dir.join("out"))
         .arg("--baselines")
         .arg(dir.join("baselines"))
+        .env("GDS_GATE_HISTORY", dir.join("history.jsonl"))
         .env_remove("GITHUB_STEP_SUMMARY")
         .env_remove("GDS_GATE_REQUIRE_GPU")
         .env_remove("GDS_GATE_SUITE")

@@ -39,6 +39,7 @@ impl Scratch {
             .arg("--baselines")
             .arg(self.path("baselines"))
             .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
+            .env("GDS_GATE_HISTORY", self.path("history.jsonl"))
             .env_remove("GITHUB_STEP_SUMMARY")
             .env_remove("GDS_GATE_REQUIRE_GPU")
             .output()

@@ -281,7 +281,8 @@ fn run_gate(command: &GateCommand, extra: &[&str], scratch: &Scratch) -> Run {
     gate.envs(&command.env)
         .env("GDS_GATE_OUT", scratch.path("out"))
         .env("GDS_GATE_DATA_DIR", scratch.path("data"))
-        .env("GDS_GATE_BASELINES", scratch.path("baselines"));
+        .env("GDS_GATE_BASELINES", scratch.path("baselines"))
+        .env("GDS_GATE_HISTORY", scratch.path("history.jsonl"));
     let output = gate.output().unwrap();
     Run {
         code: output.status.code().unwrap_or(-1),
@@ -532,8 +533,8 @@ fn the_gpu_gate_runs_on_labelled_gpu_runners_nightly_and_for_labelled_pull_reque
     ] {
         assert!(condition.contains(part), "{condition}");
     }
-    let upload = &gate.steps_using("actions/upload-artifact")[0].1;
-    let paths = upload["with"]["path"].as_str().unwrap();
+    let uploads = gate.steps_using("actions/upload-artifact");
+    let paths = uploads[0].1["with"]["path"].as_str().unwrap();
     for wanted in [
         "target/gds-gate/report.json",
         "target/gds-gate/junit.xml",
@@ -543,6 +544,39 @@ fn the_gpu_gate_runs_on_labelled_gpu_runners_nightly_and_for_labelled_pull_reque
     ] {
         assert!(paths.lines().any(|line| line.trim() == wanted), "{paths}");
     }
+    // The history (the gate's default place, a hidden folder) in an artifact of its own, whose
+    // name the fleet report's `gds-gate-*` does not take for a runner's reports.
+    let history = &uploads[1].1["with"];
+    assert_eq!(history["path"], gds_gate::baseline::history::DEFAULT);
+    assert_eq!(history["include-hidden-files"], true);
+    assert!(
+        !history["name"].as_str().unwrap().starts_with("gds-gate-"),
+        "{history:?}"
+    );
+}
+
+/// The self-hosted jobs keep target/ and the run history between runs: their clean step spares
+/// both, and the history's folder is ignored by git (so `git clean -x` is what could delete it).
+#[test]
+fn self_hosted_jobs_keep_the_run_history_between_runs() {
+    for file in ["gds-gate.yml", "refresh-baselines.yml"] {
+        let workflow = workflow(file);
+        let cleans: Vec<String> = workflow
+            .steps()
+            .into_iter()
+            .filter_map(|(_, step)| step["run"].as_str().map(str::to_string))
+            .filter(|run| run.starts_with("git clean"))
+            .collect();
+        assert_eq!(cleans.len(), 1, "{file}: {cleans:?}");
+        for kept in ["--exclude=/target/", "--exclude=/.gds-gate/"] {
+            assert!(cleans[0].contains(kept), "{file}: {}", cleans[0]);
+        }
+    }
+    let ignored = std::fs::read_to_string(repo().join(".gitignore")).unwrap();
+    assert!(
+        ignored.lines().any(|line| line == "/.gds-gate/"),
+        "{ignored}"
+    );
 }
 
 #[test]
@@ -701,6 +735,7 @@ fn fleet_merge_command_merges_the_runners_reports() {
             .arg("--baselines")
             .arg(scratch.path("baselines"))
             .current_dir(repo())
+            .env("GDS_GATE_HISTORY", scratch.path("history.jsonl"))
             .env_remove("GITHUB_STEP_SUMMARY")
             .output()
             .unwrap();

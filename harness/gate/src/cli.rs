@@ -20,6 +20,32 @@ pub struct Cli {
     pub command: Option<Command>,
     #[command(flatten)]
     pub run: RunArgs,
+    /// Throughput as printed and drawn: gb (10^9 B/s) or gib (2^30 B/s, as gdsio and KvikIO
+    /// print). report.json, history and baselines keep GB/s whatever this says.
+    #[arg(
+        long,
+        value_name = "UNIT",
+        env = "GDS_GATE_UNITS",
+        global = true,
+        default_value = "gb"
+    )]
+    pub units: Units,
+}
+
+/// `--units`: the throughput unit shown to people.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Units {
+    Gb,
+    Gib,
+}
+
+impl From<Units> for gds_model::units::Rate {
+    fn from(units: Units) -> Self {
+        match units {
+            Units::Gb => gds_model::units::Rate::Gb,
+            Units::Gib => gds_model::units::Rate::Gib,
+        }
+    }
 }
 
 #[derive(Debug, Subcommand)]
@@ -72,7 +98,7 @@ pub enum Command {
         /// Merge these runs' reports (each DIR holds a report.json) into merged.* under --out.
         #[arg(long, value_name = "DIR", num_args = 1..)]
         merge: Vec<PathBuf>,
-        /// Where the run's reports and history.jsonl are.
+        /// Where the run's reports are (and the plots go).
         #[arg(
             long,
             value_name = "DIR",
@@ -169,7 +195,8 @@ pub enum Command {
         #[arg(
             long,
             value_name = "FILE",
-            default_value = "target/gds-gate/history.jsonl"
+            env = "GDS_GATE_HISTORY",
+            default_value = crate::baseline::history::DEFAULT
         )]
         history: PathBuf,
     },
@@ -266,6 +293,10 @@ pub struct BaselineArgs {
     /// Folder of the baseline files.
     #[arg(long, value_name = "DIR", env = "GDS_GATE_BASELINES", default_value = crate::baseline::DEFAULT_DIR)]
     pub baselines: PathBuf,
+    /// The run history (a line per run) that the plots draw; kept out of target/, which `cargo
+    /// clean` deletes. One left in --out by an earlier gate is moved here once.
+    #[arg(long, value_name = "FILE", env = "GDS_GATE_HISTORY", default_value = crate::baseline::history::DEFAULT)]
+    pub history: PathBuf,
 }
 
 /// libtest's flags that mean nothing to the gate (no benchmarks, no capture, one trial at a time,

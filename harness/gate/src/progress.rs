@@ -152,8 +152,10 @@ fn status(
     let mut text = format!("trial {trial} of {trials}");
     if let Some(pass) = pass {
         text.push_str(&format!(
-            ", pass {} of {}, last pass {:.2} GB/s",
-            pass.done, pass.total, pass.gbps
+            ", pass {} of {}, last pass {}",
+            pass.done,
+            pass.total,
+            gds_model::units::rate(pass.gbps)
         ));
     }
     if let Some(left) = left {
@@ -165,8 +167,10 @@ fn status(
 /// `[3/16] pass 2/6 3.10 GB/s ~1 min 20 s left`: the in-place form.
 fn compact(trial: usize, trials: usize, pass: &PassProgress, left: Option<Duration>) -> String {
     let mut text = format!(
-        "[{trial}/{trials}] pass {}/{} {:.2} GB/s",
-        pass.done, pass.total, pass.gbps
+        "[{trial}/{trials}] pass {}/{} {}",
+        pass.done,
+        pass.total,
+        gds_model::units::rate(pass.gbps)
     );
     if let Some(left) = left {
         text.push_str(&format!(" ~{} left", rounded(left)));

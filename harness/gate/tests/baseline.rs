@@ -107,15 +107,16 @@ fn bless_then_compare_then_history_and_plots() {
     assert_eq!(back.trials[1].message, comparison.trials[1].message);
 
     let out = dir.path().join("out");
+    let history_path = dir.path().join("history.jsonl");
     for (time, records) in [
         ("2026-03-01T00:00:00Z", &first),
         ("2026-03-02T00:00:00Z", &later),
     ] {
         let line = history::HistoryLine::new(time.into(), &runner, "gpu01", &fingerprint, records);
-        history::append(&history::path_in(&out), &line).unwrap();
+        history::append(&history_path, &line).unwrap();
     }
-    let report =
-        baseline::plots_for_report(&out, &baseline::file::read(&path).unwrap(), &runner).unwrap();
+    let loaded = baseline::file::read(&path).unwrap();
+    let report = baseline::plots_for_report(&out, &history_path, &loaded, &runner).unwrap();
     assert_eq!(report.plots.len(), 2);
     assert!(report.skipped.is_empty());
     assert!(

@@ -3,16 +3,45 @@
 
 use std::process::Command;
 
+use gds_model::progress::{ENV, PassProgress};
+
+const WORKER_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../worker");
+
 #[test]
-fn the_python_workers_streaming_and_async_logic() {
-    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../worker");
+fn the_python_workers_streaming_async_and_progress_logic() {
     let output = Command::new("python3")
         .args(["-m", "unittest", "-v", "test_kvikio_worker"])
-        .current_dir(dir)
+        .current_dir(WORKER_DIR)
         .env("PYTHONDONTWRITEBYTECODE", "1")
         .output()
         .expect("python3 runs the KvikIO worker's tests");
     let text = String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success(), "{text}");
-    assert!(text.contains("Ran 5 tests"), "{text}");
+    assert!(text.contains("Ran 7 tests"), "{text}");
+}
+
+/// The live view reads the KvikIO worker's progress with the Rust workers' parser.
+#[test]
+fn the_python_workers_progress_file_parses_as_the_rust_workers_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("progress");
+    let output = Command::new("python3")
+        .args([
+            "-c",
+            "import kvikio_worker as w; w.report_progress(3, 8, 0.75, 3 << 30)",
+        ])
+        .current_dir(WORKER_DIR)
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .env(ENV, &path)
+        .output()
+        .expect("python3 runs the KvikIO worker");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let progress = PassProgress::read(&path).expect("a line the gate parses");
+    assert_eq!((progress.done, progress.total), (3, 8));
+    assert_eq!(progress.seconds, 0.75);
+    assert!((progress.gbps - (3u64 << 30) as f64 / 0.75 / 1e9).abs() < 1e-9);
 }

@@ -389,7 +389,7 @@ impl TrialRecord {
         );
         let speed = m.median_gbps.map_or_else(
             || "no measured pass".into(),
-            |g| format!("{g:.2} GB/s median of {}", m.gbps.len()),
+            |g| format!("{} median of {}", crate::units::rate(g), m.gbps.len()),
         );
         let startup = m
             .startup_text()
@@ -405,7 +405,7 @@ impl TrialRecord {
                         .measurement
                         .as_ref()
                         .and_then(|m| m.median_gbps)
-                        .map_or_else(|| "-".into(), |g| format!("{g:.2}"));
+                        .map_or_else(|| "-".into(), |g| crate::units::shown().number(g, 2));
                     format!("GPU {} {speed}", shard.gpu)
                 })
                 .collect();
@@ -438,7 +438,10 @@ impl WriteFigures {
             line.push_str(&format!(", fsync {:.0} ms median", fsync * 1e3));
         }
         if let Some(read_back) = median(&self.read_back_gbps) {
-            line.push_str(&format!(", read back {read_back:.2} GB/s median"));
+            line.push_str(&format!(
+                ", read back {} median",
+                crate::units::rate(read_back)
+            ));
         }
         line
     }

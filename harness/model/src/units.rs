@@ -1,4 +1,5 @@
-//! Sizes for people, in binary units (`1.00 GiB`), as suite files write them.
+//! Units for people: sizes in binary units (`1.00 GiB`), as suite files write them, and
+//! throughput in the unit the user chose (GB/s unless `--units gib`).
 
 /// Bytes in binary units for people: `format_bytes(1 << 30, 2)` is `1.00 GiB`.
 pub fn format_bytes(bytes: u64, decimals: usize) -> String {
@@ -18,4 +19,74 @@ pub fn binary_scale(bytes: u64) -> (f64, &'static str) {
         unit += 1;
     }
     (value, UNITS[unit])
+}
+
+/// How throughput is shown. Results are measured and stored in GB/s (10^9 bytes per second);
+/// gdsio and KvikIO print GiB/s (2^30 bytes per second), so people comparing with them may
+/// ask for those. Only what is printed or drawn changes: reports and baselines keep GB/s.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Rate {
+    #[default]
+    Gb,
+    Gib,
+}
+
+impl Rate {
+    /// `GB/s` or `GiB/s`.
+    pub fn label(self) -> &'static str {
+        match self {
+            Rate::Gb => "GB/s",
+            Rate::Gib => "GiB/s",
+        }
+    }
+
+    /// A throughput in GB/s, in this unit.
+    pub fn value(self, gbps: f64) -> f64 {
+        match self {
+            Rate::Gb => gbps,
+            Rate::Gib => gbps * 1e9 / (1u64 << 30) as f64,
+        }
+    }
+
+    /// `3.10`: the number alone, for tables whose header carries the label.
+    pub fn number(self, gbps: f64, decimals: usize) -> String {
+        format!("{:.decimals$}", self.value(gbps))
+    }
+
+    /// `3.10 GB/s`: every throughput a person reads goes through here.
+    pub fn format(self, gbps: f64, decimals: usize) -> String {
+        format!("{} {}", self.number(gbps, decimals), self.label())
+    }
+}
+
+static SHOWN: std::sync::OnceLock<Rate> = std::sync::OnceLock::new();
+
+/// Chooses the unit for the rest of the process (the command line's `--units`); the first
+/// call wins, as a process shows one unit throughout.
+pub fn show_rates_in(rate: Rate) {
+    let _ = SHOWN.set(rate);
+}
+
+/// The unit chosen by [`show_rates_in`], GB/s when none was.
+pub fn shown() -> Rate {
+    SHOWN.get().copied().unwrap_or_default()
+}
+
+/// `3.10 GB/s` in the process's unit ([`shown`]), two decimals.
+pub fn rate(gbps: f64) -> String {
+    shown().format(gbps, 2)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rates_convert_and_carry_their_label() {
+        assert_eq!(Rate::Gb.format(3.1, 2), "3.10 GB/s");
+        // 2^30 bytes per second is 1.073741824 GB/s.
+        assert_eq!(Rate::Gib.format(1.073741824, 2), "1.00 GiB/s");
+        assert_eq!(Rate::Gib.number(2.147483648, 1), "2.0");
+        assert_eq!(Rate::default(), Rate::Gb);
+    }
 }

@@ -39,6 +39,11 @@ impl Scratch {
     pub fn out(&self) -> PathBuf {
         self.path("out")
     }
+    /// The run history of this scratch's runs (`GDS_GATE_HISTORY`): a test's runs must not
+    /// append to the repository's own.
+    pub fn history(&self) -> PathBuf {
+        self.path("history.jsonl")
+    }
     pub fn suite(&self, text: &str) -> PathBuf {
         let path = self.path("suite.yaml");
         fs::write(&path, text).unwrap();
@@ -55,6 +60,7 @@ impl Scratch {
             .arg("--baselines")
             .arg(self.path("baselines"))
             .current_dir(env!("CARGO_MANIFEST_DIR").to_owned() + "/../..")
+            .env("GDS_GATE_HISTORY", self.history())
             .env_remove("GITHUB_STEP_SUMMARY")
             .env_remove("GDS_GATE_REQUIRE_GPU")
             .env_remove("GDS_GATE_RUNNER")
@@ -99,6 +105,7 @@ impl Scratch {
         Command::new(GATE)
             .args(args)
             .current_dir(env!("CARGO_MANIFEST_DIR").to_owned() + "/../..")
+            .env("GDS_GATE_HISTORY", self.history())
             .output()
             .unwrap()
             .into()

@@ -12,7 +12,7 @@ use super::decision::Throughput;
 use super::error::BaselineError;
 use super::file::{self, Baseline, Loaded, Provenance, SCHEMA_VERSION, TrialBaseline};
 use super::fingerprint::{self, FieldChange};
-use super::message::{bless_command, change, gbps, quote, threshold};
+use super::message::{bless_command, change, gbps, number, quote, threshold};
 use super::stats::{Summary, log_mean_sd};
 use gds_model::record::{Measurement, Status, TrialRecord};
 
@@ -509,25 +509,27 @@ fn runs_figures(trial: &TrialBaseline) -> String {
     let medians = &trial.run_medians_gbps;
     if medians.len() < 2 {
         return format!(
-            "1 run of {} passes ({:.2}–{:.2})",
-            trial.samples, trial.min_gbps, trial.max_gbps
+            "1 run of {} passes ({}–{})",
+            trial.samples,
+            number(trial.min_gbps),
+            number(trial.max_gbps)
         );
     }
     let (_, spread) = log_mean_sd(medians);
     let range = Summary::of(medians);
     format!(
-        "{} runs (run medians {:.2}–{:.2}, spread {:.1}%)",
+        "{} runs (run medians {}–{}, spread {:.1}%)",
         medians.len(),
-        range.min,
-        range.max,
+        number(range.min),
+        number(range.max),
         spread * 100.0
     )
 }
 
 fn describe_update(old: &TrialBaseline, new: &TrialBaseline) -> String {
     let mut parts = vec![format!(
-        "median {:.2} → {} ({}), {}",
-        old.median_gbps,
+        "median {} → {} ({}), {}",
+        number(old.median_gbps),
         gbps(new.median_gbps),
         change(new.median_gbps / old.median_gbps),
         runs_figures(new)

@@ -47,8 +47,9 @@ pub fn markdown(trends: &[Trend]) -> String {
     if drawn.is_empty() {
         return String::new();
     }
-    let mut out = String::from(
-        "#### Throughput over runs\n\nMedian GB/s of each run (line), and the baseline's level where there is one.\n\n",
+    let mut out = format!(
+        "#### Throughput over runs\n\nMedian {} of each run (line), and the baseline's level where there is one.\n\n",
+        gds_model::units::shown().label()
     );
     for trend in drawn {
         let name = crate::escape::markdown_code(&trend.trial);
@@ -73,9 +74,10 @@ pub fn markdown(trends: &[Trend]) -> String {
 
 /// The fenced `mermaid` block of one trend.
 pub fn chart(trend: &Trend) -> String {
+    let rate = gds_model::units::shown();
     let numbers = |values: &mut dyn Iterator<Item = f64>| {
         values
-            .map(|v| format!("{v:.2}"))
+            .map(|v| rate.number(v, 2))
             .collect::<Vec<_>>()
             .join(", ")
     };
@@ -95,8 +97,9 @@ pub fn chart(trend: &Trend) -> String {
     let _ = writeln!(out, "    x-axis \"run\" [{runs}]");
     let _ = writeln!(
         out,
-        "    y-axis \"GB/s\" 0 --> {:.2}",
-        (highest * 1.15).max(0.01)
+        "    y-axis \"{}\" 0 --> {}",
+        rate.label(),
+        rate.number((highest * 1.15).max(0.01), 2)
     );
     let _ = writeln!(
         out,

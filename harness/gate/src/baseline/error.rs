@@ -69,7 +69,7 @@ pub enum BaselineError {
         found: u64,
         supported: u32,
     },
-    #[error("cannot append to the run history `{}`; check that --out names a writable folder", path.display())]
+    #[error("cannot write the run history `{}`; check that --history (GDS_GATE_HISTORY) names a writable place", path.display())]
     History {
         path: PathBuf,
         #[source]

@@ -1,5 +1,5 @@
-//! `target/gds-gate/history.jsonl`: one JSON line per gate run with every trial's samples, path
-//! and checksum, appended, so that throughput can be plotted over runs.
+//! `.gds-gate/history.jsonl`: one JSON line per gate run with every trial's samples, path and
+//! checksum, appended, so that throughput can be plotted over runs and the runner's noise fitted.
 
 use std::collections::BTreeMap;
 use std::io::{Read, Seek, SeekFrom, Write};
@@ -15,9 +15,48 @@ use gds_model::record::{Status, TrialRecord};
 /// Bump when a field changes meaning; readers skip lines of newer versions.
 pub const SCHEMA_VERSION: u32 = 1;
 
-/// `OUT/history.jsonl`, next to report.json.
+/// Where the history lives unless `--history` says otherwise: at the repository's root but
+/// outside `target/`, which `cargo clean` deletes with the past runs the plots and the noise
+/// model need (the folder is in .gitignore).
+pub const DEFAULT: &str = ".gds-gate/history.jsonl";
+
+/// `OUT/history.jsonl`, where earlier gates kept the history, next to report.json.
 pub fn path_in(out: &Path) -> PathBuf {
     out.join("history.jsonl")
+}
+
+/// Moves a history that an earlier gate kept in `out` to `history`, once: only while `history`
+/// does not exist yet, so that nobody loses the runs behind their plots. Returns the one-line
+/// notice to print when it moved one.
+pub fn adopt_from_out(history: &Path, out: &Path) -> Result<Option<String>, BaselineError> {
+    let old = path_in(out);
+    if history.exists() || !old.is_file() || same_file(&old, history) {
+        return Ok(None);
+    }
+    let failed = |source| BaselineError::History {
+        path: history.to_path_buf(),
+        source,
+    };
+    if let Some(dir) = history.parent().filter(|dir| !dir.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(failed)?;
+    }
+    // A rename keeps the file whole; across file systems, a copy then the removal.
+    if std::fs::rename(&old, history).is_err() {
+        std::fs::copy(&old, history).map_err(failed)?;
+        let _ = std::fs::remove_file(&old);
+    }
+    Ok(Some(format!(
+        "note: moved the run history `{}` to `{}`, where `cargo clean` leaves it (--history, GDS_GATE_HISTORY)",
+        old.display(),
+        history.display()
+    )))
+}
+
+fn same_file(a: &Path, b: &Path) -> bool {
+    match (a.canonicalize(), b.canonicalize()) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => a == b,
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -221,5 +260,25 @@ mod tests {
             "{:?}",
             history.skipped
         );
+    }
+
+    #[test]
+    fn a_history_left_in_out_moves_once_to_the_new_place() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("target/gds-gate");
+        let history = dir.path().join(".gds-gate/history.jsonl");
+        assert_eq!(adopt_from_out(&history, &out).unwrap(), None);
+        append(&path_in(&out), &line("2026-03-01T00:00:00Z")).unwrap();
+        let note = adopt_from_out(&history, &out).unwrap().expect("moved");
+        assert!(note.starts_with("note: moved the run history"), "{note}");
+        assert!(!path_in(&out).exists());
+        assert_eq!(read(&history).unwrap().lines.len(), 1);
+        // Once the new history exists, a later file in `out` is left alone.
+        append(&path_in(&out), &line("2026-03-02T00:00:00Z")).unwrap();
+        assert_eq!(adopt_from_out(&history, &out).unwrap(), None);
+        assert!(path_in(&out).exists());
+        assert_eq!(read(&history).unwrap().lines.len(), 1);
+        // `--history` naming the old place itself: nothing to move.
+        assert_eq!(adopt_from_out(&path_in(&out), &out).unwrap(), None);
     }
 }

@@ -101,8 +101,14 @@ pub fn quote(word: &str) -> String {
     }
 }
 
+/// `3.10 GB/s` (or GiB/s under `--units gib`).
 pub fn gbps(value: f64) -> String {
-    format!("{value:.2} GB/s")
+    gds_model::units::rate(value)
+}
+
+/// `3.10`: a throughput beside one printed with its label.
+pub fn number(value: f64) -> String {
+    gds_model::units::shown().number(value, 2)
 }
 
 pub fn cpu_per_gib(value: f64) -> String {
@@ -127,10 +133,10 @@ fn percent(fraction: f64) -> String {
 fn baseline_figures(entry: &TrialBaseline, file: &Path) -> String {
     let medians = Summary::of(&entry.run_medians_gbps);
     format!(
-        "{} blessed run(s), run medians {:.2}–{:.2}, blessed {} in `{}`",
+        "{} blessed run(s), run medians {}–{}, blessed {} in `{}`",
         medians.count,
-        medians.min,
-        medians.max,
+        number(medians.min),
+        number(medians.max),
         entry.blessed_at,
         file.display()
     )
@@ -147,11 +153,11 @@ fn at_level(t: &Throughput, ratios: &[f64]) -> String {
 
 fn run_figures(t: &Throughput) -> String {
     let mut text = format!(
-        "{} median of {} passes, range {:.2}–{:.2}",
+        "{} median of {} passes, range {}–{}",
         gbps(t.run.median),
         t.run.count,
-        t.run.min,
-        t.run.max
+        number(t.run.min),
+        number(t.run.max)
     );
     if !t.confirmations.is_empty() {
         let _ = write!(
@@ -219,16 +225,16 @@ pub fn explain(
             let headline = if t.cleared_by_confirmation() {
                 // "as fast as" would read wrong beside a first run 30% down: say what cleared it.
                 format!(
-                    "not slower: the first run looked slower ({:.2} vs {}, {}), its confirmation run did not: {}",
-                    t.run.median,
+                    "not slower: the first run looked slower ({} vs {}, {}), its confirmation run did not: {}",
+                    number(t.run.median),
                     gbps(t.level),
                     change(t.ratio),
                     at_level(t, &t.confirmations)
                 )
             } else {
                 format!(
-                    "as fast as the baseline: {:.2} vs {} ({})",
-                    t.run.median,
+                    "as fast as the baseline: {} vs {} ({})",
+                    number(t.run.median),
                     gbps(t.level),
                     change(t.ratio)
                 )
@@ -238,8 +244,8 @@ pub fn explain(
         }
         (Judgement::Regression { throughput: t }, Some(entry)) => {
             let headline = format!(
-                "slower than the baseline: {:.2} vs {} ({}){}",
-                t.run.median,
+                "slower than the baseline: {} vs {} ({}){}",
+                number(t.run.median),
                 gbps(t.level),
                 change(t.ratio),
                 match t.confirmations.len() {
@@ -309,8 +315,8 @@ pub fn explain(
         }
         (Judgement::Faster { throughput: t }, Some(entry)) => {
             let headline = format!(
-                "faster than baseline — consider blessing: {:.2} vs {} ({})",
-                t.run.median,
+                "faster than baseline — consider blessing: {} vs {} ({})",
+                number(t.run.median),
                 gbps(t.level),
                 change(t.ratio)
             );

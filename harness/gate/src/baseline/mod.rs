@@ -55,14 +55,15 @@ pub struct PlotReport {
     pub skipped: Vec<String>,
 }
 
-/// Reads `OUT/history.jsonl` and writes one SVG per trial into `OUT/plots/`, with the runner's
+/// Reads the run history and writes one SVG per trial into `OUT/plots/`, with the runner's
 /// baseline (already read) as the band.
 pub fn plots_for_report(
     out: &Path,
+    history: &Path,
     baseline: &Loaded,
     runner: &str,
 ) -> Result<PlotReport, BaselineError> {
-    let history = history::read(&history::path_in(out))?;
+    let history = history::read(history)?;
     let plots = plot::write_plots(&history, runner, baseline.present(), &plots_dir(out))?;
     Ok(PlotReport {
         markdown: plot::markdown_charts(&plots, out),

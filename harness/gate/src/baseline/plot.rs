@@ -115,6 +115,8 @@ pub fn render(
     runs: &[&HistoryLine],
     baseline: Option<&TrialBaseline>,
 ) -> Result<String, String> {
+    // Drawn in the unit the user reads (`--units`); the history keeps GB/s.
+    let rate = gds_model::units::shown();
     let points: Vec<Point> = runs
         .iter()
         .enumerate()
@@ -122,8 +124,8 @@ pub fn render(
             let t = run.trials.get(trial)?;
             Some(Point {
                 x: index as f64,
-                median: t.median_gbps,
-                samples: t.gbps.clone(),
+                median: t.median_gbps.map(|g| rate.value(g)),
+                samples: t.gbps.iter().map(|&g| rate.value(g)).collect(),
                 failed: t.status == Status::Failed,
             })
         })
@@ -133,7 +135,7 @@ pub fn render(
         .rev()
         .find_map(|run| run.trials.get(trial).map(|t| t.tolerance))
         .unwrap_or(gds_model::scenario::defaults::TOLERANCE);
-    let band = baseline.map(|b| (b.median_gbps, tolerance));
+    let band = baseline.map(|b| (rate.value(b.median_gbps), tolerance));
     let highest = points
         .iter()
         .flat_map(|p| p.samples.iter().copied())
@@ -168,7 +170,7 @@ pub fn render(
         chart
             .configure_mesh()
             .x_desc("run (date), oldest to newest")
-            .y_desc("GB/s")
+            .y_desc(rate.label())
             .x_labels(runs.len().clamp(2, 8))
             .x_label_formatter(&format_x)
             .light_line_style(WHITE)
@@ -183,7 +185,11 @@ pub fn render(
                     band_color.mix(0.15).filled(),
                 )))
                 .map_err(|e| error(&e))?
-                .label(format!("baseline {median:.2} GB/s ± {:.0}%", tol * 100.0))
+                .label(format!(
+                    "baseline {median:.2} {} ± {:.0}%",
+                    rate.label(),
+                    tol * 100.0
+                ))
                 .legend(move |(x, y)| {
                     Rectangle::new([(x, y - 5), (x + 16, y + 5)], band_color.mix(0.3).filled())
                 });

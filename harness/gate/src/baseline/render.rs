@@ -6,7 +6,7 @@ use std::path::Path;
 
 use super::compare::{Comparison, Judgement, Severity};
 use super::fingerprint::{self, ChangeKind};
-use super::message::{bless_command, change, threshold};
+use super::message::{bless_command, change, number, threshold};
 use super::plot::PlotFile;
 
 /// The console text: the fingerprint block, then every judgement that is not a plain pass, then
@@ -155,16 +155,17 @@ pub fn markdown(comparison: &Comparison, plots: &[PlotFile], summary_dir: &Path)
             changed.join("; ")
         );
     }
+    let label = gds_model::units::shown().label();
     let _ = writeln!(
         out,
-        "| trial | vs baseline | baseline GB/s | run GB/s | change | slower below | plot |"
+        "| trial | vs baseline | baseline {label} | run {label} | change | slower below | plot |"
     );
     let _ = writeln!(out, "|---|---|---:|---:|---:|---:|---|");
     for trial in &comparison.trials {
         let (base, run, delta, below) = match trial.judgement.throughput() {
             Some(t) => (
-                format!("{:.2}", t.level),
-                format!("{:.2}", t.run.median),
+                number(t.level),
+                number(t.run.median),
                 change(t.ratio),
                 change(t.slower_below()),
             ),
@@ -208,7 +209,7 @@ pub fn markdown(comparison: &Comparison, plots: &[PlotFile], summary_dir: &Path)
     }
     let _ = writeln!(
         out,
-        "\nBaseline GB/s is the level of the blessed runs (geometric mean of their medians), run GB/s this run's median; a trial is slower below the tolerance and below what this runner's run-to-run spread explains, and only when its confirmation run agrees. Baseline: {file}{}.",
+        "\nBaseline {label} is the level of the blessed runs (geometric mean of their medians), run {label} this run's median; a trial is slower below the tolerance and below what this runner's run-to-run spread explains, and only when its confirmation run agrees. Baseline: {file}{}.",
         if comparison.not_selected > 0 {
             format!(", {} trial(s) not selected", comparison.not_selected)
         } else {

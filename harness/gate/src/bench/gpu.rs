@@ -101,7 +101,12 @@ fn kernels(rates: &KernelRates, out: &mut String) {
         ),
         ("position-keyed checksum", median(&rates.checksum)),
     ] {
-        let _ = writeln!(out, "| {name} | {rate:.2} | {:.1}% |", rate / plain * 100.0);
+        let _ = writeln!(
+            out,
+            "| {name} | {} | {:.1}% |",
+            gds_model::units::shown().number(rate, 2),
+            rate / plain * 100.0
+        );
     }
     out.push('\n');
 }
@@ -110,23 +115,26 @@ fn kernels(rates: &KernelRates, out: &mut String) {
 /// (dd, then each reader setting) so that the disk's drift between runs hits both alike: on a
 /// shared virtual disk it moves by more than the 10% being judged.
 fn storage(rates: &StorageRates, path: &Path, out: &mut String) {
+    let rate = gds_model::units::shown();
     let _ = writeln!(
         out,
-        "| cold read of {} | GB/s | of dd (median of per-run ratios) | per-run range |\n|---|---:|---:|---:|",
-        path.display()
+        "| cold read of {} | {} | of dd (median of per-run ratios) | per-run range |\n|---|---:|---:|---:|",
+        path.display(),
+        rate.label()
     );
     let _ = writeln!(
         out,
-        "| dd iflag=direct bs=16M | {:.2} | 100% | {} GB/s |",
-        median(&rates.dd),
-        range(&rates.dd, 1.0, 2)
+        "| dd iflag=direct bs=16M | {} | 100% | {} {} |",
+        rate.number(median(&rates.dd), 2),
+        range(&rates.dd, rate.value(1.0), 2),
+        rate.label()
     );
     for (&(threads, task), (rates, ratios)) in SETTINGS.iter().zip(&rates.readers) {
         let _ = writeln!(
             out,
-            "| cufile reader, {threads} thread(s), {} tasks | {:.2} | {:.0}% | {}% |",
+            "| cufile reader, {threads} thread(s), {} tasks | {} | {:.0}% | {}% |",
             gds_model::units::format_bytes(task, 0),
-            median(rates),
+            rate.number(median(rates), 2),
             median(ratios) * 100.0,
             range(ratios, 100.0, 0)
         );

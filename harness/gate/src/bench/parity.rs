@@ -388,9 +388,10 @@ fn render(
     let recording_ns = super::recording::cost_per_call_ns(5, 1_000_000);
     let _ = writeln!(
         out,
-        "| cold read of {} ({}; the writing rows write a file of its size beside it), {runs} interleaved runs | GB/s (median) | of the reference (median of per-run ratios) | per-run ratios | CPU s/GiB | mean call | recording's share of a call | libcufile |\n|---|---:|---:|---:|---:|---:|---:|---|",
+        "| cold read of {} ({}; the writing rows write a file of its size beside it), {runs} interleaved runs | {} (median) | of the reference (median of per-run ratios) | per-run ratios | CPU s/GiB | mean call | recording's share of a call | libcufile |\n|---|---:|---:|---:|---:|---:|---:|---|",
         file.path.display(),
-        gds_model::units::format_bytes(file.size, 2)
+        gds_model::units::format_bytes(file.size, 2),
+        gds_model::units::shown().label()
     );
     for (row, sample) in ROWS.iter().zip(samples) {
         let label = row.label(setting);
@@ -433,8 +434,8 @@ fn render(
         };
         let _ = writeln!(
             out,
-            "| {label} | {:.2} | {of} | {range} | {cpu} | {call} | {share} | {} |",
-            median(&sample.gbps),
+            "| {label} | {} | {of} | {range} | {cpu} | {call} | {share} | {} |",
+            gds_model::units::shown().number(median(&sample.gbps), 2),
             sample.libraries.join("; ")
         );
     }

@@ -54,7 +54,10 @@ pub fn run(size: u64, runs: usize, dir: &Path, mode: Mode<'_>) -> u8 {
 }
 
 fn stats(source: &Path) -> u8 {
-    let history = match crate::baseline::history::read(source) {
+    let out = Path::new(crate::cli::DEFAULT_OUT);
+    let history = match super::run::baseline::adopt_history(source, out)
+        .and_then(|()| crate::baseline::history::read(source))
+    {
         Ok(history) => history,
         Err(error) => {
             eprintln!("error: {}", error_chain(&error));

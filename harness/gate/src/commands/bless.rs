@@ -48,6 +48,7 @@ pub fn run(request: BlessRequest, command: Vec<String>) -> u8 {
             .clone()
             .or_else(|| saved.as_ref().and_then(|s| s.runner.clone())),
         baselines: args.baselines.baselines.clone(),
+        history: args.baselines.history.clone(),
     };
     let (runner, path) = match runner_and_path(&runner_args, &hostname) {
         Ok(found) => found,

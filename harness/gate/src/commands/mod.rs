@@ -18,6 +18,7 @@ use crate::exit;
 /// Runs the subcommand `cli` names (the trials when it names none); `argv` is recorded in the
 /// reports as the command that ran.
 pub fn dispatch(cli: Cli, argv: Vec<String>) -> u8 {
+    gds_model::units::show_rates_in(cli.units.into());
     match &cli.command {
         None => hint_scope(&cli.run, None),
         Some(Command::Bless { from, run, .. }) => hint_scope(run, from.as_deref()),
@@ -123,6 +124,10 @@ fn hint_scope(run: &crate::cli::RunArgs, from: Option<&std::path::Path>) {
     }
     if run.out != std::path::Path::new(crate::cli::DEFAULT_OUT) {
         let _ = write!(args, " --out {}", quote(&run.out));
+    }
+    let history = &run.baselines.history;
+    if history != std::path::Path::new(crate::baseline::history::DEFAULT) {
+        let _ = write!(args, " --history {}", quote(history));
     }
     if let Some(from) = from {
         let _ = write!(args, " --from {}", quote(from));

@@ -57,8 +57,9 @@ fn plots(out: &Path, args: &BaselineArgs) -> u8 {
         Ok(found) => found,
         Err(code) => return code,
     };
-    match baseline::file::read(&path)
-        .and_then(|loaded| baseline::plots_for_report(out, &loaded, &runner))
+    match super::run::baseline::adopt_history(&args.history, out)
+        .and_then(|()| baseline::file::read(&path))
+        .and_then(|loaded| baseline::plots_for_report(out, &args.history, &loaded, &runner))
     {
         Ok(plots) => {
             for note in &plots.skipped {

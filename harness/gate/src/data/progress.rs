@@ -117,10 +117,11 @@ impl<W: Write> LineProgress<W> {
         // Progress is advisory: a closed stderr must not fail the data preparation.
         let _ = writeln!(
             self.out,
-            "{}: {} / {} ({rate:.1} GB/s){suffix}",
+            "{}: {} / {} ({}){suffix}",
             self.label,
             format_bytes(self.done, 1),
             format_bytes(self.total, 1),
+            gds_model::units::shown().format(rate, 1),
         );
         self.last_line = Instant::now();
     }

@@ -87,10 +87,12 @@ fn memory(trials: &[TrialRecord]) -> String {
 /// memory shows as CPU per GiB even where its GB/s holds), checksum, and the start-up apart from
 /// the throughput, which times only the reads.
 fn trial_table(trials: &[TrialRecord]) -> String {
+    let rate = gds_model::units::shown();
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "| trial | result | GB/s (median) | min–max | path | CPU s/GiB | IOPS | latency p50 / p99 | checksum | start-up (worker start → first read) | note |"
+        "| trial | result | {} (median) | min–max | path | CPU s/GiB | IOPS | latency p50 / p99 | checksum | start-up (worker start → first read) | note |",
+        rate.label()
     );
     let _ = writeln!(out, "|---|---|---:|---|---|---:|---:|---:|---|---:|---|");
     for trial in trials {
@@ -103,8 +105,8 @@ fn trial_table(trials: &[TrialRecord]) -> String {
             Some(m) if !m.gbps.is_empty() => {
                 let Summary { min, max, .. } = Summary::of(&m.gbps);
                 (
-                    m.median_gbps.map_or("-".into(), |g| format!("{g:.2}")),
-                    format!("{min:.2}–{max:.2}"),
+                    m.median_gbps.map_or("-".into(), |g| rate.number(g, 2)),
+                    format!("{}–{}", rate.number(min, 2), rate.number(max, 2)),
                     text(&m.path),
                     m.integrity.checksum.map_or("-".into(), hex::format),
                 )
@@ -164,12 +166,18 @@ fn per_gpu(trials: &[TrialRecord]) -> String {
     if multi.is_empty() {
         return String::new();
     }
+    let rate = gds_model::units::shown();
+    let label = rate.label();
     let mut out = String::new();
     section_head(
         &mut out,
         "Per GPU",
-        "Trials over several GPUs (`gpus:`) run one worker per GPU at the same time. Their GB/s above is all GPUs' bytes over the slowest GPU's time of each repetition; the workers start together but are not synchronised pass by pass.",
-        "| trial | GPU | result | GB/s (median) | bytes per pass | path | cuFile reads (total / nvfs / p2p / posix) | checksum | note |",
+        &format!(
+            "Trials over several GPUs (`gpus:`) run one worker per GPU at the same time. Their {label} above is all GPUs' bytes over the slowest GPU's time of each repetition; the workers start together but are not synchronised pass by pass."
+        ),
+        &format!(
+            "| trial | GPU | result | {label} (median) | bytes per pass | path | cuFile reads (total / nvfs / p2p / posix) | checksum | note |"
+        ),
         "|---|---:|---|---:|---:|---|---|---|---|",
     );
     for (trial, m) in multi {
@@ -182,7 +190,7 @@ fn per_gpu(trials: &[TrialRecord]) -> String {
             let own = shard.measurement.as_ref();
             let median = own
                 .and_then(|m| m.median_gbps)
-                .map_or("-".into(), |g| format!("{g:.2}"));
+                .map_or("-".into(), |g| rate.number(g, 2));
             let bytes = own.map_or("-".into(), |m| m.bytes_per_repetition.to_string());
             let path = own.map_or("-".into(), |m| text(&m.path));
             let counters = own

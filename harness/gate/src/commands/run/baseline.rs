@@ -6,6 +6,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use crate::baseline::compare::{self, Missing};
+use crate::baseline::error::BaselineError;
 use crate::baseline::file::TrialBaseline;
 use crate::baseline::fingerprint::{self, FieldChange};
 use crate::baseline::{
@@ -210,8 +211,10 @@ pub fn finish_run(args: &RunArgs, mut outcome: Outcome, against: &Against) -> u8
         &outcome.report.trials,
     );
     let mut extra = String::new();
-    match history::append(&history::path_in(&args.out), &history_line)
-        .and_then(|()| baseline::plots_for_report(&args.out, loaded, runner))
+    let path = &args.baselines.history;
+    match adopt_history(path, &args.out)
+        .and_then(|()| history::append(path, &history_line))
+        .and_then(|()| baseline::plots_for_report(&args.out, path, loaded, runner))
     {
         Ok(plots) => extra.push_str(&render::markdown(&comparison, &plots.plots, &args.out)),
         Err(error) => {
@@ -287,6 +290,15 @@ pub(crate) fn interrupted(signal: i32) -> u8 {
         crate::interrupt::signal_name(signal)
     );
     exit::interrupted(signal)
+}
+
+/// Moves a history an earlier gate left in `out` to `history` (see
+/// [`history::adopt_from_out`]), saying so on stderr.
+pub fn adopt_history(history: &Path, out: &Path) -> Result<(), BaselineError> {
+    if let Some(note) = history::adopt_from_out(history, out)? {
+        eprintln!("{}", terminal(&note));
+    }
+    Ok(())
 }
 
 #[cfg(test)]
