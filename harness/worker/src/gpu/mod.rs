@@ -153,6 +153,17 @@ impl Gpu {
             .context(|| "clear the device buffer".into())
     }
 
+    /// Readies `buffer` for a pass of reads: the verification kernels compiled (so that compile
+    /// counts as preparation, not as verifying), the buffer poisoned, and the poisoning finished.
+    /// `cuMemsetD8` on device memory returns before it is done, and reads that land through a
+    /// stream that does not wait for the default one (cuFile's own copies, the async reader's
+    /// non-blocking streams) could otherwise be overwritten by it.
+    pub fn clear_for_reading(&mut self, buffer: &DeviceBuffer) -> Result<(), GpuError> {
+        self.load_kernels()?;
+        self.poison(buffer)?;
+        self.synchronize()
+    }
+
     pub fn pinned(&self, len: usize) -> Result<PinnedBuffer, GpuError> {
         self.bind()?;
         // SAFETY: allocation of `len` bytes of page-locked host memory; freed in Drop.

@@ -193,11 +193,8 @@ impl PlanReader for AsyncReader<'_> {
     }
 
     fn prepare(&mut self) -> Result<(), ReaderError> {
-        self.gpu.load_kernels()?;
-        self.gpu.poison(&self.device)?;
-        // The reads run on non-blocking streams, which do not wait for the default stream the
-        // memset may still be running on: finish it first, or it could overwrite what they read.
-        Ok(self.gpu.synchronize()?)
+        // The reads run on non-blocking streams: the clear must be finished before they start.
+        Ok(self.gpu.clear_for_reading(&self.device)?)
     }
 
     fn device_memory_used(&self) -> Option<u64> {

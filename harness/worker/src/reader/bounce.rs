@@ -47,8 +47,7 @@ impl PlanReader for Bounce<'_> {
     }
 
     fn prepare(&mut self) -> Result<(), ReaderError> {
-        self.gpu.load_kernels()?;
-        Ok(self.gpu.poison(&self.device)?)
+        Ok(self.gpu.clear_for_reading(&self.device)?)
     }
 
     fn device_memory_used(&self) -> Option<u64> {
