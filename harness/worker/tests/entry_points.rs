@@ -48,6 +48,32 @@ fn streamed(reader: &mut dyn PlanReader, plan: &ReadPlan) -> u64 {
 
 const WINDOW: u64 = 1 << 20;
 
+/// The files of [`written`] in a fresh folder, GPU 0 and cuFile's driver open: what every reader
+/// test starts from.
+struct OnGpu {
+    // Field order is drop order: cuFile's driver closes before the context, the files go last.
+    cufile: Cufile,
+    gpu: Gpu,
+    plan: ReadPlan,
+    _dir: tempfile::TempDir,
+}
+
+impl OnGpu {
+    fn new() -> OnGpu {
+        let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+        let plan = written(dir.path());
+        let gpu = Gpu::open(0).unwrap();
+        let cufile = Cufile::load().unwrap();
+        cufile.open_driver().unwrap();
+        OnGpu {
+            cufile,
+            gpu,
+            plan,
+            _dir: dir,
+        }
+    }
+}
+
 fn read_and_verify(reader: &mut dyn PlanReader, plan: &ReadPlan) -> u64 {
     reader.prepare().unwrap();
     let pass = reader.read(plan, 1, 1 << 20).unwrap();
@@ -62,86 +88,85 @@ fn read_and_verify(reader: &mut dyn PlanReader, plan: &ReadPlan) -> u64 {
 #[ignore = "needs an NVIDIA GPU and libcufile with the batch API"]
 fn batches_in_flight_read_the_generators_bytes_into_the_gpu() {
     use gds_worker::reader::batch::BatchReader;
-    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
-    let plan = written(dir.path());
-    let mut gpu = Gpu::open(0).unwrap();
-    let cufile = Cufile::load().unwrap();
-    cufile.open_driver().unwrap();
+    let mut on = OnGpu::new();
     // Six tasks in batches of 4: a full batch and a short one, two in flight.
-    let whole = plan.total_bytes();
+    let whole = on.plan.total_bytes();
     let mut reader = BatchReader::open(
-        &mut gpu,
-        &cufile,
-        &plan,
+        &mut on.gpu,
+        &on.cufile,
+        &on.plan,
         BufferKind::Unregistered,
         2,
         4,
         whole,
     )
     .unwrap();
-    assert_eq!(read_and_verify(&mut reader, &plan), 2, "one call per batch");
+    assert_eq!(
+        read_and_verify(&mut reader, &on.plan),
+        2,
+        "one call per batch"
+    );
 }
 
 #[test]
 #[ignore = "needs an NVIDIA GPU and libcufile with the stream API"]
 fn stream_ordered_reads_put_the_generators_bytes_into_the_gpu() {
     use gds_worker::reader::async_io::AsyncReader;
-    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
-    let plan = written(dir.path());
-    let mut gpu = Gpu::open(0).unwrap();
-    let cufile = Cufile::load().unwrap();
-    cufile.open_driver().unwrap();
+    let mut on = OnGpu::new();
     // Six reads over four streams: two streams carry two reads each, in order.
-    let whole = plan.total_bytes();
-    let mut reader =
-        AsyncReader::open(&mut gpu, &cufile, &plan, BufferKind::Registered, 4, whole).unwrap();
-    assert_eq!(read_and_verify(&mut reader, &plan), 6, "one call per task");
+    let whole = on.plan.total_bytes();
+    let mut reader = AsyncReader::open(
+        &mut on.gpu,
+        &on.cufile,
+        &on.plan,
+        BufferKind::Registered,
+        4,
+        whole,
+    )
+    .unwrap();
+    assert_eq!(
+        read_and_verify(&mut reader, &on.plan),
+        6,
+        "one call per task"
+    );
 }
 
 #[test]
 #[ignore = "needs an NVIDIA GPU and libcufile with the batch API"]
 fn batches_stream_through_a_window_of_the_gpu() {
     use gds_worker::reader::batch::BatchReader;
-    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
-    let plan = written(dir.path());
-    let mut gpu = Gpu::open(0).unwrap();
-    let cufile = Cufile::load().unwrap();
-    cufile.open_driver().unwrap();
+    let mut on = OnGpu::new();
     // Up to two tasks per window (the third spans both files), one batch of them: one call per
     // window.
     let mut reader = BatchReader::open(
-        &mut gpu,
-        &cufile,
-        &plan,
+        &mut on.gpu,
+        &on.cufile,
+        &on.plan,
         BufferKind::Registered,
         2,
         4,
         WINDOW,
     )
     .unwrap();
-    assert_eq!(streamed(&mut reader, &plan), 6);
+    assert_eq!(streamed(&mut reader, &on.plan), 6);
 }
 
 #[test]
 #[ignore = "needs an NVIDIA GPU and libcufile with the stream API"]
 fn stream_ordered_reads_stream_through_a_window_of_the_gpu() {
     use gds_worker::reader::async_io::AsyncReader;
-    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
-    let plan = written(dir.path());
-    let mut gpu = Gpu::open(0).unwrap();
-    let cufile = Cufile::load().unwrap();
-    cufile.open_driver().unwrap();
+    let mut on = OnGpu::new();
     let mut reader = AsyncReader::open(
-        &mut gpu,
-        &cufile,
-        &plan,
+        &mut on.gpu,
+        &on.cufile,
+        &on.plan,
         BufferKind::Unregistered,
         3,
         WINDOW,
     )
     .unwrap();
     // Seven tasks: the third window holds the end of the first file and the start of the second.
-    assert_eq!(streamed(&mut reader, &plan), 7);
+    assert_eq!(streamed(&mut reader, &on.plan), 7);
 }
 
 #[test]
