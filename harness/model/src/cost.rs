@@ -135,6 +135,14 @@ impl CpuTime {
         self.user_seconds + self.system_seconds
     }
 
+    /// The time of two sections together (the windows of a pass, the workers of a trial).
+    pub fn plus(&self, other: &CpuTime) -> CpuTime {
+        CpuTime {
+            user_seconds: self.user_seconds + other.user_seconds,
+            system_seconds: self.system_seconds + other.system_seconds,
+        }
+    }
+
     /// The time between two readings (`self` the later).
     pub fn since(&self, earlier: &CpuTime) -> CpuTime {
         CpuTime {
@@ -305,6 +313,7 @@ mod tests {
             system_seconds: 2.75,
         };
         assert_eq!(later.since(&cpu).total(), 3.0);
+        assert_eq!(later.since(&cpu).plus(&cpu), later);
         let cost = PassCost::new(4 << 30, 2.0, 1024, Some(cpu), None);
         assert_eq!(cost.iops, 512.0);
         assert_eq!(cost.cpu_seconds_per_gib, Some(0.25));

@@ -383,13 +383,9 @@ fn aggregate_costs(measured: &[(u32, &Measurement)], seconds: &[f64], bytes: u64
                 .map(|(_, m)| m.costs.get(r))
                 .collect::<Option<_>>()?;
             let calls = shards.iter().map(|c| c.read_calls).sum();
-            let cpu = shards.iter().try_fold(CpuTime::default(), |sum, c| {
-                let cpu = c.cpu?;
-                Some(CpuTime {
-                    user_seconds: sum.user_seconds + cpu.user_seconds,
-                    system_seconds: sum.system_seconds + cpu.system_seconds,
-                })
-            });
+            let cpu = shards
+                .iter()
+                .try_fold(CpuTime::default(), |sum, c| Some(sum.plus(&c.cpu?)));
             Some(PassCost::new(bytes, seconds, calls, cpu, None))
         })
         .collect()

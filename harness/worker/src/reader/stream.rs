@@ -95,15 +95,7 @@ fn timed_read(
 
 /// The sum of the windows' CPU times; a window without the figure leaves the pass without it.
 fn add_cpu(total: Option<CpuTime>, window: Option<CpuTime>) -> Option<CpuTime> {
-    let window = window?;
-    let total = total.unwrap_or(CpuTime {
-        user_seconds: 0.0,
-        system_seconds: 0.0,
-    });
-    Some(CpuTime {
-        user_seconds: total.user_seconds + window.user_seconds,
-        system_seconds: total.system_seconds + window.system_seconds,
-    })
+    Some(total.unwrap_or_default().plus(&window?))
 }
 
 #[cfg(test)]
