@@ -357,6 +357,7 @@ fn bless_writes_a_baseline_that_the_next_run_is_judged_against_and_refuses_in_ci
             .arg("--out")
             .arg(scratch.out())
             .env("GDS_GATE_HISTORY", scratch.history())
+            .env("GDS_GATE_CONTROL_SIZE", "1MiB")
             .env_remove("GITHUB_ACTIONS");
         if ci {
             command.env("CI", "true");
@@ -379,6 +380,10 @@ fn bless_writes_a_baseline_that_the_next_run_is_judged_against_and_refuses_in_ci
     assert!(blessed.stdout.contains("updating:"), "{blessed:?}");
     let baseline = fs::read_to_string(scratch.path("baselines/ci-box.yaml")).unwrap();
     assert!(baseline.contains("small::read"), "{baseline}");
+    assert!(
+        baseline.contains("control:\n  size: 1048576\n  disk_runs:"),
+        "the runner's control is blessed with the trials: {baseline}"
+    );
 
     let judged = scratch.gate(&["--suite", suite, "--runner", "ci-box"]);
     assert!(judged.code == 0 || judged.code == 3, "{judged:?}");
@@ -401,6 +406,8 @@ fn bless_writes_a_baseline_that_the_next_run_is_judged_against_and_refuses_in_ci
         "--runner",
         "ci-box",
         "--confirm-delay",
+        "0",
+        "--runner-wait",
         "0",
     ]);
     assert_eq!(slower.code, 3, "{slower:?}");
@@ -427,6 +434,12 @@ fn bless_writes_a_baseline_that_the_next_run_is_judged_against_and_refuses_in_ci
         Some(1),
         "the slow run is confirmed by one more: {trial}"
     );
+    assert_eq!(
+        trial["runner_checks"].as_array().map(Vec::len),
+        Some(1),
+        "the runner's control is read before the confirmation: {trial}"
+    );
+    assert!(report["control"]["disk_gbps"].is_array(), "{report}");
     assert!(
         scratch
             .out()
@@ -552,7 +565,7 @@ fn posix_write_and_roundtrip_trials_write_verify_and_report_fsync_apart() {
     let left: Vec<String> = fs::read_dir(scratch.data())
         .unwrap()
         .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
-        .filter(|name| name.ends_with(".bin"))
+        .filter(|name| name.ends_with(".bin") && *name != control_file_name())
         .collect();
     assert!(
         left.is_empty(),
@@ -608,4 +621,13 @@ fn a_cpu_only_host_gets_one_doctor_line_and_plots_only_of_what_ran() {
     let full = scratch.gate(&["--suite", "scenarios/smoke.yaml", "chunked", "--doctor"]);
     assert_eq!(full.code, 0, "{full:?}");
     assert!(doctor_lines(&full) > 1, "{full:?}");
+}
+
+/// The runner's control file at the size the tests use (the one generated file every run leaves).
+fn control_file_name() -> String {
+    gds_gate::data::GeneratedFile {
+        seed: gds_gate::control::SEED,
+        size: 1 << 20,
+    }
+    .file_name()
 }

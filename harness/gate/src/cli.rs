@@ -90,8 +90,9 @@ pub enum Command {
             default_value_t = 60
         )]
         interval: u64,
+        /// Boxed: the run's options dwarf every other subcommand's.
         #[command(flatten)]
-        run: RunArgs,
+        run: Box<RunArgs>,
     },
     /// Plots of throughput over past runs with the baseline band (SVG), linked from summary.md.
     Report {
@@ -275,6 +276,21 @@ pub struct RunArgs {
         default_value_t = 10
     )]
     pub confirm_delay: u64,
+    /// Bytes of the runner's control file, read by the gate at the start of every run and before
+    /// every confirmation run to tell a slow runner (disk or CPU) from a slower stack; 0: no
+    /// control. A bless records it; a run compares it only at the blessed size.
+    #[arg(long, value_name = "SIZE", env = "GDS_GATE_CONTROL_SIZE", default_value = "256MiB",
+          value_parser = parse_size)]
+    pub control_size: u64,
+    /// Seconds a confirmation run waits, at most, for a runner whose control read is below its
+    /// blessed level to come back (once per run: a runner that stays slow is not waited for again).
+    #[arg(
+        long,
+        value_name = "SECONDS",
+        env = "GDS_GATE_RUNNER_WAIT",
+        default_value_t = 120
+    )]
+    pub runner_wait: u64,
     /// Seconds a trial's worker may run (default: a minute plus every pass at 50 MB/s); at least 1.
     #[arg(long, value_name = "SECONDS", env = "GDS_GATE_TIMEOUT",
           value_parser = clap::value_parser!(u64).range(1..))]

@@ -12,6 +12,7 @@ pub mod baseline;
 pub mod bench;
 pub mod cli;
 pub mod commands;
+pub mod control;
 pub mod data;
 pub mod doctor;
 pub mod escape;

@@ -72,6 +72,7 @@ fn bless_then_compare_then_history_and_plots() {
         records: &first,
         defined: Some(&defined),
         fingerprint: &fingerprint,
+        control: None,
     };
     let outcome = baseline::bless(std::slice::from_ref(&run), &options).unwrap();
     assert!(outcome.written);
@@ -83,6 +84,7 @@ fn bless_then_compare_then_history_and_plots() {
         records: &later,
         defined: Some(&defined),
         fingerprint: &fingerprint,
+        control: None,
     };
     let Ok(loaded @ Loaded::Present(_)) = file::read(&path) else {
         panic!("the blessed baseline does not read back");

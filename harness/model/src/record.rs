@@ -38,6 +38,27 @@ pub struct TrialRecord {
     /// invocation) before it fails: these are the confirmation runs' measurements, in order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub confirmations: Vec<Measurement>,
+    /// The runner's control read before each confirmation run, in the same order: whether the
+    /// disk and the CPU were at their blessed level when the trial was measured again.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub runner_checks: Vec<RunnerCheck>,
+}
+
+/// What the gate's control read (a fixed file on the data dir's disk, read and checked by the gate
+/// itself) said before a confirmation run, as ratios to its blessed level (1.0 = usual).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RunnerCheck {
+    /// The first control read after the slow run: the disk's and the CPU's condition then.
+    pub disk_before: f64,
+    pub cpu_before: f64,
+    /// The last control read, just before the confirmation run.
+    pub disk: f64,
+    pub cpu: f64,
+    /// Seconds waited for the runner to come back to its level.
+    pub waited_s: f64,
+    /// The runner was still below its level when the confirmation ran (it did not recover within
+    /// the wait, or had not earlier in this run).
+    pub still_slow: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -342,6 +363,7 @@ impl TrialRecord {
             warnings: Vec::new(),
             worker: None,
             confirmations: Vec::new(),
+            runner_checks: Vec::new(),
         }
     }
 
@@ -356,6 +378,7 @@ impl TrialRecord {
             warnings: Vec::new(),
             worker: None,
             confirmations: Vec::new(),
+            runner_checks: Vec::new(),
         }
     }
 
@@ -375,6 +398,7 @@ impl TrialRecord {
             warnings: Vec::new(),
             worker: None,
             confirmations: Vec::new(),
+            runner_checks: Vec::new(),
         }
     }
 

@@ -61,6 +61,8 @@ impl Scratch {
             .arg(self.path("baselines"))
             .current_dir(env!("CARGO_MANIFEST_DIR").to_owned() + "/../..")
             .env("GDS_GATE_HISTORY", self.history())
+            // The runner's control at test size (256 MiB by default).
+            .env("GDS_GATE_CONTROL_SIZE", "1MiB")
             .env_remove("GITHUB_STEP_SUMMARY")
             .env_remove("GDS_GATE_REQUIRE_GPU")
             .env_remove("GDS_GATE_RUNNER")
@@ -106,6 +108,7 @@ impl Scratch {
             .args(args)
             .current_dir(env!("CARGO_MANIFEST_DIR").to_owned() + "/../..")
             .env("GDS_GATE_HISTORY", self.history())
+            .env("GDS_GATE_CONTROL_SIZE", "1MiB")
             .output()
             .unwrap()
             .into()

@@ -14,6 +14,7 @@ use super::file::{self, Baseline, Loaded, Provenance, SCHEMA_VERSION, TrialBasel
 use super::fingerprint::{self, FieldChange};
 use super::message::{bless_command, change, gbps, number, quote, threshold};
 use super::stats::{Summary, log_mean_sd};
+use crate::control::ControlBaseline;
 use gds_model::record::{Measurement, Status, TrialRecord};
 
 /// Which trials a bless takes: libtest-mimic's rules, so that bless takes exactly the trials a run
@@ -272,7 +273,13 @@ pub fn bless(
             help: "check the filter and --suite against `cargo xtask gds-gate --list` (with the same --suite)".into(),
         });
     }
-    if outcome.changes.is_empty() && fingerprint_same {
+    // The control of this bless's runs, or the one blessed before when these runs had none (a
+    // bless from a saved report, a run with `--control-size 0`).
+    let readings: Vec<_> = runs.iter().map(|run| run.control).collect();
+    let control = ControlBaseline::from_readings(&readings)
+        .or_else(|| old.as_ref().and_then(|b| b.control.clone()));
+    let control_same = old.as_ref().is_some_and(|b| b.control == control);
+    if outcome.changes.is_empty() && fingerprint_same && control_same {
         return Ok(outcome);
     }
     if trials.is_empty() {
@@ -288,6 +295,7 @@ pub fn bless(
         runner: options.runner.to_string(),
         fingerprint,
         provenance: options.provenance.clone(),
+        control,
         trials,
     };
     file::write(path, &baseline)?;

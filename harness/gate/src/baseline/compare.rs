@@ -11,6 +11,7 @@ use super::decision::{Throughput, Verdict};
 use super::file::{Loaded, TrialBaseline};
 use super::fingerprint::{self, FieldChange, Fingerprint};
 use super::message::{self, Context};
+use crate::control::ControlReading;
 use crate::exit;
 use gds_model::record::{Measurement, Status, TrialRecord};
 
@@ -24,6 +25,8 @@ pub struct RunResults<'a> {
     /// unknown (a saved report): then every baseline trial absent from `records` is missing.
     pub defined: Option<&'a BTreeSet<String>>,
     pub fingerprint: &'a Fingerprint,
+    /// The runner's control read at the start of the run, when it had one.
+    pub control: Option<&'a ControlReading>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -9,11 +9,13 @@ use serde::{Deserialize, Serialize};
 use super::error::BaselineError;
 use super::fingerprint::Fingerprint;
 use super::stats::{Summary, median};
+use crate::control::ControlBaseline;
 use gds_model::record::Measurement;
 
 /// Bump when a field changes meaning or disappears; older gates refuse newer files. Version 1
 /// held one run's passes (`gbps`); it is read as a baseline of one run.
-pub const SCHEMA_VERSION: u32 = 2;
+/// Version 2 had no `control`; it is read as a baseline without one.
+pub const SCHEMA_VERSION: u32 = 3;
 
 const HEADER: &str = "# gds-gate baseline. Written by `cargo xtask gds-gate bless`; review changes as a diff,\n# do not edit by hand (the statistics use `runs`, the other figures are for people).\n";
 
@@ -26,6 +28,10 @@ pub struct Baseline {
     pub fingerprint: Fingerprint,
     /// The last bless that changed this file.
     pub provenance: Provenance,
+    /// The runner's control read in every blessed run (see `control`); absent when the bless had
+    /// none, and then confirmations do not wait for the runner.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub control: Option<ControlBaseline>,
     pub trials: BTreeMap<String, TrialBaseline>,
 }
 
@@ -203,14 +209,15 @@ pub fn parse(path: &Path, text: &str) -> Result<Baseline, BaselineError> {
         None => {
             return Err(corrupt(
                 (1, 1),
-                "expected a mapping that starts with `schema_version: 2`, found no `schema_version`"
-                    .into(),
+                format!(
+                    "expected a mapping that starts with `schema_version: {SCHEMA_VERSION}`, found no `schema_version`"
+                ),
             ));
         }
         Some(None) => {
             return Err(corrupt(
                 (version_line, 1),
-                "expected `schema_version` to be a whole number such as 2".into(),
+                format!("expected `schema_version` to be a whole number such as {SCHEMA_VERSION}"),
             ));
         }
         Some(Some(found)) if found > u64::from(SCHEMA_VERSION) => {
@@ -259,6 +266,12 @@ fn validate(path: &Path, text: &str, baseline: &Baseline) -> Result<(), Baseline
         return Err(corrupt(
             line_of(text, "trials:").unwrap_or(1),
             "expected `trials` to hold at least one trial; the file is cut short or was edited by hand (bless again to rewrite it)".into(),
+        ));
+    }
+    if baseline.control.as_ref().is_some_and(|c| !c.is_valid()) {
+        return Err(corrupt(
+            line_of(text, "control:").unwrap_or(1),
+            "expected `control` to hold `disk_runs` and `cpu_runs`, one list of positive rates per blessed run; the file was edited by hand (bless again to rewrite it)".into(),
         ));
     }
     for (name, trial) in &baseline.trials {
@@ -387,6 +400,7 @@ mod v1 {
                 runner: self.runner,
                 fingerprint: self.fingerprint,
                 provenance: self.provenance,
+                control: None,
                 trials,
             }
         }
@@ -472,6 +486,7 @@ mod tests {
             runner: runner.into(),
             fingerprint: fixtures::fingerprint(),
             provenance: provenance(),
+            control: None,
             trials,
         }
     }
@@ -574,7 +589,7 @@ mod tests {
     fn a_newer_schema_is_an_error_not_a_missing_baseline() {
         let (_dir, path) = scratch();
         let newer = render(&sample("gpu-runner-1"))
-            .replace("schema_version: 2", "schema_version: 3")
+            .replace("schema_version: 3", "schema_version: 4")
             .replace("median_gbps:", "p50_gbps:");
         std::fs::write(&path, newer).unwrap();
         let error = read(&path).unwrap_err();
@@ -583,7 +598,7 @@ mod tests {
             matches!(
                 error,
                 BaselineError::NewerSchema {
-                    found: 3,
+                    found: 4,
                     line: 3,
                     ..
                 }
@@ -591,10 +606,47 @@ mod tests {
             "{shown}"
         );
         assert!(
-            shown.contains(":3: baseline has schema_version 3"),
+            shown.contains(":3: baseline has schema_version 4"),
             "{shown}"
         );
         assert!(shown.contains("update gds-gate"), "{shown}");
+    }
+
+    #[test]
+    fn the_control_round_trips_and_a_version_2_file_reads_without_one() {
+        let (_dir, path) = scratch();
+        let mut baseline = sample("gpu-runner-1");
+        baseline.control = Some(ControlBaseline {
+            size: 1 << 20,
+            disk_runs: vec![vec![1.5, 1.6, 1.4], vec![1.2, 1.3, 1.25]],
+            cpu_runs: vec![vec![3.0, 3.1, 2.9], vec![3.0, 3.0, 3.0]],
+        });
+        write(&path, &baseline).unwrap();
+        assert_eq!(read(&path).unwrap(), Loaded::Present(baseline.clone()));
+
+        baseline.control = None;
+        let version_2 = render(&baseline).replace("schema_version: 3", "schema_version: 2");
+        std::fs::write(&path, version_2).unwrap();
+        let old = read(&path).unwrap().present().cloned().unwrap();
+        assert_eq!((old.control, old.trials), (None, baseline.trials));
+    }
+
+    #[test]
+    fn a_control_without_rates_is_refused_with_its_line() {
+        let (_dir, path) = scratch();
+        let mut baseline = sample("gpu-runner-1");
+        baseline.control = Some(ControlBaseline {
+            size: 1 << 20,
+            disk_runs: vec![vec![1.5], vec![]],
+            cpu_runs: vec![vec![3.0], vec![3.0]],
+        });
+        let text = render(&baseline);
+        let line = text
+            .lines()
+            .position(|l| l.starts_with("control:"))
+            .unwrap()
+            + 1;
+        expect_corrupt(&path, &text, line, "expected `control` to hold");
     }
 
     #[test]

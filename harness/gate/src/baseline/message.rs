@@ -198,6 +198,42 @@ pub fn threshold(t: &Throughput) -> String {
     }
 }
 
+/// What the runner's control said before the last confirmation run, as the start of a likely
+/// cause: a slow runner points away from the GDS stack, a runner at its level points at it.
+fn runner_condition(record: &TrialRecord) -> String {
+    let Some(check) = record.runner_checks.last() else {
+        return String::new();
+    };
+    let waited = if check.waited_s > 0.0 {
+        format!(" after waiting {:.0} s for it", check.waited_s)
+    } else {
+        String::new()
+    };
+    if check.still_slow {
+        format!(
+            "the runner itself is slower: the gate's control read of the data dir's disk ran at {:.2} and its CPU check at {:.2} of their blessed levels{waited}; look at the disk and the host first (an I/O throttle, a degraded or busier disk, other jobs or VMs on the host); ",
+            check.disk, check.cpu
+        )
+    } else {
+        format!(
+            "the runner was at its level when the confirmation ran (the gate's control read: disk {:.2}, CPU {:.2} of their blessed levels{waited}), so the slowdown is this trial's own; ",
+            check.disk, check.cpu
+        )
+    }
+}
+
+/// For a slow run its confirmation cleared after waiting for the runner: how far the runner had
+/// dropped and how long it took to come back.
+fn runner_came_back(record: &TrialRecord) -> String {
+    match record.runner_checks.last() {
+        Some(check) if check.waited_s > 0.0 && !check.still_slow => format!(
+            ", taken once the runner was back (its control read went from disk {:.2} and CPU {:.2} to {:.2} and {:.2} of their blessed levels in {:.0} s)",
+            check.disk_before, check.cpu_before, check.disk, check.cpu, check.waited_s
+        ),
+        _ => String::new(),
+    }
+}
+
 /// `(headline, message)` for one trial's judgement.
 pub fn explain(
     ctx: &Context<'_>,
@@ -219,17 +255,21 @@ pub fn explain(
         ctx.fingerprint_cause()
             .unwrap_or_else(|| otherwise.to_string())
     };
-    let unchanged = "the runner's fingerprint (GPU, driver, CUDA, cuFile, KvikIO, nvidia-fs, kernel, file system, cufile.json) is unchanged";
+    let unchanged = format!(
+        "{}the runner's fingerprint (GPU, driver, CUDA, cuFile, KvikIO, nvidia-fs, kernel, file system, cufile.json) is unchanged",
+        record.map_or_else(String::new, runner_condition)
+    );
     match (judgement, entry) {
         (Judgement::Pass { throughput: t }, _) => {
             let headline = if t.cleared_by_confirmation() {
                 // "as fast as" would read wrong beside a first run 30% down: say what cleared it.
                 format!(
-                    "not slower: the first run looked slower ({} vs {}, {}), its confirmation run did not: {}",
+                    "not slower: the first run looked slower ({} vs {}, {}), its confirmation run did not: {}{}",
                     number(t.run.median),
                     gbps(t.level),
                     change(t.ratio),
-                    at_level(t, &t.confirmations)
+                    at_level(t, &t.confirmations),
+                    record.map_or_else(String::new, runner_came_back)
                 )
             } else {
                 format!(

@@ -289,6 +289,7 @@ mod tests {
             runner: "r1".into(),
             fingerprint: fixtures::fingerprint(),
             provenance: provenance.clone(),
+            control: None,
             trials: BTreeMap::from([(
                 "s::a[x=1]".to_string(),
                 TrialBaseline::from_runs(&[&m], &provenance),

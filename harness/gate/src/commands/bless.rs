@@ -69,6 +69,7 @@ pub fn run(request: BlessRequest, command: Vec<String>) -> u8 {
             records: &[],
             defined: None,
             fingerprint: &Fingerprint::default(),
+            control: None,
         };
         return report_bless(baseline::bless(std::slice::from_ref(&run), &options(true)));
     }
@@ -77,6 +78,7 @@ pub fn run(request: BlessRequest, command: Vec<String>) -> u8 {
             records: &saved.report.trials,
             defined: None,
             fingerprint: &saved.fingerprint,
+            control: saved.report.control.as_ref(),
         };
         return report_bless(baseline::bless(std::slice::from_ref(&run), &options(false)));
     }
@@ -127,6 +129,7 @@ pub fn run(request: BlessRequest, command: Vec<String>) -> u8 {
             records: &outcome.report.trials,
             defined: Some(&outcome.defined),
             fingerprint,
+            control: outcome.report.control.as_ref(),
         })
         .collect();
     // The blessed runs drawn in summary.md, which the bless pull request shows.

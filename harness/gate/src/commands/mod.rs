@@ -44,7 +44,7 @@ pub fn dispatch(cli: Cli, argv: Vec<String>) -> u8 {
                 accept_fingerprint,
                 remove_missing,
                 refresh,
-                run,
+                run: *run,
             },
             argv,
         ),

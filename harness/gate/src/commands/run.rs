@@ -13,6 +13,7 @@ use crate::cli::RunArgs;
 use crate::exit;
 
 pub(crate) mod baseline;
+mod control;
 use crate::escape::terminal;
 use crate::host::HostFacts;
 use crate::launch::Launcher;
@@ -176,6 +177,15 @@ pub fn run_trials(
         gds_stats: crate::launch::find_gds_stats(),
         env: Vec::new(),
     };
+    // The runner's control is read where it is used: by a bless (no `against`), which records
+    // it, and by a run whose baseline has one to compare it with.
+    let (control_reading, settler) = match against {
+        None => control::start(args, None),
+        Some(against) => match against.baseline() {
+            Some(baseline) if baseline.control.is_some() => control::start(args, Some(baseline)),
+            _ => (None, None),
+        },
+    };
     let executor = Arc::new(Executor {
         data,
         host: host.clone(),
@@ -184,6 +194,7 @@ pub fn run_trials(
         against: against.filter(|a| a.baseline().is_some()).cloned(),
         confirm: usize::from(args.confirm),
         confirm_delay: std::time::Duration::from_secs(args.confirm_delay),
+        settler,
     });
 
     let records: Arc<Mutex<Vec<TrialRecord>>> = Arc::default();
@@ -279,6 +290,7 @@ pub fn run_trials(
         runner: None,
         fingerprint: None,
         baseline: None,
+        control: control_reading,
     };
     for note in &report.notes {
         eprintln!("note: {}", terminal(note));
@@ -319,6 +331,8 @@ struct Executor {
     /// Confirmation runs a trial that looks slower gets (`--confirm`), each after a pause.
     confirm: usize,
     confirm_delay: std::time::Duration,
+    /// Waits for the runner's control before a confirmation run, when the baseline has one.
+    settler: Option<crate::control::Settler>,
 }
 
 impl Executor {
@@ -332,6 +346,11 @@ impl Executor {
         while against.wants_confirmation(&record, self.confirm) {
             let n = record.confirmations.len() + 1;
             crate::interrupt::sleep(self.confirm_delay);
+            if let Some(settler) = &self.settler
+                && let Some(check) = control::settle(settler, &record.name)
+            {
+                record.runner_checks.push(check);
+            }
             if crate::interrupt::received().is_some() {
                 break;
             }

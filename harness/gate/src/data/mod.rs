@@ -12,7 +12,7 @@
 //! and temporaries left by killed runs are removed. Processes sharing a data directory serialise
 //! on an `flock` of `.gds-gate.lock` in it.
 
-mod direct;
+pub(crate) mod direct;
 mod progress;
 mod reuse;
 mod sidecar;

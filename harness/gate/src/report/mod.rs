@@ -50,6 +50,9 @@ pub struct Report {
     /// The comparison with the runner's baseline.
     #[serde(default)]
     pub baseline: Option<crate::baseline::Comparison>,
+    /// The runner's control read at the start of the run (see `control`); a bless records it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub control: Option<crate::control::ControlReading>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]

@@ -77,6 +77,7 @@ pub fn bless_from_report(
         records: &saved.report.trials,
         defined: None,
         fingerprint: &saved.fingerprint,
+        control: saved.report.control.as_ref(),
     };
     bless(std::slice::from_ref(&run), options)
 }

@@ -225,6 +225,7 @@ fn missing_trials_are_kept_unless_asked_to_remove_them() {
         records: &records,
         defined: Some(&defined),
         fingerprint: &fp,
+        control: None,
     };
     let filter = Filter::default();
     let outcome = bless(std::slice::from_ref(&results), &options(&s.path, &filter)).unwrap();

@@ -10,6 +10,7 @@ use crate::baseline::fingerprint::Fingerprint;
 use crate::baseline::fixtures::{self, BASE, CHECKSUM, FAST, NOISE, SLOW};
 use crate::baseline::render;
 use crate::exit;
+use gds_model::record::RunnerCheck;
 
 #[test]
 fn clear_regression_fails_with_exit_3_and_says_what_to_do() {
@@ -106,6 +107,68 @@ fn a_slow_run_cleared_by_its_confirmation_passes_and_says_so() {
     assert_eq!(comparison.exit_code(), None);
 }
 
+/// Fixture: what the control said before a confirmation run.
+fn check(disk_before: f64, disk: f64, waited_s: f64, still_slow: bool) -> RunnerCheck {
+    RunnerCheck {
+        disk_before,
+        cpu_before: 1.0,
+        disk,
+        cpu: 1.0,
+        waited_s,
+        still_slow,
+    }
+}
+
+/// A first run slowed with the whole runner: the confirmation waited for the runner to come
+/// back, cleared the trial, and the headline says how far the runner had dropped.
+#[test]
+fn a_slow_run_during_a_runner_wide_dip_says_the_runner_came_back() {
+    let s = scratch();
+    blessed(&s.path);
+    let mut record = fixtures::passed("s::a", &SLOW, "nvfs", CHECKSUM);
+    record.runner_checks.push(check(0.7, 0.98, 30.0, false));
+    let usual = fixtures::passed("s::a", &NOISE, "nvfs", CHECKSUM);
+    record.confirmations.push(usual.measurement.unwrap());
+    let comparison = judge_one(&s.path, record, &fixtures::fingerprint());
+    let a = comparison.get("s::a").unwrap();
+    assert!(matches!(a.judgement, Judgement::Pass { .. }), "{a:?}");
+    assert!(
+        a.headline.contains(
+            "taken once the runner was back (its control read went from disk 0.70 and CPU 1.00 to 0.98 and 1.00 of their blessed levels in 30 s)"
+        ),
+        "{}",
+        a.headline
+    );
+}
+
+/// A confirmed regression names the runner or the trial as the place to look, by the control.
+#[test]
+fn a_confirmed_regression_says_whether_the_runner_was_slow_too() {
+    let s = scratch();
+    blessed(&s.path);
+    let slow_again = fixtures::passed("s::a", &SLOW, "nvfs", CHECKSUM);
+    for (runner, needle) in [
+        (
+            check(0.5, 0.5, 120.0, true),
+            "likely cause: the runner itself is slower: the gate's control read of the data dir's disk ran at 0.50 and its CPU check at 1.00 of their blessed levels after waiting 120 s for it; look at the disk and the host first",
+        ),
+        (
+            check(0.99, 0.99, 0.0, false),
+            "likely cause: the runner was at its level when the confirmation ran (the gate's control read: disk 0.99, CPU 1.00 of their blessed levels), so the slowdown is this trial's own; the runner's fingerprint",
+        ),
+    ] {
+        let mut record = fixtures::passed("s::a", &SLOW, "nvfs", CHECKSUM);
+        record.runner_checks.push(runner);
+        record
+            .confirmations
+            .push(slow_again.measurement.clone().unwrap());
+        let comparison = judge_one(&s.path, record, &fixtures::fingerprint());
+        let a = comparison.get("s::a").unwrap();
+        assert!(matches!(a.judgement, Judgement::Regression { .. }), "{a:?}");
+        assert!(a.message.contains(needle), "{needle}\n{}", a.message);
+    }
+}
+
 #[test]
 fn improvement_is_reported_not_failed() {
     let s = scratch();
@@ -140,6 +203,7 @@ fn a_trial_that_vanished_fails() {
         records: &records,
         defined: Some(&defined),
         fingerprint: &fp,
+        control: None,
     };
     let comparison = compare(&file::read(&s.path).unwrap(), &s.path, "r1", &results);
     assert_eq!(comparison.exit_code(), Some(exit::TRIAL_FAILED));

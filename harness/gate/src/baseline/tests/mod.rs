@@ -51,6 +51,7 @@ fn run<'a>(records: &'a [TrialRecord], fingerprint: &'a Fingerprint) -> RunResul
         records,
         defined: None,
         fingerprint,
+        control: None,
     }
 }
 
@@ -86,6 +87,7 @@ fn judge_one(path: &Path, record: TrialRecord, fingerprint: &Fingerprint) -> sup
         records: &records,
         defined: Some(&defined),
         fingerprint,
+        control: None,
     };
     compare(&loaded, path, "r1", &results)
 }

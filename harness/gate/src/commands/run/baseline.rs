@@ -199,6 +199,7 @@ pub fn finish_run(args: &RunArgs, mut outcome: Outcome, against: &Against) -> u8
         records: &outcome.report.trials,
         defined: Some(&outcome.defined),
         fingerprint: &fingerprint,
+        control: outcome.report.control.as_ref(),
     };
     let comparison = baseline::compare(loaded, path, runner, &run);
     eprint!("{}", terminal(&render::console(&comparison)));

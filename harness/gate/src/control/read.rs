@@ -1,0 +1,154 @@
+//! Reading the control: the file generated once in the data dir, then read whole a few times with
+//! O_DIRECT on one thread (timed by the wall clock) and each read's bytes compared with the
+//! generator on one thread (timed by that thread's CPU clock).
+
+use std::fs::OpenOptions;
+use std::io;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use super::{ControlReading, SEED};
+use crate::data::direct::{AlignedBuf, clear_direct, direct_refused, open_maybe_direct};
+use crate::data::{self, DataError, GeneratedFile};
+
+/// Reads per reading: the median of three is not moved by one disturbed read.
+const READS: usize = 3;
+
+/// Bytes per read call: what a single-threaded sequential reader such as `dd bs=4M` issues.
+const CHUNK: usize = 4 << 20;
+
+/// The control file, ready to be read.
+pub struct Control {
+    path: PathBuf,
+    size: u64,
+}
+
+impl Control {
+    /// Generates the control file in `data_dir` (or reuses it when its sidecar vouches for it).
+    pub fn prepare(data_dir: &Path, size: u64) -> Result<Control, DataError> {
+        let file = GeneratedFile { seed: SEED, size };
+        let mut quiet = data::NoProgress;
+        let prepared = data::ensure_generated(data_dir, file, &mut quiet)?;
+        Ok(Control {
+            path: prepared.path,
+            size,
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Reads the file [`READS`] times. A byte that is not the generator's is an error: the file
+    /// was changed under the gate, and rates measured on it mean nothing.
+    pub fn read(&self) -> io::Result<ControlReading> {
+        let len = usize::try_from(self.size).map_err(io::Error::other)?;
+        let mut buf = AlignedBuf::new(len);
+        let mut reading = ControlReading {
+            size: self.size,
+            disk_gbps: Vec::with_capacity(READS),
+            cpu_gib_per_s: Vec::with_capacity(READS),
+            direct: true,
+        };
+        for _ in 0..READS {
+            let started = Instant::now();
+            reading.direct &= self.read_into(&mut buf[..len])?;
+            reading
+                .disk_gbps
+                .push(self.size as f64 / started.elapsed().as_secs_f64().max(1e-9) / 1e9);
+
+            let cpu_started = thread_cpu_seconds()?;
+            let mismatch = gds_model::verify::exact_compare_serial(SEED, 0, &buf[..len]);
+            let cpu = (thread_cpu_seconds()? - cpu_started).max(1e-9);
+            if let Some(offset) = mismatch.first_bad_offset {
+                return Err(io::Error::other(format!(
+                    "the control file {} does not hold the generator's bytes (first wrong byte at offset {offset}); delete it and the gate writes it again",
+                    self.path.display()
+                )));
+            }
+            reading
+                .cpu_gib_per_s
+                .push(self.size as f64 / f64::from(1u32 << 30) / cpu);
+        }
+        Ok(reading)
+    }
+
+    /// One whole read from the disk; returns whether it bypassed the page cache.
+    fn read_into(&self, buf: &mut [u8]) -> io::Result<bool> {
+        let (file, mut direct) = open_maybe_direct(&self.path, OpenOptions::new().read(true))?;
+        if !direct {
+            gds_model::cache::drop_path(&self.path)?;
+        }
+        let mut offset = 0;
+        while offset < buf.len() {
+            let end = (offset + CHUNK).min(buf.len());
+            match file.read_at(&mut buf[offset..end], offset as u64) {
+                Ok(0) => {
+                    return Err(io::Error::new(
+                        io::ErrorKind::UnexpectedEof,
+                        format!(
+                            "the control file {} ends at byte {offset}, before its {} bytes",
+                            self.path.display(),
+                            buf.len()
+                        ),
+                    ));
+                }
+                Ok(n) => offset += n,
+                // Some file systems accept O_DIRECT at open and refuse the transfer.
+                Err(error) if direct && direct_refused(&error) => {
+                    clear_direct(&file)?;
+                    gds_model::cache::drop_path(&self.path)?;
+                    direct = false;
+                }
+                Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
+                Err(error) => return Err(error),
+            }
+        }
+        Ok(direct)
+    }
+}
+
+/// CPU seconds this thread has run (`CLOCK_THREAD_CPUTIME_ID`): the check's own cost, whatever
+/// else the process does meanwhile.
+fn thread_cpu_seconds() -> io::Result<f64> {
+    let mut now = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes one timespec through a valid pointer.
+    if unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut now) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(now.tv_sec as f64 + now.tv_nsec as f64 * 1e-9)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_control_is_read_and_checked_and_a_changed_byte_is_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let control = Control::prepare(dir.path(), 4 << 20).unwrap();
+        let reading = control.read().unwrap();
+        assert_eq!(reading.size, 4 << 20);
+        assert_eq!(
+            (reading.disk_gbps.len(), reading.cpu_gib_per_s.len()),
+            (READS, READS)
+        );
+        assert!(
+            reading
+                .disk_gbps
+                .iter()
+                .chain(&reading.cpu_gib_per_s)
+                .all(|x| x.is_finite() && *x > 0.0),
+            "{reading:?}"
+        );
+
+        let file = OpenOptions::new().write(true).open(control.path()).unwrap();
+        file.write_at(&[0x5a ^ 0xff], 12_345).unwrap();
+        let error = control.read().unwrap_err().to_string();
+        assert!(error.contains("offset 12345"), "{error}");
+    }
+}
