@@ -173,6 +173,11 @@ for t in trials:
         flag = "!" if t["judgement"]["kind"] == "regression" else ""
         ratios.append("%s=%.2f%s%s" % (t["trial"].split("::", 1)[-1], throughput["ratio"], again, flag))
 extra = " ".join("%s=%s" % (k, totals[k]) for k in ("slower", "changed") if k in totals)
+# Waits for the runner before confirmation runs (the gate's control), and whether it stayed slow.
+checks = [c for r in report.get("trials") or [] for c in r.get("runner_checks") or []]
+if checks:
+    extra += " runner-waited=%ds%s" % (sum(c["waited_s"] for c in checks),
+                                       " runner-slow" if any(c["still_slow"] for c in checks) else "")
 print("\t".join(map(str, [kinds.count("regression"), confirmed, failed, judged, " ".join(ratios), extra])))
 EOF
 }

@@ -88,10 +88,12 @@ impl ControlBaseline {
         let usable = |r: &&ControlReading| {
             r.size == size && usable(&r.disk_gbps) && usable(&r.cpu_gib_per_s)
         };
+        // Rounded as the trials' rates are: the file is read as a diff.
+        let rounded = |rates: &[f64]| rates.iter().map(|x| (x * 1e4).round() / 1e4).collect();
         readings.iter().all(usable).then(|| ControlBaseline {
             size,
-            disk_runs: readings.iter().map(|r| r.disk_gbps.clone()).collect(),
-            cpu_runs: readings.iter().map(|r| r.cpu_gib_per_s.clone()).collect(),
+            disk_runs: readings.iter().map(|r| rounded(&r.disk_gbps)).collect(),
+            cpu_runs: readings.iter().map(|r| rounded(&r.cpu_gib_per_s)).collect(),
         })
     }
 
