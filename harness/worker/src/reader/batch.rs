@@ -22,10 +22,12 @@ pub struct BatchReader<'a> {
     gpu: &'a mut Gpu,
     batch_size: u32,
     queue_depth: u32,
+    /// A batch stalled: cuFile may still use the buffer and the handles.
+    stalled: bool,
     // Field order is drop order: destroy the batches, then deregister the buffer and handles
     // before freeing and closing.
     batches: Vec<Batch<'a>>,
-    _registered: Option<RegisteredBuffer<'a>>,
+    registered: Option<RegisteredBuffer<'a>>,
     handles: Vec<Handle<'a>>,
     _files: Vec<File>,
     device: DeviceBuffer,
@@ -63,12 +65,24 @@ impl<'a> BatchReader<'a> {
             gpu,
             batch_size,
             queue_depth: queue_depth.max(1),
+            stalled: false,
             batches,
-            _registered: registered,
+            registered,
             handles,
             _files: files,
             device,
         })
+    }
+}
+
+impl Drop for BatchReader<'_> {
+    fn drop(&mut self) {
+        if self.stalled {
+            // Not deregistered: entries of a stalled batch may still be in cuFile's hands (the
+            // batch itself is abandoned, see `Batch`). The process ends with the failure.
+            std::mem::forget(self.registered.take());
+            std::mem::forget(std::mem::take(&mut self.handles));
+        }
     }
 }
 
@@ -221,7 +235,15 @@ impl PlanReader for BatchReader<'_> {
                 len: task.len,
                 source: problem,
             })
-        })?;
+        });
+        if let Err(stalled @ ReaderError::BatchStalled { .. }) = &pass {
+            // cuFile may still be working on the stalled entries: their buffer registration and
+            // file handles are left to the end of the process (see `Drop`), and the failure is
+            // said now, in case tearing down the rest of cuFile blocks before the result is sent.
+            self.stalled = true;
+            eprintln!("{}", gds_model::error_chain(stalled));
+        }
+        let pass = pass?;
         self.gpu.synchronize()?;
         Ok(pass)
     }
