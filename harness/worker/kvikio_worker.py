@@ -392,11 +392,16 @@ def read_async(segments, handles, buffer, streams, task_size):
     futures = []
     for index, (file, offset, buffer_offset, length) in enumerate(tasks_of(segments, task_size)):
         stream = streams[index % len(streams)]
+        # Each call names its own part of the (unregistered) buffer, device offset 0: libcufile
+        # 1.15 failed (-5) a stream-ordered call on an unregistered buffer that reached past the
+        # first in-flight call's extent at the same base (cufile.log: `cufio_async ... exceeds
+        # registered length`), which every task after the first of a shared base did.
+        part = buffer[buffer_offset:buffer_offset + length]
         # KvikIO takes the raw stream as an int (newer) or a stream object (older releases).
         try:
-            future = handles[file].raw_read_async(buffer, stream.ptr, length, offset, buffer_offset)
+            future = handles[file].raw_read_async(part, stream.ptr, length, offset, 0)
         except (TypeError, AttributeError):
-            future = handles[file].raw_read_async(buffer, stream, length, offset, buffer_offset)
+            future = handles[file].raw_read_async(part, stream, length, offset, 0)
         futures.append((future, offset, length))
     for stream in streams:
         stream.synchronize()

@@ -189,6 +189,7 @@ impl Cufile {
                 setup,
                 submit,
                 get_status,
+                cancel: optional!("cuFileBatchIOCancel"),
                 destroy,
             }),
             _ => None,

@@ -108,6 +108,52 @@ fn batches_in_flight_read_the_generators_bytes_into_the_gpu() {
     );
 }
 
+/// entry-points::batch-deep's shape (four batches of 32 entries in flight, registered buffer)
+/// on 64 MiB: every batch comes back and the bytes verify, or the pass fails naming what was
+/// outstanding; it never waits for ever (on one runner this shape hung until the trial timeout).
+#[test]
+#[ignore = "needs an NVIDIA GPU and libcufile with the batch API"]
+fn deep_batches_come_back_whole_or_fail_naming_what_was_outstanding() {
+    use gds_worker::reader::batch::BatchReader;
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let files = FileSet::Generated {
+        size: 32 << 20,
+        seed: 23,
+        count: 2,
+    };
+    let plan = gds_model::write::write_plan(dir.path(), &files, &Pattern::Whole).unwrap();
+    let mut writer = PosixWriter::open(&plan).unwrap();
+    writer.prepare(&plan).unwrap();
+    writer.write(&plan, 1, 1 << 20).unwrap();
+    writer.sync(&plan).unwrap();
+    let mut gpu = Gpu::open(0).unwrap();
+    let cufile = Cufile::load().unwrap();
+    cufile.open_driver().unwrap();
+    let whole = plan.total_bytes();
+    let mut reader = BatchReader::open(
+        &mut gpu,
+        &cufile,
+        &plan,
+        BufferKind::Registered,
+        4,
+        32,
+        whole,
+    )
+    .unwrap();
+    // 256 KiB entries: 256 of them, eight batches of 32, four in flight.
+    reader.prepare().unwrap();
+    let started = std::time::Instant::now();
+    let pass = reader.read(&plan, 1, 256 << 10);
+    let took = started.elapsed();
+    let pass =
+        pass.unwrap_or_else(|error| panic!("after {took:?}: {}", gds_model::error_chain(&error)));
+    assert_eq!(pass.calls, 8, "one call per batch");
+    let result = reader
+        .verify(&plan, Integrity::Exact, expected_checksum(&plan))
+        .unwrap();
+    assert!(result.passed(), "{result:?}");
+}
+
 #[test]
 #[ignore = "needs an NVIDIA GPU and libcufile with the stream API"]
 fn stream_ordered_reads_put_the_generators_bytes_into_the_gpu() {

@@ -46,6 +46,18 @@ pub fn apply(record: &mut TrialRecord, trial_dir: &Path, nvfs_before: Option<Str
             ));
         }
         Status::Failed if record.spec.reader.uses_cufile() => {
+            if let Some(refused) = verdict::diagnose::refused_call(evidence.cufile_log.as_ref()) {
+                // cuFile's own refusal, said first: the trial failed, and not for the gate's or
+                // the storage's sake.
+                if let Some(reason) = record.reason.as_mut() {
+                    *reason = format!("refused by cuFile: {reason}");
+                }
+                let details = record.details.get_or_insert_with(String::new);
+                details.push_str(&format!(
+                    "\n  likely cause: {}\n  fix: {}",
+                    refused.cause, refused.fix
+                ));
+            }
             if let (Some(cause), Some(fix)) = (&judgement.likely_cause, &judgement.fix) {
                 let details = record.details.get_or_insert_with(String::new);
                 details.push_str(&format!("\n  likely cause: {cause}\n  fix: {fix}"));
@@ -161,4 +173,44 @@ pub fn where_(spec: &TrialSpec) -> String {
         spec.source_line,
         spec.reader.name()
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use gds_model::scenario::Reader;
+
+    /// The lines libcufile 1.15 wrote when it refused `cuFileReadAsync` (a fixture from an H200
+    /// without nvidia-fs), and the failure the worker reported for it.
+    #[test]
+    fn a_call_cufile_refused_is_reported_as_its_refusal() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("cufile.log"),
+            " 03-12-2026 09:41:28:898 [pid=777 tid=778] NOTICE  cufio-drv:851 running in compatible mode\n \
+             03-12-2026 09:41:29:189 [pid=777 tid=790] ERROR  cufio_async:731 async IO sinfo 0x556d97acc830 buf_offset + size  4194304 4194304 exceeds registered length: 4194304\n",
+        )
+        .unwrap();
+        let mut spec = crate::baseline::fixtures::spec("entry-points::async");
+        spec.reader = Reader::CufileAsync;
+        let reason =
+            "cuFileReadAsync of 4194304 bytes at offset 4194304 of `f`, when its stream ran it";
+        let mut record =
+            TrialRecord::failed(spec.clone(), reason.into(), "  scenario: x".into(), None);
+        apply(&mut record, dir.path(), None);
+        assert_eq!(record.status, Status::Failed, "a refused call is no pass");
+        assert_eq!(
+            record.reason.as_deref(),
+            Some(format!("refused by cuFile: {reason}").as_str())
+        );
+        let details = record.details.unwrap();
+        assert!(details.contains("exceeds registered length"), "{details}");
+        assert!(details.contains("`buffer: registered`"), "{details}");
+
+        // Without the log's word for it, the failure stays as the worker said.
+        std::fs::write(dir.path().join("cufile.log"), "").unwrap();
+        let mut record = TrialRecord::failed(spec, reason.into(), "  scenario: x".into(), None);
+        apply(&mut record, dir.path(), None);
+        assert_eq!(record.reason.as_deref(), Some(reason));
+    }
 }

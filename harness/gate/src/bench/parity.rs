@@ -18,6 +18,10 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+mod progress;
+
+use progress::{Progress, progress_line, row_limit, run_bounded};
+
 use crate::launch::Launcher;
 use crate::prepare::DataSet;
 use gds_model::cost::RECORD_ENV;
@@ -201,6 +205,9 @@ pub fn run(setting: &Setting, runs: usize, dir: &Path, out: &mut String) -> Resu
     let mut samples: Vec<Samples> = vec![Samples::default(); ROWS.len()];
     // The path of KvikIO's libcufile, learnt from its first run.
     let mut kvikio_library: Option<PathBuf> = None;
+    // Rows that ran past their time once: not started again (a stuck row fails its row, and the
+    // bench goes on with the others).
+    let mut stuck = [false; ROWS.len()];
     for run in 0..runs {
         // Every other run takes the rows in reverse: on a virtual disk a file read again comes
         // back faster as the host's cache warms, so a fixed order would favour the later rows.
@@ -209,13 +216,27 @@ pub fn run(setting: &Setting, runs: usize, dir: &Path, out: &mut String) -> Resu
             order.reverse();
         }
         let mut rates = [None; ROWS.len()];
-        for index in order {
+        for (position, index) in order.into_iter().enumerate() {
             let row = &ROWS[index];
+            let limit = row_limit(setting.size, row.writes());
+            let label = row.label(setting);
+            if stuck[index] {
+                eprintln!(
+                    "{}",
+                    progress_line(run, runs, position, &label, Progress::Skipped)
+                );
+                continue;
+            }
+            eprintln!(
+                "{}",
+                progress_line(run, runs, position, &label, Progress::Started)
+            );
+            let started = Instant::now();
             let outcome = match row.scenario() {
                 None => if row.writes() {
-                    dd_write_rate(&written)
+                    dd_write_rate(&written, limit)
                 } else {
-                    dd_rate(&file)
+                    dd_rate(&file, limit)
                 }
                 .map(|gbps| Measured {
                     gbps,
@@ -242,6 +263,7 @@ pub fn run(setting: &Setting, runs: usize, dir: &Path, out: &mut String) -> Resu
                     }
                     let launcher = Launcher {
                         env,
+                        timeout: Some(limit),
                         ..launcher.clone()
                     };
                     measured(launcher.run_trial(
@@ -250,6 +272,24 @@ pub fn run(setting: &Setting, runs: usize, dir: &Path, out: &mut String) -> Resu
                     ))
                 }
             };
+            let elapsed = started.elapsed();
+            eprintln!(
+                "{}",
+                progress_line(
+                    run,
+                    runs,
+                    position,
+                    &label,
+                    Progress::Done(
+                        outcome.as_ref().map(|m| m.gbps).map_err(String::as_str),
+                        elapsed
+                    )
+                )
+            );
+            // A worker killed at its limit, or a dd stopped at it.
+            if outcome.is_err() && elapsed >= limit {
+                stuck[index] = true;
+            }
             let sample = &mut samples[index];
             match outcome {
                 Ok(Measured {
@@ -271,6 +311,12 @@ pub fn run(setting: &Setting, runs: usize, dir: &Path, out: &mut String) -> Resu
                     {
                         sample.libraries.push(library);
                     }
+                }
+                Err(reason) if stuck[index] => {
+                    sample.failure = Some(format!(
+                        "{reason} (in run {} of {runs}; not started again)",
+                        run + 1
+                    ))
                 }
                 Err(reason) => sample.failure = Some(reason),
             }
@@ -336,19 +382,17 @@ fn measured(record: TrialRecord) -> Result<Measured, String> {
 /// `dd oflag=direct bs=16M` writing `file`'s size (rounded up to 16 MiB) of zeros to its path,
 /// which the writing rows then write: the disk's own write speed in this run. The file is removed
 /// after, as the writing trials remove theirs.
-fn dd_write_rate(file: &PlannedFile) -> Result<f64, String> {
+fn dd_write_rate(file: &PlannedFile, limit: Duration) -> Result<f64, String> {
     const BLOCK: u64 = 16 << 20;
     let blocks = file.size.div_ceil(BLOCK).max(1);
     let start = Instant::now();
-    let status = Command::new("dd")
-        .args(dd_write_args(&file.path, blocks))
-        .status()
-        .map_err(|error| format!("cannot run dd: {error}"))?;
+    let ran = run_bounded(
+        Command::new("dd").args(dd_write_args(&file.path, blocks)),
+        limit,
+    );
     let elapsed = start.elapsed();
     let _ = std::fs::remove_file(&file.path);
-    if !status.success() {
-        return Err(format!("dd failed: {status}"));
-    }
+    ran?;
     Ok((blocks * BLOCK) as f64 / elapsed.max(Duration::from_nanos(1)).as_secs_f64() / 1e9)
 }
 
@@ -364,17 +408,15 @@ fn dd_write_args(path: &Path, blocks: u64) -> Vec<String> {
 }
 
 /// `dd iflag=direct bs=16M` over the cold file: the disk's own speed in this run.
-fn dd_rate(file: &PlannedFile) -> Result<f64, String> {
+fn dd_rate(file: &PlannedFile, limit: Duration) -> Result<f64, String> {
     gds_model::cache::drop_path(&file.path).map_err(|error| error.to_string())?;
     let start = Instant::now();
-    let status = Command::new("dd")
-        .arg(format!("if={}", file.path.display()))
-        .args(["of=/dev/null", "bs=16M", "iflag=direct", "status=none"])
-        .status()
-        .map_err(|error| format!("cannot run dd: {error}"))?;
-    if !status.success() {
-        return Err(format!("dd failed: {status}"));
-    }
+    run_bounded(
+        Command::new("dd")
+            .arg(format!("if={}", file.path.display()))
+            .args(["of=/dev/null", "bs=16M", "iflag=direct", "status=none"]),
+        limit,
+    )?;
     Ok(file.size as f64 / start.elapsed().max(Duration::from_nanos(1)).as_secs_f64() / 1e9)
 }
 
@@ -488,146 +530,4 @@ fn per_run_ratios(a: &[f64], b: &[f64]) -> Vec<f64> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use gds_model::scenario::{CompatMode, Op, Reader, TrialSpec};
-
-    fn embedded(setting: &Setting) -> Vec<TrialSpec> {
-        let suite =
-            gds_model::scenario::parse(Path::new("<parity bench>"), &suite(setting)).unwrap();
-        gds_model::scenario::expand(&suite)
-    }
-
-    #[test]
-    fn the_embedded_suite_reads_one_file_at_the_same_settings_with_every_reader() {
-        let setting = Setting {
-            size: 64 << 20,
-            threads: 8,
-            task_size: 4 << 20,
-        };
-        let trials = embedded(&setting);
-        let readers: Vec<(Reader, Op)> = trials.iter().map(|t| (t.reader, t.op)).collect();
-        assert_eq!(
-            readers,
-            [
-                (Reader::Cufile, Op::Read),
-                (Reader::Kvikio, Op::Read),
-                (Reader::Posix, Op::Read),
-                (Reader::Kvikio, Op::Write),
-                (Reader::Cufile, Op::Write),
-                (Reader::CufileBatch, Op::Read),
-                (Reader::CufileAsync, Op::Read),
-            ]
-        );
-        // The same I/Os in flight: 8 threads, one batch of 8 entries, 8 streams.
-        let in_flight: Vec<u32> = trials
-            .iter()
-            .map(|t| match t.reader {
-                Reader::CufileBatch => t.batch_size * t.queue_depth,
-                Reader::CufileAsync => t.queue_depth,
-                _ => t.nthreads,
-            })
-            .collect();
-        assert_eq!(in_flight, [8; 7]);
-        for t in &trials {
-            assert_eq!(t.task_size, 4 << 20, "{}", t.name);
-            assert_eq!((t.warmup, t.repetitions), (0, 1));
-            assert_eq!(t.files, trials[0].files);
-        }
-        assert_eq!(trials[1].compat_mode, Some(CompatMode::OFF));
-        assert_eq!(trials[3].compat_mode, Some(CompatMode::OFF));
-        // The writing rows run the writing scenarios, the reading rows the reading ones.
-        for row in ROWS {
-            if let Some(scenario) = row.scenario() {
-                let spec = trials.iter().find(|t| t.scenario == scenario).unwrap();
-                assert_eq!(spec.op.writes(), row.writes(), "{row:?}");
-            }
-        }
-        // Every row that runs a worker finds its scenario.
-        for row in ROWS {
-            if let Some(scenario) = row.scenario() {
-                assert!(trials.iter().any(|t| t.scenario == scenario), "{row:?}");
-            }
-        }
-    }
-
-    #[test]
-    fn parity_ratios_pair_runs_and_refuse_rows_that_missed_one() {
-        assert_eq!(per_run_ratios(&[2.0, 3.0], &[1.0, 2.0]), vec![2.0, 1.5]);
-        assert!(per_run_ratios(&[2.0], &[1.0, 2.0]).is_empty());
-    }
-
-    #[test]
-    fn each_parity_pair_is_cufile_over_a_reference_in_one_direction() {
-        for (row, over) in PAIRS {
-            assert_eq!(row.writes(), over.writes(), "{row:?} / {over:?}");
-            let reference = over.scenario().unwrap_or_default();
-            assert!(
-                reference.starts_with("kvikio") || reference == "cufile",
-                "{over:?}"
-            );
-            assert_eq!(row.scenario().map(|s| s.starts_with("cufile")), Some(true));
-        }
-    }
-
-    #[test]
-    fn the_ratio_line_gives_the_median_and_every_run() {
-        assert_eq!(
-            ratio_line("cufile writer", "KvikIO", &[1.1, 0.98, 1.03]).as_deref(),
-            Some("- cufile writer / KvikIO: median 1.03 (runs: 1.10 0.98 1.03)")
-        );
-        assert_eq!(ratio_line("cufile writer", "KvikIO", &[]), None);
-    }
-
-    #[test]
-    fn dd_writes_whole_blocks_with_o_direct() {
-        let args = dd_write_args(Path::new("d/w.bin"), 3);
-        assert_eq!(
-            args,
-            [
-                "if=/dev/zero",
-                "of=d/w.bin",
-                "bs=16M",
-                "count=3",
-                "oflag=direct",
-                "status=none"
-            ]
-        );
-    }
-
-    #[test]
-    fn a_recording_off_row_follows_its_recording_on_row() {
-        for (index, row) in ROWS.iter().enumerate() {
-            if !row.recording() {
-                assert!(ROWS[index - 1].recording(), "{row:?}");
-                assert_eq!(ROWS[index - 1].scenario(), row.scenario());
-            }
-        }
-    }
-
-    #[test]
-    fn a_runs_ratios_take_dd_in_the_rows_direction_and_the_recording_on_neighbour() {
-        let at = |wanted: Row| ROWS.iter().position(|r| *r == wanted).unwrap();
-        let mut rates = [None; ROWS.len()];
-        for (index, row) in ROWS.iter().enumerate() {
-            rates[index] = Some(if row.writes() { 2.0 } else { 4.0 });
-        }
-        rates[at(Row::CufileNoRecording)] = Some(5.0);
-        rates[at(Row::KvikioWrite)] = Some(1.0);
-        rates[at(Row::Batch)] = None;
-        let ratios = run_ratios(&rates);
-        assert_eq!(ratios[at(Row::Dd)], Some(1.0));
-        assert_eq!(ratios[at(Row::Cufile)], Some(1.0));
-        // Off over on: the cufile reader's row beside it.
-        assert_eq!(ratios[at(Row::CufileNoRecording)], Some(1.25));
-        // A writing row over dd's write, not dd's read.
-        assert_eq!(ratios[at(Row::KvikioWrite)], Some(0.5));
-        assert_eq!(ratios[at(Row::CufileWrite)], Some(1.0));
-        assert_eq!(ratios[at(Row::Batch)], None);
-        // Without dd's write in a run, the writing rows have no ratio in it.
-        rates[at(Row::DdWrite)] = None;
-        let ratios = run_ratios(&rates);
-        assert_eq!(ratios[at(Row::CufileWrite)], None);
-        assert_eq!(ratios[at(Row::Cufile)], Some(1.0));
-    }
-}
+mod tests;

@@ -38,6 +38,10 @@ pub enum FindingKind {
     BufRegisterFailed,
     /// `cuInit Failed`, `cuFile initialization failed`, `driver initialization error`.
     DriverInitFailed,
+    /// `cufio_async ... exceeds registered length`, `invalid inputs for specified flags`: cuFile
+    /// refused a stream-ordered call (`cuFileReadAsync`/`cuFileWriteAsync`) when its stream ran
+    /// it, and wrote a negative byte count.
+    AsyncCallRefused,
     /// `gds path taken with ODIRECT fd` (DEBUG): a read went through nvidia-fs.
     GdsPathTaken,
     /// `cufile_posix_read` (TRACE): a read went through compat mode.
@@ -185,6 +189,13 @@ fn classify(line: &str) -> Option<FindingKind> {
         "driver initialization error",
     ]) {
         DriverInitFailed
+    } else if has("cufio_async")
+        && any(&[
+            "exceeds registered length",
+            "invalid inputs for specified flags",
+        ])
+    {
+        AsyncCallRefused
     } else if has("gds path taken") {
         GdsPathTaken
     } else if has("cufile_posix_read") {
@@ -395,6 +406,26 @@ mod tests {
             CufileLogFindings::scan("DEBUG  cufio_core:2971 gds path taken with ODIRECT fd: 224\n");
         assert!(found.has(FindingKind::GdsPathTaken));
         assert!(!found.has(FindingKind::ODirectRefused));
+    }
+
+    /// libcufile 1.15 (H200, no nvidia-fs) refusing `cuFileReadAsync` on an unregistered buffer
+    /// at a buffer offset past the first call's extent: both lines are the refusal, not an
+    /// anonymous error.
+    #[test]
+    fn a_refused_stream_ordered_call_is_its_own_finding() {
+        let log = " 03-12-2026 09:41:29:189 [pid=777 tid=790] ERROR  cufio_async:731 async IO sinfo 0x556d97acc830 buf_offset + size  4194304 4194304 exceeds registered length: 4194304\n\
+                   03-12-2026 09:41:29:189 [pid=777 tid=790] ERROR  cufio_async:807 sinfo 0x556d97acc830 invalid inputs for specified flags  0 bufptr 0x7f0328000000 buf_off 4194304 file_off 4194304 size 4194304\n\
+                   03-12-2026 09:41:29:189 [pid=777 tid=790] ERROR  cufio_async:731 async IO sinfo 0x556d97accec0 buf_offset + size  8388608 4194304 exceeds registered length: 4194304\n";
+        let found = CufileLogFindings::scan(log);
+        assert_eq!(found.count(FindingKind::AsyncCallRefused), 3);
+        assert!(!found.has(FindingKind::OtherError));
+        assert!(
+            found
+                .first(FindingKind::AsyncCallRefused)
+                .unwrap()
+                .line
+                .contains("exceeds registered length")
+        );
     }
 
     /// Constructed lines: the ways KvikIO and cuFile spell the registration error.

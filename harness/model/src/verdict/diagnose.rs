@@ -113,6 +113,18 @@ pub(super) fn diagnose(e: &Evidence, v: &PathVerdict, expected: ExpectedPath) ->
     causes.list
 }
 
+/// A call cuFile itself refused, by its own log: in a failed trial, the library's refusal rather
+/// than a fault of the storage or the gate. `None` when the log says nothing of the kind.
+pub fn refused_call(log: Option<&CufileLogFindings>) -> Option<Diagnosis> {
+    let why = cited(log, FindingKind::AsyncCallRefused)?;
+    Some(Diagnosis {
+        cause: format!(
+            "cuFile refused a stream-ordered call (cuFileReadAsync or cuFileWriteAsync) when its stream ran it: its own check of the call's buffer range failed and it wrote -5 (EIO) as the byte count{why}"
+        ),
+        fix: "a limitation of this libcufile, not of the storage: register the buffer (`buffer: registered`), the range cuFile checks such calls against; with an unregistered buffer, name each call's own part of it as `bufPtr_base` with offset 0 (the gate's cufile-async reader and writer do)".into(),
+    })
+}
+
 /// cuFile read through host memory: why.
 fn cufile_compat(e: &Evidence, causes: &mut Causes) {
     let start = causes.list.len();

@@ -26,9 +26,11 @@ pub(super) struct StreamApi {
 }
 
 /// The parameters of one stream-ordered call, where cuFile finds them when the stream runs it:
-/// `size`, `file_offset`, `buffer_offset` in, `done` (bytes, or a negative error) out.
-#[derive(Clone, Copy, Debug, Default)]
+/// `size`, `file_offset`, `buffer_offset` in, `done` (bytes, or a negative error) out; and the
+/// `base` the call names as `bufPtr_base` (see [`AsyncSlot::new`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct AsyncSlot {
+    pub base: u64,
     pub size: usize,
     pub file_offset: i64,
     pub buffer_offset: i64,
@@ -36,8 +38,27 @@ pub struct AsyncSlot {
 }
 
 impl AsyncSlot {
-    pub fn new(size: u64, file_offset: u64, buffer_offset: u64) -> AsyncSlot {
+    /// The call for `size` bytes at `file_offset` and `buffer_offset` of the device allocation at
+    /// `device_ptr`. A registered buffer is named by its registered base and the offset, as
+    /// cufile.h requires. An unregistered one is named at the call's own address, offset 0:
+    /// libcufile 1.15 checks a stream-ordered call on an unregistered buffer against the extent
+    /// of the call in flight at the same base (cufile.log: `cufio_async ... buf_offset + size
+    /// 4194304 4194304 exceeds registered length: 4194304`, then `-5` in the byte count), so
+    /// calls that share the allocation's base but not its first call's extent all failed.
+    pub fn new(
+        device_ptr: u64,
+        registered: bool,
+        size: u64,
+        file_offset: u64,
+        buffer_offset: u64,
+    ) -> AsyncSlot {
+        let (base, buffer_offset) = if registered {
+            (device_ptr, buffer_offset)
+        } else {
+            (device_ptr + buffer_offset, 0)
+        };
         AsyncSlot {
+            base,
             size: size as usize,
             file_offset: file_offset as i64,
             buffer_offset: buffer_offset as i64,
@@ -79,16 +100,15 @@ pub struct RegisteredStream<'a> {
 
 impl RegisteredStream<'_> {
     /// Enqueues `cuFileReadAsync` (or `cuFileWriteAsync` when `write`) of `slot` on this stream,
-    /// between `device_ptr + slot.buffer_offset` and `handle`'s file.
+    /// between `slot.base + slot.buffer_offset` and `handle`'s file.
     ///
     /// # Safety
     /// `slot` must stay where it is, untouched, until the stream has been synchronised, and the
-    /// device range must lie in the allocation at `device_ptr`.
+    /// device range must lie in a live allocation.
     pub unsafe fn enqueue(
         &self,
         write: bool,
         handle: &Handle<'_>,
-        device_ptr: u64,
         slot: *mut AsyncSlot,
     ) -> Result<(), CufileError> {
         let call = if write {
@@ -101,7 +121,7 @@ impl RegisteredStream<'_> {
         let status = unsafe {
             call(
                 handle.raw,
-                device_ptr as *mut c_void,
+                (*slot).base as *mut c_void,
                 &raw mut (*slot).size,
                 &raw mut (*slot).file_offset,
                 &raw mut (*slot).buffer_offset,

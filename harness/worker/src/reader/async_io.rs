@@ -47,7 +47,8 @@ impl<'a> Streams<'a> {
     }
 
     /// Every task of `plan` enqueued in turn on the streams (`cuFileWriteAsync` when `write`, else
-    /// `cuFileReadAsync`), between its file and `device_ptr`, then every stream synchronised and
+    /// `cuFileReadAsync`), between its file and `device` (the allocation's address, and whether
+    /// it is registered with cuFile), then every stream synchronised and
     /// every transfer checked. The pass is timed from the first enqueue to the last
     /// synchronisation; each task is one call, with no per-call latency (calls return when
     /// enqueued). The current thread must have the GPU's context.
@@ -57,7 +58,7 @@ impl<'a> Streams<'a> {
         plan: &ReadPlan,
         task_size: u64,
         handles: &[Handle<'_>],
-        device_ptr: u64,
+        device: (u64, bool),
     ) -> Result<Pass, ReaderError> {
         let call = if write {
             "cuFileWriteAsync"
@@ -68,9 +69,18 @@ impl<'a> Streams<'a> {
         let path = |task: &Segment| plan.files[task.file].path.display().to_string();
         // Allocated before the timed section and never moved until the streams are synchronised:
         // cuFile holds pointers into it.
+        let (device_ptr, registered) = device;
         let mut slots: Vec<AsyncSlot> = tasks
             .iter()
-            .map(|task| AsyncSlot::new(task.len, task.offset, task.buffer_offset))
+            .map(|task| {
+                AsyncSlot::new(
+                    device_ptr,
+                    registered,
+                    task.len,
+                    task.offset,
+                    task.buffer_offset,
+                )
+            })
             .collect();
         let base = slots.as_mut_ptr();
         let start = Instant::now();
@@ -79,15 +89,14 @@ impl<'a> Streams<'a> {
             let stream = &self.registered[index % self.registered.len()];
             // SAFETY: `slots` is neither moved nor touched until every stream is synchronised
             // below (also when an enqueue fails part-way); the task lies in the device buffer.
-            enqueued =
-                unsafe { stream.enqueue(write, &handles[task.file], device_ptr, base.add(index)) }
-                    .map_err(|source| ReaderError::AsyncEnqueue {
-                        call,
-                        path: path(task),
-                        offset: task.offset,
-                        len: task.len,
-                        source,
-                    });
+            enqueued = unsafe { stream.enqueue(write, &handles[task.file], base.add(index)) }
+                .map_err(|source| ReaderError::AsyncEnqueue {
+                    call,
+                    path: path(task),
+                    offset: task.offset,
+                    len: task.len,
+                    source,
+                });
             if enqueued.is_err() {
                 break;
             }
@@ -128,7 +137,7 @@ pub struct AsyncReader<'a> {
     // Field order is drop order: deregister the streams, the buffer and the handles before the
     // memory is freed and the files closed.
     streams: Streams<'a>,
-    _registered: Option<RegisteredBuffer<'a>>,
+    registered: Option<RegisteredBuffer<'a>>,
     handles: Vec<Handle<'a>>,
     _files: Vec<File>,
     device: DeviceBuffer,
@@ -153,7 +162,7 @@ impl<'a> AsyncReader<'a> {
         Ok(AsyncReader {
             gpu,
             streams,
-            _registered: registered,
+            registered,
             handles,
             _files: files,
             device,
@@ -210,8 +219,9 @@ impl PlanReader for AsyncReader<'_> {
         task_size: u64,
     ) -> Result<Pass, ReaderError> {
         self.gpu.bind()?;
+        let device = (self.device.ptr, self.registered.is_some());
         self.streams
-            .pass(false, plan, task_size, &self.handles, self.device.ptr)
+            .pass(false, plan, task_size, &self.handles, device)
     }
 
     fn verify(
@@ -240,17 +250,50 @@ mod tests {
     fn slot(task: &Segment, done: isize) -> AsyncSlot {
         AsyncSlot {
             done,
-            ..AsyncSlot::new(task.len, task.offset, task.buffer_offset)
+            ..AsyncSlot::new(
+                0x7f00_0000_0000,
+                true,
+                task.len,
+                task.offset,
+                task.buffer_offset,
+            )
         }
     }
 
     #[test]
     fn a_slot_names_where_cufile_finds_the_call_parameters() {
-        let s = AsyncSlot::new(4096, 1 << 30, 8192);
+        let s = AsyncSlot::new(0x7f00_0000_0000, true, 4096, 1 << 30, 8192);
         assert_eq!(
-            (s.size, s.file_offset, s.buffer_offset, s.done),
-            (4096, 1 << 30, 8192, 0)
+            (s.base, s.size, s.file_offset, s.buffer_offset, s.done),
+            (0x7f00_0000_0000, 4096, 1 << 30, 8192, 0)
         );
+    }
+
+    /// cufile.h wants a registered buffer named by its registered base; libcufile 1.15 failed
+    /// (`-5`) every call on an unregistered buffer past the extent of the first one in flight at
+    /// the same base, so there each call is named at its own address, with offset 0.
+    #[test]
+    fn an_unregistered_buffer_is_named_at_each_calls_own_address() {
+        let base = 0x7f03_2800_0000;
+        let tasks = [task(0, 4 << 20), task(4 << 20, 4 << 20), task(8 << 20, 100)];
+        let unregistered: Vec<(u64, i64)> = tasks
+            .iter()
+            .map(|t| AsyncSlot::new(base, false, t.len, t.offset, t.buffer_offset))
+            .map(|s| (s.base, s.buffer_offset))
+            .collect();
+        assert_eq!(
+            unregistered,
+            [(base, 0), (base + (4 << 20), 0), (base + (8 << 20), 0)]
+        );
+        let registered: Vec<(u64, i64)> = tasks
+            .iter()
+            .map(|t| AsyncSlot::new(base, true, t.len, t.offset, t.buffer_offset))
+            .map(|s| (s.base, s.buffer_offset))
+            .collect();
+        assert_eq!(registered, [(base, 0), (base, 4 << 20), (base, 8 << 20)]);
+        // Either way the call reads the same bytes at the same place.
+        let s = AsyncSlot::new(base, false, 100, 8 << 20, 8 << 20);
+        assert_eq!((s.size, s.file_offset), (100, 8 << 20));
     }
 
     #[test]

@@ -6,11 +6,12 @@
 //! and offset. The path is cuFile's to say, from its counters, as for `cufile`.
 
 use std::fs::{File, OpenOptions};
+use std::time::Duration;
 
 use super::cufile::{register_buffer, register_files};
 use super::{Pass, PlanReader, ReaderError, run_parallel};
 use crate::gpu::{DeviceBuffer, Gpu};
-use crate::libcufile::batch::Batch;
+use crate::libcufile::batch::{Batch, BatchError};
 use crate::libcufile::{Cufile, Handle, RegisteredBuffer};
 use gds_model::cufile_abi::batch::{EntryProblem, IoEvent, IoParams, check_entry};
 use gds_model::integrity::IntegrityResult;
@@ -20,10 +21,13 @@ use gds_model::scenario::{BufferKind, Integrity};
 pub struct BatchReader<'a> {
     gpu: &'a mut Gpu,
     batch_size: u32,
+    queue_depth: u32,
+    /// A batch stalled: cuFile may still use the buffer and the handles.
+    stalled: bool,
     // Field order is drop order: destroy the batches, then deregister the buffer and handles
     // before freeing and closing.
     batches: Vec<Batch<'a>>,
-    _registered: Option<RegisteredBuffer<'a>>,
+    registered: Option<RegisteredBuffer<'a>>,
     handles: Vec<Handle<'a>>,
     _files: Vec<File>,
     device: DeviceBuffer,
@@ -60,12 +64,25 @@ impl<'a> BatchReader<'a> {
         Ok(BatchReader {
             gpu,
             batch_size,
+            queue_depth: queue_depth.max(1),
+            stalled: false,
             batches,
-            _registered: registered,
+            registered,
             handles,
             _files: files,
             device,
         })
+    }
+}
+
+impl Drop for BatchReader<'_> {
+    fn drop(&mut self) {
+        if self.stalled {
+            // Not deregistered: entries of a stalled batch may still be in cuFile's hands (the
+            // batch itself is abandoned, see `Batch`). The process ends with the failure.
+            std::mem::forget(self.registered.take());
+            std::mem::forget(std::mem::take(&mut self.handles));
+        }
     }
 }
 
@@ -78,6 +95,34 @@ pub(crate) fn groups(tasks: Vec<Segment>, batch_size: u32) -> Vec<Vec<Segment>> 
         groups.push(tasks.by_ref().take(size).collect());
     }
     groups
+}
+
+/// The least throughput a batch is waited for at: below it, a batch that returns no event is
+/// taken for stuck. The gate's trial timeout allows 50 MB/s for a whole pass; a stalled batch
+/// must be reported well before the worker is killed.
+const SLOWEST_BYTES_PER_SECOND: u64 = 50_000_000;
+/// The least wait for a batch's next event, whatever its size.
+const STALL_BASE: Duration = Duration::from_secs(15);
+
+/// How long a batch of `tasks` may go without returning an event, `queue_depth` batches sharing
+/// the storage: 15 s, plus the time every batch in flight takes at 50 MB/s.
+pub(crate) fn stall_limit(tasks: &[Segment], queue_depth: u32) -> Duration {
+    let bytes: u64 = tasks.iter().map(|task| task.len).sum();
+    let in_flight = bytes.saturating_mul(u64::from(queue_depth.max(1)));
+    STALL_BASE + Duration::from_secs_f64(in_flight as f64 / SLOWEST_BYTES_PER_SECOND as f64)
+}
+
+/// The outstanding entries of a stalled batch (those without an event): how many, and the first
+/// in plan order.
+pub(crate) fn outstanding(tasks: &[Segment], events: &[IoEvent]) -> (usize, Option<Segment>) {
+    let back: std::collections::HashSet<u64> = events.iter().map(|e| e.cookie).collect();
+    let mut missing = tasks
+        .iter()
+        .enumerate()
+        .filter(|(index, _)| !back.contains(&(*index as u64)))
+        .map(|(_, task)| *task);
+    let first = missing.next();
+    (first.map_or(0, |_| 1 + missing.count()), first)
 }
 
 /// Every entry of a batch (`tasks`, cookie = index) judged by the events cuFile returned: each
@@ -140,11 +185,12 @@ impl PlanReader for BatchReader<'_> {
         task_size: u64,
     ) -> Result<Pass, ReaderError> {
         let binder = self.gpu.binder();
-        let (handles, device) = (&self.handles, &self.device);
+        let (handles, device, queue_depth) = (&self.handles, &self.device, self.queue_depth);
         let work = groups(plan.tasks(task_size), self.batch_size);
+        let path = |task: &Segment| plan.files[task.file].path.display().to_string();
         let pass = run_parallel(work, &mut self.batches, |batch, tasks| {
             binder.bind()?;
-            let mut params: Vec<IoParams> = tasks
+            let params: Vec<IoParams> = tasks
                 .iter()
                 .enumerate()
                 .map(|(index, task)| {
@@ -158,14 +204,46 @@ impl PlanReader for BatchReader<'_> {
                     )
                 })
                 .collect();
-            let events = batch.run(&mut params)?;
+            let events = match batch.run(params, stall_limit(&tasks, queue_depth)) {
+                Ok(events) => events,
+                Err(BatchError::Cufile(error)) => return Err(error.into()),
+                Err(BatchError::Stalled {
+                    events,
+                    submitted,
+                    waited,
+                    cancelled,
+                }) => {
+                    let (count, first) = outstanding(&tasks, &events);
+                    let first = first.unwrap_or(tasks[0]);
+                    return Err(ReaderError::BatchStalled {
+                        outstanding: count,
+                        path: path(&first),
+                        offset: first.offset,
+                        len: first.len,
+                        source: BatchError::Stalled {
+                            events,
+                            submitted,
+                            waited,
+                            cancelled,
+                        },
+                    });
+                }
+            };
             judge(&tasks, &events).map_err(|(task, problem)| ReaderError::BatchEntry {
-                path: plan.files[task.file].path.display().to_string(),
+                path: path(&task),
                 offset: task.offset,
                 len: task.len,
                 source: problem,
             })
-        })?;
+        });
+        if let Err(stalled @ ReaderError::BatchStalled { .. }) = &pass {
+            // cuFile may still be working on the stalled entries: their buffer registration and
+            // file handles are left to the end of the process (see `Drop`), and the failure is
+            // said now, in case tearing down the rest of cuFile blocks before the result is sent.
+            self.stalled = true;
+            eprintln!("{}", gds_model::error_chain(stalled));
+        }
+        let pass = pass?;
         self.gpu.synchronize()?;
         Ok(pass)
     }
@@ -200,6 +278,37 @@ mod tests {
             status: STATUS_COMPLETE,
             ret,
         }
+    }
+
+    #[test]
+    fn a_stalled_batch_names_how_many_entries_were_outstanding_and_the_first() {
+        let tasks = [task(0, 4096), task(4096, 4096), task(8192, 4096)];
+        assert_eq!(
+            outstanding(&tasks, &[done(1, 4096)]),
+            (2, Some(task(0, 4096)))
+        );
+        assert_eq!(
+            outstanding(&tasks, &[done(0, 4096), done(2, 4096)]),
+            (1, Some(task(4096, 4096)))
+        );
+        assert_eq!(
+            outstanding(&tasks, &[done(0, 1), done(1, 1), done(2, 1)]),
+            (0, None)
+        );
+    }
+
+    #[test]
+    fn a_batch_is_waited_for_longer_the_more_bytes_are_in_flight() {
+        let batch: Vec<Segment> = (0..32).map(|i| task(i << 20, 1 << 20)).collect();
+        // 32 MiB, four batches in flight: 128 MiB at 50 MB/s is 2.7 s, on top of 15 s.
+        let limit = stall_limit(&batch, 4);
+        assert!(
+            limit > Duration::from_secs(17) && limit < Duration::from_secs(18),
+            "{limit:?}"
+        );
+        assert_eq!(stall_limit(&[], 0), STALL_BASE);
+        // Well inside the gate's trial timeout (60 s plus the pass at 50 MB/s) for this trial.
+        assert!(limit < Duration::from_secs(60));
     }
 
     #[test]

@@ -130,6 +130,17 @@ pub enum ReaderError {
         source: async_io::SlotProblem,
     },
     #[error(
+        "a batch stalled: {outstanding} of its entries never finished, the first {len} bytes at offset {offset} of `{path}`"
+    )]
+    BatchStalled {
+        outstanding: usize,
+        path: String,
+        offset: u64,
+        len: u64,
+        #[source]
+        source: crate::libcufile::batch::BatchError,
+    },
+    #[error(
         "`batch_size: {batch_size}` is more than the {limit} I/Os per batch this cuFile driver allows (`properties.io_batchsize`)"
     )]
     BatchTooLarge { batch_size: u32, limit: u64 },
@@ -174,8 +185,10 @@ impl ReaderError {
         match self {
             ReaderError::OpenDirect { .. } => "the file system refuses O_DIRECT (tmpfs and some FUSE mounts do): put --data-dir on a local NVMe or parallel file system".into(),
             ReaderError::Cufile(CufileError::MissingEntryPoint { .. }) => "use a newer libcufile (the CUDA toolkit's, or another through GDS_GATE_LIBCUFILE); `cargo xtask doctor` lists the entry points this host's cuFile offers".into(),
+            ReaderError::BatchStalled { .. } => "cuFile's batch API stopped returning events (in compat mode cuFile runs a batch's entries on its own threads): read the trial's cufile.log (in its folder under the reports directory), and try a smaller `batch_size` or `queue_depth` to find where it stops".into(),
             ReaderError::BatchTooLarge { limit, .. } => format!("use `batch_size: {limit}` or less, or raise the limit for the trial: `cufile: {{ properties.io_batchsize: N }}`"),
-            ReaderError::CufileRead { .. } | ReaderError::CufileWrite { .. } | ReaderError::BatchEntry { .. } | ReaderError::AsyncEnqueue { .. } | ReaderError::AsyncTransfer { .. } | ReaderError::Register { .. } | ReaderError::Cufile(_) => "read the trial's cufile.log (in its folder under the reports directory) and check nvidia-fs, cufile.json and the mount".into(),
+            ReaderError::AsyncTransfer { .. } => "cuFile checks a stream-ordered call when its stream runs it and logs why it refused one: read the `cufio_async` lines of the trial's cufile.log (in its folder under the reports directory); a refused buffer range is a limitation of the libcufile, which `buffer: registered` avoids".into(),
+            ReaderError::CufileRead { .. } | ReaderError::CufileWrite { .. } | ReaderError::BatchEntry { .. } | ReaderError::AsyncEnqueue { .. } | ReaderError::Register { .. } | ReaderError::Cufile(_) => "read the trial's cufile.log (in its folder under the reports directory) and check nvidia-fs, cufile.json and the mount".into(),
             ReaderError::Gpu(_) => "check the GPU with nvidia-smi and the CUDA installation".into(),
             ReaderError::HostMemory { .. } | ReaderError::HostAllocation(_) => "read through a window (`window: 1GiB`, or `window: auto`) instead of one buffer of the whole pass (a reading trial; a writing one holds its files whole), use smaller files or `pattern: { random: ... }`, or run on a host with more memory".into(),
             ReaderError::Write { .. } | ReaderError::Create { .. } | ReaderError::Sync { .. } => "check the data dir's free space and permissions, and the storage (dmesg)".into(),
@@ -212,8 +225,9 @@ type ThreadOutcome = (Option<(usize, ReaderError)>, Option<Histogram>);
 
 /// Runs `work` over `items` with one thread per element of `states`, items handed out in order,
 /// and returns the pass: its wall time, calls and latency. Per-thread state (a bounce buffer) is
-/// allocated by the caller, outside the timed section. When several items fail, the error is the
-/// first one's in plan order, whichever thread met it first. A thread the host refuses to start
+/// allocated by the caller, outside the timed section. The first failure ends the pass: the other
+/// threads take no further item. When several items fail, the error is the first one's in plan
+/// order, whichever thread met it first. A thread the host refuses to start
 /// fails the pass with [`ReaderError::Threads`] (`std::thread::scope`'s `spawn` would panic).
 ///
 /// Each item is one read call. With recording on, each thread times its calls into a histogram of
@@ -261,6 +275,9 @@ where
                         None => work(state, item),
                     };
                     if let Err(error) = outcome {
+                        // The pass has failed: the other threads stop at their next item rather
+                        // than each meet the fault again (a stalled batch waits many seconds).
+                        take().clear();
                         return (Some((index, error)), histogram);
                     }
                 }
@@ -378,6 +395,31 @@ mod tests {
         assert!(
             most.load(Ordering::SeqCst) > 1,
             "the items ran one at a time"
+        );
+    }
+
+    /// A failed item ends the pass: the other threads finish the item they hold and take no
+    /// other, so a fault that costs seconds per item (a stalled batch) is met once per thread.
+    #[test]
+    fn the_first_failure_stops_the_other_threads_taking_items() {
+        let started = AtomicUsize::new(0);
+        let mut states = vec![(); 2];
+        let failed = run_parallel((0..100).collect(), &mut states, |_, item: usize| {
+            started.fetch_add(1, Ordering::SeqCst);
+            std::thread::sleep(Duration::from_millis(5));
+            if item == 3 {
+                return Err(ReaderError::HostMemory {
+                    needed: "1".into(),
+                    available: "0".into(),
+                });
+            }
+            Ok(())
+        });
+        assert!(matches!(failed, Err(ReaderError::HostMemory { .. })));
+        assert!(
+            started.load(Ordering::SeqCst) < 10,
+            "{} items started after the failure",
+            started.load(Ordering::SeqCst)
         );
     }
 }

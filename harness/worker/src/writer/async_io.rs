@@ -21,7 +21,7 @@ pub struct AsyncWriter<'a> {
     // Field order is drop order: deregister the streams, the buffer and the handles before the
     // memory is freed and the files closed.
     streams: Streams<'a>,
-    _registered: Option<RegisteredBuffer<'a>>,
+    registered: Option<RegisteredBuffer<'a>>,
     handles: Vec<Handle<'a>>,
     files: Vec<File>,
     device: DeviceBuffer,
@@ -49,7 +49,7 @@ impl<'a> AsyncWriter<'a> {
         Ok(AsyncWriter {
             binder: gpu.binder(),
             streams,
-            _registered: registered,
+            registered,
             handles,
             files,
             device,
@@ -74,8 +74,9 @@ impl PlanWriter for AsyncWriter<'_> {
         task_size: u64,
     ) -> Result<Pass, ReaderError> {
         self.binder.bind()?;
+        let device = (self.device.ptr, self.registered.is_some());
         self.streams
-            .pass(true, plan, task_size, &self.handles, self.device.ptr)
+            .pass(true, plan, task_size, &self.handles, device)
     }
 
     fn sync(&mut self, plan: &ReadPlan) -> Result<(), ReaderError> {

@@ -1,0 +1,307 @@
+#!/usr/bin/env python3
+"""Calls cuFile's stream-ordered and batch APIs directly (ctypes against libcufile, cupy for the
+GPU memory), outside the gate, to tell a fault of the gate's readers from the library's own
+behaviour. Each case prints one line, `ok` or what failed, and the file's bytes are compared with
+what landed in the GPU:
+
+  async-shared-base    two cuFileReadAsync on one registered stream into an unregistered
+                       buffer, both named by the buffer's base with buffer offsets 0 and TASK
+                       (KvikIO's and the gate's former way; libcufile 1.15 in compat mode
+                       returned -5 for the second and logged `exceeds registered length`)
+  async-own-base       the same two reads, each named at its own address with offset 0 (the
+                       gate's cufile-async reader with an unregistered buffer)
+  async-registered     the same two reads into a buffer registered with cuFileBufRegister, named
+                       by its base and the offsets
+  batch-min-all        QUEUE_DEPTH threads, each a batch of BATCH entries of 1 MiB into one
+                       registered buffer, waited for with cuFileBatchIOGetStatus(min_nr = all
+                       outstanding, 100 ms timeout), as the gate's batch reader did when
+                       entry-points::batch-deep hung
+  batch-min-one        the same, min_nr = 1 (the gate's batch reader now)
+
+Every wait is bounded (--stall seconds without an event ends a batch, which is then cancelled and
+left alone). Parameters of the stream-ordered calls live in ctypes objects kept until the stream
+is synchronised, as cufile.h requires. The parameters cuFile used and each GetStatus answer are
+printed with `-v`.
+
+    cd "$(mktemp -d)" && python3 /path/to/harness/drills/cufile_entry_points.py --dir /var/tmp/gw -v
+
+cuFile writes cufile.log in the current folder (its `cufio_async` and batch lines are the
+library's own account). Needs an NVIDIA GPU, cupy and libcufile (`--libcufile`, default
+libcufile.so.0 from the loader's path, e.g. /usr/local/cuda/lib64/libcufile.so.0).
+"""
+
+import argparse
+import ctypes
+import os
+import sys
+import threading
+import time
+
+MIB = 1 << 20
+
+
+class Error(ctypes.Structure):
+    """CUfileError_t: the cuFile status and, for CUDA errors, the driver's."""
+    _fields_ = [("err", ctypes.c_int), ("cu_err", ctypes.c_int)]
+
+
+class Descr(ctypes.Structure):
+    """CUfileDescr_t with an fd handle: the type at 0, the union (its int member) at 8, fs_ops at
+    16."""
+    _fields_ = [("type", ctypes.c_int), ("_pad0", ctypes.c_int), ("fd", ctypes.c_int), ("_pad1", ctypes.c_int),
+                ("fs_ops", ctypes.c_void_p)]
+
+
+class IoParams(ctypes.Structure):
+    """CUfileIOParams_t: 64 bytes, the union's batch member at 8."""
+    _fields_ = [("mode", ctypes.c_uint32), ("dev_ptr_base", ctypes.c_void_p),
+                ("file_offset", ctypes.c_int64), ("dev_ptr_offset", ctypes.c_int64),
+                ("size", ctypes.c_size_t), ("fh", ctypes.c_void_p), ("opcode", ctypes.c_uint32),
+                ("cookie", ctypes.c_void_p)]
+
+
+class IoEvent(ctypes.Structure):
+    """CUfileIOEvents_t: 24 bytes."""
+    _fields_ = [("cookie", ctypes.c_void_p), ("status", ctypes.c_uint32), ("ret", ctypes.c_size_t)]
+
+
+class Timespec(ctypes.Structure):
+    _fields_ = [("tv_sec", ctypes.c_long), ("tv_nsec", ctypes.c_long)]
+
+
+assert ctypes.sizeof(Descr) == 24 and ctypes.sizeof(IoParams) == 64 and ctypes.sizeof(IoEvent) == 24
+
+STATUS_COMPLETE = 0x10
+# The parameters of batches that stalled: cuFile may still read them, so they live as long as
+# the process.
+ABANDONED = []
+
+
+class Cufile:
+    def __init__(self, path):
+        lib = ctypes.CDLL(path)
+        for name in ["cuFileDriverOpen", "cuFileHandleRegister", "cuFileBufRegister", "cuFileBufDeregister",
+                     "cuFileStreamRegister", "cuFileStreamDeregister", "cuFileReadAsync",
+                     "cuFileBatchIOSetUp", "cuFileBatchIOSubmit", "cuFileBatchIOGetStatus",
+                     "cuFileBatchIOCancel"]:
+            getattr(lib, name).restype = Error
+        lib.cuFileHandleDeregister.restype = None
+        lib.cuFileBatchIODestroy.restype = None
+        lib.cuFileReadAsync.argtypes = [ctypes.c_void_p, ctypes.c_void_p] + [ctypes.c_void_p] * 4 + [ctypes.c_void_p]
+        lib.cuFileBufRegister.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+        lib.cuFileBufDeregister.argtypes = [ctypes.c_void_p]
+        lib.cuFileStreamRegister.argtypes = [ctypes.c_void_p, ctypes.c_uint]
+        lib.cuFileStreamDeregister.argtypes = [ctypes.c_void_p]
+        lib.cuFileBatchIOSetUp.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_uint]
+        lib.cuFileBatchIOSubmit.argtypes = [ctypes.c_void_p, ctypes.c_uint, ctypes.POINTER(IoParams), ctypes.c_uint]
+        lib.cuFileBatchIOGetStatus.argtypes = [ctypes.c_void_p, ctypes.c_uint, ctypes.POINTER(ctypes.c_uint),
+                                               ctypes.POINTER(IoEvent), ctypes.POINTER(Timespec)]
+        lib.cuFileBatchIOCancel.argtypes = [ctypes.c_void_p]
+        lib.cuFileBatchIODestroy.argtypes = [ctypes.c_void_p]
+        self.lib = lib
+
+    def check(self, call, error):
+        if error.err != 0:
+            raise RuntimeError("%s failed: err %d, cu_err %d" % (call, error.err, error.cu_err))
+
+    def handle(self, fd):
+        descr = Descr(type=1, fd=fd)  # CU_FILE_HANDLE_TYPE_OPAQUE_FD
+        handle = ctypes.c_void_p()
+        self.check("cuFileHandleRegister", self.lib.cuFileHandleRegister(ctypes.byref(handle), ctypes.byref(descr)))
+        return handle
+
+
+def make_file(folder, size):
+    """A file of `size` bytes whose every 8-byte word is its own offset: any misplaced read shows."""
+    import numpy
+    path = os.path.join(folder, "cufile-entry-points-drill-%d.bin" % size)
+    if not os.path.exists(path) or os.path.getsize(path) != size:
+        words = numpy.arange(size // 8, dtype=numpy.uint64) * 8
+        with open(path, "wb") as f:
+            f.write(words.tobytes())
+            os.fsync(f.fileno())
+    return path
+
+
+def compare(cupy, buffer, at, file_offset, length, path):
+    """'' when the `length` bytes at `at` of the GPU buffer are the file's at `file_offset`."""
+    with open(path, "rb") as f:
+        f.seek(file_offset)
+        want = f.read(length)
+    import numpy
+    got = cupy.asnumpy(buffer[at:at + length])
+    differ = numpy.flatnonzero(got != numpy.frombuffer(want, dtype=numpy.uint8))
+    if len(want) == length and not len(differ):
+        return ""
+    first = int(differ[0]) if len(differ) else len(want)
+    return "wrong bytes from buffer offset %d (file offset %d)" % (at + first, file_offset + first)
+
+
+def async_case(cufile, cupy, path, fd, task, naming, verbose):
+    """Two reads of `task` bytes at file offsets 0 and `task` on one registered stream."""
+    buffer = cupy.zeros(2 * task, dtype=cupy.uint8)
+    base = buffer.data.ptr
+    registered = naming == "registered"
+    if registered:
+        cufile.check("cuFileBufRegister", cufile.lib.cuFileBufRegister(base, 2 * task, 0))
+    stream = cupy.cuda.Stream(non_blocking=True)
+    cufile.check("cuFileStreamRegister", cufile.lib.cuFileStreamRegister(stream.ptr, 0))
+    handle = cufile.handle(fd)
+    # Kept in this list until the stream is synchronised: cuFile reads and writes them then.
+    calls = []
+    try:
+        for index in range(2):
+            offset = index * task
+            own = naming == "own-base"
+            call = {"base": base + offset if own else base, "size": ctypes.c_size_t(task),
+                    "file_offset": ctypes.c_int64(offset), "buffer_offset": ctypes.c_int64(0 if own else offset),
+                    "done": ctypes.c_ssize_t(0)}
+            calls.append(call)
+            cufile.check("cuFileReadAsync", cufile.lib.cuFileReadAsync(
+                handle, call["base"], ctypes.addressof(call["size"]), ctypes.addressof(call["file_offset"]),
+                ctypes.addressof(call["buffer_offset"]), ctypes.addressof(call["done"]), stream.ptr))
+        stream.synchronize()
+        problems = []
+        for index, call in enumerate(calls):
+            if verbose:
+                print("    call %d: base %#x size %d file_offset %d buffer_offset %d -> %d" % (
+                    index, call["base"], call["size"].value, call["file_offset"].value,
+                    call["buffer_offset"].value, call["done"].value))
+            if call["done"].value != task:
+                problems.append("read %d returned %d" % (index, call["done"].value))
+        if not problems:
+            wrong = compare(cupy, buffer, 0, 0, 2 * task, path)
+            if wrong:
+                problems.append(wrong)
+        return "; ".join(problems) or "ok"
+    finally:
+        cufile.lib.cuFileHandleDeregister(handle)
+        cufile.lib.cuFileStreamDeregister(stream.ptr)
+        if registered:
+            cufile.lib.cuFileBufDeregister(base)
+
+
+def batch_case(cufile, cupy, path, fd, entries, depth, min_all, stall, verbose):
+    """`depth` threads, each one batch of `entries` 1 MiB reads into its part of one registered
+    buffer, waited for with GetStatus (min_nr all outstanding or 1, 100 ms), bounded by `stall`."""
+    total = depth * entries * MIB
+    buffer = cupy.zeros(total, dtype=cupy.uint8)
+    base = buffer.data.ptr
+    cufile.check("cuFileBufRegister", cufile.lib.cuFileBufRegister(base, total, 0))
+    handle = cufile.handle(fd)
+    outcomes = [None] * depth
+    device = cupy.cuda.Device()
+
+    def one(thread):
+        try:
+            wait(thread)
+        except Exception as error:  # the thread's outcome, not an unhandled exception
+            outcomes[thread] = ("error: %s" % error, [], None)
+
+    def wait(thread):
+        device.use()
+        batch = ctypes.c_void_p()
+        cufile.check("cuFileBatchIOSetUp", cufile.lib.cuFileBatchIOSetUp(ctypes.byref(batch), entries))
+        params = (IoParams * entries)()
+        for i in range(entries):
+            at = (thread * entries + i) * MIB
+            params[i] = IoParams(mode=1, dev_ptr_base=base, file_offset=at, dev_ptr_offset=at, size=MIB,
+                                 fh=handle.value, opcode=0, cookie=i + 1)
+        events = (IoEvent * entries)()
+        cufile.check("cuFileBatchIOSubmit", cufile.lib.cuFileBatchIOSubmit(batch, entries, params, 0))
+        got, last, polls = [], time.monotonic(), []
+        while len(got) < entries:
+            left = entries - len(got)
+            nr = ctypes.c_uint(left)
+            timeout = Timespec(0, 100_000_000)
+            asked = time.monotonic()
+            cufile.check("cuFileBatchIOGetStatus", cufile.lib.cuFileBatchIOGetStatus(
+                batch, left if min_all else 1, ctypes.byref(nr), events, ctypes.byref(timeout)))
+            polls.append((nr.value, round((time.monotonic() - asked) * 1000)))
+            got.extend((events[i].cookie, events[i].status, events[i].ret) for i in range(min(nr.value, left)))
+            if nr.value:
+                last = time.monotonic()
+            elif time.monotonic() - last > stall:
+                cufile.lib.cuFileBatchIOCancel(batch)
+                # Left alone (not destroyed, parameters kept): cuFile may still be working on it.
+                ABANDONED.append((batch, params, events))
+                outcomes[thread] = ("stalled: %d of %d entries outstanding after %.0f s without an event"
+                                    % (left, entries, stall), polls, params)
+                return
+        bad = [g for g in got if g[1] != STATUS_COMPLETE or g[2] != MIB]
+        cufile.lib.cuFileBatchIODestroy(batch)
+        outcomes[thread] = ("%d entries not complete, e.g. cookie %s status %#x ret %d" % (
+            len(bad), bad[0][0], bad[0][1], bad[0][2]) if bad else "", polls, None)
+
+    threads = [threading.Thread(target=one, args=(t,)) for t in range(depth)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    problems = []
+    for thread, (problem, polls, _) in enumerate(outcomes):
+        if verbose:
+            print("    batch %d: GetStatus answers (events, ms): %s" % (thread, polls[:40]))
+        if problem:
+            problems.append("batch %d: %s" % (thread, problem))
+    if not problems:
+        wrong = compare(cupy, buffer, 0, 0, total, path)
+        if wrong:
+            problems.append(wrong)
+    stalled = any(o[2] is not None for o in outcomes)
+    cufile.lib.cuFileHandleDeregister(handle)
+    if not stalled:
+        cufile.lib.cuFileBufDeregister(base)
+    return "; ".join(problems) or "ok"
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--dir", required=True, help="folder for the drill's file, on a mount cuFile reads")
+    parser.add_argument("--libcufile", default="libcufile.so.0")
+    parser.add_argument("--task", type=int, default=4 * MIB, help="bytes per stream-ordered read")
+    parser.add_argument("--batch", type=int, default=32, help="entries per batch (1 MiB each)")
+    parser.add_argument("--queue-depth", type=int, default=4, help="batches in flight")
+    parser.add_argument("--stall", type=float, default=20.0, help="seconds without an event that end a batch")
+    parser.add_argument("--only", action="append", help="run only this case (repeatable)")
+    parser.add_argument("-v", "--verbose", action="store_true")
+    args = parser.parse_args()
+
+    import cupy
+    cupy.cuda.Device(0).use()
+    cufile = Cufile(args.libcufile)
+    cufile.check("cuFileDriverOpen", cufile.lib.cuFileDriverOpen())
+    version = ctypes.c_int()
+    if hasattr(cufile.lib, "cuFileGetVersion"):
+        cufile.lib.cuFileGetVersion.restype = Error
+        cufile.lib.cuFileGetVersion(ctypes.byref(version))
+    print("libcufile %s, cuFile version %d" % (args.libcufile, version.value))
+    size = max(2 * args.task, args.batch * args.queue_depth * MIB)
+    path = make_file(args.dir, size)
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECT)
+    cases = {
+        "async-shared-base": lambda: async_case(cufile, cupy, path, fd, args.task, "shared-base", args.verbose),
+        "async-own-base": lambda: async_case(cufile, cupy, path, fd, args.task, "own-base", args.verbose),
+        "async-registered": lambda: async_case(cufile, cupy, path, fd, args.task, "registered", args.verbose),
+        "batch-min-all": lambda: batch_case(cufile, cupy, path, fd, args.batch, args.queue_depth, True, args.stall,
+                                            args.verbose),
+        "batch-min-one": lambda: batch_case(cufile, cupy, path, fd, args.batch, args.queue_depth, False, args.stall,
+                                            args.verbose),
+    }
+    failed = 0
+    for name, case in cases.items():
+        if args.only and name not in args.only:
+            continue
+        start = time.monotonic()
+        try:
+            outcome = case()
+        except Exception as error:  # a drill reports every case, whatever one of them raised
+            outcome = "error: %s" % error
+        failed += outcome != "ok"
+        print("%-18s %s (%.1f s)" % (name, outcome, time.monotonic() - start), flush=True)
+    os.close(fd)
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()

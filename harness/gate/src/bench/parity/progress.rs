@@ -1,0 +1,137 @@
+//! The parity bench's rows on the clock: each row's time limit, a command run no longer than
+//! it, and the progress line each row prints on stderr as it starts and ends, so that a long
+//! or stuck bench shows where it stands.
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+/// The longest a row may take: half a minute to start, plus its pass at 50 MB/s (a writing row
+/// moves its bytes twice: written, then read back to verify). A row past it is stopped and fails.
+pub(super) fn row_limit(size: u64, writes: bool) -> Duration {
+    let moves = if writes { 2 } else { 1 };
+    Duration::from_secs(30 + size.saturating_mul(moves) / 50_000_000)
+}
+
+/// Where one row of one run stands, for the progress lines on stderr.
+pub(super) enum Progress<'a> {
+    Started,
+    Done(Result<f64, &'a str>, Duration),
+    /// Stuck in an earlier run: not started again.
+    Skipped,
+}
+
+/// `parity run 2/8, row 3/13: KvikIO compat OFF, …: 1.52 GB/s in 2.1 s`: one line per row
+/// started and finished, so that a long or stuck bench shows where it is.
+pub(super) fn progress_line(
+    run: usize,
+    runs: usize,
+    position: usize,
+    label: &str,
+    progress: Progress<'_>,
+) -> String {
+    let at = format!(
+        "parity run {}/{runs}, row {}/{}: {label}",
+        run + 1,
+        position + 1,
+        super::ROWS.len()
+    );
+    match progress {
+        Progress::Started => format!("{at} ..."),
+        Progress::Done(Ok(gbps), took) => format!(
+            "{at}: {} in {:.1} s",
+            gds_model::units::rate(gbps),
+            took.as_secs_f64()
+        ),
+        Progress::Done(Err(reason), took) => {
+            format!("{at}: failed after {:.1} s: {reason}", took.as_secs_f64())
+        }
+        Progress::Skipped => format!("{at}: skipped, it ran past its time in an earlier run"),
+    }
+}
+
+/// Runs `command` to its end or until `limit`, when it is killed: no row waits for ever.
+pub(super) fn run_bounded(command: &mut Command, limit: Duration) -> Result<(), String> {
+    let name = command.get_program().to_string_lossy().into_owned();
+    let mut child = command
+        .spawn()
+        .map_err(|error| format!("cannot run {name}: {error}"))?;
+    let start = Instant::now();
+    loop {
+        match child.try_wait() {
+            Ok(Some(status)) if status.success() => return Ok(()),
+            Ok(Some(status)) => return Err(format!("{name} failed: {status}")),
+            Ok(None) if start.elapsed() >= limit => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(format!(
+                    "{name} did not finish within {} s and was killed",
+                    limit.as_secs()
+                ));
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(20)),
+            Err(error) => return Err(format!("cannot wait for {name}: {error}")),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_row_says_on_stderr_where_the_bench_stands() {
+        let label = "cufile-async reader, 8 stream(s), 4 MiB tasks";
+        assert_eq!(
+            progress_line(1, 8, 6, label, Progress::Started),
+            format!(
+                "parity run 2/8, row 7/{}: {label} ...",
+                super::super::ROWS.len()
+            )
+        );
+        let done = progress_line(
+            1,
+            8,
+            6,
+            label,
+            Progress::Done(Ok(1.5), Duration::from_millis(2100)),
+        );
+        assert!(
+            done.ends_with(&format!("{label}: 1.50 GB/s in 2.1 s")),
+            "{done}"
+        );
+        let failed = progress_line(
+            0,
+            8,
+            0,
+            label,
+            Progress::Done(Err("the worker did not finish"), Duration::from_secs(51)),
+        );
+        assert!(
+            failed.ends_with("failed after 51.0 s: the worker did not finish"),
+            "{failed}"
+        );
+        assert!(progress_line(2, 8, 0, label, Progress::Skipped).contains("skipped"));
+    }
+
+    #[test]
+    fn a_row_is_bounded_by_its_bytes_at_50_mb_per_second() {
+        assert_eq!(row_limit(1 << 30, false), Duration::from_secs(51));
+        // Written, then read back.
+        assert_eq!(row_limit(1 << 30, true), Duration::from_secs(72));
+    }
+
+    /// A command that would outlive its row is killed at the limit and fails the row.
+    #[test]
+    fn a_command_past_its_limit_is_killed() {
+        let start = Instant::now();
+        let failed =
+            run_bounded(Command::new("sleep").arg("30"), Duration::from_millis(200)).unwrap_err();
+        assert!(start.elapsed() < Duration::from_secs(10));
+        assert!(failed.contains("did not finish within"), "{failed}");
+        assert_eq!(
+            run_bounded(&mut Command::new("true"), Duration::from_secs(10)),
+            Ok(())
+        );
+        assert!(run_bounded(&mut Command::new("false"), Duration::from_secs(10)).is_err());
+    }
+}

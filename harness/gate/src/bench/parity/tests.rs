@@ -1,0 +1,142 @@
+//! The parity bench's embedded suite, its rows and the ratios it states.
+
+use super::*;
+use gds_model::scenario::{CompatMode, Op, Reader, TrialSpec};
+
+fn embedded(setting: &Setting) -> Vec<TrialSpec> {
+    let suite = gds_model::scenario::parse(Path::new("<parity bench>"), &suite(setting)).unwrap();
+    gds_model::scenario::expand(&suite)
+}
+
+#[test]
+fn the_embedded_suite_reads_one_file_at_the_same_settings_with_every_reader() {
+    let setting = Setting {
+        size: 64 << 20,
+        threads: 8,
+        task_size: 4 << 20,
+    };
+    let trials = embedded(&setting);
+    let readers: Vec<(Reader, Op)> = trials.iter().map(|t| (t.reader, t.op)).collect();
+    assert_eq!(
+        readers,
+        [
+            (Reader::Cufile, Op::Read),
+            (Reader::Kvikio, Op::Read),
+            (Reader::Posix, Op::Read),
+            (Reader::Kvikio, Op::Write),
+            (Reader::Cufile, Op::Write),
+            (Reader::CufileBatch, Op::Read),
+            (Reader::CufileAsync, Op::Read),
+        ]
+    );
+    // The same I/Os in flight: 8 threads, one batch of 8 entries, 8 streams.
+    let in_flight: Vec<u32> = trials
+        .iter()
+        .map(|t| match t.reader {
+            Reader::CufileBatch => t.batch_size * t.queue_depth,
+            Reader::CufileAsync => t.queue_depth,
+            _ => t.nthreads,
+        })
+        .collect();
+    assert_eq!(in_flight, [8; 7]);
+    for t in &trials {
+        assert_eq!(t.task_size, 4 << 20, "{}", t.name);
+        assert_eq!((t.warmup, t.repetitions), (0, 1));
+        assert_eq!(t.files, trials[0].files);
+    }
+    assert_eq!(trials[1].compat_mode, Some(CompatMode::OFF));
+    assert_eq!(trials[3].compat_mode, Some(CompatMode::OFF));
+    // The writing rows run the writing scenarios, the reading rows the reading ones.
+    for row in ROWS {
+        if let Some(scenario) = row.scenario() {
+            let spec = trials.iter().find(|t| t.scenario == scenario).unwrap();
+            assert_eq!(spec.op.writes(), row.writes(), "{row:?}");
+        }
+    }
+    // Every row that runs a worker finds its scenario.
+    for row in ROWS {
+        if let Some(scenario) = row.scenario() {
+            assert!(trials.iter().any(|t| t.scenario == scenario), "{row:?}");
+        }
+    }
+}
+
+#[test]
+fn parity_ratios_pair_runs_and_refuse_rows_that_missed_one() {
+    assert_eq!(per_run_ratios(&[2.0, 3.0], &[1.0, 2.0]), vec![2.0, 1.5]);
+    assert!(per_run_ratios(&[2.0], &[1.0, 2.0]).is_empty());
+}
+
+#[test]
+fn each_parity_pair_is_cufile_over_a_reference_in_one_direction() {
+    for (row, over) in PAIRS {
+        assert_eq!(row.writes(), over.writes(), "{row:?} / {over:?}");
+        let reference = over.scenario().unwrap_or_default();
+        assert!(
+            reference.starts_with("kvikio") || reference == "cufile",
+            "{over:?}"
+        );
+        assert_eq!(row.scenario().map(|s| s.starts_with("cufile")), Some(true));
+    }
+}
+
+#[test]
+fn the_ratio_line_gives_the_median_and_every_run() {
+    assert_eq!(
+        ratio_line("cufile writer", "KvikIO", &[1.1, 0.98, 1.03]).as_deref(),
+        Some("- cufile writer / KvikIO: median 1.03 (runs: 1.10 0.98 1.03)")
+    );
+    assert_eq!(ratio_line("cufile writer", "KvikIO", &[]), None);
+}
+
+#[test]
+fn dd_writes_whole_blocks_with_o_direct() {
+    let args = dd_write_args(Path::new("d/w.bin"), 3);
+    assert_eq!(
+        args,
+        [
+            "if=/dev/zero",
+            "of=d/w.bin",
+            "bs=16M",
+            "count=3",
+            "oflag=direct",
+            "status=none"
+        ]
+    );
+}
+
+#[test]
+fn a_recording_off_row_follows_its_recording_on_row() {
+    for (index, row) in ROWS.iter().enumerate() {
+        if !row.recording() {
+            assert!(ROWS[index - 1].recording(), "{row:?}");
+            assert_eq!(ROWS[index - 1].scenario(), row.scenario());
+        }
+    }
+}
+
+#[test]
+fn a_runs_ratios_take_dd_in_the_rows_direction_and_the_recording_on_neighbour() {
+    let at = |wanted: Row| ROWS.iter().position(|r| *r == wanted).unwrap();
+    let mut rates = [None; ROWS.len()];
+    for (index, row) in ROWS.iter().enumerate() {
+        rates[index] = Some(if row.writes() { 2.0 } else { 4.0 });
+    }
+    rates[at(Row::CufileNoRecording)] = Some(5.0);
+    rates[at(Row::KvikioWrite)] = Some(1.0);
+    rates[at(Row::Batch)] = None;
+    let ratios = run_ratios(&rates);
+    assert_eq!(ratios[at(Row::Dd)], Some(1.0));
+    assert_eq!(ratios[at(Row::Cufile)], Some(1.0));
+    // Off over on: the cufile reader's row beside it.
+    assert_eq!(ratios[at(Row::CufileNoRecording)], Some(1.25));
+    // A writing row over dd's write, not dd's read.
+    assert_eq!(ratios[at(Row::KvikioWrite)], Some(0.5));
+    assert_eq!(ratios[at(Row::CufileWrite)], Some(1.0));
+    assert_eq!(ratios[at(Row::Batch)], None);
+    // Without dd's write in a run, the writing rows have no ratio in it.
+    rates[at(Row::DdWrite)] = None;
+    let ratios = run_ratios(&rates);
+    assert_eq!(ratios[at(Row::CufileWrite)], None);
+    assert_eq!(ratios[at(Row::Cufile)], Some(1.0));
+}
