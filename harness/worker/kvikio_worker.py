@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""gds-gate's KvikIO worker: runs one trial through the real KvikIO, in a fresh process.
+"""gds-gate's Python worker: runs one trial through the real KvikIO (or, for the `torch` reader,
+PyTorch's torch.cuda.gds: torch_reader.py, beside this file), in a fresh process.
 
 The gate writes the trial's spec (JSON) and starts this script with the trial's KVIKIO_*
 variables and its own cufile.json (CUFILE_ENV_PATH_JSON) already in the environment, so KvikIO
@@ -93,27 +94,35 @@ def run(spec, here):
                 "failure": failure("the gate speaks protocol %s, this worker %d" % (spec.get("protocol"), PROTOCOL),
                                    "use the worker shipped with the gate")}
     trial, plan = spec["trial"], spec["plan"]
+    through_torch = trial.get("reader") == "torch"
+    library = "PyTorch" if through_torch else "KvikIO"
     started = time.perf_counter()
     m = {
         "files": plan["files"], "bytes_per_repetition": sum(s["len"] for s in plan["segments"]),
-        "warmup_seconds": [], "seconds": [], "gbps": [], "median_gbps": None, "path": "kvikio",
+        "warmup_seconds": [], "seconds": [], "gbps": [], "median_gbps": None,
+        "path": "torch" if through_torch else "kvikio",
         "integrity": {"method": "none", "checksum": None, "expected_checksum": None, "bad_words": 0,
                       "first_bad": None, "seconds": 0.0},
         "resident_after_drop": None, "verify_seconds": 0.0, "total_seconds": 0.0, "startup_seconds": None,
-        "setup": [], "gpu": None, "cufile": None, "kvikio": None,
+        "setup": [], "gpu": None, "cufile": None, "kvikio": None, "torch": None,
         "costs": [], "latency": None, "libcufile": None, "window": None, "memory": None,
     }
     raw = {"library": "", "version": 0, "loaded_copies": [], "properties_hex": None,
            "stats_before_hex": None, "stats_after_hex": None, "error": None}
     state = {}
     try:
-        stack = import_stack(m)
-        fail = measure(spec, trial, plan, here, stack, m, raw, state)
+        if through_torch:
+            import torch_reader
+            stack = torch_reader.import_stack(m, sys.modules[__name__])
+            fail = torch_reader.measure(spec, here, stack, m, raw, state, sys.modules[__name__])
+        else:
+            stack = import_stack(m)
+            fail = measure(spec, trial, plan, here, stack, m, raw, state)
     except Missing as missing:
         what, reason, install = missing.args
         fail = failure(reason, install, missing=what)
     except Exception as error:  # the stack under test raised: that is the finding
-        fail = failure("KvikIO failed: %s: %s" % (type(error).__name__, error), next_step_for(str(error)))
+        fail = failure("%s failed: %s: %s" % (library, type(error).__name__, error), next_step_for(str(error)))
     finish_cufile_stats(state.get("cufile"), raw)
     m["libcufile"] = loaded_cufile(raw["loaded_copies"])
     # ru_maxrss is in KiB on Linux: the peak resident set, as the Rust worker's VmHWM.
@@ -133,12 +142,26 @@ def next_step_for(message):
     return "read the trial's cufile.log and the worker's output in the trial folder"
 
 
+CUPY_INSTALL = ("cupy", "pip install cupy-cuda13x (or cupy-cuda12x)")
+
+
 def import_stack(m):
-    """Imports what the trial needs, timing each import (reported apart from throughput)."""
+    """KvikIO and cupy, and a KvikIO that reports its backends."""
+    modules = import_modules(m, (("kvikio", "pip install kvikio-cu13 (or kvikio-cu12)"), CUPY_INSTALL))
+    kvikio = modules["kvikio"]
+    if not hasattr(kvikio, "SummaryMonitor"):
+        raise Missing("kvikio>=26.10", "KvikIO %s has no SummaryMonitor (it needs 26.10 or newer) for its path evidence"
+                      % getattr(kvikio, "__version__", "?"), "pip install -U kvikio-cu13")
+    return modules
+
+
+def import_modules(m, needs):
+    """Imports the modules `needs` names (name, install command), timing each import (reported
+    apart from throughput); raises Missing naming every absent one and how to install it."""
     lap = time.perf_counter()
     missing = []
     modules = {}
-    for name, install in (("kvikio", "pip install kvikio-cu13 (or kvikio-cu12)"), ("cupy", "pip install cupy-cuda13x (or cupy-cuda12x)")):
+    for name, install in needs:
         try:
             modules[name] = __import__(name)
         except ImportError as error:
@@ -150,10 +173,6 @@ def import_stack(m):
         names = ", ".join(name for name, _, _ in missing)
         raise Missing(names, "python module(s) %s not found by %s" % (names, sys.executable),
                       "; ".join(install for _, install, _ in missing))
-    kvikio = modules["kvikio"]
-    if not hasattr(kvikio, "SummaryMonitor"):
-        raise Missing("kvikio>=26.10", "KvikIO %s has no SummaryMonitor (it needs 26.10 or newer) for its path evidence"
-                      % getattr(kvikio, "__version__", "?"), "pip install -U kvikio-cu13")
     return modules
 
 
@@ -279,34 +298,48 @@ def finish_cufile_stats(cufile, raw):
     raw["library"] = raw["loaded_copies"][0] if raw["loaded_copies"] else ""
 
 
-def measure(spec, trial, plan, here, stack, m, raw, state):
-    kvikio, cupy = stack["kvikio"], stack["cupy"]
-    lap = time.perf_counter()
+def phase_timer(m):
+    """`phase(name)` records the seconds since the previous phase (or this call) in m["setup"]."""
+    lap = [time.perf_counter()]
 
     def phase(name):
-        nonlocal lap
         now = time.perf_counter()
-        m["setup"].append([name, now - lap])
-        lap = now
+        m["setup"].append([name, now - lap[0]])
+        lap[0] = now
+    return phase
 
+
+def gpu_buffer(spec, cupy, m, raw, state, phase):
+    """What every trial of this worker starts with: cuFile's counters started before the library
+    under test first calls cuFile, the trial's GPU, and the buffer (the whole pass, or a window)."""
+    trial = spec["trial"]
     state["cufile"] = start_cufile_stats(raw)
     phase("cuFile driver and statistics")
     device = cupy.cuda.Device(trial["gpu"])
     device.use()
     m["gpu"] = "%s (GPU %d)" % (cupy.cuda.runtime.getDeviceProperties(trial["gpu"])["name"].decode(), trial["gpu"])
-    total = m["bytes_per_repetition"]
-    windows = streaming_windows(spec, total, cupy.cuda.runtime.memGetInfo()[1])
+    windows = streaming_windows(spec, m["bytes_per_repetition"], cupy.cuda.runtime.memGetInfo()[1])
     if windows:
         m["window"] = max(w["len"] for w in windows)
-    buffer = cupy.empty(m["window"] or total, dtype=cupy.uint8)
+    buffer = cupy.empty(m["window"] or m["bytes_per_repetition"], dtype=cupy.uint8)
     phase("gpu context and buffer")
     state["device_peak"] = device_used(cupy)
+    return device, buffer, windows
+
+
+def measure(spec, trial, plan, here, stack, m, raw, state):
+    kvikio, cupy = stack["kvikio"], stack["cupy"]
+    phase = phase_timer(m)
+    device, buffer, windows = gpu_buffer(spec, cupy, m, raw, state, phase)
     monitor = kvikio.SummaryMonitor()
     if writes(trial):
         verifier = Verifier(cupy, device, buffer, os.path.join(here, "kernels.cu"))
-        fail = measure_writes(spec, trial, plan, kvikio, cupy, device, buffer, verifier, monitor, m, phase)
+        io = KvikioIo(kvikio, monitor, [], buffer, trial["task_size"], [])
+        fail = write_passes(spec, io, cupy, device, buffer, verifier, m, phase)
         # The source and the read-back buffer (cupy's pool keeps the latter until the process ends).
         state["device_peak"] = max(state["device_peak"] or 0, device_used(cupy)) or None
+        finish(spec, kvikio, cupy, monitor, io.measured_start, recording(), m["bytes_per_repetition"], None, m,
+               reads=False)
         return fail
     handles = [kvikio.CuFile(f["path"], "r") for f in plan["files"]]
     phase("kvikio.CuFile open")
@@ -316,40 +349,118 @@ def measure(spec, trial, plan, here, stack, m, raw, state):
     if asynchronous:
         state["async_path"] = async_path(handles, raw)
     verifier = Verifier(cupy, device, buffer, os.path.join(here, "kernels.cu"))
+    io = KvikioIo(kvikio, monitor, handles, buffer, trial["task_size"], streams)
+    if asynchronous:
+        # One raw_read_async per task of each window (or of the whole pass).
+        io.calls = sum(1 for w in windows or [plan] for _ in tasks_of(w["segments"], trial["task_size"]))
+    fail = read_passes(spec, io, cupy, device, buffer, verifier, windows, m, state)
+    finish(spec, kvikio, cupy, monitor, io.measured_start, recording(), m["bytes_per_repetition"],
+           m["resident_after_drop"], m)
+    if asynchronous:
+        m["kvikio"]["async_path"] = state.get("async_path")
+    for handle in handles:
+        handle.close()
+    return fail
+
+
+class KvikioIo:
+    """How the pass loops (read_passes, write_passes) go through KvikIO: `pread` per segment on
+    its thread pool, or `raw_read_async` per task on `streams`; `pwrite` per segment; its
+    SummaryMonitor counts the operations."""
+    library = "KvikIO"
+
+    def __init__(self, kvikio, monitor, handles, buffer, task_size, streams):
+        self.kvikio, self.monitor, self.handles = kvikio, monitor, handles
+        self.buffer, self.task_size, self.streams = buffer, task_size, streams
+        # Calls per pass when KvikIO's monitor does not count them (async); None: its count.
+        self.calls = None
+        self.write_calls = 0
+        self.writing = []
+        self.measured_start = None
+
+    def prepare_writes(self, buffer, check, segments, roundtrip):
+        # KvikIO splits each pwrite into task_size tasks, as the Rust writers split the plan.
+        self.write_calls = sum(-(-s["len"] // self.task_size) for s in segments)
+
+    def open_for_write(self, paths):
+        self.writing = [self.kvikio.CuFile(path, "w") for path in paths]  # "w" empties the file
+
+    def write(self, segments, buffer):
+        futures = [self.writing[s["file"]].pwrite(buffer[s["buffer_offset"]:s["buffer_offset"] + s["len"]],
+                                                  s["len"], s["offset"], self.task_size) for s in segments]
+        return sum(f.get() for f in futures)
+
+    def close_written(self):
+        for handle in self.writing:
+            handle.close()
+        self.writing = []
+
+    def read_back(self, paths, segments, check):
+        readers = [self.kvikio.CuFile(path, "r") for path in paths]
+        futures = [readers[s["file"]].pread(check[s["buffer_offset"]:s["buffer_offset"] + s["len"]], s["len"],
+                                            s["offset"], self.task_size) for s in segments]
+        read = sum(f.get() for f in futures)
+        for reader in readers:
+            reader.close()
+        return read
+
+    def drop(self, path):
+        self.kvikio.drop_file_page_cache(path)
+        cached, pages = self.kvikio.get_page_cache_info(path)
+        return cached / pages if pages else 0.0
+
+    def read(self, segments):
+        if self.streams:
+            return read_async(segments, self.handles, self.buffer, self.streams, self.task_size)
+        futures = [self.handles[s["file"]].pread(self.buffer[s["buffer_offset"]:s["buffer_offset"] + s["len"]],
+                                                 s["len"], s["offset"], self.task_size) for s in segments]
+        return sum(f.get() for f in futures)
+
+    def measured_from(self):
+        self.measured_start = self.monitor.get()
+
+    def counters(self):
+        return self.monitor.get()
+
+    def since(self, before):
+        return self.monitor.get().since(before)
+
+
+def read_passes(spec, io, cupy, device, buffer, verifier, windows, m, state):
+    """The warm-up and measured passes of a reading trial through `io` (KvikioIo or the torch
+    reader's StorageReads): the page cache dropped when cold, the buffer poisoned, the pass read
+    (timed) and verified on the GPU, its cost and progress recorded. The first failure stops."""
+    trial, plan = spec["trial"], spec["plan"]
+    total = m["bytes_per_repetition"]
     expected = spec["expected_checksum"]
-    # One raw_read_async per task of each window (or of the whole pass).
-    async_calls = sum(1 for w in windows or [plan] for _ in tasks_of(w["segments"], trial["task_size"]))
     passes = trial["warmup"] + trial["repetitions"]
-    measured_start = None
     record = recording()
     fail = None
     cached_after_drop = None
     for p in range(passes):
         if trial["cache"] == "cold":
             for f in plan["files"]:
-                kvikio.drop_file_page_cache(f["path"])
-                cached, pages = kvikio.get_page_cache_info(f["path"])
-                cached_after_drop = max(cached_after_drop or 0.0, cached / pages if pages else 0.0)
+                resident = io.drop(f["path"])
+                if resident is not None:
+                    cached_after_drop = max(cached_after_drop or 0.0, resident)
         # The whole buffer, or the first window (streamed_pass clears each later one).
         buffer.fill(0xA5)
         device.synchronize()
         if p == trial["warmup"]:
-            measured_start = monitor.get()
+            io.measured_from()
         if p == 0:
             m["startup_seconds"] = (time.time_ns() - spec["spawned_at_unix_ns"]) / 1e9
-        ops_before = monitor.get() if record else None
+        ops_before = io.counters() if record else None
         if windows:
-            read, seconds, cpu, result = streamed_pass(spec, windows, handles, buffer, device, verifier, record,
-                                                       streams)
+            read, seconds, cpu, result = streamed_pass(spec, windows, io.read, buffer, device, verifier, record)
         else:
-            read, seconds, cpu = timed_read(plan["segments"], handles, buffer, device, trial["task_size"], record,
-                                            streams)
+            read, seconds, cpu = timed_read(io.read, plan["segments"], device, record)
             result = verifier.check(spec["plan"], spec["regions"], trial["expect"]["integrity"], expected)
         state["device_peak"] = max(state["device_peak"] or 0, device_used(cupy)) or None
         cpu_before, cpu_after = cpu if cpu is not None else (None, None)
-        ops = monitor.get().since(ops_before) if record else None
+        ops = io.since(ops_before) if record else None
         if read != total:
-            fail = failure("KvikIO read %d bytes of %d in pass %d" % (read, total, p + 1),
+            fail = failure("%s read %d bytes of %d in pass %d" % (io.library, read, total, p + 1),
                            "check the files and the storage; a short read means the file changed or an I/O error")
             break
         if p < trial["warmup"]:
@@ -358,9 +469,7 @@ def measure(spec, trial, plan, here, stack, m, raw, state):
             m["seconds"].append(seconds)
             m["gbps"].append(total / seconds / 1e9)
             if record:
-                # Async reads are the gate's tasks, whether KvikIO's monitor counts them or not.
-                m["costs"].append(pass_cost(total, seconds, cpu_before, cpu_after, ops,
-                                            async_calls if asynchronous else None))
+                m["costs"].append(pass_cost(total, seconds, cpu_before, cpu_after, ops, io.calls))
         m["integrity"] = result
         m["verify_seconds"] += m["integrity"]["seconds"]
         if m["integrity"]["bad_words"] or m["integrity"]["checksum"] != m["integrity"]["expected_checksum"]:
@@ -368,11 +477,6 @@ def measure(spec, trial, plan, here, stack, m, raw, state):
             break
         report_progress(p + 1, passes, seconds, total)
     m["resident_after_drop"] = cached_after_drop
-    finish(spec, kvikio, cupy, monitor, measured_start, record, total, cached_after_drop, m)
-    if asynchronous:
-        m["kvikio"]["async_path"] = state.get("async_path")
-    for handle in handles:
-        handle.close()
     return fail
 
 
@@ -465,13 +569,17 @@ def finish(spec, kvikio, cupy, monitor, measured_start, record, total, cached_af
     }
 
 
-def measure_writes(spec, trial, plan, kvikio, cupy, device, buffer, verifier, monitor, m, phase):
+def write_passes(spec, io, cupy, device, buffer, verifier, m, phase):
     """A writing trial (`op: write` or `roundtrip`), as the Rust worker runs one
-    (harness/worker/src/trial/write.rs): the generator's bytes made in `buffer` by the fill kernel,
-    written with kvikio.CuFile.pwrite (timed), fsync timed apart, the pages dropped; then `write`
-    reads the files back with O_DIRECT (never through KvikIO) into a second device buffer and
-    verifies it, and `roundtrip` reads them back with KvikIO's pread and verifies that."""
+    (harness/worker/src/trial/write.rs), through `io` (KvikioIo or the torch reader's
+    StorageReads): the generator's bytes made in `buffer` by the fill kernel, written (timed; the
+    files opened for writing, which empties them, before and closed after), fsync timed apart, the
+    pages dropped; then `write` reads the files back with O_DIRECT (never through the library
+    under test) into a second device buffer and verifies it, and `roundtrip` reads them back
+    through the library and verifies that."""
+    trial, plan = spec["trial"], spec["plan"]
     total = m["bytes_per_repetition"]
+    paths = [f["path"] for f in plan["files"]]
     bases = {}
     for s in plan["segments"]:
         bases.setdefault(s["file"], s["buffer_offset"])
@@ -479,44 +587,38 @@ def measure_writes(spec, trial, plan, kvikio, cupy, device, buffer, verifier, mo
         verifier.fill(buffer, bases[index], f["size"], f["seed"])
     check = cupy.empty(total, dtype=cupy.uint8)
     check_verifier = verifier.over(check)
+    io.prepare_writes(buffer, check, plan["segments"], roundtrip=trial["op"] == "roundtrip")
     phase("generated source and read-back buffer")
     expected = spec["expected_checksum"]
     passes = trial["warmup"] + trial["repetitions"]
     record = recording()
     figures = {"fsync_seconds": [], "verify_read_seconds": [], "read_back_seconds": [], "read_back_gbps": []}
     m["write"] = figures
-    m["path"] = "kvikio"
-    # KvikIO splits each pwrite into task_size tasks, as the Rust writers split the plan.
-    tasks = sum(-(-s["len"] // trial["task_size"]) for s in plan["segments"])
-    measured_start = None
     fail = None
     for p in range(passes):
-        handles = [kvikio.CuFile(f["path"], "w") for f in plan["files"]]  # "w" empties the file
+        io.open_for_write(paths)
         if p == trial["warmup"]:
-            measured_start = monitor.get()
+            io.measured_from()
         if p == 0:
             m["startup_seconds"] = (time.time_ns() - spec["spawned_at_unix_ns"]) / 1e9
         cpu_before = cpu_time() if record else None
         t0 = time.perf_counter()
-        futures = [handles[s["file"]].pwrite(buffer[s["buffer_offset"]:s["buffer_offset"] + s["len"]], s["len"],
-                                             s["offset"], trial["task_size"]) for s in plan["segments"]]
-        written = sum(f.get() for f in futures)
+        written = io.write(plan["segments"], buffer)
         seconds = time.perf_counter() - t0
         cpu_after = cpu_time() if record else None
-        for handle in handles:
-            handle.close()
+        io.close_written()
         t1 = time.perf_counter()
-        for f in plan["files"]:
-            fd = os.open(f["path"], os.O_RDONLY)
+        for path in paths:
+            fd = os.open(path, os.O_RDONLY)
             try:
                 os.fsync(fd)
             finally:
                 os.close(fd)
         fsync = time.perf_counter() - t1
-        for f in plan["files"]:
-            kvikio.drop_file_page_cache(f["path"])
+        for path in paths:
+            io.drop(path)
         if written != total:
-            fail = failure("KvikIO wrote %d bytes of %d in pass %d" % (written, total, p + 1),
+            fail = failure("%s wrote %d bytes of %d in pass %d" % (io.library, written, total, p + 1),
                            "check the data dir's free space and the storage (dmesg)")
             break
         measured = p >= trial["warmup"]
@@ -525,20 +627,15 @@ def measure_writes(spec, trial, plan, kvikio, cupy, device, buffer, verifier, mo
             m["gbps"].append(total / seconds / 1e9)
             figures["fsync_seconds"].append(fsync)
             if record:
-                m["costs"].append(pass_cost(total, seconds, cpu_before, cpu_after, None, calls=tasks))
+                m["costs"].append(pass_cost(total, seconds, cpu_before, cpu_after, None, calls=io.write_calls))
         else:
             m["warmup_seconds"].append(seconds)
         check.fill(0xA5)
         device.synchronize()
         t2 = time.perf_counter()
         if trial["op"] == "roundtrip":
-            readers = [kvikio.CuFile(f["path"], "r") for f in plan["files"]]
-            futures = [readers[s["file"]].pread(check[s["buffer_offset"]:s["buffer_offset"] + s["len"]], s["len"],
-                                                s["offset"], trial["task_size"]) for s in plan["segments"]]
-            read = sum(f.get() for f in futures)
+            read = io.read_back(paths, plan["segments"], check)
             device.synchronize()
-            for reader in readers:
-                reader.close()
             if measured:
                 figures["read_back_seconds"].append(time.perf_counter() - t2)
                 figures["read_back_gbps"].append(read / figures["read_back_seconds"][-1] / 1e9)
@@ -557,7 +654,6 @@ def measure_writes(spec, trial, plan, kvikio, cupy, device, buffer, verifier, mo
                             % ("read back" if trial["op"] == "roundtrip" else "on the disk (read with O_DIRECT)"))
             break
         report_progress(p + 1, passes, seconds, total)
-    finish(spec, kvikio, cupy, monitor, measured_start, record, total, None, m, reads=False)
     return fail
 
 
@@ -584,23 +680,18 @@ def device_used(cupy):
     return total - free
 
 
-def timed_read(segments, handles, buffer, device, task_size, record, streams=()):
-    """One read section (a pass, or one window of it): bytes read, seconds, and CPU before/after.
-    With `streams` (`kvikio_api: async`), each task is a raw_read_async on them in turn."""
+def timed_read(read_segments, segments, device, record):
+    """One read section (a pass, or one window of it) read by `read_segments(segments)`: bytes
+    read, seconds, and CPU before/after."""
     cpu_before = cpu_time() if record else None
     t0 = time.perf_counter()
-    if streams:
-        read = read_async(segments, handles, buffer, streams, task_size)
-    else:
-        futures = [handles[s["file"]].pread(buffer[s["buffer_offset"]:s["buffer_offset"] + s["len"]], s["len"],
-                                            s["offset"], task_size) for s in segments]
-        read = sum(f.get() for f in futures)
+    read = read_segments(segments)
     device.synchronize()
     seconds = time.perf_counter() - t0
     return read, seconds, (cpu_before, cpu_time()) if record else None
 
 
-def streamed_pass(spec, windows, handles, buffer, device, verifier, record, streams=()):
+def streamed_pass(spec, windows, read_segments, buffer, device, verifier, record):
     """A pass window by window (the caller cleared the first): each cleared, read (timed) and verified on the GPU before the
     next reuses the buffer; the windows' raw sums plus the files' length terms are the pass's
     checksum (harness/model/src/integrity.rs, Streamed)."""
@@ -612,8 +703,7 @@ def streamed_pass(spec, windows, handles, buffer, device, verifier, record, stre
         if index > 0:
             buffer[:window["len"]].fill(0xA5)
             device.synchronize()
-        got, took, spent = timed_read(window["segments"], handles, buffer, device, trial["task_size"], record,
-                                      streams)
+        got, took, spent = timed_read(read_segments, window["segments"], device, record)
         read, seconds = read + got, seconds + took
         if spent is not None:
             # Summed CPU of the read sections, as (0, sum) so that pass_cost takes the difference.

@@ -117,8 +117,8 @@ class AsyncWindows(unittest.TestCase):
 
         buffer, handle = FakeBuffer(4096), FakeFile(data)
         streams = [FakeStream(1), FakeStream(2), FakeStream(3)]
-        read, _, cpu, result = worker.streamed_pass(spec, windows, [handle], buffer, Device(), Verifier(), False,
-                                                    streams)
+        io = worker.KvikioIo(None, None, [handle], buffer, 1024, streams)
+        read, _, cpu, result = worker.streamed_pass(spec, windows, io.read, buffer, Device(), Verifier(), False)
         self.assertEqual(read, len(data))
         self.assertIsNone(cpu)
         self.assertEqual(b"".join(seen), data)

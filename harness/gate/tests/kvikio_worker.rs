@@ -1,5 +1,6 @@
-//! The KvikIO worker's GPU-free logic (harness/worker/test_kvikio_worker.py), run with the
-//! host's python3 (which `.ci/run` needs anyway).
+//! The Python worker's GPU-free logic (harness/worker/test_kvikio_worker.py, and
+//! test_torch_reader.py for its `torch` reader), run with the host's python3 (which `.ci/run`
+//! needs anyway).
 
 use std::process::Command;
 
@@ -8,16 +9,22 @@ use gds_model::progress::{ENV, PassProgress};
 const WORKER_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../worker");
 
 #[test]
-fn the_python_workers_streaming_async_and_progress_logic() {
+fn the_python_workers_streaming_async_progress_and_torch_logic() {
     let output = Command::new("python3")
-        .args(["-m", "unittest", "-v", "test_kvikio_worker"])
+        .args([
+            "-m",
+            "unittest",
+            "-v",
+            "test_kvikio_worker",
+            "test_torch_reader",
+        ])
         .current_dir(WORKER_DIR)
         .env("PYTHONDONTWRITEBYTECODE", "1")
         .output()
         .expect("python3 runs the KvikIO worker's tests");
     let text = String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success(), "{text}");
-    assert!(text.contains("Ran 7 tests"), "{text}");
+    assert!(text.contains("Ran 23 tests"), "{text}");
 }
 
 /// The live view reads the KvikIO worker's progress with the Rust workers' parser.

@@ -98,6 +98,7 @@ fn evidence(reader: Reader, m: &Measurement) -> Result<(), String> {
         Reader::Kvikio if m.kvikio.is_none() => {
             Some("KvikIO's evidence (SummaryMonitor's bytes per backend)")
         }
+        Reader::Torch if m.torch.is_none() => Some("PyTorch's evidence (its version and build)"),
         _ => None,
     };
     match missing {
@@ -114,7 +115,7 @@ mod tests {
     use super::*;
     use crate::integrity::expected_checksum;
     use crate::plan::{ReadPlan, test_support::generated};
-    use crate::record::{CufileEvidence, KvikioEvidence};
+    use crate::record::{CufileEvidence, KvikioEvidence, TorchEvidence};
     use crate::scenario::Pattern;
 
     fn asked(reader: Reader) -> WorkerSpec {
@@ -154,6 +155,7 @@ mod tests {
             gpu: Some("H200 (GPU 0)".into()),
             cufile: Some(CufileEvidence::default()),
             kvikio: Some(KvikioEvidence::default()),
+            torch: Some(TorchEvidence::default()),
             per_gpu: Vec::new(),
             costs: Vec::new(),
             latency: None,
@@ -204,6 +206,7 @@ mod tests {
                 m.bytes_per_repetition = 1
             }),
             (Reader::Kvikio, "KvikIO's evidence", |m| m.kvikio = None),
+            (Reader::Torch, "PyTorch's evidence", |m| m.torch = None),
             (Reader::Cufile, "cuFile's evidence", |m| m.cufile = None),
             (Reader::H2d, "the GPU it read into", |m| m.gpu = None),
         ];

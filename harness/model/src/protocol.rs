@@ -84,7 +84,7 @@ impl WorkerSpec {
     pub fn new(trial: TrialSpec, plan: ReadPlan) -> WorkerSpec {
         let regions = verify_regions(&plan);
         let window = match trial.window {
-            _ if trial.reader != crate::scenario::Reader::Kvikio => None,
+            _ if !trial.reader.python() => None,
             // Writers hold the whole pass (`validate` refuses a smaller window for them).
             _ if trial.op.writes() => None,
             WindowMode::Whole => None,

@@ -157,6 +157,9 @@ pub struct Measurement {
     pub cufile: Option<CufileEvidence>,
     #[serde(default)]
     pub kvikio: Option<KvikioEvidence>,
+    /// PyTorch's account of a `torch` trial: which build made the cuFile calls.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub torch: Option<TorchEvidence>,
     /// A trial over several GPUs (`gpus:`): each GPU's own result. The fields above then hold the
     /// aggregate (the gate's multi-GPU launcher): `seconds` is the slowest GPU's time of each
     /// repetition and `gbps` all GPUs' bytes over it.
@@ -349,6 +352,22 @@ pub struct KvikioEvidence {
     /// does not report it: the worker infers it from KvikIO's own rules).
     #[serde(default)]
     pub async_path: Option<String>,
+}
+
+/// The PyTorch that ran a `torch` trial (from inside the Python worker). Its `GdsFile` calls
+/// cuFile with no POSIX path of its own, so the path verdict rests on cuFile's counters; these
+/// say which build made the calls, for the baseline's provenance and a changed result's cause.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct TorchEvidence {
+    /// `torch.__version__`, e.g. `2.11.0+cu130`.
+    pub torch_version: String,
+    /// `torch.version.cuda`: the CUDA the build targets.
+    pub cuda_version: Option<String>,
+    pub cupy_version: String,
+    pub python: String,
+    /// The `GdsFile` methods the trial called (`load_storage`, `save_storage`), with the buffer
+    /// registration (`gds_register_buffer`) when `buffer: registered`.
+    pub calls: Vec<String>,
 }
 
 impl TrialRecord {

@@ -360,6 +360,40 @@ fn evidence_round_trips_through_json() {
 }
 
 /// Counters anywhere in u64 (sums overflow, fields contradict) never panic the verdict.
+/// PyTorch hands every byte to cuFile: on the H200 (no nvidia-fs) cuFile's counters show its
+/// compat mode, as for the cufile reader; counters that saw nothing are a disagreement, never
+/// PyTorch's own POSIX (it has none).
+#[test]
+fn torch_is_judged_by_cufiles_counters_alone() {
+    let mut e = cufile_trial(gpu0(1, 0, 0, 1, GIB));
+    e.reader = Reader::Torch;
+    e.nvidia_fs_loaded = Some(false);
+    let judged = judge(&e, ExpectedPath::Gds, 0);
+    assert_eq!(judged.verdict.path, Path::CufilePosix);
+    assert!(!judged.passed);
+    assert!(
+        judged.summary.starts_with("expected gds, got cufile-posix")
+            && judged.summary.contains("1 posix reads"),
+        "{}",
+        judged.summary
+    );
+    assert!(judge(&e, ExpectedPath::CufilePosix, 0).passed);
+    assert!(
+        judged.evidence_table.contains("torch, 1.00 GiB read"),
+        "{}",
+        judged.evidence_table
+    );
+
+    e.cufile = Some(vec![gpu0(0, 0, 0, 0, 0)]);
+    let judged = judge(&e, ExpectedPath::Any, 0);
+    assert_eq!(judged.verdict.path, Path::Cufile);
+    assert!(
+        judged.verdict.conflicts[0].starts_with("the torch reader handed cuFile 1.00 GiB"),
+        "{:?}",
+        judged.verdict.conflicts
+    );
+}
+
 #[test]
 fn random_evidence_never_panics() {
     let mut rng = StdRng::seed_from_u64(5);
@@ -369,7 +403,13 @@ fn random_evidence_never_panics() {
         2 => u64::MAX - rng.random_range(0..3),
         _ => rng.random(),
     };
-    let readers = [Reader::Posix, Reader::H2d, Reader::Cufile, Reader::Kvikio];
+    let readers = [
+        Reader::Posix,
+        Reader::H2d,
+        Reader::Cufile,
+        Reader::Kvikio,
+        Reader::Torch,
+    ];
     let expectations = [
         ExpectedPath::Nvfs,
         ExpectedPath::P2p,

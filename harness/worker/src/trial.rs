@@ -71,6 +71,7 @@ fn measure(spec: &WorkerSpec) -> WorkerResult {
         gpu: None,
         cufile: None,
         kvikio: None,
+        torch: None,
         per_gpu: Vec::new(),
         costs: Vec::new(),
         latency: None,
@@ -107,9 +108,13 @@ fn measure(spec: &WorkerSpec) -> WorkerResult {
         Reader::Cufile | Reader::CufileBatch | Reader::CufileAsync => {
             with_gpu_and_cufile(spec, &mut m)
         }
-        Reader::Kvikio => Err(WorkerFailure {
-            reason: "the Rust worker does not run KvikIO trials".into(),
-            next: "this is a bug in gds-gate: KvikIO trials go to the Python worker".into(),
+        Reader::Kvikio | Reader::Torch => Err(WorkerFailure {
+            reason: format!(
+                "the Rust worker does not run {} trials",
+                spec.trial.reader.name()
+            ),
+            next: "this is a bug in gds-gate: KvikIO and PyTorch trials go to the Python worker"
+                .into(),
             missing: None,
         }),
     }

@@ -145,7 +145,8 @@ fn evidence(
 /// The smallest single read of the plan: a chunk, a random read, or a file's last task.
 fn smallest_read(spec: &TrialSpec, m: &Measurement) -> Option<u64> {
     let plan = gds_model::plan::ReadPlan::new(m.files.clone(), &spec.pattern);
-    let reads = if spec.reader == Reader::Kvikio {
+    // KvikIO's pread and PyTorch's load_storage take whole segments; the others read tasks.
+    let reads = if spec.reader.python() {
         plan.segments
     } else {
         plan.tasks(spec.task_size)

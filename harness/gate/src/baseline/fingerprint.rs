@@ -21,6 +21,8 @@ pub struct Fingerprint {
     pub cuda: Option<String>,
     pub libcufile: Option<String>,
     pub kvikio: Option<String>,
+    /// PyTorch's version, from the `torch` trials (e.g. `2.11.0+cu130`).
+    pub torch: Option<String>,
     pub nvidia_fs_loaded: bool,
     pub nvidia_fs_version: Option<String>,
     /// Kernel release (`uname -r`).
@@ -87,7 +89,7 @@ impl Fingerprint {
     }
 
     /// `(field name, value as shown)`, in the order of the file.
-    pub fn fields(&self) -> [(&'static str, Option<String>); 12] {
+    pub fn fields(&self) -> [(&'static str, Option<String>); 13] {
         [
             ("gpu_model", self.gpu_model.clone()),
             ("gpu_count", self.gpu_count.map(|n| n.to_string())),
@@ -95,6 +97,7 @@ impl Fingerprint {
             ("cuda", self.cuda.clone()),
             ("libcufile", self.libcufile.clone()),
             ("kvikio", self.kvikio.clone()),
+            ("torch", self.torch.clone()),
             ("nvidia_fs_loaded", Some(self.nvidia_fs_loaded.to_string())),
             ("nvidia_fs_version", self.nvidia_fs_version.clone()),
             ("kernel", self.kernel.clone()),
@@ -114,6 +117,7 @@ impl Fingerprint {
             cuda: pick(&self.cuda, &old.cuda),
             libcufile: pick(&self.libcufile, &old.libcufile),
             kvikio: pick(&self.kvikio, &old.kvikio),
+            torch: pick(&self.torch, &old.torch),
             nvidia_fs_loaded: self.nvidia_fs_loaded,
             nvidia_fs_version: pick(&self.nvidia_fs_version, &old.nvidia_fs_version),
             kernel: pick(&self.kernel, &old.kernel),
@@ -188,6 +192,7 @@ mod tests {
         let new = Fingerprint {
             driver: Some("580.159".into()),
             kvikio: None,
+            torch: None,
             cuda: Some("13.0".into()),
             nvidia_fs_loaded: true,
             ..sample()
@@ -212,6 +217,7 @@ mod tests {
     fn merge_keeps_what_the_run_did_not_see() {
         let run = Fingerprint {
             kvikio: None,
+            torch: None,
             driver: Some("580.159".into()),
             ..sample()
         };

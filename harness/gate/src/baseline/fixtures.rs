@@ -99,6 +99,7 @@ pub fn fingerprint() -> Fingerprint {
         cuda: Some("13.0".into()),
         libcufile: Some("1.15.1".into()),
         kvikio: Some("26.10".into()),
+        torch: None,
         nvidia_fs_loaded: true,
         nvidia_fs_version: Some("2.26".into()),
         kernel: Some("6.8.0-60-generic".into()),

@@ -507,7 +507,8 @@ fn unavailable(spec: &TrialSpec, host: &HostFacts) -> Option<String> {
         | Reader::Cufile
         | Reader::CufileBatch
         | Reader::CufileAsync
-        | Reader::Kvikio => None,
+        | Reader::Kvikio
+        | Reader::Torch => None,
     }
 }
 

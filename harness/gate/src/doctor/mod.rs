@@ -182,7 +182,7 @@ pub fn preflight(data_dir: &Path, trials: &[TrialSpec], require_gpu: bool) -> Do
         require_gpu,
         python: trials
             .iter()
-            .find(|t| t.reader == gds_model::scenario::Reader::Kvikio && t.python != "python3")
+            .find(|t| t.reader.python() && t.python != "python3")
             .map(|t| t.python.clone()),
         quick: true,
         // Only a run with KvikIO trials pays for starting Python.

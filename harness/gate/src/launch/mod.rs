@@ -25,8 +25,11 @@ use gds_model::scenario::{Reader, TrialSpec};
 /// Lines of the worker's stderr shown with a failure.
 const TAIL_LINES: usize = 15;
 
-/// The Python worker, shipped inside the gate and written into each KvikIO trial's folder.
+/// The Python worker, shipped inside the gate and written into each KvikIO or PyTorch trial's
+/// folder.
 pub const KVIKIO_WORKER: &str = include_str!("../../../worker/kvikio_worker.py");
+/// The Python worker's `torch` reader, a module it imports from beside it.
+pub const TORCH_READER: &str = include_str!("../../../worker/torch_reader.py");
 /// The verification kernels, written beside the Python worker, which compiles them with cupy:
 /// the Rust worker's own source (gds-worker's `gpu/kernels.cu`), so both verify with one.
 pub const KERNELS: &str = include_str!("../../../worker/src/gpu/kernels.cu");
@@ -84,8 +87,14 @@ impl Launcher {
     ) -> TrialRecord {
         match self.start(&spec, plan, dir, timeout) {
             Ok(ran) => self.judge(spec, dir, ran),
-            Err(StartError::Missing(what)) if spec.reader == Reader::Kvikio => {
-                let hint = "install Python 3, or point GDS_GATE_PYTHON (or the suite's `python:`) at an interpreter with kvikio and cupy";
+            Err(StartError::Missing(what)) if spec.reader.python() => {
+                let needs = match spec.reader {
+                    Reader::Torch => "torch and cupy",
+                    _ => "kvikio and cupy",
+                };
+                let hint = format!(
+                    "install Python 3, or point GDS_GATE_PYTHON (or the suite's `python:`) at an interpreter with {needs}"
+                );
                 self.missing(spec, format!("{what}: {hint}"))
             }
             Err(StartError::Missing(reason) | StartError::Setup(reason)) => {
@@ -136,14 +145,16 @@ impl Launcher {
             gds_model::progress::ENV.to_string(),
             progress_path.display().to_string(),
         ));
-        let (program, mut args): (PathBuf, Vec<OsString>) = match spec.reader {
-            Reader::Kvikio => {
+        let (program, mut args): (PathBuf, Vec<OsString>) = if spec.reader.python() {
+            if spec.reader == Reader::Kvikio {
                 env.extend(kvikio_env(spec));
-                let script = write("kvikio_worker.py", KVIKIO_WORKER)?;
-                write("kernels.cu", KERNELS)?;
-                (python(spec).into(), vec![script.into()])
             }
-            _ => (self.gate.clone(), vec!["worker".into()]),
+            let script = write("kvikio_worker.py", KVIKIO_WORKER)?;
+            write("torch_reader.py", TORCH_READER)?;
+            write("kernels.cu", KERNELS)?;
+            (python(spec).into(), vec![script.into()])
+        } else {
+            (self.gate.clone(), vec!["worker".into()])
         };
         args.extend([
             "--spec".into(),
@@ -492,6 +503,7 @@ mod tests {
             gpu: Some("stand-in GPU".into()),
             cufile: Some(Default::default()),
             kvikio: None,
+            torch: None,
             per_gpu: Vec::new(),
             costs: Vec::new(),
             latency: None,
@@ -555,9 +567,13 @@ mod tests {
     }
 
     fn kvikio_trial(python: &str, require: bool) -> TrialRecord {
+        python_trial(Reader::Kvikio, python, require)
+    }
+
+    fn python_trial(reader: Reader, python: &str, require: bool) -> TrialRecord {
         let dir = tempfile::tempdir().unwrap();
         let (mut spec, plan) = trial();
-        spec.reader = Reader::Kvikio;
+        spec.reader = reader;
         spec.python = python.into();
         spec.require_kvikio = require;
         let launcher = Launcher {
@@ -587,15 +603,19 @@ mod tests {
         );
     }
 
+    /// Whether this host's python3 imports `module`.
+    fn python_has(module: &str) -> bool {
+        std::process::Command::new("python3")
+            .args(["-c", &format!("import {module}")])
+            .output()
+            .is_ok_and(|out| out.status.success())
+    }
+
     /// The real Python worker, on a host without kvikio (hosted CI): ignored, naming the module
     /// and how to install it.
     #[test]
     fn kvikio_trials_without_kvikio_are_ignored_with_the_install_command() {
-        let has_kvikio = std::process::Command::new("python3")
-            .args(["-c", "import kvikio"])
-            .output()
-            .is_ok_and(|out| out.status.success());
-        if has_kvikio {
+        if python_has("kvikio") {
             eprintln!("skipped: this host has kvikio");
             return;
         }
@@ -611,6 +631,32 @@ mod tests {
         let record = kvikio_trial("python3", true);
         assert_eq!(record.status, Status::Failed);
         assert!(record.details.unwrap().contains("require_kvikio"));
+    }
+
+    /// The real Python worker, on a host without PyTorch (hosted CI): the `torch` trial is
+    /// ignored, naming torch and how to install a CUDA build; `require_kvikio` is about KvikIO.
+    #[test]
+    fn torch_trials_without_torch_are_ignored_with_the_install_command() {
+        if python_has("torch") {
+            eprintln!("skipped: this host has torch");
+            return;
+        }
+        for require in [false, true] {
+            let record = python_trial(Reader::Torch, "python3", require);
+            assert_eq!(record.status, Status::Ignored, "{record:?}");
+            let reason = record.reason.unwrap();
+            assert!(
+                reason.contains("torch")
+                    && reason.contains("not found by")
+                    && reason.contains(
+                        "pip install torch --index-url https://download.pytorch.org/whl/cu130"
+                    ),
+                "{reason}"
+            );
+        }
+        let record = python_trial(Reader::Torch, "/nonexistent/python3", false);
+        assert_eq!(record.status, Status::Ignored);
+        assert!(record.reason.unwrap().contains("with torch and cupy"));
     }
 
     /// A libcufile without the batch API: the worker answers that a piece is missing, and the

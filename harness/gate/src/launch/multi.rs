@@ -355,6 +355,8 @@ fn aggregate_measurement(
         ),
         cufile: aggregate_cufile(per_gpu),
         kvikio: aggregate_kvikio(&measured),
+        // One PyTorch build in every worker (one interpreter): the first GPU's account.
+        torch: measured.iter().find_map(|(_, m)| m.torch.clone()),
         per_gpu: Vec::new(),
         costs,
         // Percentiles do not add up across workers; each GPU's are in `per_gpu`.

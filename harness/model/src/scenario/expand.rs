@@ -254,8 +254,10 @@ fn axes_for(reader: Reader, s: &Scenario) -> Vec<Axis<'_>> {
                 s.compat_modes[i].to_string()
             }),
         ),
+        // PyTorch reads each segment with one `load_storage` call from one thread: no threads
+        // and no task split of its own to vary.
         axis(
-            !reader.queues(),
+            !reader.queues() && reader != Reader::Torch,
             "nthreads",
             s.nthreads.len(),
             Box::new(|t, i| {
@@ -264,7 +266,7 @@ fn axes_for(reader: Reader, s: &Scenario) -> Vec<Axis<'_>> {
             }),
         ),
         axis(
-            true,
+            reader != Reader::Torch,
             "task",
             s.task_sizes.len(),
             Box::new(|t, i| {

@@ -547,6 +547,8 @@ fn impossible_path(reader: Reader, path: ExpectedPath) -> Option<String> {
             &[Nvfs, P2p, Gds, CufilePosix, Any]
         }
         Reader::Kvikio => &[Nvfs, P2p, Gds, CufilePosix, KvikioPosix, Any],
+        // PyTorch has no POSIX path of its own: a handle cuFile refuses is an error.
+        Reader::Torch => &[Nvfs, P2p, Gds, CufilePosix, Any],
     };
     (!possible.contains(&path)).then(|| {
         let path = serde_json::to_value(path)
@@ -575,3 +577,5 @@ fn check_name(name: &str) -> Result<(), &'static str> {
 mod tests;
 #[cfg(test)]
 mod tests_batch;
+#[cfg(test)]
+mod tests_torch;

@@ -97,6 +97,9 @@ pub enum Reader {
     /// synchronised.
     #[serde(rename = "cufile-async")]
     CufileAsync,
+    /// PyTorch's `torch.cuda.gds.GdsFile`: `load_storage` (a writing trial: `save_storage`) of
+    /// each segment into a CUDA storage, from Python.
+    Torch,
 }
 
 impl Reader {
@@ -108,6 +111,7 @@ impl Reader {
             Reader::Kvikio => "kvikio",
             Reader::CufileBatch => "cufile-batch",
             Reader::CufileAsync => "cufile-async",
+            Reader::Torch => "torch",
         }
     }
 
@@ -124,10 +128,15 @@ impl Reader {
         matches!(self, Reader::CufileBatch | Reader::CufileAsync)
     }
 
-    /// Whether the bytes go through libcufile (natively or through KvikIO), so that the trial
-    /// gets a cufile.json overlay, a cuFile log and cuFile's counters.
+    /// Whether the bytes go through libcufile (natively, through KvikIO or through PyTorch), so
+    /// that the trial gets a cufile.json overlay, a cuFile log and cuFile's counters.
     pub fn uses_cufile(self) -> bool {
-        self.native_cufile() || self == Reader::Kvikio
+        self.native_cufile() || self.python()
+    }
+
+    /// Whether the trial runs in the Python worker (KvikIO and PyTorch are Python libraries).
+    pub fn python(self) -> bool {
+        matches!(self, Reader::Kvikio | Reader::Torch)
     }
 
     /// Whether the reader can also write (`op: write` and `roundtrip`).

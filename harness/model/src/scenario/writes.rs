@@ -68,7 +68,7 @@ impl Validator<'_> {
             return Err(self.error(
                 here("op"),
                 format!("{context}: `op: {}` needs a writer, but the `{}` reader only reads", op.name(), reader.name()),
-                "write with `cufile` (cuFileWrite), `cufile-async` (cuFileWriteAsync), `kvikio`, `h2d` or `posix`, and read with `cufile-batch` in a scenario of its own",
+                "write with `cufile` (cuFileWrite), `cufile-async` (cuFileWriteAsync), `kvikio`, `torch` (save_storage), `h2d` or `posix`, and read with `cufile-batch` in a scenario of its own",
             ));
         }
         Ok(())

@@ -97,7 +97,9 @@ pub(super) fn build(e: &Evidence) -> PathVerdict {
     match e.reader {
         Reader::Posix => v.add(Path::Host, e.bytes_read),
         Reader::H2d => v.add(Path::Bounce, e.bytes_read),
-        Reader::Cufile | Reader::CufileBatch | Reader::CufileAsync => {
+        // PyTorch hands every byte to cuFile (`cuFileRead`/`cuFileWrite`): only cuFile's
+        // counters say which way they went.
+        Reader::Cufile | Reader::CufileBatch | Reader::CufileAsync | Reader::Torch => {
             let ops = cufile_ops(e, &mut v);
             let who = format!("the {} reader", e.reader.name());
             through_cufile(e, &mut v, ops.as_ref(), e.bytes_read, &who);

@@ -299,6 +299,7 @@ fn a_changed_fingerprint_is_the_likely_cause_and_is_shown_even_when_all_pass() {
     let upgraded = Fingerprint {
         driver: Some("590.10".into()),
         kvikio: None,
+        torch: None,
         ..fixtures::fingerprint()
     };
     let comparison = judge_one(

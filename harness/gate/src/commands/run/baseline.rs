@@ -62,6 +62,8 @@ pub(crate) fn fingerprint(outcome: &Outcome, data_dir: &Path) -> Fingerprint {
     }));
     fingerprint.kvikio =
         measurements().find_map(|m| m.kvikio.as_ref().map(|k| k.kvikio_version.clone()));
+    fingerprint.torch =
+        measurements().find_map(|m| m.torch.as_ref().map(|t| t.torch_version.clone()));
     fingerprint
 }
 

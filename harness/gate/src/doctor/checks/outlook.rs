@@ -218,7 +218,11 @@ fn predicted_path(
             let lib = libcufile(facts);
             if lib.can != Can::Yes {
                 return Err(Outcome::Fail {
-                    reason: format!("the cufile reader needs libcufile: {}", lib.why),
+                    reason: format!(
+                        "the {} reader needs libcufile: {}",
+                        spec.reader.name(),
+                        lib.why
+                    ),
                 });
             }
             if let Some(DriverOpen::Failed { error }) = facts.cufile.driver_open.known() {

@@ -91,6 +91,7 @@ fn constructed(gpu: u32, bytes: u64, seconds: &[f64], path: &str, checksum: u64)
             ..CufileEvidence::default()
         }),
         kvikio: None,
+        torch: None,
         per_gpu: Vec::new(),
         // Ten calls per pass, 0.1 s of user time per GPU index + 1 and 0.1 s of system time.
         costs: seconds
