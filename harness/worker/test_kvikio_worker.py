@@ -8,6 +8,7 @@ import unittest
 from unittest import mock
 
 import kvikio_worker as worker
+import passes
 
 
 class Streaming(unittest.TestCase):
@@ -33,13 +34,13 @@ class Streaming(unittest.TestCase):
     def test_windows_compose_with_the_length_terms_and_keep_the_first_bad_byte(self):
         bad = {"file": "f", "file_offset": 130, "buffer_offset": 30}
         parts = [(0, (5, 0, None, 0.1)), (100, (7, 1, bad, 0.2)), (200, (0, 2, dict(bad, buffer_offset=1), 0.0))]
-        result = worker.compose(parts, "exact", "0x1", 13)
-        self.assertEqual(result["checksum"], worker.hex16(13))
-        self.assertEqual(result["expected_checksum"], worker.hex16(13))
+        result = passes.compose(parts, "exact", "0x1", 13)
+        self.assertEqual(result["checksum"], passes.hex16(13))
+        self.assertEqual(result["expected_checksum"], passes.hex16(13))
         self.assertEqual(result["bad_words"], 3)
         self.assertEqual(result["first_bad"], {"file": "f", "file_offset": 130, "buffer_offset": 130})
         self.assertAlmostEqual(result["seconds"], 0.3)
-        self.assertIsNone(worker.compose(parts, "none", "0x1", 13)["checksum"])
+        self.assertIsNone(passes.compose(parts, "none", "0x1", 13)["checksum"])
 
 
 class FakeBuffer:
@@ -118,7 +119,7 @@ class AsyncWindows(unittest.TestCase):
         buffer, handle = FakeBuffer(4096), FakeFile(data)
         streams = [FakeStream(1), FakeStream(2), FakeStream(3)]
         io = worker.KvikioIo(None, None, [handle], buffer, 1024, streams)
-        read, _, cpu, result = worker.streamed_pass(spec, windows, io.read, buffer, Device(), Verifier(), False)
+        read, _, cpu, result = passes.streamed_pass(spec, windows, io.read, buffer, Device(), Verifier(), False)
         self.assertEqual(read, len(data))
         self.assertIsNone(cpu)
         self.assertEqual(b"".join(seen), data)
@@ -136,9 +137,9 @@ class Progress(unittest.TestCase):
     def test_a_pass_replaces_the_progress_file_with_one_line_of_four_fields(self):
         with tempfile.TemporaryDirectory() as folder:
             path = os.path.join(folder, "progress")
-            with mock.patch.dict(os.environ, {worker.PROGRESS_ENV: path}):
-                worker.report_progress(1, 6, 2.0, 5_000_000_000)
-                worker.report_progress(2, 6, 0.5, 1 << 20)
+            with mock.patch.dict(os.environ, {passes.PROGRESS_ENV: path}):
+                passes.report_progress(1, 6, 2.0, 5_000_000_000)
+                passes.report_progress(2, 6, 0.5, 1 << 20)
             with open(path) as f:
                 self.assertEqual(f.read(), "2 6 0.5 0.002097152\n")
             self.assertEqual(os.listdir(folder), ["progress"])  # the aside file was renamed
@@ -146,9 +147,9 @@ class Progress(unittest.TestCase):
     def test_no_variable_no_file_and_a_failed_write_is_ignored(self):
         with tempfile.TemporaryDirectory() as folder:
             with mock.patch.dict(os.environ, {}, clear=True):
-                worker.report_progress(1, 2, 1.0, 10)
-            with mock.patch.dict(os.environ, {worker.PROGRESS_ENV: os.path.join(folder, "gone", "progress")}):
-                worker.report_progress(1, 2, 1.0, 10)
+                passes.report_progress(1, 2, 1.0, 10)
+            with mock.patch.dict(os.environ, {passes.PROGRESS_ENV: os.path.join(folder, "gone", "progress")}):
+                passes.report_progress(1, 2, 1.0, 10)
             self.assertEqual(os.listdir(folder), [])
 
 

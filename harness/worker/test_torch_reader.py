@@ -11,6 +11,7 @@ import unittest
 from unittest import mock
 
 import kvikio_worker as worker
+import passes
 import torch_reader
 
 
@@ -264,8 +265,8 @@ class Passes(unittest.TestCase):
         cupy = types.SimpleNamespace(cuda=types.SimpleNamespace(runtime=types.SimpleNamespace(
             memGetInfo=lambda: (1, 3))))
         with mock.patch.dict(os.environ, {"GDS_GATE_RECORD_COST": "1"}):
-            os.environ.pop(worker.PROGRESS_ENV, None)
-            fail = worker.read_passes(spec, io, cupy, device, buffer, Checked(), [], m, {"device_peak": None})
+            os.environ.pop(passes.PROGRESS_ENV, None)
+            fail = passes.read_passes(spec, io, cupy, device, buffer, Checked(), [], m, {"device_peak": None})
         return fail, m
 
     def test_warmup_and_measured_passes_with_their_calls_and_the_cache_left(self):
@@ -338,8 +339,8 @@ class WritePasses(unittest.TestCase):
             cupy = types.SimpleNamespace(empty=lambda size, dtype: check, uint8=None)
             device = types.SimpleNamespace(synchronize=lambda: None)
             with mock.patch.dict(os.environ, {"GDS_GATE_RECORD_COST": "1"}):
-                os.environ.pop(worker.PROGRESS_ENV, None)
-                fail = worker.write_passes(spec, io, cupy, device, None, Checked(), m, worker.phase_timer(m))
+                os.environ.pop(passes.PROGRESS_ENV, None)
+                fail = passes.write_passes(spec, io, cupy, device, None, Checked(), m, worker.phase_timer(m))
             return fail, m, path
 
     def test_each_pass_opens_writes_closes_drops_and_reads_back(self):

@@ -1,8 +1,8 @@
 """The Python worker's `torch` reader and writer: one trial through PyTorch's torch.cuda.gds.GdsFile.
 
-kvikio_worker.py runs it and hands it its own module (`w`): the spec, the GPU buffer, the pass
-loop, the verification kernels, the progress file, cuFile's counters and the result are the
-KvikIO trial's, only the reads differ.
+kvikio_worker.py runs it and hands it its own module (`w`): the spec, the GPU buffer, the
+verification kernels, cuFile's counters and the result are the KvikIO trial's, and so are the pass
+loops, the progress file and the costs (passes.py); only the calls that move the bytes differ.
 
 What PyTorch does (torch/cuda/gds.py, torch/csrc/cuda/GdsFile.cpp): `GdsFile(path, flags)` opens
 the file with `os.O_DIRECT` added to `flags` and registers it with `cuFileHandleRegister` at once,
@@ -23,6 +23,8 @@ import mmap
 import os
 import sys
 import types
+
+import passes
 
 TORCH_INSTALL = ("torch", "pip install torch --index-url https://download.pytorch.org/whl/cu130 "
                           "(a CUDA build of PyTorch 2.5 or newer, which has torch.cuda.gds)")
@@ -80,9 +82,9 @@ def measure(spec, here, stack, m, raw, state, w):
     verifier = w.Verifier(cupy, device, buffer, os.path.join(here, "kernels.cu"))
     io = TorchIo(torch, gds, registered=trial.get("buffer") == "registered")
     try:
-        if w.writes(trial):
-            fail = w.write_passes(spec, io, cupy, device, buffer, verifier, m, phase)
-            state["device_peak"] = max(state["device_peak"] or 0, w.device_used(cupy)) or None
+        if passes.writes(trial):
+            fail = passes.write_passes(spec, io, cupy, device, buffer, verifier, m, phase)
+            state["device_peak"] = max(state["device_peak"] or 0, passes.device_used(cupy)) or None
         else:
             io.open_for_read([f["path"] for f in plan["files"]], buffer)
             phase("GdsFile open (cuFileHandleRegister)")
@@ -91,8 +93,8 @@ def measure(spec, here, stack, m, raw, state, w):
                 io.prepare(buffer, segments)
             io.calls = sum(len(section) for section in sections)
             phase("storages over the buffer")
-            fail = w.read_passes(spec, io, cupy, device, buffer, verifier, windows, m, state)
-        w.hold_for_sample(spec.get("hold_for_sampling"))
+            fail = passes.read_passes(spec, io, cupy, device, buffer, verifier, windows, m, state)
+        passes.hold_for_sample(spec.get("hold_for_sampling"))
     finally:
         io.close()
     m["torch"] = evidence(torch, cupy, sorted(io.used))
@@ -124,7 +126,7 @@ class NoCounters:
 
 
 class TorchIo(NoCounters):
-    """How the pass loops (kvikio_worker.read_passes and write_passes) go through PyTorch: one
+    """How the pass loops (passes.read_passes and write_passes) go through PyTorch: one
     `load_storage` (or `save_storage`) per segment, in order, from this thread, each with the
     segment's own storage over the buffer, made before the passes."""
     library = "PyTorch"

@@ -35,7 +35,7 @@ fn the_python_workers_progress_file_parses_as_the_rust_workers_does() {
     let output = Command::new("python3")
         .args([
             "-c",
-            "import kvikio_worker as w; w.report_progress(3, 8, 0.75, 3 << 30)",
+            "import passes; passes.report_progress(3, 8, 0.75, 3 << 30)",
         ])
         .current_dir(WORKER_DIR)
         .env("PYTHONDONTWRITEBYTECODE", "1")

@@ -28,6 +28,8 @@ const TAIL_LINES: usize = 15;
 /// The Python worker, shipped inside the gate and written into each KvikIO or PyTorch trial's
 /// folder.
 pub const KVIKIO_WORKER: &str = include_str!("../../../worker/kvikio_worker.py");
+/// The Python worker's pass loops, a module it imports from beside it.
+pub const PASSES: &str = include_str!("../../../worker/passes.py");
 /// The Python worker's `torch` reader, a module it imports from beside it.
 pub const TORCH_READER: &str = include_str!("../../../worker/torch_reader.py");
 /// The verification kernels, written beside the Python worker, which compiles them with cupy:
@@ -150,6 +152,7 @@ impl Launcher {
                 env.extend(kvikio_env(spec));
             }
             let script = write("kvikio_worker.py", KVIKIO_WORKER)?;
+            write("passes.py", PASSES)?;
             write("torch_reader.py", TORCH_READER)?;
             write("kernels.cu", KERNELS)?;
             (python(spec).into(), vec![script.into()])

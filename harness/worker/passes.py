@@ -1,0 +1,322 @@
+"""The pass loops of gds-gate's Python worker (kvikio_worker.py), shared by its KvikIO and
+PyTorch readers: warm-up and measured passes, read or written through an `io` object that says
+how the library under test moves the bytes (kvikio_worker.KvikioIo, torch_reader.TorchIo),
+timed, verified on the GPU, their cost and progress recorded, and the failures said as the Rust
+worker says them.
+"""
+
+import os
+import resource
+import time
+
+MASK = (1 << 64) - 1
+PROGRESS_ENV = "GDS_GATE_PROGRESS"  # harness/model/src/progress.rs: ENV
+
+
+def hex16(value):
+    return "0x%016x" % value
+
+
+def report_progress(done, total, seconds, nbytes):
+    """Tells the gate's live view that a pass is done, in the one-line format of
+    harness/model/src/progress.rs (`done total seconds gbps`), written aside and renamed as the
+    Rust workers do so that a poll never reads half a line. Best effort: the view is for people,
+    and a full disk must not fail a trial that read correctly."""
+    path = os.environ.get(PROGRESS_ENV)
+    if not path or seconds <= 0:
+        return
+    aside = os.path.splitext(path)[0] + ".new"  # Rust's Path::with_extension("new")
+    try:
+        with open(aside, "w") as f:
+            f.write("%d %d %r %r\n" % (done, total, float(seconds), nbytes / seconds / 1e9))
+        os.replace(aside, path)
+    except OSError:
+        pass
+
+
+def failure(reason, next_step, missing=None):
+    return {"reason": reason, "next": next_step, "missing": missing}
+
+
+def recording():
+    """Latency and CPU time are recorded unless GDS_GATE_RECORD_COST=0 (the overhead bench)."""
+    return os.environ.get("GDS_GATE_RECORD_COST") != "0"
+
+
+def cpu_time():
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime, usage.ru_stime
+
+
+def pass_cost(total, seconds, cpu_before, cpu_after, ops, calls=None):
+    """One measured pass's cost, as the Rust worker's PassCost. KvikIO's statistics count its
+    `pread` operations and their summed duration, no distribution: the latency is a mean. A
+    writing pass gives its `calls` (the plan's tasks) and no operations: no latency then."""
+    if calls is None:
+        calls = ops.num_reads if ops is not None else 0
+    cpu = None
+    per_gib = None
+    if cpu_before is not None and cpu_after is not None:
+        cpu = {"user_seconds": max(0.0, cpu_after[0] - cpu_before[0]),
+               "system_seconds": max(0.0, cpu_after[1] - cpu_before[1])}
+        if total:
+            per_gib = (cpu["user_seconds"] + cpu["system_seconds"]) / (total / 2**30)
+    return {"read_calls": calls, "iops": calls / seconds if seconds > 0 else 0.0, "cpu": cpu,
+            "cpu_seconds_per_gib": per_gib, "latency": mean_latency(ops)}
+
+
+def mean_latency(ops):
+    if ops is None or not ops.num_reads:
+        return None
+    return {"calls": ops.num_reads, "mean_us": ops.total_duration_ns / ops.num_reads / 1e3,
+            "p50_us": None, "p90_us": None, "p99_us": None, "p999_us": None, "max_us": None}
+
+
+def read_passes(spec, io, cupy, device, buffer, verifier, windows, m, state):
+    """The warm-up and measured passes of a reading trial through `io` (KvikioIo or the torch
+    reader's TorchIo): the page cache dropped when cold, the buffer poisoned, the pass read
+    (timed) and verified on the GPU, its cost and progress recorded. The first failure stops."""
+    trial, plan = spec["trial"], spec["plan"]
+    total = m["bytes_per_repetition"]
+    expected = spec["expected_checksum"]
+    passes = trial["warmup"] + trial["repetitions"]
+    record = recording()
+    fail = None
+    cached_after_drop = None
+    for p in range(passes):
+        if trial["cache"] == "cold":
+            for f in plan["files"]:
+                resident = io.drop(f["path"])
+                if resident is not None:
+                    cached_after_drop = max(cached_after_drop or 0.0, resident)
+        # The whole buffer, or the first window (streamed_pass clears each later one).
+        buffer.fill(0xA5)
+        device.synchronize()
+        if p == trial["warmup"]:
+            io.measured_from()
+        if p == 0:
+            m["startup_seconds"] = (time.time_ns() - spec["spawned_at_unix_ns"]) / 1e9
+        ops_before = io.counters() if record else None
+        if windows:
+            read, seconds, cpu, result = streamed_pass(spec, windows, io.read, buffer, device, verifier, record)
+        else:
+            read, seconds, cpu = timed_read(io.read, plan["segments"], device, record)
+            result = verifier.check(spec["plan"], spec["regions"], trial["expect"]["integrity"], expected)
+        state["device_peak"] = max(state["device_peak"] or 0, device_used(cupy)) or None
+        cpu_before, cpu_after = cpu if cpu is not None else (None, None)
+        ops = io.since(ops_before) if record else None
+        if read != total:
+            fail = failure("%s read %d bytes of %d in pass %d" % (io.library, read, total, p + 1),
+                           "check the files and the storage; a short read means the file changed or an I/O error")
+            break
+        if p < trial["warmup"]:
+            m["warmup_seconds"].append(seconds)
+        else:
+            m["seconds"].append(seconds)
+            m["gbps"].append(total / seconds / 1e9)
+            if record:
+                m["costs"].append(pass_cost(total, seconds, cpu_before, cpu_after, ops, io.calls))
+        m["integrity"] = result
+        m["verify_seconds"] += m["integrity"]["seconds"]
+        if m["integrity"]["bad_words"] or m["integrity"]["checksum"] != m["integrity"]["expected_checksum"]:
+            fail = integrity_failure(m["integrity"], p + 1, passes)
+            break
+        report_progress(p + 1, passes, seconds, total)
+    m["resident_after_drop"] = cached_after_drop
+    return fail
+
+
+def write_passes(spec, io, cupy, device, buffer, verifier, m, phase):
+    """A writing trial (`op: write` or `roundtrip`), as the Rust worker runs one
+    (harness/worker/src/trial/write.rs), through `io` (KvikioIo or the torch reader's
+    TorchIo): the generator's bytes made in `buffer` by the fill kernel, written (timed; the
+    files opened for writing, which empties them, before and closed after), fsync timed apart, the
+    pages dropped; then `write` reads the files back with O_DIRECT (never through the library
+    under test) into a second device buffer and verifies it, and `roundtrip` reads them back
+    through the library and verifies that."""
+    trial, plan = spec["trial"], spec["plan"]
+    total = m["bytes_per_repetition"]
+    paths = [f["path"] for f in plan["files"]]
+    bases = {}
+    for s in plan["segments"]:
+        bases.setdefault(s["file"], s["buffer_offset"])
+    for index, f in enumerate(plan["files"]):
+        verifier.fill(buffer, bases[index], f["size"], f["seed"])
+    check = cupy.empty(total, dtype=cupy.uint8)
+    check_verifier = verifier.over(check)
+    io.prepare_writes(buffer, check, plan["segments"], roundtrip=trial["op"] == "roundtrip")
+    phase("generated source and read-back buffer")
+    expected = spec["expected_checksum"]
+    passes = trial["warmup"] + trial["repetitions"]
+    record = recording()
+    figures = {"fsync_seconds": [], "verify_read_seconds": [], "read_back_seconds": [], "read_back_gbps": []}
+    m["write"] = figures
+    fail = None
+    for p in range(passes):
+        io.open_for_write(paths)
+        if p == trial["warmup"]:
+            io.measured_from()
+        if p == 0:
+            m["startup_seconds"] = (time.time_ns() - spec["spawned_at_unix_ns"]) / 1e9
+        cpu_before = cpu_time() if record else None
+        t0 = time.perf_counter()
+        written = io.write(plan["segments"], buffer)
+        seconds = time.perf_counter() - t0
+        cpu_after = cpu_time() if record else None
+        io.close_written()
+        t1 = time.perf_counter()
+        for path in paths:
+            fd = os.open(path, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        fsync = time.perf_counter() - t1
+        for path in paths:
+            io.drop(path)
+        if written != total:
+            fail = failure("%s wrote %d bytes of %d in pass %d" % (io.library, written, total, p + 1),
+                           "check the data dir's free space and the storage (dmesg)")
+            break
+        measured = p >= trial["warmup"]
+        if measured:
+            m["seconds"].append(seconds)
+            m["gbps"].append(total / seconds / 1e9)
+            figures["fsync_seconds"].append(fsync)
+            if record:
+                m["costs"].append(pass_cost(total, seconds, cpu_before, cpu_after, None, calls=io.write_calls))
+        else:
+            m["warmup_seconds"].append(seconds)
+        check.fill(0xA5)
+        device.synchronize()
+        t2 = time.perf_counter()
+        if trial["op"] == "roundtrip":
+            read = io.read_back(paths, plan["segments"], check)
+            device.synchronize()
+            if measured:
+                figures["read_back_seconds"].append(time.perf_counter() - t2)
+                figures["read_back_gbps"].append(read / figures["read_back_seconds"][-1] / 1e9)
+        else:
+            for index, f in enumerate(plan["files"]):
+                read_direct(f["path"], f["size"], check, bases[index], cupy)
+            if measured:
+                figures["verify_read_seconds"].append(time.perf_counter() - t2)
+        m["integrity"] = check_verifier.check(spec["plan"], spec["regions"], trial["expect"]["integrity"], expected)
+        m["verify_seconds"] += m["integrity"]["seconds"]
+        if m["integrity"]["bad_words"] or m["integrity"]["checksum"] != m["integrity"]["expected_checksum"]:
+            fail = integrity_failure(m["integrity"], p + 1, passes)
+            fail["reason"] += " (written through the path under test)"
+            fail["next"] = ("the bytes %s differ from those written. Run the trial again; if it repeats, the write "
+                            "path corrupts data: check `dmesg` for I/O errors and the storage's health"
+                            % ("read back" if trial["op"] == "roundtrip" else "on the disk (read with O_DIRECT)"))
+            break
+        report_progress(p + 1, passes, seconds, total)
+    return fail
+
+
+def writes(trial):
+    """`op: write` or `roundtrip` (a spec without `op` reads)."""
+    return trial.get("op", "read") != "read"
+
+
+def device_used(cupy):
+    free, total = cupy.cuda.runtime.memGetInfo()
+    return total - free
+
+
+def timed_read(read_segments, segments, device, record):
+    """One read section (a pass, or one window of it) read by `read_segments(segments)`: bytes
+    read, seconds, and CPU before/after."""
+    cpu_before = cpu_time() if record else None
+    t0 = time.perf_counter()
+    read = read_segments(segments)
+    device.synchronize()
+    seconds = time.perf_counter() - t0
+    return read, seconds, (cpu_before, cpu_time()) if record else None
+
+
+def streamed_pass(spec, windows, read_segments, buffer, device, verifier, record):
+    """A pass window by window (the caller cleared the first): each cleared, read (timed) and verified on the GPU before the
+    next reuses the buffer; the windows' raw sums plus the files' length terms are the pass's
+    checksum (harness/model/src/integrity.rs, Streamed)."""
+    trial = spec["trial"]
+    method = trial["expect"]["integrity"]
+    read, seconds, cpu = 0, 0.0, None
+    parts = []
+    for index, window in enumerate(windows):
+        if index > 0:
+            buffer[:window["len"]].fill(0xA5)
+            device.synchronize()
+        got, took, spent = timed_read(read_segments, window["segments"], device, record)
+        read, seconds = read + got, seconds + took
+        if spent is not None:
+            # Summed CPU of the read sections, as (0, sum) so that pass_cost takes the difference.
+            before = cpu[1] if cpu is not None else (0.0, 0.0)
+            cpu = ((0.0, 0.0), (before[0] + spent[1][0] - spent[0][0], before[1] + spent[1][1] - spent[0][1]))
+        parts.append((window["start"], verifier.sums(spec["plan"], window["regions"], method)))
+    return read, seconds, cpu, compose(parts, method, spec["length_terms"], spec["expected_checksum"])
+
+
+def compose(parts, method, length_terms, expected):
+    """The pass's integrity result from its windows' (start, (sum, bad words, first bad, seconds))."""
+    result = {"method": method, "checksum": None, "expected_checksum": None, "bad_words": 0,
+              "first_bad": None, "seconds": 0.0}
+    if method == "none":
+        return result
+    observed = int(length_terms, 16)
+    for start, (total, bad, first, seconds) in parts:
+        observed = (observed + total) & MASK
+        result["bad_words"] += bad
+        result["seconds"] += seconds
+        if result["first_bad"] is None and first is not None:
+            result["first_bad"] = dict(first, buffer_offset=first["buffer_offset"] + start)
+    result["checksum"] = hex16(observed)
+    result["expected_checksum"] = hex16(expected)
+    return result
+
+
+DIRECT_CHUNK = 8 << 20
+
+
+def read_direct(path, size, check, base, cupy):
+    """Reads a written file with O_DIRECT (the page cache bypassed, KvikIO not involved) into
+    `check` at `base`, so that the verification sees what is on the disk."""
+    import mmap
+    import numpy
+    scratch = mmap.mmap(-1, DIRECT_CHUNK)  # page-aligned, as O_DIRECT needs
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECT)
+    try:
+        at = 0
+        while at < size:
+            n = os.preadv(fd, [scratch], at)
+            if n == 0:
+                raise OSError("`%s` ended at byte %d of %d written" % (path, at, size))
+            n = min(n, size - at)
+            check[base + at:base + at + n].set(numpy.frombuffer(scratch, dtype=numpy.uint8, count=n))
+            at += n
+    finally:
+        os.close(fd)
+        scratch.close()
+
+
+def hold_for_sample(folder):
+    """gds_stats reads this live process's counters: say the I/O is done and wait (bounded) for
+    the gate to have sampled it. See harness/model/src/protocol.rs."""
+    if not folder:
+        return
+    open(os.path.join(folder, "io-done"), "w").close()
+    deadline = time.monotonic() + 30
+    while not os.path.exists(os.path.join(folder, "sampled")) and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+
+def integrity_failure(result, p, passes):
+    checksums = "checksum expected %s, got %s" % (result["expected_checksum"], result["checksum"])
+    bad = result["first_bad"]
+    if bad:
+        reason = ("integrity: %d bad 8-byte word(s); first wrong byte at offset %d of `%s` (pass %d of %d; %s)"
+                  % (result["bad_words"], bad["file_offset"], bad["file"], p, passes, checksums))
+    else:
+        reason = "integrity: checksum mismatch (pass %d of %d; %s)" % (p, passes, checksums)
+    return failure(reason, "the bytes that arrived differ from the file. Run the trial again; if it repeats, the read "
+                           "path corrupts data: check `dmesg` for I/O errors and the storage's health.")
