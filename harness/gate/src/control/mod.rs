@@ -50,6 +50,11 @@ pub struct ControlReading {
     pub disk_gbps: Vec<f64>,
     /// GiB per CPU second of checking each read's bytes on one thread.
     pub cpu_gib_per_s: Vec<f64>,
+    /// The share of a core that check got: its CPU time over its wall time (1.0 = a core of its
+    /// own). Below 1 other processes took the CPU: the rates of trials are then not comparable,
+    /// while the CPU time of the check itself barely moves.
+    #[serde(default)]
+    pub cpu_share: Vec<f64>,
     /// The reads bypassed the page cache with O_DIRECT; without it (a file system that refuses
     /// O_DIRECT) the cache was dropped before each read.
     pub direct: bool,
@@ -66,18 +71,34 @@ pub struct ControlBaseline {
     pub cpu_runs: Vec<Vec<f64>>,
 }
 
-/// How the runner is doing now: the control's medians over its blessed levels (1.0 = as blessed).
+/// The runner counts as busy while the control's check gets less than this share of a core: other
+/// processes hold the CPU, and every trial's wall-clock rate and CPU cost suffer with it.
+pub const BUSY_BELOW: f64 = 0.85;
+
+/// How the runner is doing now: the control's medians over its blessed levels (1.0 = as blessed),
+/// and the share of a core its check got (absolute: a quiet runner gives it a whole core).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Condition {
     pub disk: f64,
     pub cpu: f64,
+    pub cpu_share: f64,
 }
 
 impl Condition {
-    /// The disk or the CPU is below its blessed level by more than a quiet runner's spread.
+    /// The disk or the CPU is below its blessed level by more than a quiet runner's spread, or
+    /// other processes keep the CPU busy.
     pub fn below_level(&self) -> bool {
-        self.disk < DIPPED_BELOW || self.cpu < DIPPED_BELOW
+        self.disk < DIPPED_BELOW || self.cpu < DIPPED_BELOW || self.cpu_share < BUSY_BELOW
     }
+}
+
+/// `disk 0.58 and CPU 1.14 of their blessed levels, 55% of a core for its check`: a control
+/// reading as messages quote it.
+pub fn describe(disk: f64, cpu: f64, cpu_share: f64) -> String {
+    format!(
+        "disk {disk:.2} and CPU {cpu:.2} of their blessed levels, {:.0}% of a core for its check",
+        cpu_share * 100.0
+    )
 }
 
 impl ControlBaseline {
@@ -111,6 +132,12 @@ impl ControlBaseline {
         (reading.size == self.size).then(|| Condition {
             disk: median(&reading.disk_gbps) / level(&self.disk_runs),
             cpu: median(&reading.cpu_gib_per_s) / level(&self.cpu_runs),
+            // A reading of an older gate, without shares, is taken as having had its core.
+            cpu_share: if reading.cpu_share.is_empty() {
+                1.0
+            } else {
+                median(&reading.cpu_share)
+            },
         })
     }
 }
@@ -135,6 +162,7 @@ mod tests {
             size,
             disk_gbps: vec![disk * 0.98, disk, disk * 1.02],
             cpu_gib_per_s: vec![cpu, cpu * 1.01, cpu * 0.99],
+            cpu_share: vec![0.99, 1.0, 0.98],
             direct: true,
         }
     }
@@ -152,6 +180,12 @@ mod tests {
         assert!(slow_disk.below_level(), "{slow_disk:?}");
         let slow_cpu = baseline.condition(&reading(64, 1.9, 2.0)).unwrap();
         assert!(slow_cpu.below_level(), "{slow_cpu:?}");
+        let busy = ControlReading {
+            cpu_share: vec![0.5, 0.6, 0.55],
+            ..reading(64, 1.9, 3.05)
+        };
+        let busy = baseline.condition(&busy).unwrap();
+        assert!(busy.below_level() && (busy.cpu_share - 0.55).abs() < 1e-9);
         assert_eq!(baseline.condition(&reading(128, 1.9, 3.0)), None);
     }
 

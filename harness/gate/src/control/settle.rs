@@ -77,8 +77,10 @@ impl Settler {
         Ok(RunnerCheck {
             disk_before: first.disk,
             cpu_before: first.cpu,
+            cpu_share_before: first.cpu_share,
             disk: last.disk,
             cpu: last.cpu,
+            cpu_share: last.cpu_share,
             waited_s: waited.as_secs_f64(),
             still_slow: last.below_level(),
         })
@@ -111,6 +113,7 @@ mod tests {
                 size: 64,
                 disk_gbps: vec![2.0 * disk[i]],
                 cpu_gib_per_s: vec![3.0],
+                cpu_share: vec![1.0],
                 direct: true,
             })
         });
@@ -163,6 +166,7 @@ mod tests {
                 size: 128,
                 disk_gbps: vec![1.0],
                 cpu_gib_per_s: vec![1.0],
+                cpu_share: vec![1.0],
                 direct: true,
             })
         });

@@ -112,8 +112,10 @@ fn check(disk_before: f64, disk: f64, waited_s: f64, still_slow: bool) -> Runner
     RunnerCheck {
         disk_before,
         cpu_before: 1.0,
+        cpu_share_before: 0.99,
         disk,
         cpu: 1.0,
+        cpu_share: 0.99,
         waited_s,
         still_slow,
     }
@@ -134,7 +136,7 @@ fn a_slow_run_during_a_runner_wide_dip_says_the_runner_came_back() {
     assert!(matches!(a.judgement, Judgement::Pass { .. }), "{a:?}");
     assert!(
         a.headline.contains(
-            "taken once the runner was back (its control read went from disk 0.70 and CPU 1.00 to 0.98 and 1.00 of their blessed levels in 30 s)"
+            "taken once the runner was back (its control read went from disk 0.70 and CPU 1.00 of their blessed levels, 99% of a core for its check to disk 0.98 and CPU 1.00 of their blessed levels, 99% of a core for its check in 30 s)"
         ),
         "{}",
         a.headline
@@ -150,11 +152,11 @@ fn a_confirmed_regression_says_whether_the_runner_was_slow_too() {
     for (runner, needle) in [
         (
             check(0.5, 0.5, 120.0, true),
-            "likely cause: the runner itself is slower: the gate's control read of the data dir's disk ran at 0.50 and its CPU check at 1.00 of their blessed levels after waiting 120 s for it; look at the disk and the host first",
+            "likely cause: the runner itself is slower or busier than when it was blessed (the gate's control read: disk 0.50 and CPU 1.00 of their blessed levels, 99% of a core for its check, after waiting 120 s for it); look at the disk and the host first",
         ),
         (
             check(0.99, 0.99, 0.0, false),
-            "likely cause: the runner was at its level when the confirmation ran (the gate's control read: disk 0.99, CPU 1.00 of their blessed levels), so the slowdown is this trial's own; the runner's fingerprint",
+            "likely cause: the runner was at its level when the confirmation ran (the gate's control read: disk 0.99 and CPU 1.00 of their blessed levels, 99% of a core for its check), so the slowdown is this trial's own; the runner's fingerprint",
         ),
     ] {
         let mut record = fixtures::passed("s::a", &SLOW, "nvfs", CHECKSUM);
