@@ -304,15 +304,14 @@ def measure(spec, trial, plan, here, stack, m, raw, state):
     monitor = kvikio.SummaryMonitor()
     if writes(trial):
         verifier = Verifier(cupy, device, buffer, os.path.join(here, "kernels.cu"))
-        fail = measure_writes(spec, trial, plan, kvikio, cupy, device, buffer, verifier, monitor, m, phase)
+        fail = measure_writes(spec, trial, plan, stack, device, buffer, verifier, monitor, m, phase, raw)
         # The source and the read-back buffer (cupy's pool keeps the latter until the process ends).
         state["device_peak"] = max(state["device_peak"] or 0, device_used(cupy)) or None
         return fail
     handles = [kvikio.CuFile(f["path"], "r") for f in plan["files"]]
     phase("kvikio.CuFile open")
-    asynchronous = trial.get("kvikio_api", "pread") == "async"
-    streams = [cupy.cuda.Stream(non_blocking=True) for _ in range(max(1, trial.get("queue_depth", 1)))] \
-        if asynchronous else []
+    asynchronous = stream_ordered_api(trial)
+    streams = async_streams(cupy, trial)
     if asynchronous:
         state["async_path"] = async_path(handles, raw)
     verifier = Verifier(cupy, device, buffer, os.path.join(here, "kernels.cu"))
@@ -376,6 +375,18 @@ def measure(spec, trial, plan, here, stack, m, raw, state):
     return fail
 
 
+def stream_ordered_api(trial):
+    """`kvikio_api: async`: KvikIO's raw_read_async / raw_write_async instead of pread / pwrite."""
+    return trial.get("kvikio_api", "pread") == "async"
+
+
+def async_streams(cupy, trial):
+    """The trial's `queue_depth` CUDA streams for KvikIO's stream-ordered calls, or none."""
+    if not stream_ordered_api(trial):
+        return []
+    return [cupy.cuda.Stream(non_blocking=True) for _ in range(max(1, trial.get("queue_depth", 1)))]
+
+
 def tasks_of(segments, task_size):
     """The plan's segments cut into `task_size` tasks, as the Rust readers cut them."""
     for s in segments:
@@ -389,6 +400,18 @@ def tasks_of(segments, task_size):
 def read_async(segments, handles, buffer, streams, task_size):
     """`raw_read_async` of every task on the streams in turn, the streams synchronised, then each
     future's `check_bytes_done()`: the bytes read, or an exception naming the failed read."""
+    return stream_ordered(segments, handles, buffer, streams, task_size, "raw_read_async")
+
+
+def write_async(segments, handles, buffer, streams, task_size):
+    """`raw_write_async` of every task from its part of `buffer`, as `read_async` reads: the
+    bytes written, or an exception naming the failed write."""
+    return stream_ordered(segments, handles, buffer, streams, task_size, "raw_write_async")
+
+
+def stream_ordered(segments, handles, buffer, streams, task_size, call):
+    """KvikIO's stream-ordered `call` (`raw_read_async` or `raw_write_async`) for every task on
+    the streams in turn, the streams synchronised, then each future's `check_bytes_done()`."""
     futures = []
     for index, (file, offset, buffer_offset, length) in enumerate(tasks_of(segments, task_size)):
         stream = streams[index % len(streams)]
@@ -397,26 +420,28 @@ def read_async(segments, handles, buffer, streams, task_size):
         # first in-flight call's extent at the same base (cufile.log: `cufio_async ... exceeds
         # registered length`), which every task after the first of a shared base did.
         part = buffer[buffer_offset:buffer_offset + length]
+        method = getattr(handles[file], call)
         # KvikIO takes the raw stream as an int (newer) or a stream object (older releases).
         try:
-            future = handles[file].raw_read_async(part, stream.ptr, length, offset, 0)
+            future = method(part, stream.ptr, length, offset, 0)
         except (TypeError, AttributeError):
-            future = handles[file].raw_read_async(part, stream, length, offset, 0)
+            future = method(part, stream, length, offset, 0)
         futures.append((future, offset, length))
     for stream in streams:
         stream.synchronize()
-    read = 0
+    moved = 0
     for future, offset, length in futures:
         done = future.check_bytes_done()
         if done != length:
-            raise RuntimeError("KvikIO raw_read_async read %d of %d bytes at offset %d" % (done, length, offset))
-        read += done
-    return read
+            raise RuntimeError("KvikIO %s moved %d of %d bytes at offset %d" % (call, done, length, offset))
+        moved += done
+    return moved
 
 
-def async_path(handles, raw):
-    """Whether KvikIO's `raw_read_async` can reach cuFile's stream API (cuFileReadAsync) or falls
-    back to a stream synchronisation and a synchronous read. KvikIO does not say; its rule (its
+def async_path(handles, raw, entry="cuFileReadAsync"):
+    """Whether KvikIO's `raw_read_async` (`raw_write_async`) can reach cuFile's stream API
+    (`entry`: cuFileReadAsync, cuFileWriteAsync) or falls back to a stream synchronisation and a
+    synchronous read (write). KvikIO does not say; its rule (its
     `CompatModeManager`): the fallback is taken when the file is in its compat mode, when cuFile
     is too old for the stream API it checks for (`cuFileGetVersion` above 1070), or when no
     cufile.json path is known (`CUFILE_ENV_PATH_JSON`, else /etc/cufile.json)."""
@@ -439,7 +464,7 @@ def async_path(handles, raw):
         unknown.append("cuFile's version")
     if reasons:
         return "synchronous fallback (inferred from KvikIO's rules): " + "; ".join(reasons)
-    said = "cuFile's stream API (cuFileReadAsync), inferred from KvikIO's rules"
+    said = "cuFile's stream API (%s), inferred from KvikIO's rules" % entry
     return said + ("; unknown: " + ", ".join(unknown) if unknown else "")
 
 
@@ -465,12 +490,18 @@ def finish(spec, kvikio, cupy, monitor, measured_start, record, total, cached_af
     }
 
 
-def measure_writes(spec, trial, plan, kvikio, cupy, device, buffer, verifier, monitor, m, phase):
+def measure_writes(spec, trial, plan, stack, device, buffer, verifier, monitor, m, phase, raw):
     """A writing trial (`op: write` or `roundtrip`), as the Rust worker runs one
     (harness/worker/src/trial/write.rs): the generator's bytes made in `buffer` by the fill kernel,
-    written with kvikio.CuFile.pwrite (timed), fsync timed apart, the pages dropped; then `write`
-    reads the files back with O_DIRECT (never through KvikIO) into a second device buffer and
-    verifies it, and `roundtrip` reads them back with KvikIO's pread and verifies that."""
+    written with kvikio.CuFile.pwrite, or with `kvikio_api: async` one raw_write_async per task on
+    the trial's streams (timed, the streams synchronised inside), fsync timed apart, the pages
+    dropped; then `write` reads the files back with O_DIRECT (never through KvikIO) into a second
+    device buffer and verifies it, and `roundtrip` reads them back with KvikIO's pread (async:
+    raw_read_async) and verifies that."""
+    kvikio, cupy = stack["kvikio"], stack["cupy"]
+    streams = async_streams(cupy, trial)
+    entries = "cuFileWriteAsync" if trial["op"] == "write" else "cuFileWriteAsync, cuFileReadAsync"
+    path = None
     total = m["bytes_per_repetition"]
     bases = {}
     for s in plan["segments"]:
@@ -496,11 +527,16 @@ def measure_writes(spec, trial, plan, kvikio, cupy, device, buffer, verifier, mo
             measured_start = monitor.get()
         if p == 0:
             m["startup_seconds"] = (time.time_ns() - spec["spawned_at_unix_ns"]) / 1e9
+        if streams and path is None:
+            path = async_path(handles, raw, entries)
         cpu_before = cpu_time() if record else None
         t0 = time.perf_counter()
-        futures = [handles[s["file"]].pwrite(buffer[s["buffer_offset"]:s["buffer_offset"] + s["len"]], s["len"],
-                                             s["offset"], trial["task_size"]) for s in plan["segments"]]
-        written = sum(f.get() for f in futures)
+        if streams:
+            written = write_async(plan["segments"], handles, buffer, streams, trial["task_size"])
+        else:
+            futures = [handles[s["file"]].pwrite(buffer[s["buffer_offset"]:s["buffer_offset"] + s["len"]], s["len"],
+                                                 s["offset"], trial["task_size"]) for s in plan["segments"]]
+            written = sum(f.get() for f in futures)
         seconds = time.perf_counter() - t0
         cpu_after = cpu_time() if record else None
         for handle in handles:
@@ -533,9 +569,12 @@ def measure_writes(spec, trial, plan, kvikio, cupy, device, buffer, verifier, mo
         t2 = time.perf_counter()
         if trial["op"] == "roundtrip":
             readers = [kvikio.CuFile(f["path"], "r") for f in plan["files"]]
-            futures = [readers[s["file"]].pread(check[s["buffer_offset"]:s["buffer_offset"] + s["len"]], s["len"],
-                                                s["offset"], trial["task_size"]) for s in plan["segments"]]
-            read = sum(f.get() for f in futures)
+            if streams:
+                read = read_async(plan["segments"], readers, check, streams, trial["task_size"])
+            else:
+                futures = [readers[s["file"]].pread(check[s["buffer_offset"]:s["buffer_offset"] + s["len"]],
+                                                    s["len"], s["offset"], trial["task_size"]) for s in plan["segments"]]
+                read = sum(f.get() for f in futures)
             device.synchronize()
             for reader in readers:
                 reader.close()
@@ -558,6 +597,8 @@ def measure_writes(spec, trial, plan, kvikio, cupy, device, buffer, verifier, mo
             break
         report_progress(p + 1, passes, seconds, total)
     finish(spec, kvikio, cupy, monitor, measured_start, record, total, None, m, reads=False)
+    if streams:
+        m["kvikio"]["async_path"] = path
     return fail
 
 

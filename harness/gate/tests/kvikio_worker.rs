@@ -8,7 +8,7 @@ use gds_model::progress::{ENV, PassProgress};
 const WORKER_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../worker");
 
 #[test]
-fn the_python_workers_streaming_async_and_progress_logic() {
+fn the_python_workers_streaming_async_writes_and_progress_logic() {
     let output = Command::new("python3")
         .args(["-m", "unittest", "-v", "test_kvikio_worker"])
         .current_dir(WORKER_DIR)
@@ -17,7 +17,7 @@ fn the_python_workers_streaming_async_and_progress_logic() {
         .expect("python3 runs the KvikIO worker's tests");
     let text = String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success(), "{text}");
-    assert!(text.contains("Ran 7 tests"), "{text}");
+    assert!(text.contains("Ran 11 tests"), "{text}");
 }
 
 /// The live view reads the KvikIO worker's progress with the Rust workers' parser.

@@ -347,9 +347,10 @@ pub struct KvikioEvidence {
     pub gate_aggregate_gbps: Option<f64>,
     /// Bytes of the files in the page cache after each cold drop (`get_page_cache_info`), max.
     pub cached_after_drop: Option<f64>,
-    /// `kvikio_api: async`: whether KvikIO's `raw_read_async` could use cuFile's stream API or
-    /// falls back to a stream synchronisation and a synchronous read, and why, in words (KvikIO
-    /// does not report it: the worker infers it from KvikIO's own rules).
+    /// `kvikio_api: async`: whether KvikIO's `raw_read_async` (`raw_write_async`) could use
+    /// cuFile's stream API or falls back to a stream synchronisation and a synchronous read
+    /// (write), and why, in words (KvikIO does not report it: the worker infers it from KvikIO's
+    /// own rules).
     #[serde(default)]
     pub async_path: Option<String>,
 }
