@@ -274,18 +274,14 @@ def measure(spec, trial, plan, here, stack, m, raw, state):
     monitor = kvikio.SummaryMonitor()
     if writes(trial):
         verifier = Verifier(cupy, device, buffer, os.path.join(here, "kernels.cu"))
-        io = KvikioIo(kvikio, monitor, [], buffer, trial["task_size"], [])
-        fail = write_passes(spec, io, cupy, device, buffer, verifier, m, phase)
+        fail = measure_writes(spec, stack, device, buffer, verifier, monitor, m, phase, raw)
         # The source and the read-back buffer (cupy's pool keeps the latter until the process ends).
         state["device_peak"] = max(state["device_peak"] or 0, device_used(cupy)) or None
-        finish(spec, kvikio, cupy, monitor, io.measured_start, recording(), m["bytes_per_repetition"], None, m,
-               reads=False)
         return fail
     handles = [kvikio.CuFile(f["path"], "r") for f in plan["files"]]
     phase("kvikio.CuFile open")
-    asynchronous = trial.get("kvikio_api", "pread") == "async"
-    streams = [cupy.cuda.Stream(non_blocking=True) for _ in range(max(1, trial.get("queue_depth", 1)))] \
-        if asynchronous else []
+    asynchronous = stream_ordered_api(trial)
+    streams = async_streams(cupy, trial)
     if asynchronous:
         state["async_path"] = async_path(handles, raw)
     verifier = Verifier(cupy, device, buffer, os.path.join(here, "kernels.cu"))
@@ -303,10 +299,28 @@ def measure(spec, trial, plan, here, stack, m, raw, state):
     return fail
 
 
+def measure_writes(spec, stack, device, buffer, verifier, monitor, m, phase, raw):
+    """A writing trial through KvikIO: passes.write_passes with a KvikioIo, `pwrite` per segment,
+    or with `kvikio_api: async` one `raw_write_async` per task on the trial's streams (a
+    roundtrip reads back with `raw_read_async`); then KvikIO's own figures and, async, the path
+    KvikIO's rules say its stream-ordered calls took."""
+    kvikio, cupy, trial = stack["kvikio"], stack["cupy"], spec["trial"]
+    io = KvikioIo(kvikio, monitor, [], buffer, trial["task_size"], async_streams(cupy, trial))
+    if io.streams:
+        entries = "cuFileWriteAsync" if trial["op"] == "write" else "cuFileWriteAsync, cuFileReadAsync"
+        io.path_of = lambda handles: async_path(handles, raw, entries)
+    fail = write_passes(spec, io, cupy, device, buffer, verifier, m, phase)
+    finish(spec, kvikio, cupy, monitor, io.measured_start, recording(), m["bytes_per_repetition"], None, m,
+           reads=False)
+    if io.streams:
+        m["kvikio"]["async_path"] = io.async_path
+    return fail
+
+
 class KvikioIo:
-    """How the pass loops (read_passes, write_passes) go through KvikIO: `pread` per segment on
-    its thread pool, or `raw_read_async` per task on `streams`; `pwrite` per segment; its
-    SummaryMonitor counts the operations."""
+    """How the pass loops (read_passes, write_passes) go through KvikIO: `pread` and `pwrite` per
+    segment on its thread pool, or with `streams` (`kvikio_api: async`) `raw_read_async` and
+    `raw_write_async` per task on them in turn; its SummaryMonitor counts the operations."""
     library = "KvikIO"
 
     def __init__(self, kvikio, monitor, handles, buffer, task_size, streams):
@@ -317,15 +331,23 @@ class KvikioIo:
         self.write_calls = 0
         self.writing = []
         self.measured_start = None
+        # Async writes: says the path of the first pass's handles (async_path), kept in async_path.
+        self.path_of = None
+        self.async_path = None
 
     def prepare_writes(self, buffer, check, segments, roundtrip):
-        # KvikIO splits each pwrite into task_size tasks, as the Rust writers split the plan.
+        # KvikIO splits each pwrite into task_size tasks, as the Rust writers split the plan; the
+        # stream-ordered calls are one per such task.
         self.write_calls = sum(-(-s["len"] // self.task_size) for s in segments)
 
     def open_for_write(self, paths):
         self.writing = [self.kvikio.CuFile(path, "w") for path in paths]  # "w" empties the file
+        if self.path_of is not None and self.async_path is None:
+            self.async_path = self.path_of(self.writing)
 
     def write(self, segments, buffer):
+        if self.streams:
+            return write_async(segments, self.writing, buffer, self.streams, self.task_size)
         futures = [self.writing[s["file"]].pwrite(buffer[s["buffer_offset"]:s["buffer_offset"] + s["len"]],
                                                   s["len"], s["offset"], self.task_size) for s in segments]
         return sum(f.get() for f in futures)
@@ -337,9 +359,7 @@ class KvikioIo:
 
     def read_back(self, paths, segments, check):
         readers = [self.kvikio.CuFile(path, "r") for path in paths]
-        futures = [readers[s["file"]].pread(check[s["buffer_offset"]:s["buffer_offset"] + s["len"]], s["len"],
-                                            s["offset"], self.task_size) for s in segments]
-        read = sum(f.get() for f in futures)
+        read = self.read_into(readers, check, segments)
         for reader in readers:
             reader.close()
         return read
@@ -350,10 +370,14 @@ class KvikioIo:
         return cached / pages if pages else 0.0
 
     def read(self, segments):
+        return self.read_into(self.handles, self.buffer, segments)
+
+    def read_into(self, handles, buffer, segments):
+        """`segments` read through `handles` into their parts of `buffer`: the bytes read."""
         if self.streams:
-            return read_async(segments, self.handles, self.buffer, self.streams, self.task_size)
-        futures = [self.handles[s["file"]].pread(self.buffer[s["buffer_offset"]:s["buffer_offset"] + s["len"]],
-                                                 s["len"], s["offset"], self.task_size) for s in segments]
+            return read_async(segments, handles, buffer, self.streams, self.task_size)
+        futures = [handles[s["file"]].pread(buffer[s["buffer_offset"]:s["buffer_offset"] + s["len"]],
+                                            s["len"], s["offset"], self.task_size) for s in segments]
         return sum(f.get() for f in futures)
 
     def measured_from(self):
@@ -364,6 +388,18 @@ class KvikioIo:
 
     def since(self, before):
         return self.monitor.get().since(before)
+
+
+def stream_ordered_api(trial):
+    """`kvikio_api: async`: KvikIO's raw_read_async / raw_write_async instead of pread / pwrite."""
+    return trial.get("kvikio_api", "pread") == "async"
+
+
+def async_streams(cupy, trial):
+    """The trial's `queue_depth` CUDA streams for KvikIO's stream-ordered calls, or none."""
+    if not stream_ordered_api(trial):
+        return []
+    return [cupy.cuda.Stream(non_blocking=True) for _ in range(max(1, trial.get("queue_depth", 1)))]
 
 
 def tasks_of(segments, task_size):
@@ -379,6 +415,18 @@ def tasks_of(segments, task_size):
 def read_async(segments, handles, buffer, streams, task_size):
     """`raw_read_async` of every task on the streams in turn, the streams synchronised, then each
     future's `check_bytes_done()`: the bytes read, or an exception naming the failed read."""
+    return stream_ordered(segments, handles, buffer, streams, task_size, "raw_read_async")
+
+
+def write_async(segments, handles, buffer, streams, task_size):
+    """`raw_write_async` of every task from its part of `buffer`, as `read_async` reads: the
+    bytes written, or an exception naming the failed write."""
+    return stream_ordered(segments, handles, buffer, streams, task_size, "raw_write_async")
+
+
+def stream_ordered(segments, handles, buffer, streams, task_size, call):
+    """KvikIO's stream-ordered `call` (`raw_read_async` or `raw_write_async`) for every task on
+    the streams in turn, the streams synchronised, then each future's `check_bytes_done()`."""
     futures = []
     for index, (file, offset, buffer_offset, length) in enumerate(tasks_of(segments, task_size)):
         stream = streams[index % len(streams)]
@@ -387,26 +435,28 @@ def read_async(segments, handles, buffer, streams, task_size):
         # first in-flight call's extent at the same base (cufile.log: `cufio_async ... exceeds
         # registered length`), which every task after the first of a shared base did.
         part = buffer[buffer_offset:buffer_offset + length]
+        method = getattr(handles[file], call)
         # KvikIO takes the raw stream as an int (newer) or a stream object (older releases).
         try:
-            future = handles[file].raw_read_async(part, stream.ptr, length, offset, 0)
+            future = method(part, stream.ptr, length, offset, 0)
         except (TypeError, AttributeError):
-            future = handles[file].raw_read_async(part, stream, length, offset, 0)
+            future = method(part, stream, length, offset, 0)
         futures.append((future, offset, length))
     for stream in streams:
         stream.synchronize()
-    read = 0
+    moved = 0
     for future, offset, length in futures:
         done = future.check_bytes_done()
         if done != length:
-            raise RuntimeError("KvikIO raw_read_async read %d of %d bytes at offset %d" % (done, length, offset))
-        read += done
-    return read
+            raise RuntimeError("KvikIO %s moved %d of %d bytes at offset %d" % (call, done, length, offset))
+        moved += done
+    return moved
 
 
-def async_path(handles, raw):
-    """Whether KvikIO's `raw_read_async` can reach cuFile's stream API (cuFileReadAsync) or falls
-    back to a stream synchronisation and a synchronous read. KvikIO does not say; its rule (its
+def async_path(handles, raw, entry="cuFileReadAsync"):
+    """Whether KvikIO's `raw_read_async` (`raw_write_async`) can reach cuFile's stream API
+    (`entry`: cuFileReadAsync, cuFileWriteAsync) or falls back to a stream synchronisation and a
+    synchronous read (write). KvikIO does not say; its rule (its
     `CompatModeManager`): the fallback is taken when the file is in its compat mode, when cuFile
     is too old for the stream API it checks for (`cuFileGetVersion` above 1070), or when no
     cufile.json path is known (`CUFILE_ENV_PATH_JSON`, else /etc/cufile.json)."""
@@ -429,7 +479,7 @@ def async_path(handles, raw):
         unknown.append("cuFile's version")
     if reasons:
         return "synchronous fallback (inferred from KvikIO's rules): " + "; ".join(reasons)
-    said = "cuFile's stream API (cuFileReadAsync), inferred from KvikIO's rules"
+    said = "cuFile's stream API (%s), inferred from KvikIO's rules" % entry
     return said + ("; unknown: " + ", ".join(unknown) if unknown else "")
 
 

@@ -1,6 +1,7 @@
 """Tests of the KvikIO worker's logic that needs no GPU (run by `cargo test`, see
 harness/gate/tests/kvikio_worker.rs): which windows a trial streams through and how the windows'
-sums compose into the pass's result, and `kvikio_api: async` reads window by window."""
+sums compose into the pass's result, `kvikio_api: async` reads window by window, and async
+writes and round trips through real files with KvikIO and cupy stood in for."""
 
 import os
 import tempfile
@@ -52,6 +53,9 @@ class FakeBuffer:
     def __getitem__(self, key):
         return FakeView(self, key)
 
+    def fill(self, value):
+        self.bytes[:] = bytes([value]) * len(self.bytes)
+
 
 class FakeView:
     """A slice of a FakeBuffer (test fixture): filled and written in place, never past its end."""
@@ -66,6 +70,10 @@ class FakeView:
     def write(self, at, data):
         assert self.start + at + len(data) <= self.stop, "a write past the end of its view"
         self.buffer.bytes[self.start + at:self.start + at + len(data)] = data
+
+    def read(self, at, length):
+        assert self.start + at + length <= self.stop, "a read past the end of its view"
+        return bytes(self.buffer.bytes[self.start + at:self.start + at + length])
 
 
 class FakeFile:
@@ -131,6 +139,186 @@ class AsyncWindows(unittest.TestCase):
         # Each call names its own part of the buffer at device offset 0 (libcufile 1.15 failed
         # calls past the first one's extent at a shared base of an unregistered buffer).
         self.assertEqual(set(handle.device_offsets), {0})
+
+
+class Done:
+    """IOFutureStream stand-in (test fixture): the bytes the call moved."""
+
+    def __init__(self, n):
+        self.n = n
+
+    def check_bytes_done(self):
+        return self.n
+
+
+class DiskFile:
+    """kvikio.CuFile stand-in over a real file (test fixture): the stream-ordered calls move the
+    bytes at once with pwrite/pread and record (call, stream, file offset, device offset);
+    `short` makes every write stop one byte early. pread/pwrite are not there: an async trial
+    that called them fails."""
+
+    def __init__(self, path, flags, log, short=False):
+        mode = os.O_RDWR | os.O_CREAT | (os.O_TRUNC if flags == "w" else 0)
+        self.fd, self.log, self.short = os.open(path, mode, 0o644), log, short
+
+    def raw_write_async(self, part, stream, length, offset, device_offset):
+        self.log.append(("write", stream, offset, device_offset))
+        data = part.read(device_offset, length)[:length - 1 if self.short else length]
+        return Done(os.pwrite(self.fd, data, offset))
+
+    def raw_read_async(self, part, stream, length, offset, device_offset):
+        self.log.append(("read", stream, offset, device_offset))
+        data = os.pread(self.fd, length, offset)
+        part.write(device_offset, data)
+        return Done(len(data))
+
+    def is_compat_mode_preferred(self):
+        return False
+
+    def close(self):
+        os.close(self.fd)
+
+
+class FakeCupy:
+    """cupy stand-in (test fixture): host bytes for device buffers, streams that only have a ptr."""
+
+    uint8 = "uint8"
+
+    def __init__(self):
+        self.cuda = self
+        self.count = 0
+
+    def empty(self, size, dtype):
+        return FakeBuffer(size)
+
+    def Stream(self, non_blocking):
+        self.count += 1
+        return FakeStream(self.count)
+
+
+def generated(size, seed):
+    """The bytes the fake fill kernel makes for a file of `seed` (a fixture, not the generator)."""
+    return bytes((i * 31 + seed) % 256 for i in range(size))
+
+
+class FakeVerifier:
+    """Verifier stand-in (test fixture): fills with `generated` and compares the read-back buffer
+    with it exactly, reporting like the GPU verification."""
+
+    def __init__(self, files):
+        self.files, self.buffer = files, None
+
+    def fill(self, buffer, offset, length, seed):
+        buffer[offset:offset + length].write(0, generated(length, seed))
+
+    def over(self, buffer):
+        other = FakeVerifier(self.files)
+        other.buffer = buffer
+        return other
+
+    def check(self, plan, regions, method, expected):
+        want = b"".join(generated(f["size"], f["seed"]) for f in self.files)
+        bad = sum(1 for a, b in zip(bytes(self.buffer.bytes), want) if a != b)
+        checksum = passes.hex16(expected if bad == 0 else expected ^ 1)
+        return {"method": method, "checksum": checksum, "expected_checksum": passes.hex16(expected),
+                "bad_words": bad, "first_bad": None, "seconds": 0.0}
+
+
+class AsyncWrites(unittest.TestCase):
+    def run_trial(self, op, short=False):
+        """A writing trial of two files through measure_writes with the stand-ins above; the files
+        stay on disk for the caller to read."""
+        temporary = tempfile.TemporaryDirectory()
+        self.addCleanup(temporary.cleanup)
+        folder = temporary.name
+        sizes = [10000, 5000]
+        files = [{"path": os.path.join(folder, "f%d" % i), "size": size, "seed": i + 1}
+                 for i, size in enumerate(sizes)]
+        segments = [{"file": 0, "offset": 0, "len": 10000, "buffer_offset": 0},
+                    {"file": 1, "offset": 0, "len": 5000, "buffer_offset": 10000}]
+        trial = {"op": op, "kvikio_api": "async", "queue_depth": 3, "task_size": 4096, "warmup": 1,
+                 "repetitions": 2, "expect": {"integrity": "exact"}}
+        plan = {"files": files, "segments": segments}
+        spec = {"trial": trial, "plan": plan, "regions": [], "expected_checksum": 42, "spawned_at_unix_ns": 0}
+        log = []
+
+        class Kvikio:
+            @staticmethod
+            def CuFile(path, flags):
+                return DiskFile(path, flags, log, short)
+
+            @staticmethod
+            def drop_file_page_cache(path):
+                pass
+
+            @staticmethod
+            def get_page_cache_info(path):
+                return 0, 1
+
+        class Monitor:
+            def get(self):
+                return None
+
+        class Device:
+            def synchronize(self):
+                pass
+
+        m = {"bytes_per_repetition": 15000, "seconds": [], "gbps": [], "warmup_seconds": [], "costs": [],
+             "verify_seconds": 0.0}
+        buffer = FakeBuffer(15000)
+        stack = {"kvikio": Kvikio, "cupy": FakeCupy()}
+
+        def finish(spec, kvikio, cupy, monitor, measured_start, record, total, cached, m, reads=True):
+            m["kvikio"] = {}  # KvikIO's own figures need the real KvikIO
+
+        def read_direct(path, size, check, base, cupy):
+            # The independent read without O_DIRECT, which the test's temporary folder may refuse.
+            with open(path, "rb") as disk:
+                check[base:base + size].write(0, disk.read())
+
+        with mock.patch.object(worker, "finish", finish), \
+                mock.patch.object(passes, "read_direct", read_direct), \
+                mock.patch.object(passes, "report_progress", lambda *args: None), \
+                mock.patch.dict(os.environ, {"CUFILE_ENV_PATH_JSON": os.path.join(folder, "cufile.json")}):
+            fail = worker.measure_writes(spec, stack, Device(), buffer, FakeVerifier(files), Monitor(), m,
+                                         lambda name: None, {"version": 1150})
+        return fail, m, files, log
+
+    def test_async_writes_put_every_task_on_disk_through_raw_write_async(self):
+        fail, m, files, log = self.run_trial("write")
+        self.assertIsNone(fail)
+        self.assertEqual(m["integrity"]["bad_words"], 0)
+        for f in files:
+            with open(f["path"], "rb") as disk:
+                self.assertEqual(disk.read(), generated(f["size"], f["seed"]))
+        writes = [entry for entry in log if entry[0] == "write"]
+        # 3 + 2 tasks of 4 KiB per pass, 3 passes; the streams in turn, each at device offset 0.
+        self.assertEqual(len(writes), 5 * 3)
+        self.assertEqual([stream for _, stream, _, _ in writes[:5]], [1, 2, 3, 1, 2])
+        self.assertEqual({device_offset for _, _, _, device_offset in writes}, {0})
+        self.assertEqual(len(m["seconds"]), 2)
+        self.assertEqual([c["read_calls"] for c in m["costs"]], [5, 5])
+        self.assertEqual(m["kvikio"]["async_path"].split(",")[0], "cuFile's stream API (cuFileWriteAsync)")
+        self.assertEqual(len(m["write"]["verify_read_seconds"]), 2)
+
+    def test_a_roundtrip_reads_back_with_raw_read_async_and_verifies(self):
+        fail, m, files, log = self.run_trial("roundtrip")
+        self.assertIsNone(fail)
+        self.assertEqual(m["integrity"]["bad_words"], 0)
+        self.assertEqual(len([entry for entry in log if entry[0] == "read"]), 5 * 3)
+        self.assertEqual(len(m["write"]["read_back_gbps"]), 2)
+        self.assertTrue(m["kvikio"]["async_path"].startswith(
+            "cuFile's stream API (cuFileWriteAsync, cuFileReadAsync), inferred from KvikIO's rules"))
+
+    def test_a_short_async_write_fails_the_trial_naming_the_call(self):
+        with self.assertRaisesRegex(RuntimeError, "raw_write_async moved 4095 of 4096 bytes at offset 0"):
+            self.run_trial("roundtrip", short=True)
+
+    def test_pread_trials_have_no_streams(self):
+        cupy = FakeCupy()
+        self.assertEqual(worker.async_streams(cupy, {"queue_depth": 4}), [])
+        self.assertEqual([s.ptr for s in worker.async_streams(cupy, {"kvikio_api": "async", "queue_depth": 2})],
+                         [1, 2])
 
 
 class Progress(unittest.TestCase):

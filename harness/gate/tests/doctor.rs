@@ -87,6 +87,10 @@ mod parsers {
             "4 1024 16384"
         );
         assert_eq!(r.verification, None);
+        assert_eq!(
+            r.batch_limits().as_deref(),
+            Some("batch up to 128 I/Os, 5 ms timeout")
+        );
     }
 
     #[test]
@@ -574,6 +578,28 @@ mod recorded {
             "{}",
             h200.verdict.summary
         );
+    }
+
+    /// The healthy host with the verbatim GDS 1.16.1.26 `gdscheck -p` of
+    /// fixtures/doctor/gdscheck_gds_nvidia_fs_issue77.txt in place of its constructed one: the
+    /// gdscheck row names what that output says, batch limits included.
+    #[test]
+    fn the_gdscheck_row_names_its_findings_and_batch_limits() {
+        let mut host = facts("healthy.json");
+        let path = super::repo()
+            .join("harness/gate/tests/fixtures/doctor/gdscheck_gds_nvidia_fs_issue77.txt");
+        let text = std::fs::read_to_string(path).unwrap();
+        host.gdscheck = Fact::Known(gds_gate::doctor::facts::GdscheckFacts {
+            parsed: gds_gate::doctor::gdscheck::parse(&text),
+            text,
+        });
+        let report = report(host, "default.yaml");
+        let gdscheck = row(&report, "gdscheck -p");
+        assert_eq!(
+            gdscheck.evidence,
+            "GDS 1.16.1.26, nvidia_fs 2.27; direct: none; batch up to 128 I/Os, 5 ms timeout; no verification line"
+        );
+        assert_eq!(gdscheck.state, State::Warn);
     }
 
     #[test]

@@ -48,12 +48,15 @@ pub struct TrialRecord {
 /// itself) said before a confirmation run, as ratios to its blessed level (1.0 = usual).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RunnerCheck {
-    /// The first control read after the slow run: the disk's and the CPU's condition then.
+    /// The first control read after the slow run: the disk's and the CPU's condition then, and
+    /// the share of a core the gate's check got (below 1: other processes held the CPU).
     pub disk_before: f64,
     pub cpu_before: f64,
+    pub cpu_share_before: f64,
     /// The last control read, just before the confirmation run.
     pub disk: f64,
     pub cpu: f64,
+    pub cpu_share: f64,
     /// Seconds waited for the runner to come back to its level.
     pub waited_s: f64,
     /// The runner was still below its level when the confirmation ran (it did not recover within
@@ -347,9 +350,10 @@ pub struct KvikioEvidence {
     pub gate_aggregate_gbps: Option<f64>,
     /// Bytes of the files in the page cache after each cold drop (`get_page_cache_info`), max.
     pub cached_after_drop: Option<f64>,
-    /// `kvikio_api: async`: whether KvikIO's `raw_read_async` could use cuFile's stream API or
-    /// falls back to a stream synchronisation and a synchronous read, and why, in words (KvikIO
-    /// does not report it: the worker infers it from KvikIO's own rules).
+    /// `kvikio_api: async`: whether KvikIO's `raw_read_async` (`raw_write_async`) could use
+    /// cuFile's stream API or falls back to a stream synchronisation and a synchronous read
+    /// (write), and why, in words (KvikIO does not report it: the worker infers it from KvikIO's
+    /// own rules).
     #[serde(default)]
     pub async_path: Option<String>,
 }

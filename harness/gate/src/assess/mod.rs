@@ -130,6 +130,7 @@ fn evidence(
         evidence.kvikio_async = m
             .and_then(|m| m.kvikio.as_ref())
             .and_then(|k| k.async_path.clone());
+        evidence.kvikio_api = Some(spec.kvikio_api);
         evidence.compat_mode = spec.compat_mode;
         evidence.gds_threshold = Some(spec.gds_threshold);
     }

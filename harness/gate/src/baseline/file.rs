@@ -10,6 +10,7 @@ use super::error::BaselineError;
 use super::fingerprint::Fingerprint;
 use super::stats::{Summary, median};
 use crate::control::ControlBaseline;
+use gds_model::numbers::{positive_rates, round_rate};
 use gds_model::record::Measurement;
 
 /// Bump when a field changes meaning or disappears; older gates refuse newer files. Version 1
@@ -91,13 +92,13 @@ impl TrialBaseline {
         let first = measurements[0];
         let runs: Vec<Vec<f64>> = measurements
             .iter()
-            .map(|m| m.gbps.iter().copied().map(round).collect())
+            .map(|m| m.gbps.iter().copied().map(round_rate).collect())
             .collect();
         let passes = Summary::of(&runs.concat());
-        let run_medians: Vec<f64> = runs.iter().map(|run| round(median(run))).collect();
+        let run_medians: Vec<f64> = runs.iter().map(|run| round_rate(median(run))).collect();
         let cpu_runs: Vec<Vec<f64>> = measurements
             .iter()
-            .map(|m| m.cpu_per_gib().into_iter().map(round).collect())
+            .map(|m| m.cpu_per_gib().into_iter().map(round_rate).collect())
             .collect();
         let cpu_complete = cpu_runs.iter().all(|run: &Vec<f64>| !run.is_empty());
         // The median over runs of each run's figure, when every run has it.
@@ -106,7 +107,7 @@ impl TrialBaseline {
             values.map(|values| (median(&values) * precision).round() / precision)
         };
         TrialBaseline {
-            median_gbps: round(median(&run_medians)),
+            median_gbps: round_rate(median(&run_medians)),
             run_medians_gbps: run_medians,
             min_gbps: passes.min,
             max_gbps: passes.max,
@@ -117,7 +118,7 @@ impl TrialBaseline {
             blessed_at: provenance.blessed_at.clone(),
             gate_version: provenance.gate_version.clone(),
             cpu_seconds_per_gib: cpu_complete.then(|| {
-                round(median(
+                round_rate(median(
                     &cpu_runs.iter().map(|r| median(r)).collect::<Vec<_>>(),
                 ))
             }),
@@ -135,10 +136,6 @@ impl TrialBaseline {
             && self.checksum == other.checksum
             && self.cpu_runs == other.cpu_runs
     }
-}
-
-fn round(gbps: f64) -> f64 {
-    (gbps * 1e4).round() / 1e4
 }
 
 /// A baseline file that exists and is valid, or none at all. Anything else is an error.
@@ -276,11 +273,7 @@ fn validate(path: &Path, text: &str, baseline: &Baseline) -> Result<(), Baseline
     }
     for (name, trial) in &baseline.trials {
         let line = line_of(text, name).unwrap_or(1);
-        let runs_valid = !trial.runs.is_empty()
-            && trial
-                .runs
-                .iter()
-                .all(|run| !run.is_empty() && run.iter().all(|x| x.is_finite() && *x > 0.0));
+        let runs_valid = !trial.runs.is_empty() && trial.runs.iter().all(|run| positive_rates(run));
         if !runs_valid {
             return Err(corrupt(
                 line,
@@ -289,12 +282,10 @@ fn validate(path: &Path, text: &str, baseline: &Baseline) -> Result<(), Baseline
                 ),
             ));
         }
-        let cpu_valid = trial.cpu_runs.as_ref().is_none_or(|runs| {
-            !runs.is_empty()
-                && runs
-                    .iter()
-                    .all(|run| !run.is_empty() && run.iter().all(|x| x.is_finite() && *x > 0.0))
-        });
+        let cpu_valid = trial
+            .cpu_runs
+            .as_ref()
+            .is_none_or(|runs| !runs.is_empty() && runs.iter().all(|run| positive_rates(run)));
         if !cpu_valid {
             return Err(corrupt(
                 line,

@@ -10,6 +10,7 @@ use super::decision::{BLESS_RUNS, Throughput};
 use super::file::TrialBaseline;
 use super::fingerprint::{self, FieldChange, Fingerprint};
 use super::stats::Summary;
+use crate::control::describe;
 use gds_model::hex;
 use gds_model::record::TrialRecord;
 
@@ -199,25 +200,24 @@ pub fn threshold(t: &Throughput) -> String {
 }
 
 /// What the runner's control said before the last confirmation run, as the start of a likely
-/// cause: a slow runner points away from the GDS stack, a runner at its level points at it.
+/// cause: a slow or busy runner points away from the GDS stack, a runner at its level points at it.
 fn runner_condition(record: &TrialRecord) -> String {
     let Some(check) = record.runner_checks.last() else {
         return String::new();
     };
     let waited = if check.waited_s > 0.0 {
-        format!(" after waiting {:.0} s for it", check.waited_s)
+        format!(", after waiting {:.0} s for it", check.waited_s)
     } else {
         String::new()
     };
+    let now = describe(check.disk, check.cpu, check.cpu_share);
     if check.still_slow {
         format!(
-            "the runner itself is slower: the gate's control read of the data dir's disk ran at {:.2} and its CPU check at {:.2} of their blessed levels{waited}; look at the disk and the host first (an I/O throttle, a degraded or busier disk, other jobs or VMs on the host); ",
-            check.disk, check.cpu
+            "the runner itself is slower or busier than when it was blessed (the gate's control read: {now}{waited}); look at the disk and the host first (an I/O throttle, a degraded or busier disk, other jobs or VMs on the host); "
         )
     } else {
         format!(
-            "the runner was at its level when the confirmation ran (the gate's control read: disk {:.2}, CPU {:.2} of their blessed levels{waited}), so the slowdown is this trial's own; ",
-            check.disk, check.cpu
+            "the runner was at its level when the confirmation ran (the gate's control read: {now}{waited}), so the slowdown is this trial's own; "
         )
     }
 }
@@ -227,8 +227,10 @@ fn runner_condition(record: &TrialRecord) -> String {
 fn runner_came_back(record: &TrialRecord) -> String {
     match record.runner_checks.last() {
         Some(check) if check.waited_s > 0.0 && !check.still_slow => format!(
-            ", taken once the runner was back (its control read went from disk {:.2} and CPU {:.2} to {:.2} and {:.2} of their blessed levels in {:.0} s)",
-            check.disk_before, check.cpu_before, check.disk, check.cpu, check.waited_s
+            ", taken once the runner was back (its control read went from {} to {} in {:.0} s)",
+            describe(check.disk_before, check.cpu_before, check.cpu_share_before),
+            describe(check.disk, check.cpu, check.cpu_share),
+            check.waited_s
         ),
         _ => String::new(),
     }

@@ -1,6 +1,7 @@
 //! Reading the control: the file generated once in the data dir, then read whole a few times with
 //! O_DIRECT on one thread (timed by the wall clock) and each read's bytes compared with the
-//! generator on one thread (timed by that thread's CPU clock).
+//! generator on one thread (timed by that thread's CPU clock, and by the wall clock to see how much
+//! of a core it got).
 
 use std::fs::OpenOptions;
 use std::io;
@@ -49,6 +50,7 @@ impl Control {
             size: self.size,
             disk_gbps: Vec::with_capacity(READS),
             cpu_gib_per_s: Vec::with_capacity(READS),
+            cpu_share: Vec::with_capacity(READS),
             direct: true,
         };
         for _ in 0..READS {
@@ -58,9 +60,10 @@ impl Control {
                 .disk_gbps
                 .push(self.size as f64 / started.elapsed().as_secs_f64().max(1e-9) / 1e9);
 
-            let cpu_started = thread_cpu_seconds()?;
+            let (wall_started, cpu_started) = (Instant::now(), thread_cpu_seconds()?);
             let mismatch = gds_model::verify::exact_compare_serial(SEED, 0, &buf[..len]);
             let cpu = (thread_cpu_seconds()? - cpu_started).max(1e-9);
+            let wall = wall_started.elapsed().as_secs_f64().max(cpu);
             if let Some(offset) = mismatch.first_bad_offset {
                 return Err(io::Error::other(format!(
                     "the control file {} does not hold the generator's bytes (first wrong byte at offset {offset}); delete it and the gate writes it again",
@@ -70,6 +73,7 @@ impl Control {
             reading
                 .cpu_gib_per_s
                 .push(self.size as f64 / f64::from(1u32 << 30) / cpu);
+            reading.cpu_share.push(cpu / wall);
         }
         Ok(reading)
     }
@@ -134,9 +138,14 @@ mod tests {
         let reading = control.read().unwrap();
         assert_eq!(reading.size, 4 << 20);
         assert_eq!(
-            (reading.disk_gbps.len(), reading.cpu_gib_per_s.len()),
-            (READS, READS)
+            (
+                reading.disk_gbps.len(),
+                reading.cpu_gib_per_s.len(),
+                reading.cpu_share.len()
+            ),
+            (READS, READS, READS)
         );
+        assert!(reading.cpu_share.iter().all(|s| *s > 0.0 && *s <= 1.0));
         assert!(
             reading
                 .disk_gbps

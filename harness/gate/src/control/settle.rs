@@ -77,8 +77,10 @@ impl Settler {
         Ok(RunnerCheck {
             disk_before: first.disk,
             cpu_before: first.cpu,
+            cpu_share_before: first.cpu_share,
             disk: last.disk,
             cpu: last.cpu,
+            cpu_share: last.cpu_share,
             waited_s: waited.as_secs_f64(),
             still_slow: last.below_level(),
         })
@@ -101,26 +103,36 @@ mod tests {
         }
     }
 
+    /// Fixture: a control reading of `size` bytes, the disk at `disk` of its level.
+    fn reading(size: u64, disk: f64) -> ControlReading {
+        ControlReading {
+            size,
+            disk_gbps: vec![2.0 * disk],
+            cpu_gib_per_s: vec![3.0],
+            cpu_share: vec![1.0],
+            direct: true,
+        }
+    }
+
+    /// Waits up to 60 s, reading every 10 s.
+    fn settler_of(read: ReadControl) -> Settler {
+        Settler::new(
+            read,
+            baseline(),
+            Duration::from_secs(60),
+            Duration::from_secs(10),
+        )
+    }
+
     /// A control whose successive reads find the disk at `disk[i]` of its level (the last repeats).
     fn settler(disk: &[f64]) -> (Settler, Arc<AtomicUsize>) {
         let reads = Arc::new(AtomicUsize::new(0));
         let (disk, count) = (disk.to_vec(), Arc::clone(&reads));
         let read: ReadControl = Box::new(move || {
             let i = count.fetch_add(1, Ordering::Relaxed).min(disk.len() - 1);
-            Ok(ControlReading {
-                size: 64,
-                disk_gbps: vec![2.0 * disk[i]],
-                cpu_gib_per_s: vec![3.0],
-                direct: true,
-            })
+            Ok(reading(64, disk[i]))
         });
-        let settler = Settler::new(
-            read,
-            baseline(),
-            Duration::from_secs(60),
-            Duration::from_secs(10),
-        );
-        (settler, reads)
+        (settler_of(read), reads)
     }
 
     fn no_sleep(_: Duration) {}
@@ -158,20 +170,7 @@ mod tests {
 
     #[test]
     fn a_control_of_another_size_is_an_error_not_a_wait() {
-        let read: ReadControl = Box::new(|| {
-            Ok(ControlReading {
-                size: 128,
-                disk_gbps: vec![1.0],
-                cpu_gib_per_s: vec![1.0],
-                direct: true,
-            })
-        });
-        let settler = Settler::new(
-            read,
-            baseline(),
-            Duration::from_secs(60),
-            Duration::from_secs(10),
-        );
+        let settler = settler_of(Box::new(|| Ok(reading(128, 0.5))));
         let error = settler.settle(&no_sleep).unwrap_err();
         assert!(error.contains("bless again"), "{error}");
     }

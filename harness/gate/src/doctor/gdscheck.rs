@@ -83,6 +83,25 @@ impl GdscheckReport {
             .find(|entry| entry.name.eq_ignore_ascii_case(name))
     }
 
+    /// `batch up to 128 I/Os, 5 ms timeout`: the batch limits of the configuration cuFile ended up
+    /// with (`properties.max_batch_io_size`, `properties.max_batch_io_timeout_msecs`), what a
+    /// `cufile-batch` trial's `batch_size` must stay within; None when gdscheck printed neither.
+    /// gdscheck says nothing of the stream-ordered API: the doctor's libcufile row does.
+    pub fn batch_limits(&self) -> Option<String> {
+        let size = self.config.get("properties.max_batch_io_size");
+        let timeout = self.config.get("properties.max_batch_io_timeout_msecs");
+        match (size, timeout) {
+            (None, None) => None,
+            (size, timeout) => {
+                let mut text = format!("batch up to {} I/Os", size.map_or("?", String::as_str));
+                if let Some(ms) = timeout {
+                    text.push_str(&format!(", {ms} ms timeout"));
+                }
+                Some(text)
+            }
+        }
+    }
+
     /// Entries with a direct GDS path.
     pub fn direct(&self) -> Vec<&str> {
         self.support

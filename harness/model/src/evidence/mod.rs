@@ -15,7 +15,7 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 use crate::cufile_abi::GpuCounters;
-use crate::scenario::{CompatMode, Op, Reader};
+use crate::scenario::{CompatMode, KvikioApi, Op, Reader};
 
 pub use cufile_log::{CufileLogFindings, FindingKind, LogFinding};
 pub use gds_stats::{GdsGpu, GdsReadStats, GdsStats, GdsStatsError};
@@ -213,6 +213,11 @@ pub struct Evidence {
     /// `kvikio_api: async`: whether KvikIO's async reads could use cuFile's stream API, in words.
     #[serde(default)]
     pub kvikio_async: Option<String>,
+    /// The KvikIO call the trial moved its bytes with (kvikio reader). KvikIO's statistics do not
+    /// count its stream-ordered calls (`async`) when they reach cuFile, so the verdict places
+    /// the bytes it did not count by cuFile's counters.
+    #[serde(default)]
+    pub kvikio_api: Option<KvikioApi>,
     /// Whether the device buffer was `cuFileBufRegister`ed.
     #[serde(default)]
     pub buffer_registered: Option<bool>,
@@ -246,6 +251,7 @@ impl Evidence {
             task_size: None,
             smallest_read: None,
             kvikio_async: None,
+            kvikio_api: None,
             buffer_registered: None,
             cpu_seconds_per_gib: None,
             allow_compat_mode: None,

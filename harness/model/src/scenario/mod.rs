@@ -318,8 +318,7 @@ impl Validator<'_> {
         if let Some(&op) = ops.iter().find(|op| op.writes()) {
             self.writes(op, &files, &pattern, gpu_set.as_ref(), &context, &here)?;
             self.writing_window(op, &files, &windows, &context, here("window"))?;
-            let kvikio_apis = pick!(kvikio_api, KvikioApi::Pread);
-            self.writers(op, &readers, &kvikio_apis, &context, &here)?;
+            self.writers(op, &readers, &context, &here)?;
         }
         if let Some(set) = &gpu_set {
             let gpu_list = fields.gpu.as_ref().or(defaults.gpu.as_ref());

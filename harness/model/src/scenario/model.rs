@@ -48,7 +48,8 @@ pub struct ScenarioFields {
     pub queue_depth: Option<OneOrMany<NonZeroU32>>,
     /// `cufile-batch`: I/Os per `cuFileBatchIOSubmit`, at most cuFile's `properties.io_batchsize`.
     pub batch_size: Option<OneOrMany<NonZeroU32>>,
-    /// `kvikio`: `pread` (default) or `async` (`raw_read_async` on `queue_depth` CUDA streams).
+    /// `kvikio`: `pread` (default) or `async` (`raw_read_async`, or `raw_write_async` for a
+    /// writing trial, on `queue_depth` CUDA streams).
     pub kvikio_api: Option<OneOrMany<KvikioApi>>,
     /// cufile.json overrides: a dotted JSON path (`execution.max_io_threads`) → value.
     pub cufile: Option<BTreeMap<String, serde_json::Value>>,
@@ -244,8 +245,9 @@ pub enum KvikioApi {
     /// `CuFile.pread`: KvikIO's thread pool, `task_size` tasks.
     #[default]
     Pread,
-    /// `CuFile.raw_read_async` on CUDA streams, one call per `task_size` task, checked with
-    /// `IOFutureStream.check_bytes_done()` after the streams are synchronised.
+    /// `CuFile.raw_read_async` (writing: `raw_write_async`) on CUDA streams, one call per
+    /// `task_size` task, checked with `IOFutureStream.check_bytes_done()` after the streams are
+    /// synchronised.
     Async,
 }
 

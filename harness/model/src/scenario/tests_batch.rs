@@ -121,18 +121,29 @@ fn kvikio_reads_with_pread_or_async_and_async_takes_a_depth_of_streams() {
     json.as_object_mut().unwrap().remove("kvikio_api");
     let old: TrialSpec = serde_json::from_value(json).unwrap();
     assert_eq!(old.kvikio_api, KvikioApi::Pread);
-    assert_rejected(&[
-        (
-            "KvikIO's async reader does not write",
-            "scenarios:\n  - name: k\n    files: { size: 1MiB }\n    reader: kvikio\n    kvikio_api: async\n    op: write\n",
-            &[":5:5:", "`kvikio_api: async`", "only reads"],
-        ),
-        (
-            "an unknown KvikIO call",
-            "scenarios:\n  - name: k\n    files: { size: 1MiB }\n    reader: kvikio\n    kvikio_api: mmap\n",
-            &[":5:", "unknown variant `mmap`", "async"],
-        ),
-    ]);
+    // Writing, `async` is KvikIO's raw_write_async on the same streams (a roundtrip reads back
+    // with raw_read_async).
+    let writes = expand(&parse_ok(
+        "scenarios:\n  - name: k\n    files: { size: 1MiB }\n    reader: kvikio\n    kvikio_api: async\n    op: [write, roundtrip]\n    queue_depth: [1, 4]\n",
+    ));
+    let cells: Vec<(Op, KvikioApi, u32)> = writes
+        .iter()
+        .map(|t| (t.op, t.kvikio_api, t.queue_depth))
+        .collect();
+    assert_eq!(
+        cells,
+        [
+            (Op::Write, KvikioApi::Async, 1),
+            (Op::Write, KvikioApi::Async, 4),
+            (Op::Roundtrip, KvikioApi::Async, 1),
+            (Op::Roundtrip, KvikioApi::Async, 4),
+        ]
+    );
+    assert_rejected(&[(
+        "an unknown KvikIO call",
+        "scenarios:\n  - name: k\n    files: { size: 1MiB }\n    reader: kvikio\n    kvikio_api: mmap\n",
+        &[":5:", "unknown variant `mmap`", "async"],
+    )]);
 }
 
 #[test]

@@ -1,7 +1,7 @@
 //! What a writing trial (`op: write` or `roundtrip`) needs of its scenario: a file of its own,
 //! a plan that covers it once, one GPU, a writer for each reader, and one buffer of the whole pass.
 
-use super::model::{GpuSet, KvikioApi, Op, Pattern, Reader};
+use super::model::{GpuSet, Op, Pattern, Reader};
 use super::size::ByteSize;
 use super::window_mode::WindowMode;
 use super::{FileSet, ScenarioError, Validator};
@@ -47,23 +47,15 @@ impl Validator<'_> {
         Ok(())
     }
 
-    /// Every reader of a writing trial must have a writer: the batch reader and KvikIO's async
-    /// reads only read.
+    /// Every reader of a writing trial must have a writer: the batch reader only reads (KvikIO
+    /// writes with `pwrite`, or `raw_write_async` under `kvikio_api: async`).
     pub(super) fn writers(
         &self,
         op: Op,
         readers: &[Reader],
-        kvikio_apis: &[KvikioApi],
         context: &str,
         here: &dyn Fn(&str) -> (usize, usize),
     ) -> Result<(), ScenarioError> {
-        if readers.contains(&Reader::Kvikio) && kvikio_apis.contains(&KvikioApi::Async) {
-            return Err(self.error(
-                here("kvikio_api"),
-                format!("{context}: `op: {}` with `kvikio_api: async`: the KvikIO async reader only reads", op.name()),
-                "write with KvikIO's `pread`/`pwrite` path (`kvikio_api: pread`, the default), and read with `async` in a scenario of its own",
-            ));
-        }
         if let Some(reader) = readers.iter().find(|reader| !reader.writes()) {
             return Err(self.error(
                 here("op"),

@@ -123,7 +123,10 @@ pub(super) fn settings(e: &Evidence, v: &mut Builder) {
         parts.push(format!("smallest {} {}", e.op.transfer(), Bytes(smallest)));
     }
     if let Some(path) = &e.kvikio_async {
-        parts.push(format!("KvikIO raw_read_async: {path}"));
+        parts.push(format!(
+            "KvikIO {}: {path}",
+            super::split::stream_ordered_calls(e.op)
+        ));
     }
     if let Some(registered) = e.buffer_registered {
         parts.push(

@@ -84,16 +84,23 @@ fn noise_only_passes() {
     ));
 }
 
+/// Trial `s::a` judged against a fresh baseline: a first run at `SLOW`, a confirmation run at
+/// `confirmation`, and what the runner's control said before it, if anything.
+fn slow_then(confirmation: &[f64], runner: Option<RunnerCheck>) -> crate::baseline::Comparison {
+    let s = scratch();
+    blessed(&s.path);
+    let mut record = fixtures::passed("s::a", &SLOW, "nvfs", CHECKSUM);
+    record.runner_checks.extend(runner);
+    let repeat = fixtures::passed("s::a", confirmation, "nvfs", CHECKSUM);
+    record.confirmations.push(repeat.measurement.unwrap());
+    judge_one(&s.path, record, &fixtures::fingerprint())
+}
+
 /// A first run that looked slower and a confirmation run at the usual speed: a pass, and the
 /// headline says why, instead of "as fast as" beside a first run 19% down.
 #[test]
 fn a_slow_run_cleared_by_its_confirmation_passes_and_says_so() {
-    let s = scratch();
-    blessed(&s.path);
-    let mut record = fixtures::passed("s::a", &SLOW, "nvfs", CHECKSUM);
-    let usual = fixtures::passed("s::a", &NOISE, "nvfs", CHECKSUM);
-    record.confirmations.push(usual.measurement.unwrap());
-    let comparison = judge_one(&s.path, record, &fixtures::fingerprint());
+    let comparison = slow_then(&NOISE, None);
     let a = comparison.get("s::a").unwrap();
     assert!(matches!(a.judgement, Judgement::Pass { .. }), "{a:?}");
     assert!(
@@ -112,8 +119,10 @@ fn check(disk_before: f64, disk: f64, waited_s: f64, still_slow: bool) -> Runner
     RunnerCheck {
         disk_before,
         cpu_before: 1.0,
+        cpu_share_before: 0.99,
         disk,
         cpu: 1.0,
+        cpu_share: 0.99,
         waited_s,
         still_slow,
     }
@@ -123,18 +132,12 @@ fn check(disk_before: f64, disk: f64, waited_s: f64, still_slow: bool) -> Runner
 /// back, cleared the trial, and the headline says how far the runner had dropped.
 #[test]
 fn a_slow_run_during_a_runner_wide_dip_says_the_runner_came_back() {
-    let s = scratch();
-    blessed(&s.path);
-    let mut record = fixtures::passed("s::a", &SLOW, "nvfs", CHECKSUM);
-    record.runner_checks.push(check(0.7, 0.98, 30.0, false));
-    let usual = fixtures::passed("s::a", &NOISE, "nvfs", CHECKSUM);
-    record.confirmations.push(usual.measurement.unwrap());
-    let comparison = judge_one(&s.path, record, &fixtures::fingerprint());
+    let comparison = slow_then(&NOISE, Some(check(0.7, 0.98, 30.0, false)));
     let a = comparison.get("s::a").unwrap();
     assert!(matches!(a.judgement, Judgement::Pass { .. }), "{a:?}");
     assert!(
         a.headline.contains(
-            "taken once the runner was back (its control read went from disk 0.70 and CPU 1.00 to 0.98 and 1.00 of their blessed levels in 30 s)"
+            "taken once the runner was back (its control read went from disk 0.70 and CPU 1.00 of their blessed levels, 99% of a core for its check to disk 0.98 and CPU 1.00 of their blessed levels, 99% of a core for its check in 30 s)"
         ),
         "{}",
         a.headline
@@ -144,25 +147,17 @@ fn a_slow_run_during_a_runner_wide_dip_says_the_runner_came_back() {
 /// A confirmed regression names the runner or the trial as the place to look, by the control.
 #[test]
 fn a_confirmed_regression_says_whether_the_runner_was_slow_too() {
-    let s = scratch();
-    blessed(&s.path);
-    let slow_again = fixtures::passed("s::a", &SLOW, "nvfs", CHECKSUM);
     for (runner, needle) in [
         (
             check(0.5, 0.5, 120.0, true),
-            "likely cause: the runner itself is slower: the gate's control read of the data dir's disk ran at 0.50 and its CPU check at 1.00 of their blessed levels after waiting 120 s for it; look at the disk and the host first",
+            "likely cause: the runner itself is slower or busier than when it was blessed (the gate's control read: disk 0.50 and CPU 1.00 of their blessed levels, 99% of a core for its check, after waiting 120 s for it); look at the disk and the host first",
         ),
         (
             check(0.99, 0.99, 0.0, false),
-            "likely cause: the runner was at its level when the confirmation ran (the gate's control read: disk 0.99, CPU 1.00 of their blessed levels), so the slowdown is this trial's own; the runner's fingerprint",
+            "likely cause: the runner was at its level when the confirmation ran (the gate's control read: disk 0.99 and CPU 1.00 of their blessed levels, 99% of a core for its check), so the slowdown is this trial's own; the runner's fingerprint",
         ),
     ] {
-        let mut record = fixtures::passed("s::a", &SLOW, "nvfs", CHECKSUM);
-        record.runner_checks.push(runner);
-        record
-            .confirmations
-            .push(slow_again.measurement.clone().unwrap());
-        let comparison = judge_one(&s.path, record, &fixtures::fingerprint());
+        let comparison = slow_then(&SLOW, Some(runner));
         let a = comparison.get("s::a").unwrap();
         assert!(matches!(a.judgement, Judgement::Regression { .. }), "{a:?}");
         assert!(a.message.contains(needle), "{needle}\n{}", a.message);

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use crate::baseline::Baseline;
 use crate::cli::RunArgs;
-use crate::control::{Control, ControlReading, Settler};
+use crate::control::{Control, ControlReading, Settler, describe};
 use crate::escape::terminal;
 use gds_model::error_chain;
 use gds_model::record::RunnerCheck;
@@ -47,9 +47,8 @@ pub(super) fn start(
     );
     if let Some(c) = condition {
         line.push_str(&format!(
-            " ({:.2} and {:.2} of the blessed level{})",
-            c.disk,
-            c.cpu,
+            " ({}{})",
+            describe(c.disk, c.cpu, c.cpu_share),
             if c.below_level() {
                 ": the runner starts this run below its level"
             } else {
@@ -83,10 +82,9 @@ pub(super) fn settle(settler: &Settler, trial: &str) -> Option<RunnerCheck> {
         Ok(check) => {
             if check.waited_s > 0.0 || check.still_slow {
                 eprintln!(
-                    "\nrunner: before the confirmation run of {}: the control read was at {:.2} (disk) and {:.2} (CPU) of its blessed level; {}",
+                    "\nrunner: before the confirmation run of {}: the control read {}; {}",
                     terminal(trial),
-                    check.disk_before,
-                    check.cpu_before,
+                    describe(check.disk_before, check.cpu_before, check.cpu_share_before),
                     describe_wait(&check)
                 );
             }
@@ -102,12 +100,14 @@ pub(super) fn settle(settler: &Settler, trial: &str) -> Option<RunnerCheck> {
 fn describe_wait(check: &RunnerCheck) -> String {
     match (check.still_slow, check.waited_s > 0.0) {
         (false, _) => format!(
-            "after {:.0} s it was back ({:.2} / {:.2})",
-            check.waited_s, check.disk, check.cpu
+            "after {:.0} s it was back ({})",
+            check.waited_s,
+            describe(check.disk, check.cpu, check.cpu_share)
         ),
         (true, true) => format!(
-            "after {:.0} s it was still below ({:.2} / {:.2}): confirming on a slow runner",
-            check.waited_s, check.disk, check.cpu
+            "after {:.0} s it was still below ({}): confirming on a slow or busy runner",
+            check.waited_s,
+            describe(check.disk, check.cpu, check.cpu_share)
         ),
         (true, false) => {
             "it stayed below for a whole wait earlier in this run: confirming without waiting again"

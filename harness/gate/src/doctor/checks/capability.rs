@@ -93,17 +93,49 @@ pub(crate) fn libcufile(facts: &Facts) -> Answer {
     }
 }
 
-/// Whether the host's libcufile exports `symbol`, an entry point `reader` needs.
-pub(crate) fn entry_point(facts: &Facts, symbol: &str, reader: &str) -> Answer {
+/// cuFile's batch API as the `cufile-batch` reader calls it (the worker's optional entry points,
+/// `OPTIONAL_ENTRY_POINTS` in harness/worker/src/libcufile.rs, which the probe reports).
+pub(crate) const BATCH_API: &[&str] = &[
+    "cuFileBatchIOSetUp",
+    "cuFileBatchIOSubmit",
+    "cuFileBatchIOGetStatus",
+    "cuFileBatchIODestroy",
+];
+
+/// cuFile's stream-ordered API as the `cufile-async` reader and writer call it.
+pub(crate) const STREAM_API: &[&str] = &[
+    "cuFileStreamRegister",
+    "cuFileReadAsync",
+    "cuFileWriteAsync",
+    "cuFileStreamDeregister",
+];
+
+/// Which of `symbols` a probed list of exported entry points lacks.
+pub(crate) fn lacking<'a>(points: &[String], symbols: &[&'a str]) -> Vec<&'a str> {
+    symbols
+        .iter()
+        .filter(|symbol| !points.iter().any(|p| p == *symbol))
+        .copied()
+        .collect()
+}
+
+/// Whether the host's libcufile exports every one of `symbols`, the entry points `reader` needs.
+pub(crate) fn entry_point(facts: &Facts, symbols: &[&str], reader: &str) -> Answer {
     match &facts.cufile.library {
         Fact::Known(lib) => match &lib.entry_points {
-            Some(points) if points.iter().any(|p| p == symbol) => {
-                yes(format!("libcufile {} exports `{symbol}`", lib.version))
-            }
-            Some(_) => no(format!(
-                "libcufile {} (`{}`) has no `{symbol}`: {reader} trials are ignored",
-                lib.version, lib.path
-            )),
+            Some(points) => match lacking(points, symbols).as_slice() {
+                [] => yes(format!(
+                    "libcufile {} exports {}",
+                    lib.version,
+                    quoted(symbols)
+                )),
+                missing => no(format!(
+                    "libcufile {} (`{}`) has no {}: {reader} trials are ignored",
+                    lib.version,
+                    lib.path,
+                    quoted(missing)
+                )),
+            },
             None => unknown(format!(
                 "which entry points libcufile {} exports was not probed",
                 lib.version
@@ -111,6 +143,15 @@ pub(crate) fn entry_point(facts: &Facts, symbol: &str, reader: &str) -> Answer {
         },
         Fact::Unknown(why) => no(why.clone()),
     }
+}
+
+/// `` `a`, `b` ``.
+pub(crate) fn quoted(symbols: &[&str]) -> String {
+    symbols
+        .iter()
+        .map(|symbol| format!("`{symbol}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// Whether `cuFileHandleRegister` can succeed for a file in the data dir.

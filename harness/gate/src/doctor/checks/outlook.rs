@@ -12,8 +12,8 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::capability::{
-    Answer, Can, Settings, auto, entry_point, gpu, kvikio_loads_cufile, libcufile, no, nvfs, p2p,
-    registration, unknown, yes,
+    Answer, BATCH_API, Can, STREAM_API, Settings, auto, entry_point, gpu, kvikio_loads_cufile,
+    libcufile, no, nvfs, p2p, registration, unknown, yes,
 };
 use super::{Check, State};
 use crate::doctor::facts::{ConfigStatus, DriverOpen, Fact, Facts};
@@ -433,7 +433,7 @@ fn expectations(
                 &both(&gpu_answer, &libcufile(facts)),
                 &both(
                     &register_for_reader,
-                    &entry_point(facts, "cuFileBatchIOSetUp", "cufile-batch"),
+                    &entry_point(facts, BATCH_API, "cufile-batch"),
                 ),
             ),
             Box::new(|t: &TrialSpec| t.reader == Reader::CufileBatch),
@@ -444,7 +444,7 @@ fn expectations(
                 &both(&gpu_answer, &libcufile(facts)),
                 &both(
                     &register_for_reader,
-                    &entry_point(facts, "cuFileReadAsync", "cufile-async"),
+                    &entry_point(facts, STREAM_API, "cufile-async"),
                 ),
             ),
             Box::new(|t: &TrialSpec| t.reader == Reader::CufileAsync),

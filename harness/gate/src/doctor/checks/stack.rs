@@ -572,6 +572,9 @@ pub(super) fn tools(facts: &Facts, rows: &mut Vec<Check>) {
             if !compat.is_empty() {
                 parts.push(format!("compat only: {}", compat.join(", ")));
             }
+            if let Some(batch) = r.batch_limits() {
+                parts.push(batch);
+            }
             if let Some(iommu) = r.platform_info.get("IOMMU") {
                 parts.push(format!("IOMMU {iommu}"));
             }
@@ -597,24 +600,28 @@ pub(super) fn tools(facts: &Facts, rows: &mut Vec<Check>) {
     });
 }
 
-/// `; batch API yes, stream API no, statistics yes`: which optional entry points the readers
-/// need this libcufile exports (nothing when the probe did not say).
+/// `; batch API yes (cufile-batch), stream API no, statistics yes`: which optional entry points
+/// the readers need this libcufile exports (nothing when the probe did not say). An API with
+/// only some of its entry points names those it lacks.
 fn entry_points(points: Option<&[String]>) -> String {
     let Some(points) = points else {
         return String::new();
     };
-    let has = |symbol: &str| {
-        if points.iter().any(|p| p == symbol) {
-            "yes"
+    let has = |symbols: &[&str]| {
+        let missing = capability::lacking(points, symbols);
+        if missing.is_empty() {
+            "yes".to_string()
+        } else if missing.len() == symbols.len() {
+            "no".to_string()
         } else {
-            "no"
+            format!("partly, no {}", capability::quoted(&missing))
         }
     };
     format!(
-        "; batch API {} (cufile-batch), stream API {}, statistics {}",
-        has("cuFileBatchIOSetUp"),
-        has("cuFileReadAsync"),
-        has("cuFileGetStatsL3")
+        "; batch API {} (cufile-batch), stream API {} (cufile-async), statistics {}",
+        has(capability::BATCH_API),
+        has(capability::STREAM_API),
+        has(&["cuFileGetStatsL3"])
     )
 }
 
@@ -624,10 +631,30 @@ mod tests {
 
     #[test]
     fn the_libcufile_row_says_which_entry_points_it_exports() {
-        let points = ["cuFileBatchIOSetUp".to_string(), "cuFileGetStatsL3".into()];
+        let points: Vec<String> = [
+            "cuFileBatchIOSetUp",
+            "cuFileBatchIOSubmit",
+            "cuFileBatchIOGetStatus",
+            "cuFileBatchIODestroy",
+            "cuFileGetStatsL3",
+        ]
+        .map(String::from)
+        .to_vec();
         assert_eq!(
             entry_points(Some(&points)),
-            "; batch API yes (cufile-batch), stream API no, statistics yes"
+            "; batch API yes (cufile-batch), stream API no (cufile-async), statistics yes"
+        );
+        // Constructed: a build with the stream-ordered reads but not the writes.
+        let partial: Vec<String> = [
+            "cuFileStreamRegister",
+            "cuFileReadAsync",
+            "cuFileStreamDeregister",
+        ]
+        .map(String::from)
+        .to_vec();
+        assert_eq!(
+            entry_points(Some(&partial)),
+            "; batch API no (cufile-batch), stream API partly, no `cuFileWriteAsync` (cufile-async), statistics no"
         );
         assert_eq!(entry_points(None), "", "facts of an older gate say nothing");
     }
