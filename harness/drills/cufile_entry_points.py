@@ -4,13 +4,14 @@ GPU memory), outside the gate, to tell a fault of the gate's readers from the li
 behaviour. Each case prints one line, `ok` or what failed, and the file's bytes are compared with
 what landed in the GPU:
 
-  async-shared-base    two cuFileReadAsync on one registered stream into an unregistered
-                       buffer, both named by the buffer's base with buffer offsets 0 and TASK
+  async-shared-base    READS (2) cuFileReadAsync of TASK bytes, dealt to STREAMS (1) registered
+                       streams, into an unregistered buffer, all named by the buffer's base
+                       with their buffer offsets
                        (KvikIO's and the gate's former way; libcufile 1.15 in compat mode
                        returned -5 for the second and logged `exceeds registered length`)
-  async-own-base       the same two reads, each named at its own address with offset 0 (the
+  async-own-base       the same reads, each named at its own address with offset 0 (the
                        gate's cufile-async reader with an unregistered buffer)
-  async-registered     the same two reads into a buffer registered with cuFileBufRegister, named
+  async-registered     the same reads into a buffer registered with cuFileBufRegister, named
                        by its base and the offsets
   batch-min-all        QUEUE_DEPTH threads, each a batch of BATCH entries of 1 MiB into one
                        registered buffer, waited for with cuFileBatchIOGetStatus(min_nr = all
@@ -137,46 +138,55 @@ def compare(cupy, buffer, at, file_offset, length, path):
     return "wrong bytes from buffer offset %d (file offset %d)" % (at + first, file_offset + first)
 
 
-def async_case(cufile, cupy, path, fd, task, naming, verbose):
-    """Two reads of `task` bytes at file offsets 0 and `task` on one registered stream."""
-    buffer = cupy.zeros(2 * task, dtype=cupy.uint8)
+def async_case(cufile, cupy, path, fd, task, naming, reads, streams, verbose):
+    """`reads` reads of `task` bytes at consecutive file offsets, dealt round-robin to `streams`
+    registered streams, into their places of one buffer."""
+    size = reads * task
+    buffer = cupy.zeros(size, dtype=cupy.uint8)
+    # The zeros are written on the default stream, which the non-blocking streams below do not
+    # wait for: finished first, they cannot overwrite a read that landed.
+    cupy.cuda.Device().synchronize()
     base = buffer.data.ptr
     registered = naming == "registered"
     if registered:
-        cufile.check("cuFileBufRegister", cufile.lib.cuFileBufRegister(base, 2 * task, 0))
-    stream = cupy.cuda.Stream(non_blocking=True)
-    cufile.check("cuFileStreamRegister", cufile.lib.cuFileStreamRegister(stream.ptr, 0))
+        cufile.check("cuFileBufRegister", cufile.lib.cuFileBufRegister(base, size, 0))
+    queues = [cupy.cuda.Stream(non_blocking=True) for _ in range(streams)]
+    for stream in queues:
+        cufile.check("cuFileStreamRegister", cufile.lib.cuFileStreamRegister(stream.ptr, 0))
     handle = cufile.handle(fd)
-    # Kept in this list until the stream is synchronised: cuFile reads and writes them then.
+    # Kept in this list until the streams are synchronised: cuFile reads and writes them then.
     calls = []
     try:
-        for index in range(2):
+        for index in range(reads):
             offset = index * task
             own = naming == "own-base"
             call = {"base": base + offset if own else base, "size": ctypes.c_size_t(task),
                     "file_offset": ctypes.c_int64(offset), "buffer_offset": ctypes.c_int64(0 if own else offset),
-                    "done": ctypes.c_ssize_t(0)}
+                    "done": ctypes.c_ssize_t(0), "stream": index % streams}
             calls.append(call)
             cufile.check("cuFileReadAsync", cufile.lib.cuFileReadAsync(
                 handle, call["base"], ctypes.addressof(call["size"]), ctypes.addressof(call["file_offset"]),
-                ctypes.addressof(call["buffer_offset"]), ctypes.addressof(call["done"]), stream.ptr))
-        stream.synchronize()
+                ctypes.addressof(call["buffer_offset"]), ctypes.addressof(call["done"]),
+                queues[call["stream"]].ptr))
+        for stream in queues:
+            stream.synchronize()
         problems = []
         for index, call in enumerate(calls):
             if verbose:
-                print("    call %d: base %#x size %d file_offset %d buffer_offset %d -> %d" % (
-                    index, call["base"], call["size"].value, call["file_offset"].value,
+                print("    call %d on stream %d: base %#x size %d file_offset %d buffer_offset %d -> %d" % (
+                    index, call["stream"], call["base"], call["size"].value, call["file_offset"].value,
                     call["buffer_offset"].value, call["done"].value))
             if call["done"].value != task:
                 problems.append("read %d returned %d" % (index, call["done"].value))
         if not problems:
-            wrong = compare(cupy, buffer, 0, 0, 2 * task, path)
+            wrong = compare(cupy, buffer, 0, 0, size, path)
             if wrong:
                 problems.append(wrong)
         return "; ".join(problems) or "ok"
     finally:
         cufile.lib.cuFileHandleDeregister(handle)
-        cufile.lib.cuFileStreamDeregister(stream.ptr)
+        for stream in queues:
+            cufile.lib.cuFileStreamDeregister(stream.ptr)
         if registered:
             cufile.lib.cuFileBufDeregister(base)
 
@@ -260,10 +270,13 @@ def main():
     parser.add_argument("--dir", required=True, help="folder for the drill's file, on a mount cuFile reads")
     parser.add_argument("--libcufile", default="libcufile.so.0")
     parser.add_argument("--task", type=int, default=4 * MIB, help="bytes per stream-ordered read")
+    parser.add_argument("--reads", type=int, default=2, help="stream-ordered reads per case")
+    parser.add_argument("--streams", type=int, default=1, help="registered streams the reads are dealt to")
     parser.add_argument("--batch", type=int, default=32, help="entries per batch (1 MiB each)")
     parser.add_argument("--queue-depth", type=int, default=4, help="batches in flight")
     parser.add_argument("--stall", type=float, default=20.0, help="seconds without an event that end a batch")
     parser.add_argument("--only", action="append", help="run only this case (repeatable)")
+    parser.add_argument("--repeat", type=int, default=1, help="run each case this many times")
     parser.add_argument("-v", "--verbose", action="store_true")
     args = parser.parse_args()
 
@@ -276,20 +289,23 @@ def main():
         cufile.lib.cuFileGetVersion.restype = Error
         cufile.lib.cuFileGetVersion(ctypes.byref(version))
     print("libcufile %s, cuFile version %d" % (args.libcufile, version.value))
-    size = max(2 * args.task, args.batch * args.queue_depth * MIB)
+    size = max(args.reads * args.task, args.batch * args.queue_depth * MIB)
     path = make_file(args.dir, size)
     fd = os.open(path, os.O_RDONLY | os.O_DIRECT)
+    def stream_ordered(naming):
+        return async_case(cufile, cupy, path, fd, args.task, naming, args.reads, args.streams, args.verbose)
+
     cases = {
-        "async-shared-base": lambda: async_case(cufile, cupy, path, fd, args.task, "shared-base", args.verbose),
-        "async-own-base": lambda: async_case(cufile, cupy, path, fd, args.task, "own-base", args.verbose),
-        "async-registered": lambda: async_case(cufile, cupy, path, fd, args.task, "registered", args.verbose),
+        "async-shared-base": lambda: stream_ordered("shared-base"),
+        "async-own-base": lambda: stream_ordered("own-base"),
+        "async-registered": lambda: stream_ordered("registered"),
         "batch-min-all": lambda: batch_case(cufile, cupy, path, fd, args.batch, args.queue_depth, True, args.stall,
                                             args.verbose),
         "batch-min-one": lambda: batch_case(cufile, cupy, path, fd, args.batch, args.queue_depth, False, args.stall,
                                             args.verbose),
     }
     failed = 0
-    for name, case in cases.items():
+    for name, case in [(name, case) for name, case in cases.items() for _ in range(args.repeat)]:
         if args.only and name not in args.only:
             continue
         start = time.monotonic()

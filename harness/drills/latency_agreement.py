@@ -2,8 +2,11 @@
 """Checks the gate's latency percentiles and IOPS against an independent measurement of the same
 reads: each round runs the gate on the chosen trials and replays every trial's reads with
 replay_latency.py (pread, the trial's offsets and threads), the replay after the gate in odd
-rounds and before it in even ones, so the disk's drift and its cache hit both sides alike. Prints the medians over rounds of each side's per-pass figures and their
-ratio (gate / replay).
+rounds and before it in even ones, so the disk's drift and its cache hit both sides alike. Prints,
+per figure, the median of each side's per-pass figures over all rounds and their ratio (gate /
+replay), and the ratio of each round's medians: a disk whose speed wanders between rounds (a
+virtual disk does, by tens of percent) moves both sides of a round together, so the per-round
+ratios and their spread say how well the two agree.
 
 The replay reads as the reader under test does on the host: the posix reader into one
 destination of the whole pass (`--whole`); the cufile reader in cuFile's compat mode with
@@ -78,16 +81,17 @@ def main():
     # The trials' specs and replay modes, learnt from the first round.
     specs = {}
 
-    def replay_all():
+    # Per trial, one list of per-pass rows for each round.
+    def replay_all(number):
         for name, (spec, mode) in specs.items():
-            replay.setdefault(name, []).extend(replay_figures(spec, mode, args.passes))
+            replay.setdefault(name, {})[number] = replay_figures(spec, mode, args.passes)
 
     for number in range(1, args.rounds + 1):
         # Every other round replays first: whichever side reads second may find the storage's
         # own cache warmer (a virtual disk's host), and alternating spreads that over both.
         replay_first = number % 2 == 0
         if replay_first:
-            replay_all()
+            replay_all(number)
         out = os.path.join(args.work, "round-%d" % number)
         for trial in gate_round(args, out):
             reader = trial["spec"]["reader"]
@@ -97,22 +101,31 @@ def main():
                     print("skipped %s: %s" % (name, "no replay for reader %s" % reader
                                               if reader not in REPLAY_MODE else trial.get("reason", "did not run")))
                 continue
-            gate.setdefault(name, []).extend(gate_figures(trial))
+            gate.setdefault(name, {})[number] = gate_figures(trial)
             specs.setdefault(name, (os.path.join(trial["worker"]["dir"], "spec.json"), REPLAY_MODE[reader]))
         if not replay_first:
-            replay_all()
+            replay_all(number)
         print("round %d of %d done" % (number, args.rounds), file=sys.stderr)
 
-    print("| trial | figure | gate (median of passes) | replay (median of passes) | gate / replay |")
-    print("|---|---|---:|---:|---:|")
+    print("| trial | figure | gate (median of passes) | replay (median of passes) | gate / replay "
+          "| per round: median (min–max) |")
+    print("|---|---|---:|---:|---:|---|")
     for name in sorted(gate):
+        rounds = sorted(set(gate[name]) & set(replay.get(name, {})))
         for figure in FIGURES:
-            ours = [row[figure] for row in gate[name] if row.get(figure) is not None]
-            theirs = [row[figure] for row in replay[name]]
-            if not ours or not theirs:
+            def medians(side, number):
+                values = [row[figure] for row in side[name][number] if row.get(figure) is not None]
+                return statistics.median(values) if values else None
+
+            pooled = [[row[figure] for number in rounds for row in side[name][number]
+                       if row.get(figure) is not None] for side in (gate, replay)]
+            if not all(pooled):
                 continue
-            a, b = statistics.median(ours), statistics.median(theirs)
-            print("| %s | %s | %.1f | %.1f | %.3f |" % (name, figure, a, b, a / b))
+            a, b = (statistics.median(values) for values in pooled)
+            ratios = sorted(medians(gate, n) / medians(replay, n) for n in rounds
+                            if medians(gate, n) is not None)
+            print("| %s | %s | %.1f | %.1f | %.3f | %.3f (%.3f–%.3f) |"
+                  % (name, figure, a, b, a / b, statistics.median(ratios), ratios[0], ratios[-1]))
 
 
 if __name__ == "__main__":

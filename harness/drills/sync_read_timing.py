@@ -1,0 +1,162 @@
+#!/usr/bin/env python3
+"""Times one thread of synchronous cuFileRead calls three ways, interleaved round by round on one
+cold file, to tell what makes the gate's cufile reader slower than KvikIO at one thread (issue:
+reader parity): the gate's reader (a trial of its own, `--gate`), the same calls made from Python
+through ctypes, with cuFile's statistics off and at level 3 (the gate and its KvikIO worker turn
+level 3 on for the path verdict), and KvikIO's `pread` with one thread (compat mode OFF).
+
+Each variant reads the whole file in `--task` calls into one GPU buffer, in order, from one
+thread: `cuFileRead(handle, buffer base, task, file offset, buffer offset)`, the calls both the
+gate's reader and KvikIO make. Every variant loads the same libcufile (`--libcufile`; the gate
+gets it through GDS_GATE_LIBCUFILE), so the library is not part of the comparison. The page
+cache is dropped before each read (the file is opened O_DIRECT, as cuFile needs, in any case);
+the order of the variants is reversed every other round, since a virtual disk reads a file
+faster the second time.
+
+    python3 harness/drills/sync_read_timing.py --gate target/release/gds-gate --dir /var/tmp/sync \\
+        --libcufile .../nvidia/cu13/lib/libcufile.so.0 --size 512MiB --rounds 4
+
+Prints GB/s per variant and round, then each variant's median and its ratio to KvikIO's.
+"""
+
+import argparse
+import ctypes
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from cufile_entry_points import Cufile, Error  # noqa: E402
+
+SUITE = """suite: sync-timing
+description: One thread of cuFileRead, for sync_read_timing.py.
+defaults:
+  files: {{ size: {size}, seed: 5 }}
+  cache: cold
+  warmup: 0
+  repetitions: 1
+scenarios:
+  - name: one-thread
+    description: The cufile reader, one thread, {task}-byte tasks.
+    reader: cufile
+    nthreads: 1
+    task_size: {task}
+"""
+
+
+def gate_read(args, suite, out):
+    """One cold pass of the gate's cufile reader: its GB/s, and the file it read."""
+    env = dict(os.environ, GDS_GATE_LIBCUFILE=args.libcufile, GDS_GATE_CONTROL_SIZE="0")
+    command = [args.gate, "--suite", suite, "--data-dir", args.dir, "--out", out, "--require-gpu"]
+    finished = subprocess.run(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    with open(os.path.join(out, "report.json")) as f:
+        trial = json.load(f)["trials"][0]
+    gbps = (trial.get("measurement") or {}).get("gbps")
+    if finished.returncode != 0 or not gbps:
+        sys.exit("the gate's trial did not pass (exit %d): %s" % (finished.returncode, finished.stderr[-2000:]))
+    return gbps[0], trial["measurement"]["files"][0]["path"]
+
+
+def ctypes_read(cufile, handle, buffer, size, task, level):
+    """`size` bytes in `task` calls of cuFileRead from this thread, statistics at `level`: GB/s."""
+    check = cufile.check
+    check("cuFileSetStatsLevel", cufile.lib.cuFileSetStatsLevel(level))
+    read = cufile.lib.cuFileRead
+    base = buffer.data.ptr
+    start = time.perf_counter()
+    for offset in range(0, size, task):
+        length = min(task, size - offset)
+        done = read(handle, ctypes.c_void_p(base), ctypes.c_size_t(length), ctypes.c_int64(offset),
+                    ctypes.c_int64(offset))
+        if done != length:
+            sys.exit("cuFileRead at %d returned %d of %d" % (offset, done, length))
+    return size / (time.perf_counter() - start) / 1e9
+
+
+def kvikio_read(kvikio, path, buffer, size, task):
+    with kvikio.CuFile(path, "r") as f:
+        start = time.perf_counter()
+        done = f.pread(buffer, size, 0, task).get()
+        seconds = time.perf_counter() - start
+    if done != size:
+        sys.exit("KvikIO read %d of %d bytes" % (done, size))
+    return size / seconds / 1e9
+
+
+def drop(path):
+    fd = os.open(path, os.O_RDONLY)
+    os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    os.close(fd)
+
+
+def parse_size(text):
+    units = {"KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}
+    for unit, scale in units.items():
+        if text.endswith(unit):
+            return int(text[:-len(unit)]) * scale
+    return int(text)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--gate", required=True, help="the gds-gate binary")
+    parser.add_argument("--dir", required=True, help="data dir for the file, on a mount cuFile reads")
+    parser.add_argument("--libcufile", required=True, help="the libcufile KvikIO loads (all variants use it)")
+    parser.add_argument("--size", default="512MiB")
+    parser.add_argument("--task", default="4MiB")
+    parser.add_argument("--rounds", type=int, default=4)
+    args = parser.parse_args()
+    size, task = parse_size(args.size), parse_size(args.task)
+
+    os.environ.update(KVIKIO_COMPAT_MODE="OFF", KVIKIO_NTHREADS="1", KVIKIO_TASK_SIZE=str(task))
+    import cupy
+    import kvikio
+    cufile = Cufile(args.libcufile)  # the library KvikIO mapped: one copy in the process
+    cufile.lib.cuFileSetStatsLevel.restype = Error
+    cufile.lib.cuFileSetStatsLevel.argtypes = [ctypes.c_int]
+    cufile.lib.cuFileRead.restype = ctypes.c_ssize_t
+    cufile.lib.cuFileRead.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int64,
+                                      ctypes.c_int64]
+    cufile.check("cuFileDriverOpen", cufile.lib.cuFileDriverOpen())
+
+    work = tempfile.mkdtemp(prefix="sync-timing-")
+    suite = os.path.join(work, "suite.yaml")
+    with open(suite, "w") as f:
+        f.write(SUITE.format(size=size, task=task))
+    _, path = gate_read(args, suite, os.path.join(work, "first"))  # generates the file
+    buffer = cupy.empty(size, dtype=cupy.uint8)
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECT)
+    handle = cufile.handle(fd)
+
+    variants = {
+        "gate cufile reader": lambda: gate_read(args, suite, os.path.join(work, "gate"))[0],
+        "ctypes, stats off": lambda: ctypes_read(cufile, handle, buffer, size, task, 0),
+        "ctypes, stats level 3": lambda: ctypes_read(cufile, handle, buffer, size, task, 3),
+        "KvikIO pread": lambda: kvikio_read(kvikio, path, buffer, size, task),
+    }
+    rates = {name: [] for name in variants}
+    for number in range(args.rounds):
+        order = list(variants) if number % 2 == 0 else list(reversed(variants))
+        for name in order:
+            drop(path)
+            rates[name].append(variants[name]())
+        print("round %d: %s" % (number + 1, ", ".join("%s %.2f" % (n, rates[n][-1]) for n in variants)),
+              flush=True)
+    cufile.lib.cuFileHandleDeregister(handle)
+    os.close(fd)
+
+    reference = statistics.median(rates["KvikIO pread"])
+    print("| %s, %s calls, one thread, %d rounds | GB/s (median) | of KvikIO | rounds |" % (args.size, args.task,
+                                                                                    args.rounds))
+    print("|---|---:|---:|---|")
+    for name, values in rates.items():
+        median = statistics.median(values)
+        print("| %s | %.2f | %.2f | %s |" % (name, median, median / reference, " ".join("%.2f" % v for v in values)))
+
+
+if __name__ == "__main__":
+    main()
