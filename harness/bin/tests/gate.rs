@@ -116,6 +116,9 @@ fn corruption_that_slips_past_the_cache_fails_the_trial_at_its_offset() {
     );
     assert!(run.stdout.contains(&expected), "{expected}\n{run:?}");
     assert!(run.stdout.contains("scenario: `read` at "), "{run:?}");
+    // The worker read the disk again around the byte: the file is damaged, not the read path.
+    let damaged = format!("first wrong at offset {offset}): the data file is damaged");
+    assert!(run.stdout.contains(&damaged), "{damaged}\n{run:?}");
     let report = scratch.report();
     assert_eq!(report["trials"][0]["status"], "failed");
     assert_eq!(

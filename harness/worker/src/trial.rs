@@ -2,6 +2,7 @@
 //! cache dropped before each when asked), verify every pass where the bytes are, and gather the
 //! path evidence the reader can give.
 
+mod recheck;
 mod write;
 
 use std::path::Path;
@@ -384,7 +385,12 @@ fn passes(
         let passed = result.passed();
         m.integrity = result;
         if !passed {
-            return Err(integrity_failure(&m.integrity, pass + 1, total));
+            return Err(recheck::integrity_failure(
+                plan,
+                &m.integrity,
+                pass + 1,
+                total,
+            ));
         }
         report_progress(pass + 1, total, seconds, plan.total_bytes());
     }
@@ -451,12 +457,6 @@ fn drop_cache(plan: &ReadPlan, files: &[std::fs::File]) -> Result<f64, WorkerFai
             next: "put --data-dir (GDS_GATE_DATA_DIR) on a disk-backed file system (tmpfs cannot drop pages), or use `cache: warm`".into(), missing: None });
     }
     Ok(worst)
-}
-
-fn integrity_failure(result: &IntegrityResult, pass: u64, passes: u64) -> WorkerFailure {
-    WorkerFailure {
-        reason: integrity_reason(result, pass, passes),
-        next: "the bytes that arrived differ from the file. Run the trial again; if it repeats, the read path corrupts data: check `dmesg` for I/O errors and the storage's health. A data file changed through the file system (even with its mtime put back) is regenerated or re-checksummed on the next run; one damaged on the disk itself is not: delete it, or its `.id.json` sidecar in the data dir, to have it redone.".into(), missing: None }
 }
 
 /// What a failed verification found: the count of bad words, the first wrong byte's offset and
