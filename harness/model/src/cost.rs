@@ -222,6 +222,18 @@ pub fn format_micros(us: f64) -> String {
     }
 }
 
+/// Read calls per second for people: whole numbers from 10 up, more digits below, since a reader
+/// of one call per file or window makes a few calls a second or fewer (`0.46`, not `0`).
+pub fn format_iops(iops: f64) -> String {
+    if iops >= 10.0 {
+        format!("{iops:.0}")
+    } else if iops >= 1.0 {
+        format!("{iops:.1}")
+    } else {
+        format!("{iops:.2}")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -323,5 +335,8 @@ mod tests {
         assert!(!recording_enabled(Some("0")));
         assert_eq!(format_micros(850.4), "850 µs");
         assert_eq!(format_micros(3120.0), "3.12 ms");
+        assert_eq!(format_iops(398.4), "398");
+        assert_eq!(format_iops(6.26), "6.3");
+        assert_eq!(format_iops(0.4631), "0.46");
     }
 }

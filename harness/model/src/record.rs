@@ -276,7 +276,7 @@ impl Measurement {
             parts.push(format!("CPU {:.3} s/GiB", crate::numbers::median(&cpu)));
         }
         if let Some(iops) = self.median_iops() {
-            parts.push(format!("{iops:.0} IOPS"));
+            parts.push(format!("{} IOPS", crate::cost::format_iops(iops)));
         }
         if let Some(l) = &self.latency {
             match (l.p50_us, l.p99_us) {

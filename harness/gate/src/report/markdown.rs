@@ -142,7 +142,9 @@ fn cost(m: &Measurement) -> (String, String, String) {
     } else {
         format!("{:.3}", gds_model::numbers::median(&cpu))
     };
-    let iops = m.median_iops().map_or(String::new(), |i| format!("{i:.0}"));
+    let iops = m
+        .median_iops()
+        .map_or(String::new(), gds_model::cost::format_iops);
     let latency = m
         .latency
         .as_ref()
