@@ -21,7 +21,9 @@
 #   throughput.sh ... --clean 5 --throttled 0 --work /var/tmp/drill-a
 #   throughput.sh ... --baselines /var/tmp/drill-a/baselines --clean 0 --throttled 2 --work /var/tmp/drill-b
 # Exit: 0 when the drill holds, 1 when it does not, 2 on bad usage or a host where it cannot run.
-# Every gate invocation's output stays in WORK/<phase>-<n>.log, its reports in WORK/<phase>-<n>/.
+# Every gate invocation's output stays in WORK/<phase>-<n>.log, its reports in WORK/<phase>-<n>/, and
+# the runs' history in WORK/history.jsonl (not the repository's: throttled runs are not this
+# runner's normal), to fit the noise model to: `gds-gate bench --stats --history WORK/history.jsonl`.
 set -euo pipefail
 
 usage() {
@@ -38,6 +40,8 @@ Usage: throughput.sh [OPTIONS] [-- GATE_ARGS...]
   --bless-interval S       least seconds between the starts of the blessed runs, so that bless
                            sees the disk's slow drift too (default: 60, the gate's own)
   --clean N                clean runs, none may be slower (default: 10)
+  --clean-interval S       least seconds between the starts of the clean runs, so that they sample
+                           the disk's drift as separate CI jobs would (default: 0, back to back)
   --throttled N            throttled runs, all must be caught (default: 2)
   --throttle-fraction F    read cap as a fraction of the measured rate, 0<F<1 (default: 0.5)
   --calibrate              lower the cap until paced dd reads run near F x rate (see step 4)
@@ -194,19 +198,19 @@ run_gate() {
 }
 
 main() {
-  GATE="" SUITE="" RUNNER=drill WORK="" DATA="" BASELINES="" BLESS_RUNS=6 BLESS_INTERVAL=60 CLEAN=10 THROTTLED=2 FRACTION=0.5 CALIBRATE=0
+  GATE="" SUITE="" RUNNER=drill WORK="" DATA="" BASELINES="" BLESS_RUNS=6 BLESS_INTERVAL=60 CLEAN=10 CLEAN_INTERVAL=0 THROTTLED=2 FRACTION=0.5 CALIBRATE=0
   EXTRA=()
   while (($#)); do
     case $1 in
       -h|--help) usage; exit 0 ;;
       --calibrate) CALIBRATE=1; shift ;;
       --) shift; EXTRA=("$@"); break ;;
-      --gate|--suite|--runner|--work|--data-dir|--baselines|--bless-runs|--bless-interval|--clean|--throttled|--throttle-fraction)
+      --gate|--suite|--runner|--work|--data-dir|--baselines|--bless-runs|--bless-interval|--clean|--clean-interval|--throttled|--throttle-fraction)
         (($# >= 2)) || die "$1 needs a value (see --help)"
         case $1 in
           --gate) GATE=$2 ;; --suite) SUITE=$2 ;; --runner) RUNNER=$2 ;; --work) WORK=$2 ;;
           --data-dir) DATA=$2 ;; --baselines) BASELINES=$2 ;; --bless-runs) BLESS_RUNS=$2 ;; --bless-interval) BLESS_INTERVAL=$2 ;;
-          --clean) CLEAN=$2 ;;
+          --clean) CLEAN=$2 ;; --clean-interval) CLEAN_INTERVAL=$2 ;;
           --throttled) THROTTLED=$2 ;; --throttle-fraction) FRACTION=$2 ;;
         esac
         shift 2 ;;
@@ -214,7 +218,7 @@ main() {
     esac
   done
   local repo; repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-  for n in BLESS_RUNS BLESS_INTERVAL CLEAN THROTTLED; do
+  for n in BLESS_RUNS BLESS_INTERVAL CLEAN CLEAN_INTERVAL THROTTLED; do
     [[ ${!n} =~ ^[0-9]+$ ]] || die "--$(tr 'A-Z_' 'a-z-' <<< "$n") must be a whole number, got '${!n}'"
   done
   ((BLESS_RUNS >= 1)) || die "--bless-runs must be at least 1"
@@ -238,6 +242,7 @@ main() {
   mkdir -p "$WORK" "$DATA"
   [[ -e $WORK/table.tsv ]] && die "$WORK already holds a drill (table.tsv); pick a fresh --work"
   : > "$WORK/table.tsv"
+  export GDS_GATE_HISTORY=$WORK/history.jsonl
   local dev=""   # check before spending time on runs: can this data dir be throttled at all?
   if ((THROTTLED > 0)); then dev=$(block_device "$DATA") || exit 2; fi
   trap cg_remove EXIT
@@ -267,8 +272,12 @@ main() {
     echo "   baseline: $WORK/baselines/$RUNNER.yaml"
   fi
 
-  say "2. clean runs: $CLEAN"
+  say "2. clean runs: $CLEAN, starting at least $CLEAN_INTERVAL s apart"
+  local started=0 wait
   for ((i = 1; i <= CLEAN; i++)); do
+    wait=$((started + CLEAN_INTERVAL - SECONDS))
+    ((i == 1 || wait <= 0)) || sleep "$wait"
+    started=$SECONDS
     run_gate clean "$i" "$GATE" "${common[@]}" --out "$WORK/clean-$i" "${EXTRA[@]}"
   done
 
