@@ -341,5 +341,70 @@ class Progress(unittest.TestCase):
             self.assertEqual(os.listdir(folder), [])
 
 
+class Recheck(unittest.TestCase):
+    """A pass's first wrong byte looked up on the disk again (passes.recheck), with the fixture
+    bytes of `generated` standing in for the generator and a plain read for O_DIRECT."""
+
+    class Exact:
+        """The exact-compare kernel's stand-in: bad bytes and the first one's offset in the range."""
+
+        def __init__(self, seed):
+            self.seed = seed
+
+        exact = "exact_compare"
+
+        def over(self, buffer):
+            self.buffer = buffer
+            return self
+
+        def run(self, kernel, offset, length, extra, init):
+            seed, first_word = extra
+            start = first_word * 8
+            want = generated(start + length, seed)[start:]
+            got = bytes(self.buffer.bytes[offset:offset + length])
+            bad = [i for i in range(length) if got[i] != want[i]]
+            return [len(bad), bad[0] if bad else init[1]]
+
+    def setUp(self):
+        temporary = tempfile.TemporaryDirectory()
+        self.addCleanup(temporary.cleanup)
+        self.path = os.path.join(temporary.name, "data")
+        self.size = (1 << 20) + 5000  # the second region is short
+        with open(self.path, "wb") as f:
+            f.write(generated(self.size, 3))
+        self.plan = {"files": [{"path": self.path, "size": self.size, "seed": 3}]}
+
+        def read_direct(path, size, check, base, cupy, start=0):
+            with open(path, "rb") as disk:
+                disk.seek(start)
+                check[base:base + size].write(0, disk.read(size))
+
+        patch = mock.patch.object(passes, "read_direct", read_direct)
+        patch.start()
+        self.addCleanup(patch.stop)
+
+    def recheck(self, offset):
+        bad = {"file": self.path, "file_offset": offset, "buffer_offset": offset}
+        return passes.recheck(self.plan, bad, self.Exact(3), FakeCupy())
+
+    def test_a_file_right_on_the_disk_puts_the_fault_on_the_way_and_a_damaged_one_on_the_file(self):
+        self.assertEqual(self.recheck((1 << 20) + 17), ("right", None))
+        self.assertIn("went wrong on their way", passes.next_step(("right", None)))
+        with open(self.path, "r+b") as f:
+            f.seek((1 << 20) + 4000)
+            f.write(b"\xff\xff")
+        self.assertEqual(self.recheck((1 << 20) + 17), ("wrong", (1 << 20) + 4000))
+        self.assertIn("first wrong at offset 1052576): the data file is damaged",
+                      passes.next_step(("wrong", (1 << 20) + 4000)))
+
+    def test_a_users_own_file_or_no_wrong_byte_is_not_rechecked_and_the_failure_says_so(self):
+        self.plan["files"][0]["seed"] = None
+        kind, why = self.recheck(5)
+        self.assertEqual(kind, "unchecked")
+        self.assertIn("not a generated file", why)
+        self.assertEqual(passes.recheck(self.plan, None, None, None)[0], "unchecked")
+        self.assertIn("the disk was not re-checked: not a generated file", passes.next_step((kind, why)))
+
+
 if __name__ == "__main__":
     unittest.main()
