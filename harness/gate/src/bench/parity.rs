@@ -203,6 +203,7 @@ pub fn run(setting: &Setting, runs: usize, dir: &Path, out: &mut String) -> Resu
         env: Vec::new(),
     };
     let mut samples: Vec<Samples> = vec![Samples::default(); ROWS.len()];
+    let mut pair_ratios: Vec<Vec<f64>> = vec![Vec::new(); PAIRS.len()];
     // The path of KvikIO's libcufile, learnt from its first run.
     let mut kvikio_library: Option<PathBuf> = None;
     // Rows that ran past their time once: not started again (a stuck row fails its row, and the
@@ -324,8 +325,11 @@ pub fn run(setting: &Setting, runs: usize, dir: &Path, out: &mut String) -> Resu
         for (sample, ratio) in samples.iter_mut().zip(run_ratios(&rates)) {
             sample.ratios.extend(ratio);
         }
+        for (ratios, ratio) in pair_ratios.iter_mut().zip(pair_ratios_of_run(&rates)) {
+            ratios.extend(ratio);
+        }
     }
-    render(setting, runs, &file, &samples, out);
+    render(setting, runs, &file, &samples, &pair_ratios, out);
     Ok(())
 }
 
@@ -425,6 +429,7 @@ fn render(
     runs: usize,
     file: &PlannedFile,
     samples: &[Samples],
+    pair_ratios: &[Vec<f64>],
     out: &mut String,
 ) {
     let recording_ns = super::recording::cost_per_call_ns(5, 1_000_000);
@@ -493,15 +498,13 @@ fn render(
         out,
         "Parity: `cufile reader` over `KvikIO compat OFF` and `cufile writer` over `KvikIO pwrite` run by run; `cufile reader with KvikIO's libcufile` takes the library out of the comparison; `cufile-batch` and `cufile-async` over the `cufile reader` at the same I/Os in flight. A writing row's GB/s times its writes only (fsync apart, as in the gate)."
     );
-    let index = |wanted: Row| ROWS.iter().position(|r| *r == wanted).unwrap_or(0);
-    for (row, over) in PAIRS {
-        let ratios = per_run_ratios(&samples[index(row)].gbps, &samples[index(over)].gbps);
+    for ((row, over), ratios) in PAIRS.into_iter().zip(pair_ratios) {
         let over = if over == Row::Cufile {
             "cufile reader"
         } else {
             "KvikIO"
         };
-        if let Some(line) = ratio_line(&row.label(setting), over, &ratios) {
+        if let Some(line) = ratio_line(&row.label(setting), over, ratios) {
             let _ = writeln!(out, "{line}");
         }
     }
@@ -520,13 +523,15 @@ fn ratio_line(label: &str, over: &str, ratios: &[f64]) -> Option<String> {
     ))
 }
 
-/// `a[i] / b[i]` for each run both rows measured; none when a row missed a run (the runs would
-/// no longer pair up).
-fn per_run_ratios(a: &[f64], b: &[f64]) -> Vec<f64> {
-    if a.len() != b.len() {
-        return Vec::new();
-    }
-    a.iter().zip(b).map(|(a, b)| a / b).collect()
+/// Each parity pair's ratio in one run, where both of its rows measured that run: a row that
+/// failed one run leaves out only that run's ratio.
+fn pair_ratios_of_run(rates: &[Option<f64>; ROWS.len()]) -> [Option<f64>; PAIRS.len()] {
+    let rate = |wanted: Row| {
+        ROWS.iter()
+            .position(|r| *r == wanted)
+            .and_then(|index| rates[index])
+    };
+    PAIRS.map(|(row, over)| Some(rate(row)? / rate(over)?))
 }
 
 #[cfg(test)]

@@ -62,9 +62,17 @@ fn the_embedded_suite_reads_one_file_at_the_same_settings_with_every_reader() {
 }
 
 #[test]
-fn parity_ratios_pair_runs_and_refuse_rows_that_missed_one() {
-    assert_eq!(per_run_ratios(&[2.0, 3.0], &[1.0, 2.0]), vec![2.0, 1.5]);
-    assert!(per_run_ratios(&[2.0], &[1.0, 2.0]).is_empty());
+fn parity_ratios_pair_rows_within_a_run_and_a_missed_run_leaves_out_only_its_own() {
+    let position = |wanted: Row| ROWS.iter().position(|r| *r == wanted).unwrap();
+    let mut rates = [Some(1.0); ROWS.len()];
+    rates[position(Row::Cufile)] = Some(1.5);
+    rates[position(Row::Kvikio)] = Some(2.0);
+    rates[position(Row::Batch)] = None; // failed this run
+    let ratios = pair_ratios_of_run(&rates);
+    let of = |pair: (Row, Row)| ratios[PAIRS.iter().position(|p| *p == pair).unwrap()];
+    assert_eq!(of((Row::Cufile, Row::Kvikio)), Some(0.75));
+    assert_eq!(of((Row::Batch, Row::Cufile)), None);
+    assert_eq!(of((Row::Async, Row::Cufile)), Some(1.0 / 1.5));
 }
 
 #[test]
