@@ -14,6 +14,7 @@ pub mod libcufile;
 pub mod probe;
 pub mod reader;
 pub mod trial;
+pub mod watch;
 pub mod writer;
 
 use std::path::Path;

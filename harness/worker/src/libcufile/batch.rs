@@ -30,6 +30,9 @@ pub(super) struct BatchApi {
 /// How long one `cuFileBatchIOGetStatus` may wait for an event before the loop looks at its
 /// clock again.
 const POLL: Duration = Duration::from_millis(100);
+/// A batch call that has not returned after this is stuck inside libcufile (one runner's did not
+/// return at all): the watchdog names it ([`crate::watch`]).
+const STUCK: Duration = Duration::from_secs(10);
 /// A poll that came back empty faster than this did not wait (a library that ignores the
 /// timeout): the loop sleeps [`IDLE`] instead of spinning.
 const NO_WAIT: Duration = Duration::from_millis(1);
@@ -128,9 +131,13 @@ impl Batch<'_> {
         }
         // SAFETY: `params` holds `count` entries that live until every event is back (below), or
         // for ever when the batch stalls.
-        check("cuFileBatchIOSubmit", unsafe {
-            (self.api.submit)(self.raw, count, params.as_mut_ptr(), 0)
-        })?;
+        let submitted = crate::watch::bounded(
+            "cuFileBatchIOSubmit",
+            format!("a batch of {count} entries"),
+            STUCK,
+            || unsafe { (self.api.submit)(self.raw, count, params.as_mut_ptr(), 0) },
+        );
+        check("cuFileBatchIOSubmit", submitted)?;
         let (get_status, raw) = (self.api.get_status, self.raw);
         let waited = collect(params.len(), stall, |room| {
             let mut returned = room.len() as c_uint;
@@ -140,10 +147,17 @@ impl Batch<'_> {
             };
             // min_nr 1: whatever has finished comes back at once, and the call waits at most
             // POLL for a first event (a larger min_nr left nothing to count on when it timed out).
+            let detail = format!(
+                "a batch of {count} entries, {} not back, asked to wait at most {} ms",
+                room.len(),
+                POLL.as_millis()
+            );
             // SAFETY: room for `returned` events; valid out-pointers.
-            check("cuFileBatchIOGetStatus", unsafe {
-                get_status(raw, 1, &mut returned, room.as_mut_ptr(), &mut timeout)
-            })?;
+            let status =
+                crate::watch::bounded("cuFileBatchIOGetStatus", detail, STUCK, || unsafe {
+                    get_status(raw, 1, &mut returned, room.as_mut_ptr(), &mut timeout)
+                });
+            check("cuFileBatchIOGetStatus", status)?;
             Ok(returned as usize)
         })?;
         match waited {
