@@ -21,10 +21,7 @@ fn written(dir: &std::path::Path) -> ReadPlan {
         count: 2,
     };
     let plan = gds_model::write::write_plan(dir, &files, &Pattern::Whole).unwrap();
-    let mut writer = PosixWriter::open(&plan).unwrap();
-    writer.prepare(&plan).unwrap();
-    writer.write(&plan, 1, 1 << 20).unwrap();
-    writer.sync(&plan).unwrap();
+    PosixWriter::write_generated(&plan).unwrap();
     plan
 }
 
@@ -122,10 +119,7 @@ fn deep_batches_come_back_whole_or_fail_naming_what_was_outstanding() {
         count: 2,
     };
     let plan = gds_model::write::write_plan(dir.path(), &files, &Pattern::Whole).unwrap();
-    let mut writer = PosixWriter::open(&plan).unwrap();
-    writer.prepare(&plan).unwrap();
-    writer.write(&plan, 1, 1 << 20).unwrap();
-    writer.sync(&plan).unwrap();
+    PosixWriter::write_generated(&plan).unwrap();
     let mut gpu = Gpu::open(0).unwrap();
     let cufile = Cufile::load().unwrap();
     cufile.open_driver().unwrap();

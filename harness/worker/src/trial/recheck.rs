@@ -96,7 +96,6 @@ fn next_step(on_disk: &OnDisk) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::writer::PlanWriter;
     use crate::writer::posix::PosixWriter;
     use gds_model::scenario::{FileSet, Pattern};
     use std::os::unix::fs::FileExt;
@@ -109,10 +108,7 @@ mod tests {
             count: 1,
         };
         let plan = gds_model::write::write_plan(dir, &files, &Pattern::Whole).unwrap();
-        let mut writer = PosixWriter::open(&plan).unwrap();
-        writer.prepare(&plan).unwrap();
-        writer.write(&plan, 1, 1 << 20).unwrap();
-        writer.sync(&plan).unwrap();
+        PosixWriter::write_generated(&plan).unwrap();
         plan
     }
 
