@@ -4,8 +4,9 @@
 //! bound is named on stderr, once, while it is still stuck; the gate shows the worker's output with
 //! a trial it had to stop, so the failure says which call of which batch held the worker.
 //!
-//! One thread watches every call in flight (started with the first); a call costs a lock, a push
-//! and a removal, which is nothing beside a batch of I/O.
+//! Used around cuFile's batch calls and the stream-ordered passes' stream synchronisation. One
+//! thread watches every call in flight (started with the first); a call costs a lock, a push and
+//! a removal, which is nothing beside a batch of I/O or a pass.
 
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};

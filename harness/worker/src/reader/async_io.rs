@@ -9,7 +9,7 @@
 
 use std::fs::{File, OpenOptions};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use cudarc::driver::CudaStream;
 
@@ -101,7 +101,7 @@ impl<'a> Streams<'a> {
                 break;
             }
         }
-        let synchronized = self.synchronize_all(call);
+        let synchronized = self.synchronize_all(call, super::batch::stall_limit(&tasks, 1));
         let elapsed = start.elapsed();
         enqueued?;
         synchronized?;
@@ -119,9 +119,16 @@ impl<'a> Streams<'a> {
         })
     }
 
-    fn synchronize_all(&self, call: &str) -> Result<(), ReaderError> {
-        for stream in &self.cuda {
-            stream.synchronize().map_err(|source| {
+    /// Waits for every stream; one still busy after `bound` (the pass at the slowest rate the
+    /// gate allows, and more) is named by the watchdog while the wait goes on.
+    fn synchronize_all(&self, call: &str, bound: Duration) -> Result<(), ReaderError> {
+        let streams = self.cuda.len();
+        for (index, stream) in self.cuda.iter().enumerate() {
+            let detail = format!("stream {} of {streams}, after its {call} calls", index + 1);
+            let synchronized = crate::watch::bounded("cuStreamSynchronize", detail, bound, || {
+                stream.synchronize()
+            });
+            synchronized.map_err(|source| {
                 ReaderError::Gpu(GpuError::Driver {
                     context: format!("synchronize a stream of {call} calls"),
                     source,
