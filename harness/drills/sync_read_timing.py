@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
-"""Times one thread of synchronous cuFileRead calls three ways, interleaved round by round on one
-cold file, to tell what makes the gate's cufile reader slower than KvikIO at one thread (issue:
-reader parity): the gate's reader (a trial of its own, `--gate`), the same calls made from Python
+"""Times one thread of synchronous cuFileRead calls several ways, interleaved round by round on
+one cold file, to tell what makes the gate's cufile reader slower than KvikIO at one thread
+(issue: reader parity): the gate's cufile reader and the gate's KvikIO worker (each a trial of
+its own process, `--gate`, as `bench --parity` runs them), the same calls made from Python
 through ctypes, with cuFile's statistics off and at level 3 (the gate and its KvikIO worker turn
-level 3 on for the path verdict), and KvikIO's `pread` with one thread (compat mode OFF).
+level 3 on for the path verdict), and KvikIO's `pread` with one thread (compat mode OFF), both
+in this process.
 
 Each variant reads the whole file in `--task` calls into one GPU buffer, in order, from one
 thread: `cuFileRead(handle, buffer base, task, file offset, buffer offset)`, the calls both the
@@ -41,17 +43,19 @@ defaults:
   repetitions: 1
 scenarios:
   - name: one-thread
-    description: The cufile reader, one thread, {task}-byte tasks.
-    reader: cufile
+    description: The cufile reader and KvikIO (compat OFF), one thread, {task}-byte tasks.
+    reader: [cufile, kvikio]
+    compat_mode: OFF
     nthreads: 1
     task_size: {task}
 """
 
 
-def gate_read(args, suite, out):
-    """One cold pass of the gate's cufile reader: its GB/s, and the file it read."""
+def gate_read(args, suite, out, reader):
+    """One cold pass of the gate's `reader` trial: its GB/s, and the file it read."""
     env = dict(os.environ, GDS_GATE_LIBCUFILE=args.libcufile, GDS_GATE_CONTROL_SIZE="0")
-    command = [args.gate, "--suite", suite, "--data-dir", args.dir, "--out", out, "--require-gpu"]
+    command = [args.gate, "--suite", suite, "--data-dir", args.dir, "--out", out, "--require-gpu",
+               "--exact", "sync-timing::one-thread[reader=%s]" % reader]
     finished = subprocess.run(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     with open(os.path.join(out, "report.json")) as f:
         trial = json.load(f)["trials"][0]
@@ -127,13 +131,14 @@ def main():
     suite = os.path.join(work, "suite.yaml")
     with open(suite, "w") as f:
         f.write(SUITE.format(size=size, task=task))
-    _, path = gate_read(args, suite, os.path.join(work, "first"))  # generates the file
+    _, path = gate_read(args, suite, os.path.join(work, "first"), "cufile")  # generates the file
     buffer = cupy.empty(size, dtype=cupy.uint8)
     fd = os.open(path, os.O_RDONLY | os.O_DIRECT)
     handle = cufile.handle(fd)
 
     variants = {
-        "gate cufile reader": lambda: gate_read(args, suite, os.path.join(work, "gate"))[0],
+        "gate cufile reader": lambda: gate_read(args, suite, os.path.join(work, "gate"), "cufile")[0],
+        "gate KvikIO worker": lambda: gate_read(args, suite, os.path.join(work, "gate"), "kvikio")[0],
         "ctypes, stats off": lambda: ctypes_read(cufile, handle, buffer, size, task, 0),
         "ctypes, stats level 3": lambda: ctypes_read(cufile, handle, buffer, size, task, 3),
         "KvikIO pread": lambda: kvikio_read(kvikio, path, buffer, size, task),
