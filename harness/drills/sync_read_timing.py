@@ -18,7 +18,7 @@ faster the second time.
     python3 harness/drills/sync_read_timing.py --gate target/release/gds-gate --dir /var/tmp/sync \\
         --libcufile .../nvidia/cu13/lib/libcufile.so.0 --size 512MiB --rounds 4
 
-Prints GB/s per variant and round, then each variant's median and its ratio to KvikIO's.
+Prints GB/s per variant and round, then each variant's median and its ratio to KvikIO's pread.
 """
 
 import argparse
@@ -155,7 +155,7 @@ def main():
     os.close(fd)
 
     reference = statistics.median(rates["KvikIO pread"])
-    print("| %s, %s calls, one thread, %d rounds | GB/s (median) | of KvikIO | rounds |" % (args.size, args.task,
+    print("| %s, %s calls, one thread, %d rounds | GB/s (median) | of KvikIO pread | rounds |" % (args.size, args.task,
                                                                                     args.rounds))
     print("|---|---:|---:|---|")
     for name, values in rates.items():
