@@ -39,7 +39,10 @@ fn calls() -> &'static Mutex<Calls> {
             .spawn(|| {
                 loop {
                     std::thread::sleep(TICK);
-                    for line in overdue(&mut lock(calls()), Instant::now()) {
+                    // Its own statement: the lock is released before the lines are written, so
+                    // a slow stderr never holds up the calls being watched.
+                    let lines = overdue(&mut lock(calls()), Instant::now());
+                    for line in lines {
                         eprintln!("{line}");
                     }
                 }
