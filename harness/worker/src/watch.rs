@@ -131,6 +131,28 @@ mod tests {
         );
     }
 
+    /// The watchdog thread itself: a call held past its bound is found (and named on stderr)
+    /// while it is still in flight.
+    #[test]
+    fn the_watchdog_finds_a_call_stuck_past_its_bound() {
+        let found = bounded(
+            "slow test call",
+            "held".into(),
+            Duration::from_millis(200),
+            || {
+                std::thread::sleep(TICK * 3);
+                lock(calls())
+                    .in_flight
+                    .iter()
+                    .any(|c| c.call == "slow test call" && c.reported)
+            },
+        );
+        assert!(
+            found,
+            "the watchdog did not report a call 1.3 s past its bound"
+        );
+    }
+
     #[test]
     fn a_watched_call_returns_its_value_and_leaves_nothing_in_flight() {
         let value = bounded("test call", "nothing".into(), Duration::from_secs(60), || 7);
