@@ -5,12 +5,33 @@ timed, verified on the GPU, their cost and progress recorded, and the failures s
 worker says them.
 """
 
+import contextlib
+import faulthandler
 import os
 import resource
+import sys
 import time
 
 MASK = (1 << 64) - 1
 PROGRESS_ENV = "GDS_GATE_PROGRESS"  # harness/model/src/progress.rs: ENV
+# A read or write section still running after 15 s plus its bytes at 50 MB/s is stuck, as the
+# Rust worker judges its batch and stream waits (harness/worker/src/reader/batch.rs, watch.rs).
+STUCK_BASE_SECONDS = 15.0
+SLOWEST_BYTES_PER_SECOND = 50e6
+
+
+@contextlib.contextmanager
+def watched(nbytes, file=None):
+    """A section moving `nbytes` through the library under test: if it has not ended in the time
+    the slowest rate the gate allows gives it, every Python thread's stack is written to stderr
+    (`file`) while it is still stuck, so that a trial the gate has to stop shows the library call
+    it hung in (the Rust worker's watch.rs names its stuck cuFile calls the same way)."""
+    faulthandler.dump_traceback_later(STUCK_BASE_SECONDS + nbytes / SLOWEST_BYTES_PER_SECOND,
+                                      file=file or sys.stderr)
+    try:
+        yield
+    finally:
+        faulthandler.cancel_dump_traceback_later()
 
 
 def hex16(value):
@@ -160,9 +181,10 @@ def write_passes(spec, io, cupy, device, buffer, verifier, m, phase):
         if p == 0:
             m["startup_seconds"] = (time.time_ns() - spec["spawned_at_unix_ns"]) / 1e9
         cpu_before = cpu_time() if record else None
-        t0 = time.perf_counter()
-        written = io.write(plan["segments"], buffer)
-        seconds = time.perf_counter() - t0
+        with watched(total):
+            t0 = time.perf_counter()
+            written = io.write(plan["segments"], buffer)
+            seconds = time.perf_counter() - t0
         cpu_after = cpu_time() if record else None
         io.close_written()
         t1 = time.perf_counter()
@@ -230,10 +252,11 @@ def timed_read(read_segments, segments, device, record):
     """One read section (a pass, or one window of it) read by `read_segments(segments)`: bytes
     read, seconds, and CPU before/after."""
     cpu_before = cpu_time() if record else None
-    t0 = time.perf_counter()
-    read = read_segments(segments)
-    device.synchronize()
-    seconds = time.perf_counter() - t0
+    with watched(sum(s["len"] for s in segments)):
+        t0 = time.perf_counter()
+        read = read_segments(segments)
+        device.synchronize()
+        seconds = time.perf_counter() - t0
     return read, seconds, (cpu_before, cpu_time()) if record else None
 
 

@@ -5,6 +5,7 @@ writes and round trips through real files with KvikIO and cupy stood in for."""
 
 import os
 import tempfile
+import time
 import unittest
 from unittest import mock
 
@@ -404,6 +405,23 @@ class Recheck(unittest.TestCase):
         self.assertIn("not a generated file", why)
         self.assertEqual(passes.recheck(self.plan, None, None, None)[0], "unchecked")
         self.assertIn("the disk was not re-checked: not a generated file", passes.next_step((kind, why)))
+
+
+class Watched(unittest.TestCase):
+    def test_a_section_past_its_time_writes_where_it_is_stuck_and_one_in_time_writes_nothing(self):
+        with tempfile.TemporaryFile("w+") as out, \
+                mock.patch.object(passes, "STUCK_BASE_SECONDS", 0.2):
+            with passes.watched(0, file=out):
+                pass
+            time.sleep(0.4)  # a cancelled watch stays quiet
+            out.seek(0)
+            self.assertEqual(out.read(), "")
+            with passes.watched(0, file=out):
+                time.sleep(0.6)
+            out.seek(0)
+            written = out.read()
+        self.assertIn("Timeout", written)
+        self.assertIn("test_a_section_past_its_time_writes_where_it_is_stuck", written)
 
 
 if __name__ == "__main__":
