@@ -113,17 +113,14 @@ def main():
     for name in sorted(gate):
         rounds = sorted(set(gate[name]) & set(replay.get(name, {})))
         for figure in FIGURES:
-            def medians(side, number):
-                values = [row[figure] for row in side[name][number] if row.get(figure) is not None]
-                return statistics.median(values) if values else None
-
-            pooled = [[row[figure] for number in rounds for row in side[name][number]
-                       if row.get(figure) is not None] for side in (gate, replay)]
-            if not all(pooled):
+            # Each round's figures of both sides: the gate's are missing with recording off.
+            per_round = [[[row[figure] for row in side[name][number] if row.get(figure) is not None]
+                          for side in (gate, replay)] for number in rounds]
+            per_round = [(ours, theirs) for ours, theirs in per_round if ours and theirs]
+            if not per_round:
                 continue
-            a, b = (statistics.median(values) for values in pooled)
-            ratios = sorted(medians(gate, n) / medians(replay, n) for n in rounds
-                            if medians(gate, n) is not None)
+            a, b = (statistics.median([v for pair in per_round for v in pair[side]]) for side in (0, 1))
+            ratios = sorted(statistics.median(ours) / statistics.median(theirs) for ours, theirs in per_round)
             print("| %s | %s | %.1f | %.1f | %.3f | %.3f (%.3f–%.3f) |"
                   % (name, figure, a, b, a / b, statistics.median(ratios), ratios[0], ratios[-1]))
 
