@@ -86,6 +86,11 @@ const PAIRS: [(Row, Row); 5] = [
 ];
 
 impl Row {
+    /// The row's place in [`ROWS`], which lists the rows in their declared order.
+    fn position(self) -> usize {
+        self as usize
+    }
+
     fn label(self, setting: &Setting) -> String {
         let at = format!(
             "{} thread(s), {} tasks",
@@ -526,12 +531,7 @@ fn ratio_line(label: &str, over: &str, ratios: &[f64]) -> Option<String> {
 /// Each parity pair's ratio in one run, where both of its rows measured that run: a row that
 /// failed one run leaves out only that run's ratio.
 fn pair_ratios_of_run(rates: &[Option<f64>; ROWS.len()]) -> [Option<f64>; PAIRS.len()] {
-    let rate = |wanted: Row| {
-        ROWS.iter()
-            .position(|r| *r == wanted)
-            .and_then(|index| rates[index])
-    };
-    PAIRS.map(|(row, over)| Some(rate(row)? / rate(over)?))
+    PAIRS.map(|(row, over)| Some(rates[row.position()]? / rates[over.position()]?))
 }
 
 #[cfg(test)]

@@ -63,11 +63,10 @@ fn the_embedded_suite_reads_one_file_at_the_same_settings_with_every_reader() {
 
 #[test]
 fn parity_ratios_pair_rows_within_a_run_and_a_missed_run_leaves_out_only_its_own() {
-    let position = |wanted: Row| ROWS.iter().position(|r| *r == wanted).unwrap();
     let mut rates = [Some(1.0); ROWS.len()];
-    rates[position(Row::Cufile)] = Some(1.5);
-    rates[position(Row::Kvikio)] = Some(2.0);
-    rates[position(Row::Batch)] = None; // failed this run
+    rates[Row::Cufile.position()] = Some(1.5);
+    rates[Row::Kvikio.position()] = Some(2.0);
+    rates[Row::Batch.position()] = None; // failed this run
     let ratios = pair_ratios_of_run(&rates);
     let of = |pair: (Row, Row)| ratios[PAIRS.iter().position(|p| *p == pair).unwrap()];
     assert_eq!(of((Row::Cufile, Row::Kvikio)), Some(0.75));
@@ -114,6 +113,13 @@ fn dd_writes_whole_blocks_with_o_direct() {
 }
 
 #[test]
+fn every_row_is_listed_once_at_its_position() {
+    for (index, row) in ROWS.iter().enumerate() {
+        assert_eq!(row.position(), index, "{row:?}");
+    }
+}
+
+#[test]
 fn a_recording_off_row_follows_its_recording_on_row() {
     for (index, row) in ROWS.iter().enumerate() {
         if !row.recording() {
@@ -125,26 +131,25 @@ fn a_recording_off_row_follows_its_recording_on_row() {
 
 #[test]
 fn a_runs_ratios_take_dd_in_the_rows_direction_and_the_recording_on_neighbour() {
-    let at = |wanted: Row| ROWS.iter().position(|r| *r == wanted).unwrap();
     let mut rates = [None; ROWS.len()];
     for (index, row) in ROWS.iter().enumerate() {
         rates[index] = Some(if row.writes() { 2.0 } else { 4.0 });
     }
-    rates[at(Row::CufileNoRecording)] = Some(5.0);
-    rates[at(Row::KvikioWrite)] = Some(1.0);
-    rates[at(Row::Batch)] = None;
+    rates[Row::CufileNoRecording.position()] = Some(5.0);
+    rates[Row::KvikioWrite.position()] = Some(1.0);
+    rates[Row::Batch.position()] = None;
     let ratios = run_ratios(&rates);
-    assert_eq!(ratios[at(Row::Dd)], Some(1.0));
-    assert_eq!(ratios[at(Row::Cufile)], Some(1.0));
+    assert_eq!(ratios[Row::Dd.position()], Some(1.0));
+    assert_eq!(ratios[Row::Cufile.position()], Some(1.0));
     // Off over on: the cufile reader's row beside it.
-    assert_eq!(ratios[at(Row::CufileNoRecording)], Some(1.25));
+    assert_eq!(ratios[Row::CufileNoRecording.position()], Some(1.25));
     // A writing row over dd's write, not dd's read.
-    assert_eq!(ratios[at(Row::KvikioWrite)], Some(0.5));
-    assert_eq!(ratios[at(Row::CufileWrite)], Some(1.0));
-    assert_eq!(ratios[at(Row::Batch)], None);
+    assert_eq!(ratios[Row::KvikioWrite.position()], Some(0.5));
+    assert_eq!(ratios[Row::CufileWrite.position()], Some(1.0));
+    assert_eq!(ratios[Row::Batch.position()], None);
     // Without dd's write in a run, the writing rows have no ratio in it.
-    rates[at(Row::DdWrite)] = None;
+    rates[Row::DdWrite.position()] = None;
     let ratios = run_ratios(&rates);
-    assert_eq!(ratios[at(Row::CufileWrite)], None);
-    assert_eq!(ratios[at(Row::Cufile)], Some(1.0));
+    assert_eq!(ratios[Row::CufileWrite.position()], None);
+    assert_eq!(ratios[Row::Cufile.position()], Some(1.0));
 }
