@@ -280,20 +280,18 @@ def measure(spec, trial, plan, here, stack, m, raw, state):
         return fail
     handles = [kvikio.CuFile(f["path"], "r") for f in plan["files"]]
     phase("kvikio.CuFile open")
-    asynchronous = stream_ordered_api(trial)
     streams = async_streams(cupy, trial)
-    if asynchronous:
-        state["async_path"] = async_path(handles, raw)
+    said_path = async_path(handles, raw) if streams else None
     verifier = Verifier(cupy, device, buffer, os.path.join(here, "kernels.cu"))
     io = KvikioIo(kvikio, monitor, handles, buffer, trial["task_size"], streams)
-    if asynchronous:
+    if streams:
         # One raw_read_async per task of each window (or of the whole pass).
         io.calls = sum(1 for w in windows or [plan] for _ in tasks_of(w["segments"], trial["task_size"]))
     fail = read_passes(spec, io, cupy, device, buffer, verifier, windows, m, state)
     finish(spec, kvikio, cupy, monitor, io.measured_start, recording(), m["bytes_per_repetition"],
            m["resident_after_drop"], m)
-    if asynchronous:
-        m["kvikio"]["async_path"] = state.get("async_path")
+    if streams:
+        m["kvikio"]["async_path"] = said_path
     for handle in handles:
         handle.close()
     return fail
