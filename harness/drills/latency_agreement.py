@@ -1,17 +1,20 @@
 #!/usr/bin/env python3
 """Checks the gate's latency percentiles and IOPS against an independent measurement of the same
 reads: each round runs the gate on the chosen trials and replays every trial's reads with
-replay_latency.py (pread, the trial's offsets and threads), the replay after the gate in odd
+replay_latency.py (the calls of its reader, its offsets and threads), the replay after the gate in odd
 rounds and before it in even ones, so the disk's drift and its cache hit both sides alike. Prints,
 per figure, the median of each side's per-pass figures over all rounds and their ratio (gate /
 replay), and the ratio of each round's medians: a disk whose speed wanders between rounds (a
 virtual disk does, by tens of percent) moves both sides of a round together, so the per-round
 ratios and their spread say how well the two agree.
 
-The replay reads as the reader under test does on the host: the posix reader into one
-destination of the whole pass (`--whole`); the cufile reader in cuFile's compat mode with
-O_DIRECT into a reused buffer (`--direct`), the POSIX reads that mode makes, without its copy to
-the GPU. Trials of other readers (KvikIO keeps no per-call distribution) are listed and skipped.
+The replay makes the calls of the reader under test (replay_latency.py, in a process of its own
+for each trial and round): the posix reader's preads into one destination of the whole pass; the
+cufile reader's cuFileRead calls through ctypes, on the same libcufile (`--libcufile`, given to the
+gate too); KvikIO's pread for trials whose reads are all below KVIKIO_GDS_THRESHOLD (KvikIO reads
+those in the caller's thread, one at a time, so each call's time is its latency; KvikIO keeps
+only a mean, and the gate reports that mean, so no percentiles are compared for KvikIO). Trials
+of other readers are listed and skipped.
 
     python3 harness/drills/latency_agreement.py --gate target/release/gds-gate \\
         --suite scenarios/default.yaml --filter random-1MiB --rounds 3 --work target/latency
@@ -24,16 +27,16 @@ import statistics
 import subprocess
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import replay_latency  # noqa: E402
 
-REPLAY_MODE = {"posix": {"direct": False, "whole": True}, "cufile": {"direct": True, "whole": False}}
+REPLAY = os.path.join(os.path.dirname(os.path.abspath(__file__)), "replay_latency.py")
+HOW = {"posix": "pread", "cufile": "cufile", "kvikio": "kvikio"}
 FIGURES = ["iops", "mean_us", "p50_us", "p99_us"]
 
 
 def gate_round(args, out):
     command = [args.gate, "--suite", args.suite, args.filter, "--out", out]
-    finished = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    env = dict(os.environ, **({"GDS_GATE_LIBCUFILE": args.libcufile} if args.libcufile else {}))
+    finished = subprocess.run(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     if finished.returncode not in (0, 3):
         sys.exit("the gate failed (exit %d): %s\n%s" % (finished.returncode, " ".join(command),
                                                         finished.stderr[-2000:]))
@@ -50,21 +53,33 @@ def gate_figures(trial):
     return rows
 
 
-def replay_figures(spec_path, mode, passes):
-    with open(spec_path) as f:
-        spec = json.load(f)
-    plan, trial = spec["plan"], spec["trial"]
-    work = list(replay_latency.tasks(plan, trial["task_size"]))
-    rows = []
-    for _ in range(passes):
-        seconds, ns = replay_latency.one_pass(plan, work, trial["nthreads"], mode["direct"], mode["whole"])
-        rows.append({
-            "iops": len(ns) / seconds,
-            "mean_us": sum(ns) / len(ns) / 1e3,
-            "p50_us": replay_latency.percentile(ns, 0.5) / 1e3,
-            "p99_us": replay_latency.percentile(ns, 0.99) / 1e3,
-        })
-    return rows
+def why_not_replayed(trial):
+    """None when the trial's reads can be replayed, else why not."""
+    spec = trial["spec"]
+    if not trial.get("worker"):
+        return trial.get("reason", "it did not run")
+    if spec["reader"] not in HOW:
+        return "no replay for reader %s" % spec["reader"]
+    if spec.get("op", "read") != "read":
+        return "it writes"
+    if spec["reader"] == "kvikio":
+        with open(os.path.join(trial["worker"]["dir"], "spec.json")) as f:
+            plan = json.load(f)["plan"]
+        if max(s["len"] for s in plan["segments"]) >= spec["gds_threshold"]:
+            return "its reads reach KVIKIO_GDS_THRESHOLD: KvikIO splits them over its threads, " \
+                   "and a call's time is no read's latency"
+    return None
+
+
+def replay_figures(args, spec_path, how):
+    command = [sys.executable, REPLAY, spec_path, "--how", how, "--passes", str(args.passes), "--json"]
+    if args.libcufile:
+        command += ["--libcufile", args.libcufile]
+    finished = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    if finished.returncode != 0:
+        sys.exit("the replay failed (exit %d): %s\n%s" % (finished.returncode, " ".join(command),
+                                                          finished.stderr[-2000:]))
+    return [json.loads(line) for line in finished.stdout.splitlines() if line.startswith("{")]
 
 
 def main():
@@ -75,6 +90,8 @@ def main():
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--passes", type=int, default=3, help="replay passes per trial and round")
     parser.add_argument("--work", required=True, help="a folder for each round's reports")
+    parser.add_argument("--libcufile", help="the libcufile the gate's cufile reader and the replay load "
+                                            "(default: the loader's libcufile.so.0)")
     args = parser.parse_args()
 
     gate, replay = {}, {}
@@ -83,8 +100,8 @@ def main():
 
     # Per trial, one list of per-pass rows for each round.
     def replay_all(number):
-        for name, (spec, mode) in specs.items():
-            replay.setdefault(name, {})[number] = replay_figures(spec, mode, args.passes)
+        for name, (spec, how) in specs.items():
+            replay.setdefault(name, {})[number] = replay_figures(args, spec, how)
 
     for number in range(1, args.rounds + 1):
         # Every other round replays first: whichever side reads second may find the storage's
@@ -94,15 +111,14 @@ def main():
             replay_all(number)
         out = os.path.join(args.work, "round-%d" % number)
         for trial in gate_round(args, out):
-            reader = trial["spec"]["reader"]
             name = trial["name"]
-            if reader not in REPLAY_MODE or not trial.get("worker"):
+            reason = why_not_replayed(trial)
+            if reason:
                 if number == 1:
-                    print("skipped %s: %s" % (name, "no replay for reader %s" % reader
-                                              if reader not in REPLAY_MODE else trial.get("reason", "did not run")))
+                    print("skipped %s: %s" % (name, reason))
                 continue
             gate.setdefault(name, {})[number] = gate_figures(trial)
-            specs.setdefault(name, (os.path.join(trial["worker"]["dir"], "spec.json"), REPLAY_MODE[reader]))
+            specs.setdefault(name, (os.path.join(trial["worker"]["dir"], "spec.json"), HOW[trial["spec"]["reader"]]))
         if not replay_first:
             replay_all(number)
         print("round %d of %d done" % (number, args.rounds), file=sys.stderr)

@@ -3,31 +3,48 @@
 gate's latency percentiles and IOPS are checked against (fio-style, with the trial's own offsets).
 
 Reads the plan from a trial folder's spec.json (under the reports directory, `trials/<trial>/`),
-drops each file's page cache (posix_fadvise DONTNEED, as a cold pass does), then reads every
-task of the plan with os.pread from `nthreads` threads, as the posix reader splits it, and prints
-per-call latency percentiles, the mean, IOPS and GB/s per pass. `--direct` opens the files with
-O_DIRECT into an aligned buffer: the POSIX reads cuFile's compat mode makes, without its copy to
-the GPU.
+drops each file's page cache (posix_fadvise DONTNEED, as a cold pass does), then makes the
+trial's reads from `nthreads` threads, as the gate's readers split them, and prints per-call
+latency percentiles, the mean, IOPS and GB/s per pass. How it reads (`--how`):
 
-    python3 harness/drills/replay_latency.py target/gds-gate/trials/<trial>/spec.json [--passes 3]
+  pread    os.preadv into one host destination of the whole pass (the posix reader)
+  direct   O_DIRECT preadv into a reused aligned buffer per thread: the POSIX reads cuFile's
+           compat mode makes, without its copy to the GPU
+  cufile   cuFileRead through ctypes (`--libcufile`, default the loader's libcufile.so.0, the one
+           the gate's Rust worker loads) into one cupy buffer of the whole pass, each task at its
+           place: the calls the cufile reader makes, timed by a different program
+  kvikio   KvikIO's pread per segment into one cupy buffer, with the trial's KVIKIO_* settings,
+           each call waited for before the next: the calls the KvikIO worker makes when its
+           reads are below KVIKIO_GDS_THRESHOLD (KvikIO reads those synchronously in the caller's
+           thread). `mean_us` is KvikIO's own (its SummaryMonitor), as the gate reports it.
+
+    python3 harness/drills/replay_latency.py target/gds-gate/trials/<trial>/spec.json --how cufile
+
+`--json` prints one JSON object per pass instead of the table (latency_agreement.py reads it).
 """
 
 import argparse
+import ctypes
 import json
 import mmap
 import os
 import threading
 import time
 
+HOW = ["pread", "direct", "cufile", "kvikio"]
+
 
 def tasks(plan, task_size):
-    """The plan's segments cut into tasks of at most task_size bytes, in plan order."""
+    """The plan's segments cut into tasks of at most task_size bytes, in plan order, each with
+    its place in a destination of the whole pass."""
+    place = 0
     for segment in plan["segments"]:
         done = 0
         while done < segment["len"]:
             length = min(task_size, segment["len"] - done)
-            yield segment["file"], segment["offset"] + done, length
+            yield segment["file"], segment["offset"] + done, length, place
             done += length
+            place += length
 
 
 def percentile(sorted_values, q):
@@ -35,90 +52,196 @@ def percentile(sorted_values, q):
     return sorted_values[rank - 1]
 
 
-def one_pass(plan, work, nthreads, direct, whole):
-    flags = os.O_RDONLY | (os.O_DIRECT if direct else 0)
-    fds = [os.open(f["path"], flags) for f in plan["files"]]
-    for fd in fds:
+def drop_cache(plan):
+    for f in plan["files"]:
+        fd = os.open(f["path"], os.O_RDONLY)
         os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-    queue = list(reversed(list(enumerate(work))))
+        os.close(fd)
+
+
+def timed_threads(work, nthreads, start_thread, read):
+    """`work` shared out to `nthreads` threads in order; each runs `start_thread()` once, then
+    `read(state, task)` per task, timed. The pass's seconds and every call's ns, sorted."""
+    queue = list(reversed(work))
     lock = threading.Lock()
     latencies = [[] for _ in range(nthreads)]
-    biggest = max(length for _, _, length in work)
-    # With `whole`, one destination of the whole pass, each call into its own place, touched
-    # before the pass (the posix reader's host buffer); otherwise each thread reuses one buffer.
-    shared = None
-    if whole:
-        shared = mmap.mmap(-1, sum(length for _, _, length in work))
-        for page in range(0, len(shared), mmap.PAGESIZE):
-            shared[page] = 0
-    places = []
-    at = 0
-    for _, _, length in work:
-        places.append(at)
-        at += length
+    failures = []
 
-    def reader(index):
-        buffer = shared if whole else mmap.mmap(-1, biggest)  # page-aligned, as O_DIRECT wants
-        view = memoryview(buffer)
-        own = latencies[index]
-        while True:
-            with lock:
-                if not queue:
-                    break
-                number, (file, offset, length) = queue.pop()
-            base = places[number] if whole else 0
-            start = time.perf_counter_ns()
-            done = 0
-            while done < length:
-                n = os.preadv(fds[file], [view[base + done:base + length]], offset + done)
-                if n <= 0:
-                    raise OSError("short read at %d" % (offset + done))
-                done += n
-            own.append(time.perf_counter_ns() - start)
-        view.release()
-        if not whole:
-            buffer.close()
+    def reader(own):
+        try:
+            state = start_thread()
+            while True:
+                with lock:
+                    if not queue:
+                        break
+                    task = queue.pop()
+                start = time.perf_counter_ns()
+                read(state, task)
+                own.append(time.perf_counter_ns() - start)
+        except Exception as error:  # noqa: BLE001 - reported after the pass
+            failures.append(error)
 
-    threads = [threading.Thread(target=reader, args=(i,)) for i in range(nthreads)]
+    threads = [threading.Thread(target=reader, args=(own,)) for own in latencies]
     started = time.perf_counter()
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
     seconds = time.perf_counter() - started
-    for fd in fds:
-        os.close(fd)
-    if shared is not None:
-        shared.close()
+    if failures:
+        raise failures[0]
     return seconds, sorted(ns for own in latencies for ns in own)
+
+
+def read_fully(fd, view, offset):
+    done = 0
+    while done < len(view):
+        n = os.preadv(fd, [view[done:]], offset + done)
+        if n <= 0:
+            raise OSError("short read at %d" % (offset + done))
+        done += n
+
+
+class Pread:
+    """os.preadv into one destination of the whole pass, touched before it (the posix reader's
+    host buffer), or with `direct` O_DIRECT into one page-aligned buffer per thread."""
+
+    def __init__(self, plan, work, direct):
+        self.direct = direct
+        self.fds = [os.open(f["path"], os.O_RDONLY | (os.O_DIRECT if direct else 0)) for f in plan["files"]]
+        self.biggest = max(task[2] for task in work)
+        self.whole = None
+        if not direct:
+            self.whole = mmap.mmap(-1, sum(task[2] for task in work))
+            for page in range(0, len(self.whole), mmap.PAGESIZE):
+                self.whole[page] = 0
+
+    def start_thread(self):
+        return memoryview(self.whole if self.whole is not None else mmap.mmap(-1, self.biggest))
+
+    def read(self, view, task):
+        file, offset, length, place = task
+        base = 0 if self.direct else place
+        read_fully(self.fds[file], view[base:base + length], offset)
+
+
+class Cufile:
+    """cuFileRead into one GPU buffer of the whole pass: handle, buffer base, length, file offset,
+    the task's place as the buffer offset (the cufile reader's calls)."""
+
+    def __init__(self, plan, work, library):
+        import cupy
+        from cufile_entry_points import Cufile as Library, Error
+        self.cupy = cupy
+        self.library = Library(library)
+        lib = self.library.lib
+        lib.cuFileDriverOpen.restype = Error
+        lib.cuFileRead.restype = ctypes.c_ssize_t
+        lib.cuFileRead.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int64, ctypes.c_int64]
+        self.library.check("cuFileDriverOpen", lib.cuFileDriverOpen())
+        self.fds = [os.open(f["path"], os.O_RDONLY | os.O_DIRECT) for f in plan["files"]]
+        self.handles = [self.library.handle(fd) for fd in self.fds]
+        self.buffer = cupy.empty(sum(task[2] for task in work), dtype=cupy.uint8)
+        self.device = cupy.cuda.Device()
+
+    def start_thread(self):
+        self.device.use()  # the buffer's device current in this thread, as cuFile needs
+        return None
+
+    def read(self, _, task):
+        file, offset, length, place = task
+        done = self.library.lib.cuFileRead(self.handles[file], ctypes.c_void_p(self.buffer.data.ptr), length,
+                                           offset, place)
+        if done != length:
+            raise OSError("cuFileRead at %d returned %d of %d" % (offset, done, length))
+
+
+class Kvikio:
+    """KvikIO's pread per segment, waited for at once (the KvikIO worker's calls for reads below
+    its threshold); KvikIO's SummaryMonitor gives its own mean per operation."""
+
+    def __init__(self, plan, trial):
+        settings = {"KVIKIO_NTHREADS": trial["nthreads"], "KVIKIO_TASK_SIZE": trial["task_size"],
+                    "KVIKIO_GDS_THRESHOLD": trial["gds_threshold"],
+                    "KVIKIO_BOUNCE_BUFFER_SIZE": trial["bounce_buffer_size"]}
+        if trial.get("compat_mode"):
+            settings["KVIKIO_COMPAT_MODE"] = trial["compat_mode"]
+        os.environ.update({k: str(v) for k, v in settings.items()})  # KvikIO reads them at import
+        import cupy
+        import kvikio
+        self.kvikio = kvikio
+        self.monitor = kvikio.SummaryMonitor()
+        self.handles = [kvikio.CuFile(f["path"], "r") for f in plan["files"]]
+        self.buffer = cupy.empty(sum(s["len"] for s in plan["segments"]), dtype=cupy.uint8)
+        self.task_size = trial["task_size"]
+
+    def read(self, _, task):
+        file, offset, length, place = task
+        done = self.handles[file].pread(self.buffer[place:place + length], length, offset, self.task_size).get()
+        if done != length:
+            raise OSError("KvikIO read %d of %d bytes at %d" % (done, length, offset))
+
+
+def replayer(how, spec, library):
+    """The reader for `how` and the work it is given: tasks for all but KvikIO, which is handed
+    whole segments as the KvikIO worker hands them (KvikIO splits them itself)."""
+    plan, trial = spec["plan"], spec["trial"]
+    if how == "kvikio":
+        work = [(s["file"], s["offset"], s["len"], place)
+                for s, place in zip(plan["segments"], segment_places(plan["segments"]))]
+        return Kvikio(plan, trial), work, 1  # one call at a time, in the caller's thread
+    work = list(tasks(plan, trial["task_size"]))
+    if how == "cufile":
+        return Cufile(plan, work, library), work, trial["nthreads"]
+    return Pread(plan, work, direct=how == "direct"), work, trial["nthreads"]
+
+
+def segment_places(segments):
+    place = 0
+    for segment in segments:
+        yield place
+        place += segment["len"]
+
+
+def one_pass(reader, plan, work, nthreads):
+    """One cold pass: the page cache dropped, every call timed. A row of figures."""
+    drop_cache(plan)
+    own_before = reader.monitor.get() if isinstance(reader, Kvikio) else None
+    seconds, ns = timed_threads(work, nthreads, getattr(reader, "start_thread", lambda: None), reader.read)
+    us = lambda q: percentile(ns, q) / 1e3
+    row = {"gbps": sum(task[2] for task in work) / seconds / 1e9, "iops": len(ns) / seconds,
+           "mean_us": sum(ns) / len(ns) / 1e3, "p50_us": us(0.5), "p90_us": us(0.9), "p99_us": us(0.99),
+           "p999_us": us(0.999), "max_us": ns[-1] / 1e3}
+    if own_before is not None:
+        own = reader.monitor.get().since(own_before)
+        row["call_mean_us"] = row["mean_us"]  # this program's clock, around KvikIO's Python call
+        row["mean_us"] = own.total_duration_ns / own.num_reads / 1e3 if own.num_reads else None
+    return row
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("spec", help="a trial's spec.json")
+    parser.add_argument("--how", choices=HOW, default="pread")
+    parser.add_argument("--libcufile", default="libcufile.so.0", help="with --how cufile")
     parser.add_argument("--passes", type=int, default=3)
-    parser.add_argument("--nthreads", type=int, help="default: the trial's")
-    parser.add_argument("--direct", action="store_true", help="O_DIRECT, as cuFile's compat mode reads")
-    parser.add_argument("--whole", action="store_true",
-                        help="read into one destination of the whole pass, each call into its own place, "
-                             "as the posix reader does (default: one reused buffer per thread)")
+    parser.add_argument("--json", action="store_true", help="one JSON object per pass")
     args = parser.parse_args()
     with open(args.spec) as f:
         spec = json.load(f)
-    plan, trial = spec["plan"], spec["trial"]
-    nthreads = args.nthreads or trial["nthreads"]
-    work = list(tasks(plan, trial["task_size"]))
-    total = sum(length for _, _, length in work)
-    print("%s: %d calls of %d bytes in all per pass, %d thread(s)%s%s"
-          % (trial["name"], len(work), total, nthreads, ", O_DIRECT" if args.direct else "",
-             ", whole destination" if args.whole else ""))
-    print("pass  GB/s     IOPS   mean_us    p50_us    p90_us    p99_us  p99.9_us    max_us")
+    reader, work, nthreads = replayer(args.how, spec, args.libcufile)
+    if not args.json:
+        print("%s: %d calls of %d bytes in all per pass, %d thread(s), %s"
+              % (spec["trial"]["name"], len(work), sum(task[2] for task in work), nthreads, args.how))
+        print("pass  GB/s     IOPS   mean_us    p50_us    p90_us    p99_us  p99.9_us    max_us")
     for number in range(1, args.passes + 1):
-        seconds, ns = one_pass(plan, work, nthreads, args.direct, args.whole)
-        us = lambda q: percentile(ns, q) / 1e3
-        print("%4d %5.2f %8.0f %9.1f %9.1f %9.1f %9.1f %9.1f %9.1f"
-              % (number, total / seconds / 1e9, len(ns) / seconds, sum(ns) / len(ns) / 1e3,
-                 us(0.5), us(0.9), us(0.99), us(0.999), ns[-1] / 1e3))
+        row = one_pass(reader, spec["plan"], work, nthreads)
+        if args.json:
+            print(json.dumps(row), flush=True)
+        else:
+            print("%4d %5.2f %8.0f %9.1f %9.1f %9.1f %9.1f %9.1f %9.1f"
+                  % (number, row["gbps"], row["iops"], row["mean_us"] or 0, row["p50_us"], row["p90_us"],
+                     row["p99_us"], row["p999_us"], row["max_us"]))
 
 
 if __name__ == "__main__":
