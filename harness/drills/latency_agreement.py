@@ -11,10 +11,9 @@ ratios and their spread say how well the two agree.
 The replay makes the calls of the reader under test (replay_latency.py, in a process of its own
 for each trial and round): the posix reader's preads into one destination of the whole pass; the
 cufile reader's cuFileRead calls through ctypes, on the same libcufile (`--libcufile`, given to the
-gate too); KvikIO's pread for trials whose reads are all below KVIKIO_GDS_THRESHOLD (KvikIO reads
-those in the caller's thread, one at a time, so each call's time is its latency; KvikIO keeps
-only a mean, and the gate reports that mean, so no percentiles are compared for KvikIO). Trials
-of other readers are listed and skipped.
+gate too); KvikIO's pread per segment with the trial's settings (KvikIO keeps only a mean per
+operation, which the gate reports, so only IOPS and the mean are compared for KvikIO). Trials of
+other readers, registered buffers and stream-ordered calls are listed and skipped.
 
     python3 harness/drills/latency_agreement.py --gate target/release/gds-gate \\
         --suite scenarios/default.yaml --filter random-1MiB --rounds 3 --work target/latency
@@ -62,12 +61,8 @@ def why_not_replayed(trial):
         return "no replay for reader %s" % spec["reader"]
     if spec.get("op", "read") != "read":
         return "it writes"
-    if spec["reader"] == "kvikio":
-        with open(os.path.join(trial["worker"]["dir"], "spec.json")) as f:
-            plan = json.load(f)["plan"]
-        if max(s["len"] for s in plan["segments"]) >= spec["gds_threshold"]:
-            return "its reads reach KVIKIO_GDS_THRESHOLD: KvikIO splits them over its threads, " \
-                   "and a call's time is no read's latency"
+    if spec.get("buffer", "unregistered") != "unregistered" or spec.get("kvikio_api", "pread") != "pread":
+        return "the replay makes plain calls into an unregistered buffer"
     return None
 
 

@@ -23,6 +23,7 @@ Prints GB/s per variant and round, then each variant's median and its ratio to K
 
 import argparse
 import ctypes
+import glob
 import json
 import os
 import statistics
@@ -105,6 +106,45 @@ def parse_size(text):
     return int(text)
 
 
+def open_library(args):
+    """cuFile through ctypes, on the library KvikIO maps (one copy in the process), its driver open."""
+    cufile = Cufile(args.libcufile)
+    cufile.lib.cuFileSetStatsLevel.restype = Error
+    cufile.lib.cuFileSetStatsLevel.argtypes = [ctypes.c_int]
+    cufile.lib.cuFileRead.restype = ctypes.c_ssize_t
+    cufile.lib.cuFileRead.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int64,
+                                      ctypes.c_int64]
+    cufile.check("cuFileDriverOpen", cufile.lib.cuFileDriverOpen())
+    return cufile
+
+
+def in_process(args, path, size, task):
+    """This process's variants by name: cuFileRead through ctypes and KvikIO's pread."""
+    import cupy
+    import kvikio
+    cufile = open_library(args)
+    buffer = cupy.empty(size, dtype=cupy.uint8)
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECT)
+    handle = cufile.handle(fd)
+    return {
+        "ctypes, stats off": lambda: ctypes_read(cufile, handle, buffer, size, task, 0),
+        "ctypes, stats level 3": lambda: ctypes_read(cufile, handle, buffer, size, task, 3),
+        "KvikIO pread": lambda: kvikio_read(kvikio, path, buffer, size, task),
+    }
+
+
+def own_process(args, path, variant, config=None):
+    """`variant` of in_process, run once in a new process (cuFile and CUDA started afresh), with
+    the gate's trial cufile.json when `config` names it: its GB/s."""
+    command = [sys.executable, os.path.abspath(__file__), "--one", variant, "--path", path, "--libcufile",
+               args.libcufile, "--size", args.size, "--task", args.task, "--gate", args.gate, "--dir", args.dir]
+    env = dict(os.environ, **({"CUFILE_ENV_PATH_JSON": config} if config else {}))
+    finished = subprocess.run(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    if finished.returncode != 0:
+        sys.exit("%s in its own process failed: %s" % (variant, finished.stderr[-2000:]))
+    return float(finished.stdout.split()[-1])
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--gate", required=True, help="the gds-gate binary")
@@ -113,36 +153,32 @@ def main():
     parser.add_argument("--size", default="512MiB")
     parser.add_argument("--task", default="4MiB")
     parser.add_argument("--rounds", type=int, default=4)
+    parser.add_argument("--one", help=argparse.SUPPRESS)  # one in-process variant, once (own_process)
+    parser.add_argument("--path", help=argparse.SUPPRESS)
     args = parser.parse_args()
     size, task = parse_size(args.size), parse_size(args.task)
-
     os.environ.update(KVIKIO_COMPAT_MODE="OFF", KVIKIO_NTHREADS="1", KVIKIO_TASK_SIZE=str(task))
-    import cupy
-    import kvikio
-    cufile = Cufile(args.libcufile)  # the library KvikIO mapped: one copy in the process
-    cufile.lib.cuFileSetStatsLevel.restype = Error
-    cufile.lib.cuFileSetStatsLevel.argtypes = [ctypes.c_int]
-    cufile.lib.cuFileRead.restype = ctypes.c_ssize_t
-    cufile.lib.cuFileRead.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int64,
-                                      ctypes.c_int64]
-    cufile.check("cuFileDriverOpen", cufile.lib.cuFileDriverOpen())
+    if args.one:
+        drop(args.path)
+        print(in_process(args, args.path, size, task)[args.one]())
+        return
 
     work = tempfile.mkdtemp(prefix="sync-timing-")
     suite = os.path.join(work, "suite.yaml")
     with open(suite, "w") as f:
         f.write(SUITE.format(size=size, task=task))
     _, path = gate_read(args, suite, os.path.join(work, "first"), "cufile")  # generates the file
-    buffer = cupy.empty(size, dtype=cupy.uint8)
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECT)
-    handle = cufile.handle(fd)
-
+    trial_config = glob.glob(os.path.join(work, "first", "trials", "*", "cufile.json"))
     variants = {
         "gate cufile reader": lambda: gate_read(args, suite, os.path.join(work, "gate"), "cufile")[0],
         "gate KvikIO worker": lambda: gate_read(args, suite, os.path.join(work, "gate"), "kvikio")[0],
-        "ctypes, stats off": lambda: ctypes_read(cufile, handle, buffer, size, task, 0),
-        "ctypes, stats level 3": lambda: ctypes_read(cufile, handle, buffer, size, task, 3),
-        "KvikIO pread": lambda: kvikio_read(kvikio, path, buffer, size, task),
+        "ctypes, own process": lambda: own_process(args, path, "ctypes, stats off"),
+        "KvikIO pread, own process": lambda: own_process(args, path, "KvikIO pread"),
     }
+    if trial_config:
+        variants["ctypes, own process, the trial's cufile.json"] = \
+            lambda: own_process(args, path, "ctypes, stats off", trial_config[0])
+    variants.update(in_process(args, path, size, task))
     rates = {name: [] for name in variants}
     for number in range(args.rounds):
         order = list(variants) if number % 2 == 0 else list(reversed(variants))
@@ -151,8 +187,6 @@ def main():
             rates[name].append(variants[name]())
         print("round %d: %s" % (number + 1, ", ".join("%s %.2f" % (n, rates[n][-1]) for n in variants)),
               flush=True)
-    cufile.lib.cuFileHandleDeregister(handle)
-    os.close(fd)
 
     reference = statistics.median(rates["KvikIO pread"])
     print("| %s, %s calls, one thread, %d rounds | GB/s (median) | of KvikIO pread | rounds |" % (args.size, args.task,
