@@ -188,6 +188,11 @@ pub enum Command {
         /// Task size of the parity table (`--gpu`, `--parity`).
         #[arg(long, default_value = "4MiB", value_parser = parse_size)]
         task_size: u64,
+        /// Seconds the parity bench waits before each row (`--parity`): on a disk that
+        /// throttles in bursts, each row's read then follows the same rest, whichever worker
+        /// (the Python one starts slower) ran before it.
+        #[arg(long, value_name = "SECONDS", default_value_t = 0)]
+        rest: u64,
         /// Simulate the baseline comparison: false alarms and detected drops, for a noise model
         /// fitted to this runner's history when it has one.
         #[arg(long)]

@@ -35,6 +35,8 @@ pub struct Setting {
     pub size: u64,
     pub threads: u32,
     pub task_size: u64,
+    /// The wait before each row (`--rest`).
+    pub rest: Duration,
 }
 
 /// The rows, in the order each run takes them.
@@ -233,6 +235,7 @@ pub fn run(setting: &Setting, runs: usize, dir: &Path, out: &mut String) -> Resu
                 );
                 continue;
             }
+            std::thread::sleep(setting.rest);
             eprintln!(
                 "{}",
                 progress_line(run, runs, position, &label, Progress::Started)
@@ -497,7 +500,8 @@ fn render(
     );
     let _ = writeln!(
         out,
-        "\nThe reference of a row with recording on is dd in the same run (for a writing row, dd's write); of a row with recording off, the same reader with recording on beside it (so its percentage is off/on: above 100% is what recording costs). One worker per row and run, one cold pass each; every other run takes the rows in reverse order."
+        "\nThe reference of a row with recording on is dd in the same run (for a writing row, dd's write); of a row with recording off, the same reader with recording on beside it (so its percentage is off/on: above 100% is what recording costs). One worker per row and run, one cold pass each, started {} s after the row before it ended (`--rest`); every other run takes the rows in reverse order.",
+        setting.rest.as_secs()
     );
     let _ = writeln!(
         out,

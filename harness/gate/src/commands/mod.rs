@@ -85,6 +85,7 @@ pub fn dispatch(cli: Cli, argv: Vec<String>) -> u8 {
             parity,
             threads,
             task_size,
+            rest,
             stats,
             history,
         }) => {
@@ -92,6 +93,7 @@ pub fn dispatch(cli: Cli, argv: Vec<String>) -> u8 {
                 size,
                 threads,
                 task_size,
+                rest: std::time::Duration::from_secs(rest),
             };
             let mode = match (stats, gpu, parity) {
                 (true, _, _) => bench::Mode::Stats(&history),

@@ -14,6 +14,7 @@ fn the_embedded_suite_reads_one_file_at_the_same_settings_with_every_reader() {
         size: 64 << 20,
         threads: 8,
         task_size: 4 << 20,
+        rest: Duration::ZERO,
     };
     let trials = embedded(&setting);
     let readers: Vec<(Reader, Op)> = trials.iter().map(|t| (t.reader, t.op)).collect();
