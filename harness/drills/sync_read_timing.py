@@ -2,10 +2,12 @@
 """Times one thread of synchronous cuFileRead calls several ways, interleaved round by round on
 one cold file, to tell what makes the gate's cufile reader slower than KvikIO at one thread
 (issue: reader parity): the gate's cufile reader and the gate's KvikIO worker (each a trial of
-its own process, `--gate`, as `bench --parity` runs them), the same calls made from Python
-through ctypes, with cuFile's statistics off and at level 3 (the gate and its KvikIO worker turn
-level 3 on for the path verdict), and KvikIO's `pread` with one thread (compat mode OFF), both
-in this process.
+its own process, `--gate`, as `bench --parity` runs them); the same calls made from Python
+through ctypes and KvikIO's `pread` (compat mode OFF, one thread), each in a new process of its
+own, the ctypes calls also with the gate's trial cufile.json (statistics at level 3) and in the
+order the Rust worker sets them up (cuFile's driver opened on another thread while the CUDA
+context is made, the reads from a thread started for the pass); and the ctypes calls (statistics
+off and at level 3) and KvikIO's `pread` again, all in this long-lived process.
 
 Each variant reads the whole file in `--task` calls into one GPU buffer, in order, from one
 thread: `cuFileRead(handle, buffer base, task, file offset, buffer offset)`, the calls both the
@@ -18,7 +20,8 @@ faster the second time.
     python3 harness/drills/sync_read_timing.py --gate target/release/gds-gate --dir /var/tmp/sync \\
         --libcufile .../nvidia/cu13/lib/libcufile.so.0 --size 512MiB --rounds 4
 
-Prints GB/s per variant and round, then each variant's median and its ratio to KvikIO's pread.
+Prints GB/s per variant and round, then each variant's median and its ratio to KvikIO's pread,
+and the gate's two readers' ratio round by round.
 """
 
 import argparse
@@ -235,6 +238,10 @@ def main():
     for name, values in rates.items():
         median = statistics.median(values)
         print("| %s | %.2f | %.2f | %s |" % (name, median, median / reference, " ".join("%.2f" % v for v in values)))
+    # Round by round, as bench --parity states it: a disk's drift between rounds moves both.
+    pairs = [a / b for a, b in zip(rates["gate cufile reader"], rates["gate KvikIO worker"])]
+    print("gate cufile reader / gate KvikIO worker, round by round: median %.2f (%s)"
+          % (statistics.median(pairs), " ".join("%.2f" % v for v in pairs)))
 
 
 if __name__ == "__main__":
