@@ -12,11 +12,12 @@ latency percentiles, the mean, IOPS and GB/s per pass. How it reads (`--how`):
            compat mode makes, without its copy to the GPU
   cufile   cuFileRead through ctypes (`--libcufile`, default the loader's libcufile.so.0, the one
            the gate's Rust worker loads) into one cupy buffer of the whole pass, each task at its
-           place: the calls the cufile reader makes, timed by a different program
-  kvikio   KvikIO's pread per segment into one cupy buffer, with the trial's KVIKIO_* settings,
-           all submitted, then waited for (the KvikIO worker's calls): IOPS over the pass and
-           KvikIO's own mean per operation (its SummaryMonitor), as the gate reports them; no
-           percentiles (KvikIO keeps none)
+           place: the calls the cufile reader makes, timed by a different program, with cuFile
+           configured by the trial's cufile.json (beside its spec.json) as the gate configured it
+  kvikio   KvikIO's pread per segment into one cupy buffer, with the trial's KVIKIO_* settings
+           and cufile.json, all submitted, then waited for (the KvikIO worker's calls): IOPS
+           over the pass and KvikIO's own mean per operation (its SummaryMonitor), as the gate
+           reports them; no percentiles (KvikIO keeps none)
 
     python3 harness/drills/replay_latency.py target/gds-gate/trials/<trial>/spec.json --how cufile
 
@@ -28,6 +29,7 @@ import ctypes
 import json
 import mmap
 import os
+import tempfile
 import threading
 import time
 
@@ -205,6 +207,22 @@ def replayer(how, spec, library):
     return Pread(plan, work, direct=how == "direct"), work, trial["nthreads"]
 
 
+def use_trial_config(spec_path):
+    """cuFile configured as it was for the trial: the trial's cufile.json (beside its spec.json;
+    statistics at level 3, the host's settings) with its log sent to a folder of the replay's own."""
+    path = os.path.join(os.path.dirname(os.path.abspath(spec_path)), "cufile.json")
+    if not os.path.exists(path):
+        return
+    with open(path) as f:
+        config = json.load(f)
+    folder = tempfile.mkdtemp(prefix="replay-cufile-")
+    config.setdefault("logging", {})["dir"] = folder
+    copy = os.path.join(folder, "cufile.json")
+    with open(copy, "w") as f:
+        json.dump(config, f)
+    os.environ["CUFILE_ENV_PATH_JSON"] = copy  # read by cuFileDriverOpen
+
+
 def segment_places(segments):
     place = 0
     for segment in segments:
@@ -234,6 +252,8 @@ def main():
     args = parser.parse_args()
     with open(args.spec) as f:
         spec = json.load(f)
+    if args.how in ("cufile", "kvikio"):
+        use_trial_config(args.spec)
     reader, work, nthreads = replayer(args.how, spec, args.libcufile)
     if not args.json:
         print("%s: %d calls of %d bytes in all per pass, %d thread(s), %s"

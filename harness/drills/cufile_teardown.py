@@ -1,0 +1,103 @@
+#!/usr/bin/env python3
+"""Tells which thread arrangement makes libcufile crash when a process ends. The gate's workers
+often end with SIGSEGV after writing a complete result; in sync_read_timing.py the ctypes
+variant set up in the Rust worker's order (cuFile's driver opened on a thread that then exits,
+the reads made by a thread started for the pass) ended with SIGSEGV in 3 of 10 processes, while
+the same calls made from the main thread ended cleanly in 20 of 20.
+
+Runs each arrangement in `--processes` new processes, each opening the driver, registering the
+file, reading `--size` bytes in 4 MiB cuFileRead calls into a cupy buffer and returning from
+main without tearing anything down by hand (as the workers do), and counts how they ended:
+
+  main/main      driver opened and reads made on the main thread
+  thread/main    driver opened on a thread that has exited by the reads, reads on the main thread
+  main/thread    driver opened on the main thread, reads on a thread started for them
+  thread/thread  both on threads of their own (the Rust worker's order)
+
+    python3 harness/drills/cufile_teardown.py --dir /var/tmp/gw --processes 10
+"""
+
+import argparse
+import ctypes
+import os
+import subprocess
+import sys
+import threading
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from cufile_entry_points import MIB, Cufile, Error, make_file  # noqa: E402
+
+ARRANGEMENTS = ["main/main", "thread/main", "main/thread", "thread/thread"]
+
+
+def on(where, work):
+    """`work()` on the main thread, or on a thread of its own that has ended when this returns."""
+    if where == "main":
+        return work()
+    result = {}
+    thread = threading.Thread(target=lambda: result.update(value=work()))
+    thread.start()
+    thread.join()
+    return result["value"]
+
+
+def one_process(arrangement, path, size, library):
+    import cupy
+    driver, reads = arrangement.split("/")
+
+    def open_driver():
+        cufile = Cufile(library)
+        cufile.lib.cuFileDriverOpen.restype = Error
+        cufile.lib.cuFileRead.restype = ctypes.c_ssize_t
+        cufile.lib.cuFileRead.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int64,
+                                          ctypes.c_int64]
+        cufile.check("cuFileDriverOpen", cufile.lib.cuFileDriverOpen())
+        return cufile
+
+    cufile = on(driver, open_driver)
+    buffer = cupy.empty(size, dtype=cupy.uint8)
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECT)
+    handle = cufile.handle(fd)
+
+    def read():
+        cupy.cuda.Device(0).use()
+        for offset in range(0, size, 4 * MIB):
+            length = min(4 * MIB, size - offset)
+            done = cufile.lib.cuFileRead(handle, ctypes.c_void_p(buffer.data.ptr), length, offset, offset)
+            if done != length:
+                raise OSError("cuFileRead at %d returned %d of %d" % (offset, done, length))
+
+    on(reads, read)
+    print("read %d bytes" % size, flush=True)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--dir", required=True, help="folder for the drill's file, on a mount cuFile reads")
+    parser.add_argument("--libcufile", default="libcufile.so.0")
+    parser.add_argument("--size", type=int, default=256 * MIB)
+    parser.add_argument("--processes", type=int, default=10, help="processes per arrangement")
+    parser.add_argument("--one", choices=ARRANGEMENTS, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    path = make_file(args.dir, args.size)
+    if args.one:
+        one_process(args.one, path, args.size, args.libcufile)
+        return
+    print("| arrangement (driver/reads) | processes | read and ended cleanly | read, then crashed | failed before the end |")
+    print("|---|---:|---:|---:|---:|")
+    for arrangement in ARRANGEMENTS:
+        ends = {"clean": 0, "crashed": 0, "failed": 0}
+        for _ in range(args.processes):
+            finished = subprocess.run([sys.executable, os.path.abspath(__file__), "--dir", args.dir, "--libcufile",
+                                       args.libcufile, "--size", str(args.size), "--one", arrangement],
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=120)
+            read = "read %d bytes" % args.size in finished.stdout
+            ends["clean" if read and finished.returncode == 0 else "crashed" if read else "failed"] += 1
+            if not read:
+                print("%s: exit %d: %s" % (arrangement, finished.returncode, finished.stderr[-500:]), file=sys.stderr)
+        print("| %s | %d | %d | %d | %d |" % (arrangement, args.processes, ends["clean"], ends["crashed"],
+                                               ends["failed"]), flush=True)
+
+
+if __name__ == "__main__":
+    main()
