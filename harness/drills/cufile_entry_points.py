@@ -99,6 +99,11 @@ class Cufile:
                                                ctypes.POINTER(IoEvent), ctypes.POINTER(Timespec)]
         lib.cuFileBatchIOCancel.argtypes = [ctypes.c_void_p]
         lib.cuFileBatchIODestroy.argtypes = [ctypes.c_void_p]
+        lib.cuFileRead.restype = ctypes.c_ssize_t
+        lib.cuFileRead.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int64, ctypes.c_int64]
+        if hasattr(lib, "cuFileSetStatsLevel"):  # not in older libcufile
+            lib.cuFileSetStatsLevel.restype = Error
+            lib.cuFileSetStatsLevel.argtypes = [ctypes.c_int]
         self.lib = lib
 
     def check(self, call, error):

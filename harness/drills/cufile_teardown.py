@@ -25,7 +25,7 @@ import sys
 import threading
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from cufile_entry_points import MIB, Cufile, Error, make_file  # noqa: E402
+from cufile_entry_points import MIB, Cufile, make_file  # noqa: E402
 
 ARRANGEMENTS = ["main/main", "thread/main", "main/thread", "thread/thread"]
 
@@ -47,10 +47,6 @@ def one_process(arrangement, path, size, library):
 
     def open_driver():
         cufile = Cufile(library)
-        cufile.lib.cuFileDriverOpen.restype = Error
-        cufile.lib.cuFileRead.restype = ctypes.c_ssize_t
-        cufile.lib.cuFileRead.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int64,
-                                          ctypes.c_int64]
         cufile.check("cuFileDriverOpen", cufile.lib.cuFileDriverOpen())
         return cufile
 

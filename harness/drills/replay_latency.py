@@ -133,14 +133,9 @@ class Cufile:
 
     def __init__(self, plan, work, library):
         import cupy
-        from cufile_entry_points import Cufile as Library, Error
-        self.cupy = cupy
+        from cufile_entry_points import Cufile as Library
         self.library = Library(library)
-        lib = self.library.lib
-        lib.cuFileDriverOpen.restype = Error
-        lib.cuFileRead.restype = ctypes.c_ssize_t
-        lib.cuFileRead.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int64, ctypes.c_int64]
-        self.library.check("cuFileDriverOpen", lib.cuFileDriverOpen())
+        self.library.check("cuFileDriverOpen", self.library.lib.cuFileDriverOpen())
         self.fds = [os.open(f["path"], os.O_RDONLY | os.O_DIRECT) for f in plan["files"]]
         self.handles = [self.library.handle(fd) for fd in self.fds]
         self.buffer = cupy.empty(sum(task[2] for task in work), dtype=cupy.uint8)

@@ -36,7 +36,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from cufile_entry_points import Cufile, Error  # noqa: E402
+from cufile_entry_points import Cufile  # noqa: E402
 
 SUITE = """suite: sync-timing
 description: One thread of cuFileRead, for sync_read_timing.py.
@@ -112,11 +112,6 @@ def parse_size(text):
 def open_library(args):
     """cuFile through ctypes, on the library KvikIO maps (one copy in the process), its driver open."""
     cufile = Cufile(args.libcufile)
-    cufile.lib.cuFileSetStatsLevel.restype = Error
-    cufile.lib.cuFileSetStatsLevel.argtypes = [ctypes.c_int]
-    cufile.lib.cuFileRead.restype = ctypes.c_ssize_t
-    cufile.lib.cuFileRead.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int64,
-                                      ctypes.c_int64]
     cufile.check("cuFileDriverOpen", cufile.lib.cuFileDriverOpen())
     return cufile
 
