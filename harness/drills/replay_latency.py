@@ -193,13 +193,11 @@ def replayer(how, spec, library):
     whole segments as the KvikIO worker hands them (KvikIO splits them itself)."""
     plan, trial = spec["plan"], spec["trial"]
     if how == "kvikio":
-        work = [(s["file"], s["offset"], s["len"], place)
-                for s, place in zip(plan["segments"], segment_places(plan["segments"]))]
-        return Kvikio(plan, trial), work, 1  # KvikIO's own threads
+        return Kvikio(plan, trial), list(tasks(plan, max(s["len"] for s in plan["segments"])))
     work = list(tasks(plan, trial["task_size"]))
     if how == "cufile":
-        return Cufile(plan, work, library), work, trial["nthreads"]
-    return Pread(plan, work, direct=how == "direct"), work, trial["nthreads"]
+        return Cufile(plan, work, library), work
+    return Pread(plan, work, direct=how == "direct"), work
 
 
 def use_trial_config(spec_path):
@@ -216,13 +214,6 @@ def use_trial_config(spec_path):
     with open(copy, "w") as f:
         json.dump(config, f)
     os.environ["CUFILE_ENV_PATH_JSON"] = copy  # read by cuFileDriverOpen
-
-
-def segment_places(segments):
-    place = 0
-    for segment in segments:
-        yield place
-        place += segment["len"]
 
 
 def one_pass(reader, plan, work, nthreads):
@@ -249,7 +240,8 @@ def main():
         spec = json.load(f)
     if args.how in ("cufile", "kvikio"):
         use_trial_config(args.spec)
-    reader, work, nthreads = replayer(args.how, spec, args.libcufile)
+    reader, work = replayer(args.how, spec, args.libcufile)
+    nthreads = spec["trial"]["nthreads"]  # KvikIO's: its KVIKIO_NTHREADS
     if not args.json:
         print("%s: %d calls of %d bytes in all per pass, %d thread(s), %s"
               % (spec["trial"]["name"], len(work), sum(task[2] for task in work), nthreads, args.how))

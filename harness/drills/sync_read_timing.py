@@ -148,7 +148,6 @@ def like_the_worker(args, path, size, task):
     cufile = opened["cufile"]
     fd = os.open(path, os.O_RDONLY | os.O_DIRECT)
     handle = cufile.handle(fd)
-    cufile.check("cuFileSetStatsLevel", cufile.lib.cuFileSetStatsLevel(3))
     rate = {}
 
     def reader():
