@@ -193,6 +193,11 @@ pub enum Command {
         /// (the Python one starts slower) ran before it.
         #[arg(long, value_name = "SECONDS", default_value_t = 0)]
         rest: u64,
+        /// Only these rows of the parity table (`--parity`, comma-separated; all by default), so
+        /// that more runs of one comparison fit in the same time, e.g. `dd,cufile,kvikio`. A
+        /// ratio whose rows did not run is left out.
+        #[arg(long, value_enum, value_delimiter = ',', value_name = "ROW")]
+        rows: Vec<crate::bench::parity::Row>,
         /// Simulate the baseline comparison: false alarms and detected drops, for a noise model
         /// fitted to this runner's history when it has one.
         #[arg(long)]

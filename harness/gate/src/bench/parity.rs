@@ -30,18 +30,26 @@ use gds_model::plan::{PlannedFile, ReadPlan};
 use gds_model::record::{LoadedCufile, Status, TrialRecord};
 
 /// What the parity bench reads, and how.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Setting {
     pub size: u64,
     pub threads: u32,
     pub task_size: u64,
     /// The wait before each row (`--rest`).
     pub rest: Duration,
+    /// The rows to run (`--rows`); all when empty.
+    pub rows: Vec<Row>,
 }
 
-/// The rows, in the order each run takes them.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Row {
+impl Setting {
+    fn runs(&self, row: Row) -> bool {
+        self.rows.is_empty() || self.rows.contains(&row)
+    }
+}
+
+/// The rows, in the order each run takes them; `--rows` names them in kebab case.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Row {
     Dd,
     Cufile,
     CufileNoRecording,
@@ -219,7 +227,10 @@ pub fn run(setting: &Setting, runs: usize, dir: &Path, out: &mut String) -> Resu
     for run in 0..runs {
         // Every other run takes the rows in reverse: on a virtual disk a file read again comes
         // back faster as the host's cache warms, so a fixed order would favour the later rows.
-        let mut order: Vec<usize> = (0..ROWS.len()).collect();
+        let mut order: Vec<usize> = (0..ROWS.len())
+            .filter(|&index| setting.runs(ROWS[index]))
+            .collect();
+        let in_run = order.len();
         if run % 2 == 1 {
             order.reverse();
         }
@@ -231,14 +242,14 @@ pub fn run(setting: &Setting, runs: usize, dir: &Path, out: &mut String) -> Resu
             if stuck[index] {
                 eprintln!(
                     "{}",
-                    progress_line(run, runs, position, &label, Progress::Skipped)
+                    progress_line(run, runs, (position, in_run), &label, Progress::Skipped)
                 );
                 continue;
             }
             std::thread::sleep(setting.rest);
             eprintln!(
                 "{}",
-                progress_line(run, runs, position, &label, Progress::Started)
+                progress_line(run, runs, (position, in_run), &label, Progress::Started)
             );
             let started = Instant::now();
             let outcome = match row.scenario() {
@@ -262,7 +273,10 @@ pub fn run(setting: &Setting, runs: usize, dir: &Path, out: &mut String) -> Resu
                     }
                     if *row == Row::CufileKvikioLibrary {
                         let Some(library) = &kvikio_library else {
-                            samples[index].failure = Some("KvikIO reported no libcufile".into());
+                            samples[index].failure = Some(
+                                "KvikIO reported no libcufile (this row needs the kvikio row)"
+                                    .into(),
+                            );
                             continue;
                         };
                         env.push((
@@ -287,7 +301,7 @@ pub fn run(setting: &Setting, runs: usize, dir: &Path, out: &mut String) -> Resu
                 progress_line(
                     run,
                     runs,
-                    position,
+                    (position, in_run),
                     &label,
                     Progress::Done(
                         outcome.as_ref().map(|m| m.gbps).map_err(String::as_str),
@@ -449,6 +463,9 @@ fn render(
         gds_model::units::shown().label()
     );
     for (row, sample) in ROWS.iter().zip(samples) {
+        if !setting.runs(*row) {
+            continue;
+        }
         let label = row.label(setting);
         if sample.gbps.is_empty() {
             let why = sample.failure.as_deref().unwrap_or("not run");

@@ -86,6 +86,7 @@ pub fn dispatch(cli: Cli, argv: Vec<String>) -> u8 {
             threads,
             task_size,
             rest,
+            rows,
             stats,
             history,
         }) => {
@@ -94,6 +95,7 @@ pub fn dispatch(cli: Cli, argv: Vec<String>) -> u8 {
                 threads,
                 task_size,
                 rest: std::time::Duration::from_secs(rest),
+                rows,
             };
             let mode = match (stats, gpu, parity) {
                 (true, _, _) => bench::Mode::Stats(&history),

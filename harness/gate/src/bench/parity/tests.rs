@@ -15,6 +15,7 @@ fn the_embedded_suite_reads_one_file_at_the_same_settings_with_every_reader() {
         threads: 8,
         task_size: 4 << 20,
         rest: Duration::ZERO,
+        rows: Vec::new(),
     };
     let trials = embedded(&setting);
     let readers: Vec<(Reader, Op)> = trials.iter().map(|t| (t.reader, t.op)).collect();
@@ -153,4 +154,60 @@ fn a_runs_ratios_take_dd_in_the_rows_direction_and_the_recording_on_neighbour() 
     let ratios = run_ratios(&rates);
     assert_eq!(ratios[Row::CufileWrite.position()], None);
     assert_eq!(ratios[Row::Cufile.position()], Some(1.0));
+}
+
+#[test]
+fn rows_left_out_by_rows_are_neither_run_nor_shown() {
+    let asked = [Row::Dd, Row::Cufile, Row::Kvikio];
+    let setting = Setting {
+        size: 64 << 20,
+        threads: 1,
+        task_size: 4 << 20,
+        rest: Duration::ZERO,
+        rows: asked.to_vec(),
+    };
+    assert!(
+        ROWS.iter()
+            .all(|row| setting.runs(*row) == asked.contains(row))
+    );
+    let mut samples = vec![Samples::default(); ROWS.len()];
+    for row in asked {
+        samples[row.position()].gbps.push(1.0);
+    }
+    let mut pair_ratios = vec![Vec::new(); PAIRS.len()];
+    pair_ratios[0] = vec![0.9];
+    let file = PlannedFile {
+        path: "d/f.bin".into(),
+        size: 64 << 20,
+        seed: Some(1),
+        checksum: 0,
+    };
+    let mut out = String::new();
+    render(&setting, 1, &file, &samples, &pair_ratios, &mut out);
+    assert!(
+        out.contains("| cufile reader, 1 thread(s), 4 MiB tasks | "),
+        "{out}"
+    );
+    assert!(
+        !out.contains("| cufile-batch") && !out.contains("not measured"),
+        "{out}"
+    );
+    assert!(out.contains("/ KvikIO: median 0.90 (runs: 0.90)"), "{out}");
+}
+
+#[test]
+fn rows_are_named_on_the_command_line_in_kebab_case() {
+    use clap::ValueEnum;
+    let names: Vec<String> = ROWS
+        .iter()
+        .map(|row| row.to_possible_value().unwrap().get_name().to_string())
+        .collect();
+    assert_eq!(
+        &names[..4],
+        ["dd", "cufile", "cufile-no-recording", "kvikio"]
+    );
+    assert_eq!(
+        Row::from_str("cufile-kvikio-library", false),
+        Ok(Row::CufileKvikioLibrary)
+    );
 }
