@@ -24,6 +24,7 @@ pub mod protocol;
 pub mod record;
 pub mod scenario;
 pub mod shard;
+pub mod stuck;
 pub mod suggest;
 pub mod units;
 pub mod verdict;

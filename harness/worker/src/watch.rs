@@ -87,13 +87,7 @@ fn overdue(calls: &mut Calls, now: Instant) -> Vec<String> {
         .filter(|c| !c.reported && now.duration_since(c.started) > c.bound)
         .map(|c| {
             c.reported = true;
-            format!(
-                "gds-gate worker: {} ({}) has not returned after {:.0} s (it should within {:.1} s): the worker is stuck inside the library",
-                c.call,
-                c.detail,
-                now.duration_since(c.started).as_secs_f64(),
-                c.bound.as_secs_f64()
-            )
+            gds_model::stuck::line(c.call, &c.detail, now.duration_since(c.started), c.bound)
         })
         .collect()
 }

@@ -335,6 +335,12 @@ impl Launcher {
             ),
             Err(problem) => {
                 let reason = match (&finished.ending, problem.as_str()) {
+                    // The worker's watchdog named the library call it was stuck in.
+                    (Ending::TimedOut { .. }, _)
+                        if let Some(call) = gds_model::stuck::first_call(&tail) =>
+                    {
+                        format!("the worker {}: it was stuck inside {call}", finished.ending)
+                    }
                     (Ending::TimedOut { .. } | Ending::Interrupted { .. }, _) => {
                         format!("the worker {}", finished.ending)
                     }
@@ -550,6 +556,24 @@ mod tests {
         let record = run("sleep 30", false);
         assert_eq!(record.status, Status::Failed);
         assert!(record.reason.unwrap().contains("did not finish within"));
+    }
+
+    #[test]
+    fn a_worker_stuck_in_a_library_call_fails_naming_the_call() {
+        let stuck = gds_model::stuck::line(
+            "cuFileBatchIOSubmit",
+            "a batch of 32 entries",
+            Duration::from_secs(10),
+            Duration::from_secs(10),
+        );
+        let record = run(&format!("echo '{stuck}' >&2; sleep 30"), false);
+        assert_eq!(record.status, Status::Failed);
+        let reason = record.reason.unwrap();
+        assert!(reason.contains("did not finish within"), "{reason}");
+        assert!(
+            reason.ends_with("it was stuck inside cuFileBatchIOSubmit (a batch of 32 entries)"),
+            "{reason}"
+        );
     }
 
     #[test]
