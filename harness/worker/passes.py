@@ -10,6 +10,7 @@ import faulthandler
 import os
 import resource
 import sys
+import threading
 import time
 
 MASK = (1 << 64) - 1
@@ -20,17 +21,35 @@ STUCK_BASE_SECONDS = 15.0
 SLOWEST_BYTES_PER_SECOND = 50e6
 
 
+def stuck_line(what, detail, stuck_for, bound):
+    """The line the Rust worker's watchdog writes for a call that has not come back, in the format
+    the gate reads to name that call when it stops the trial (harness/model/src/stuck.rs)."""
+    return ("gds-gate worker: %s (%s) has not returned after %.0f s (it should within %.1f s): "
+            "the worker is stuck inside the library" % (what, detail, stuck_for, bound))
+
+
 @contextlib.contextmanager
-def watched(nbytes, file=None):
-    """A section moving `nbytes` through the library under test: if it has not ended in the time
-    the slowest rate the gate allows gives it, every Python thread's stack is written to stderr
-    (`file`) while it is still stuck, so that a trial the gate has to stop shows the library call
-    it hung in (the Rust worker's watch.rs names its stuck cuFile calls the same way)."""
-    faulthandler.dump_traceback_later(STUCK_BASE_SECONDS + nbytes / SLOWEST_BYTES_PER_SECOND,
-                                      file=file or sys.stderr)
+def watched(nbytes, what="a read or write section", file=None):
+    """A section moving `nbytes` through the library under test (`what`): if it has not ended in
+    the time the slowest rate the gate allows gives it, every Python thread's stack is written to
+    stderr (`file`) while it is still stuck, then the stuck line, so that a trial the gate has to
+    stop names the section and shows the library call it hung in (the Rust worker's watch.rs
+    names its stuck cuFile calls the same way). faulthandler writes from C even while the stuck
+    call holds the GIL; the line comes from a Python thread, so only when the call lets Python run,
+    as KvikIO's and PyTorch's I/O waits do."""
+    out = file or sys.stderr
+    bound = STUCK_BASE_SECONDS + nbytes / SLOWEST_BYTES_PER_SECOND
+    faulthandler.dump_traceback_later(bound, file=out)
+    # Half a second after the stacks, so that it is among the last lines the gate shows.
+    late = bound + 0.5
+    timer = threading.Timer(late, lambda: print(stuck_line(what, "%d bytes" % nbytes, late, bound),
+                                                file=out, flush=True))
+    timer.daemon = True
+    timer.start()
     try:
         yield
     finally:
+        timer.cancel()
         faulthandler.cancel_dump_traceback_later()
 
 
@@ -119,9 +138,10 @@ def read_passes(spec, io, cupy, device, buffer, verifier, windows, m, state):
             m["startup_seconds"] = (time.time_ns() - spec["spawned_at_unix_ns"]) / 1e9
         ops_before = io.counters() if record else None
         if windows:
-            read, seconds, cpu, result = streamed_pass(spec, windows, io.read, buffer, device, verifier, record)
+            read, seconds, cpu, result = streamed_pass(spec, windows, io.read, buffer, device, verifier, record,
+                                                       "%s read" % io.library)
         else:
-            read, seconds, cpu = timed_read(io.read, plan["segments"], device, record)
+            read, seconds, cpu = timed_read(io.read, plan["segments"], device, record, "%s read" % io.library)
             result = verifier.check(spec["plan"], spec["regions"], trial["expect"]["integrity"], expected)
         state["device_peak"] = max(state["device_peak"] or 0, device_used(cupy)) or None
         cpu_before, cpu_after = cpu if cpu is not None else (None, None)
@@ -181,7 +201,7 @@ def write_passes(spec, io, cupy, device, buffer, verifier, m, phase):
         if p == 0:
             m["startup_seconds"] = (time.time_ns() - spec["spawned_at_unix_ns"]) / 1e9
         cpu_before = cpu_time() if record else None
-        with watched(total):
+        with watched(total, "%s write" % io.library):
             t0 = time.perf_counter()
             written = io.write(plan["segments"], buffer)
             seconds = time.perf_counter() - t0
@@ -248,11 +268,11 @@ def device_used(cupy):
     return total - free
 
 
-def timed_read(read_segments, segments, device, record):
-    """One read section (a pass, or one window of it) read by `read_segments(segments)`: bytes
-    read, seconds, and CPU before/after."""
+def timed_read(read_segments, segments, device, record, what="read"):
+    """One read section (a pass, or one window of it) read by `read_segments(segments)` (`what`,
+    for the watchdog): bytes read, seconds, and CPU before/after."""
     cpu_before = cpu_time() if record else None
-    with watched(sum(s["len"] for s in segments)):
+    with watched(sum(s["len"] for s in segments), what):
         t0 = time.perf_counter()
         read = read_segments(segments)
         device.synchronize()
@@ -260,7 +280,7 @@ def timed_read(read_segments, segments, device, record):
     return read, seconds, (cpu_before, cpu_time()) if record else None
 
 
-def streamed_pass(spec, windows, read_segments, buffer, device, verifier, record):
+def streamed_pass(spec, windows, read_segments, buffer, device, verifier, record, what="read"):
     """A pass window by window (the caller cleared the first): each cleared, read (timed) and verified on the GPU before the
     next reuses the buffer; the windows' raw sums plus the files' length terms are the pass's
     checksum (harness/model/src/integrity.rs, Streamed)."""
@@ -272,7 +292,7 @@ def streamed_pass(spec, windows, read_segments, buffer, device, verifier, record
         if index > 0:
             buffer[:window["len"]].fill(0xA5)
             device.synchronize()
-        got, took, spent = timed_read(read_segments, window["segments"], device, record)
+        got, took, spent = timed_read(read_segments, window["segments"], device, record, what)
         read, seconds = read + got, seconds + took
         if spent is not None:
             # Summed CPU of the read sections, as (0, sum) so that pass_cost takes the difference.

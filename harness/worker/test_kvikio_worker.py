@@ -416,12 +416,14 @@ class Watched(unittest.TestCase):
             time.sleep(0.4)  # a cancelled watch stays quiet
             out.seek(0)
             self.assertEqual(out.read(), "")
-            with passes.watched(0, file=out):
-                time.sleep(0.6)
+            with passes.watched(0, "KvikIO read", file=out):
+                time.sleep(1.0)
             out.seek(0)
             written = out.read()
         self.assertIn("Timeout", written)
         self.assertIn("test_a_section_past_its_time_writes_where_it_is_stuck", written)
+        # The stuck line comes after the stacks, among the last lines the gate shows.
+        self.assertTrue(written.rstrip().endswith(passes.stuck_line("KvikIO read", "0 bytes", 0.7, 0.2)), written)
 
 
 if __name__ == "__main__":

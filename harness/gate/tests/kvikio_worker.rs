@@ -52,3 +52,24 @@ fn the_python_workers_progress_file_parses_as_the_rust_workers_does() {
     assert_eq!(progress.seconds, 0.75);
     assert!((progress.gbps - (3u64 << 30) as f64 / 0.75 / 1e9).abs() < 1e-9);
 }
+
+/// A Python section stuck past its bound is named in the failure as the Rust worker's stuck calls
+/// are: the gate reads the Python worker's line with the same parser.
+#[test]
+fn the_python_workers_stuck_line_names_its_section_for_the_gate() {
+    let output = Command::new("python3")
+        .args([
+            "-c",
+            "import passes; print(passes.stuck_line('KvikIO read', '268435456 bytes', 21.9, 20.4))",
+        ])
+        .current_dir(WORKER_DIR)
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .output()
+        .expect("python3 runs the KvikIO worker");
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(
+        gds_model::stuck::first_call(&text),
+        Some("KvikIO read (268435456 bytes)"),
+        "{text}"
+    );
+}
