@@ -15,6 +15,11 @@ gate too); KvikIO's pread per segment with the trial's settings (KvikIO keeps on
 operation, which the gate reports, so only IOPS and the mean are compared for KvikIO). Trials of
 other readers, registered buffers and stream-ordered calls are listed and skipped.
 
+For trials of cuFile's readers it also prints the gate's mean call latency over the measured
+passes beside cuFile's own mean of the same calls (its statistics' read latency sum over its read
+count, taken as the measured passes begin and end): the same calls at the same time, so no drift
+between the two, round by round.
+
     python3 harness/drills/latency_agreement.py --gate target/release/gds-gate \\
         --suite scenarios/default.yaml --filter random-1MiB --rounds 3 --work target/latency
 """
@@ -50,6 +55,20 @@ def gate_figures(trial):
         latency = cost.get("latency") or {}
         rows.append({"iops": cost["iops"], **{k: latency.get(k) for k in FIGURES[1:]}})
     return rows
+
+
+def cufile_own(trial):
+    """The gate's mean call latency over a trial's measured passes beside cuFile's own mean of
+    the same calls (its statistics over those passes), and both call counts; None without them.
+    Taken from the same calls at the same time, they need no replay and see no drift."""
+    m = trial.get("measurement") or {}
+    stats = (m.get("cufile") or {}).get("measured_stats") or {}
+    costs = [c for c in m.get("costs", []) if c.get("latency")]
+    calls = sum(c["latency"]["calls"] for c in costs)
+    if not calls or not stats.get("read_ops_ok") or not stats.get("read_latency_sum_us"):
+        return None
+    gate_mean = sum(c["latency"]["mean_us"] * c["latency"]["calls"] for c in costs) / calls
+    return gate_mean, stats["read_latency_sum_us"] / stats["read_ops_ok"], calls, stats["read_ops_ok"]
 
 
 def why_not_replayed(trial):
@@ -89,7 +108,7 @@ def main():
                                             "(default: the loader's libcufile.so.0)")
     args = parser.parse_args()
 
-    gate, replay = {}, {}
+    gate, replay, own = {}, {}, {}
     # The trials' specs and replay modes, learnt from the first round.
     specs = {}
 
@@ -107,6 +126,8 @@ def main():
         out = os.path.join(args.work, "round-%d" % number)
         for trial in gate_round(args, out):
             name = trial["name"]
+            if cufile_own(trial):
+                own.setdefault(name, []).append(cufile_own(trial))
             reason = why_not_replayed(trial)
             if reason:
                 if number == 1:
@@ -134,6 +155,19 @@ def main():
             ratios = sorted(statistics.median(ours) / statistics.median(theirs) for ours, theirs in per_round)
             print("| %s | %s | %.1f | %.1f | %.3f | %.3f (%.3f–%.3f) |"
                   % (name, figure, a, b, a / b, statistics.median(ratios), ratios[0], ratios[-1]))
+
+    if own:
+        print()
+        print("| trial | gate's mean call (µs) | cuFile's own mean (µs) | gate / cuFile, per round: median "
+              "(min–max) | calls, gate / cuFile |")
+        print("|---|---:|---:|---|---|")
+        for name in sorted(own):
+            rounds = own[name]
+            ratios = sorted(ours / theirs for ours, theirs, _, _ in rounds)
+            print("| %s | %.1f | %.1f | %.3f (%.3f–%.3f) | %s |"
+                  % (name, statistics.median(r[0] for r in rounds), statistics.median(r[1] for r in rounds),
+                     statistics.median(ratios), ratios[0], ratios[-1],
+                     " ".join("%d/%d" % (r[2], r[3]) for r in rounds)))
 
 
 if __name__ == "__main__":

@@ -260,6 +260,12 @@ pub struct Stats {
     pub write_ops_err: u64,
     #[serde(default)]
     pub write_bytes: u64,
+    /// The summed latency of the read and write calls in µs, as cuFile times them
+    /// (`read_lat_sum_us`, `write_lat_sum_us`); absent (zero) in records of older gates.
+    #[serde(default)]
+    pub read_latency_sum_us: u64,
+    #[serde(default)]
+    pub write_latency_sum_us: u64,
     pub gpus: Vec<GpuCounters>,
 }
 
@@ -337,8 +343,21 @@ impl Stats {
             write_ops_ok: self.write_ops_ok.saturating_sub(before.write_ops_ok),
             write_ops_err: self.write_ops_err.saturating_sub(before.write_ops_err),
             write_bytes: self.write_bytes.saturating_sub(before.write_bytes),
+            read_latency_sum_us: self
+                .read_latency_sum_us
+                .saturating_sub(before.read_latency_sum_us),
+            write_latency_sum_us: self
+                .write_latency_sum_us
+                .saturating_sub(before.write_latency_sum_us),
             gpus,
         }
+    }
+
+    /// cuFile's own mean latency of the successful reads counted here, in µs: none without
+    /// reads, or when this library left its latency sum at zero.
+    pub fn mean_read_latency_us(&self) -> Option<f64> {
+        (self.read_ops_ok > 0 && self.read_latency_sum_us > 0)
+            .then(|| self.read_latency_sum_us as f64 / self.read_ops_ok as f64)
     }
 }
 
@@ -424,6 +443,8 @@ impl StatsLayout {
             write_ops_ok: u64_at(16),
             write_ops_err: u64_at(24),
             write_bytes: u64_at(104),
+            read_latency_sum_us: u64_at(160),
+            write_latency_sum_us: u64_at(168),
             gpus,
         }
     }
@@ -482,6 +503,42 @@ mod tests {
         object.remove("max_batch_io_size");
         let old: DriverProperties = serde_json::from_value(json).unwrap();
         assert!(old.features.is_empty() && old.max_batch_io_size == 0);
+    }
+
+    /// `CUfileStatsLevel1_t` in cufile.h: six operation counters (ok, err), then read_bytes,
+    /// write_bytes, the two bandwidths, the two average latencies, the two rates, and
+    /// read_lat_sum_us and write_lat_sum_us at 160 and 168.
+    #[test]
+    fn decodes_cufiles_latency_sums_and_gives_its_mean_read_latency() {
+        let layout = StatsLayout::for_version(Version(1150)).unwrap();
+        let mut buffer = vec![0u8; layout.level3_size()];
+        let put = |buffer: &mut Vec<u8>, offset: usize, value: u64| {
+            buffer[offset..offset + 8].copy_from_slice(&value.to_le_bytes())
+        };
+        put(&mut buffer, 0, 1024); // read_ops.ok
+        put(&mut buffer, 160, 5_632_000); // read_lat_sum_us
+        put(&mut buffer, 168, 7);
+        // The averages and rates beside them must not leak in.
+        for offset in [128, 136, 144, 152] {
+            put(&mut buffer, offset, 999);
+        }
+        let stats = layout.decode(&buffer);
+        assert_eq!(
+            (stats.read_latency_sum_us, stats.write_latency_sum_us),
+            (5_632_000, 7)
+        );
+        let mut before = stats.clone();
+        before.read_ops_ok = 24;
+        before.read_latency_sum_us = 132_000;
+        let measured = stats.since(&before);
+        assert_eq!(measured.mean_read_latency_us(), Some(5500.0));
+        // No reads, or a library that does not time them: no mean.
+        assert_eq!(Stats::default().mean_read_latency_us(), None);
+        let untimed = Stats {
+            read_ops_ok: 10,
+            ..Stats::default()
+        };
+        assert_eq!(untimed.mean_read_latency_us(), None);
     }
 
     #[test]

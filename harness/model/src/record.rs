@@ -325,6 +325,10 @@ pub struct CufileEvidence {
     pub properties: Option<DriverProperties>,
     /// Counters over the whole trial (warmup and measured passes).
     pub stats: Option<Stats>,
+    /// Counters over the measured passes of a reading trial only: cuFile's own count and mean
+    /// latency of the very calls whose latency the gate measured, beside the gate's figures.
+    #[serde(default)]
+    pub measured_stats: Option<Stats>,
     /// Why there are no counters, when there are none.
     pub stats_unavailable: Option<String>,
     /// Bytes the trial asked cuFile to read (passes × plan), to check the counters against.

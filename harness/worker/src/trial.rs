@@ -87,7 +87,7 @@ fn measure(spec: &WorkerSpec) -> WorkerResult {
         Reader::Posix => {
             let window = window_for(spec, gds_model::meminfo::available_memory());
             open_posix(spec, window)
-                .and_then(|mut reader| passes(spec, &mut reader, &mut m, window))
+                .and_then(|mut reader| passes(spec, &mut reader, &mut m, window, &mut || {}))
         }
         Reader::H2d if spec.trial.op.writes() => {
             with_gpu(spec, &mut m, |gpu, m| write::h2d(spec, gpu, m))
@@ -104,7 +104,7 @@ fn measure(spec: &WorkerSpec) -> WorkerResult {
                 capacity(spec, window),
             )
             .map_err(fail)?;
-            passes(spec, &mut reader, m, window)
+            passes(spec, &mut reader, m, window, &mut || {})
         }),
         Reader::Cufile | Reader::CufileBatch | Reader::CufileAsync => {
             with_gpu_and_cufile(spec, &mut m)
@@ -240,6 +240,7 @@ fn with_cufile(
             }
         };
         phase(m, "cuFile statistics on");
+        let mut measured_before = None;
         let (plan, buffer) = (&spec.plan, spec.trial.buffer);
         let outcome = if spec.trial.op.writes() {
             // The writer first: it creates the files a roundtrip's reader then opens. Both hold
@@ -297,13 +298,23 @@ fn with_cufile(
                 ),
             };
             phase(m, set_up);
-            let outcome = passes(spec, reader.as_mut(), m, window);
+            // cuFile's counters as the measured passes begin: its own count and latency of the
+            // very calls the gate timed (the whole trial's counters stay the path evidence).
+            let mut measured_from = || {
+                if before.is_some() {
+                    measured_before = library.stats().ok();
+                }
+            };
+            let outcome = passes(spec, reader.as_mut(), m, window, &mut measured_from);
             hold_for_sample(spec.hold_for_sampling.as_deref());
             outcome
         };
         if let Some(before) = before {
             match library.stats() {
-                Ok(after) => evidence.stats = Some(after.since(&before)),
+                Ok(after) => {
+                    evidence.measured_stats = measured_before.map(|from| after.since(&from));
+                    evidence.stats = Some(after.since(&before));
+                }
                 Err(error) => evidence.stats_unavailable = Some(error.to_string()),
             }
         }
@@ -324,6 +335,7 @@ fn passes(
     reader: &mut dyn PlanReader,
     m: &mut Measurement,
     window: Option<u64>,
+    measured_from: &mut dyn FnMut(),
 ) -> Result<(), WorkerFailure> {
     let (trial, plan) = (&spec.trial, &spec.plan);
     if m.path.is_empty() {
@@ -350,6 +362,9 @@ fn passes(
         }
         let dropped = lap.elapsed();
         reader.prepare().map_err(fail)?;
+        if pass == u64::from(trial.warmup) {
+            measured_from();
+        }
         if pass == 0 {
             // The first pass's preparation is part of the start-up; its phases say how much.
             if trial.cache == Cache::Cold {

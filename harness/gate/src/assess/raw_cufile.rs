@@ -19,6 +19,8 @@ pub fn cufile_evidence(raw: RawCufile, spec: &TrialSpec, m: &mut Measurement) {
             .and_then(hex::decode_bytes)
             .and_then(|bytes| DriverProperties::decode(&bytes)),
         stats: None,
+        // KvikIO's trials take their latency from KvikIO's own statistics.
+        measured_stats: None,
         stats_unavailable: raw.error,
         requested_bytes: m.bytes_per_repetition.saturating_mul(spec.passes()),
     };
