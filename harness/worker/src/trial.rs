@@ -330,6 +330,7 @@ fn with_cufile(
 }
 
 /// Warmup and measured passes: drop the cache, clear the destination, read (timed), verify.
+/// `measured_from` runs as the first measured pass is about to read.
 fn passes(
     spec: &WorkerSpec,
     reader: &mut dyn PlanReader,
@@ -362,9 +363,6 @@ fn passes(
         }
         let dropped = lap.elapsed();
         reader.prepare().map_err(fail)?;
-        if pass == u64::from(trial.warmup) {
-            measured_from();
-        }
         if pass == 0 {
             // The first pass's preparation is part of the start-up; its phases say how much.
             if trial.cache == Cache::Cold {
@@ -381,6 +379,9 @@ fn passes(
                 gds_model::protocol::now_unix_ns().saturating_sub(spec.spawned_at_unix_ns) as f64
                     / 1e9,
             );
+        }
+        if pass == u64::from(trial.warmup) {
+            measured_from();
         }
         let outcome = run_pass(reader, plan, windows.as_deref(), &settings).map_err(fail)?;
         device_peak = device_peak.max(outcome.device_peak);
