@@ -454,6 +454,11 @@ impl StatsLayout {
 mod tests {
     use super::*;
 
+    /// Writes `value` as cuFile does, little-endian, at `offset` of a statistics buffer.
+    fn put(buffer: &mut [u8], offset: usize, value: u64) {
+        buffer[offset..offset + 8].copy_from_slice(&value.to_le_bytes())
+    }
+
     #[test]
     fn layouts_match_the_sizes_of_the_real_headers() {
         // sizeof(CUfileStatsLevel3_t): 5000 with the CUDA 13.0 header, 5112 with 13.4.
@@ -512,9 +517,6 @@ mod tests {
     fn decodes_cufiles_latency_sums_and_gives_its_mean_read_latency() {
         let layout = StatsLayout::for_version(Version(1150)).unwrap();
         let mut buffer = vec![0u8; layout.level3_size()];
-        let put = |buffer: &mut Vec<u8>, offset: usize, value: u64| {
-            buffer[offset..offset + 8].copy_from_slice(&value.to_le_bytes())
-        };
         put(&mut buffer, 0, 1024); // read_ops.ok
         put(&mut buffer, 160, 5_632_000); // read_lat_sum_us
         put(&mut buffer, 168, 7);
@@ -545,9 +547,6 @@ mod tests {
     fn decodes_per_gpu_counters_at_their_offsets() {
         let layout = StatsLayout::for_version(Version(1150)).unwrap();
         let mut buffer = vec![0u8; 8192];
-        let put = |buffer: &mut Vec<u8>, offset: usize, value: u64| {
-            buffer[offset..offset + 8].copy_from_slice(&value.to_le_bytes())
-        };
         put(&mut buffer, 96, 1 << 30);
         buffer[1024..1028].copy_from_slice(&2u32.to_le_bytes());
         let gpu1 = 1032 + 248;
@@ -576,9 +575,6 @@ mod tests {
     fn decodes_write_counters_at_their_offsets() {
         let layout = StatsLayout::for_version(Version(1150)).unwrap();
         let mut buffer = vec![0u8; layout.level3_size()];
-        let put = |buffer: &mut Vec<u8>, offset: usize, value: u64| {
-            buffer[offset..offset + 8].copy_from_slice(&value.to_le_bytes())
-        };
         put(&mut buffer, 16, 256);
         put(&mut buffer, 104, 1 << 30);
         buffer[1024..1028].copy_from_slice(&1u32.to_le_bytes());
