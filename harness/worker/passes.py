@@ -137,11 +137,11 @@ def read_passes(spec, io, cupy, device, buffer, verifier, windows, m, state):
         if p == 0:
             m["startup_seconds"] = (time.time_ns() - spec["spawned_at_unix_ns"]) / 1e9
         ops_before = io.counters() if record else None
+        what = "%s read" % io.library
         if windows:
-            read, seconds, cpu, result = streamed_pass(spec, windows, io.read, buffer, device, verifier, record,
-                                                       "%s read" % io.library)
+            read, seconds, cpu, result = streamed_pass(spec, windows, io.read, buffer, device, verifier, record, what)
         else:
-            read, seconds, cpu = timed_read(io.read, plan["segments"], device, record, "%s read" % io.library)
+            read, seconds, cpu = timed_read(io.read, plan["segments"], device, record, what)
             result = verifier.check(spec["plan"], spec["regions"], trial["expect"]["integrity"], expected)
         state["device_peak"] = max(state["device_peak"] or 0, device_used(cupy)) or None
         cpu_before, cpu_after = cpu if cpu is not None else (None, None)
