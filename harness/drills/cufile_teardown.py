@@ -14,7 +14,17 @@ main without tearing anything down by hand (as the workers do), and counts how t
   main/thread    driver opened on the main thread, reads on a thread started for them
   thread/thread  both on threads of their own (the Rust worker's order)
 
-    python3 harness/drills/cufile_teardown.py --dir /var/tmp/gw --processes 10
+Each `--ending` is what a process does after its reads: `exit` (nothing, as the workers do),
+`stats-stop` (cuFileStatsStop), `close` (the handle deregistered, then cuFileDriverClose).
+`--api-stats` starts cuFile's statistics through its API after the driver opens, as the workers
+do (cuFileSetStatsLevel(3), cuFileStatsStart).
+
+Each `--config` (a cufile.json, such as a trial's from the gate's reports) runs every arrangement
+again with cuFile configured by it (CUFILE_ENV_PATH_JSON), beside the host's own configuration:
+the gate's workers and the replay run with the trial's file (statistics at level 3, a log folder).
+
+    python3 harness/drills/cufile_teardown.py --dir /var/tmp/gw --processes 10 \
+        --config target/gds-gate/trials/<trial>/cufile.json
 """
 
 import argparse
@@ -25,9 +35,10 @@ import sys
 import threading
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from cufile_entry_points import MIB, Cufile, make_file  # noqa: E402
+from cufile_entry_points import MIB, Cufile, Error, make_file  # noqa: E402
 
 ARRANGEMENTS = ["main/main", "thread/main", "main/thread", "thread/thread"]
+ENDINGS = ["exit", "stats-stop", "close"]
 
 
 def on(where, work):
@@ -41,13 +52,26 @@ def on(where, work):
     return result["value"]
 
 
-def one_process(arrangement, path, size, library):
+def call(cufile, *names):
+    """The first of `names` the library exports, called with no arguments (cuFile's status)."""
+    for name in names:
+        if hasattr(cufile.lib, name):
+            function = getattr(cufile.lib, name)
+            function.restype = Error
+            return cufile.check(name, function())
+    raise RuntimeError("the library exports none of %s" % ", ".join(names))
+
+
+def one_process(arrangement, ending, api_stats, path, size, library):
     import cupy
     driver, reads = arrangement.split("/")
 
     def open_driver():
         cufile = Cufile(library)
         cufile.check("cuFileDriverOpen", cufile.lib.cuFileDriverOpen())
+        if api_stats:
+            cufile.check("cuFileSetStatsLevel", cufile.lib.cuFileSetStatsLevel(3))
+            call(cufile, "cuFileStatsStart")
         return cufile
 
     cufile = on(driver, open_driver)
@@ -65,6 +89,12 @@ def one_process(arrangement, path, size, library):
 
     on(reads, read)
     print("read %d bytes" % size, flush=True)
+    if ending == "stats-stop":
+        call(cufile, "cuFileStatsStop")
+    elif ending == "close":
+        cufile.lib.cuFileHandleDeregister(handle)
+        call(cufile, "cuFileDriverClose_v2", "cuFileDriverClose")
+    print("ended by %s" % ending, flush=True)
 
 
 def main():
@@ -73,26 +103,37 @@ def main():
     parser.add_argument("--libcufile", default="libcufile.so.0")
     parser.add_argument("--size", type=int, default=256 * MIB)
     parser.add_argument("--processes", type=int, default=10, help="processes per arrangement")
+    parser.add_argument("--arrangements", nargs="+", choices=ARRANGEMENTS, default=ARRANGEMENTS)
+    parser.add_argument("--ending", nargs="+", choices=ENDINGS, default=["exit"])
+    parser.add_argument("--api-stats", action="store_true", help="start statistics through the API")
+    parser.add_argument("--config", action="append", default=[], help="a cufile.json to run them with too")
     parser.add_argument("--one", choices=ARRANGEMENTS, help=argparse.SUPPRESS)
     args = parser.parse_args()
     path = make_file(args.dir, args.size)
     if args.one:
-        one_process(args.one, path, args.size, args.libcufile)
+        one_process(args.one, args.ending[0], args.api_stats, path, args.size, args.libcufile)
         return
-    print("| arrangement (driver/reads) | processes | read and ended cleanly | read, then crashed | failed before the end |")
-    print("|---|---:|---:|---:|---:|")
-    for arrangement in ARRANGEMENTS:
+    print("| arrangement (driver/reads) | ending | cufile.json | processes | read and ended cleanly "
+          "| read, then crashed | failed before the end |")
+    print("|---|---|---|---:|---:|---:|---:|")
+    cases = [(c, a, e) for c in [None] + args.config for a in args.arrangements for e in args.ending]
+    for config, arrangement, ending in cases:
+        env = dict(os.environ, **({"CUFILE_ENV_PATH_JSON": os.path.abspath(config)} if config else {}))
         ends = {"clean": 0, "crashed": 0, "failed": 0}
         for _ in range(args.processes):
             finished = subprocess.run([sys.executable, os.path.abspath(__file__), "--dir", args.dir, "--libcufile",
-                                       args.libcufile, "--size", str(args.size), "--one", arrangement],
-                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=120)
+                                       args.libcufile, "--size", str(args.size), "--one", arrangement,
+                                       "--ending", ending] + (["--api-stats"] if args.api_stats else []),
+                                      env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                      timeout=120)
             read = "read %d bytes" % args.size in finished.stdout
             ends["clean" if read and finished.returncode == 0 else "crashed" if read else "failed"] += 1
             if not read:
                 print("%s: exit %d: %s" % (arrangement, finished.returncode, finished.stderr[-500:]), file=sys.stderr)
-        print("| %s | %d | %d | %d | %d |" % (arrangement, args.processes, ends["clean"], ends["crashed"],
-                                               ends["failed"]), flush=True)
+            elif "ended by" not in finished.stdout:
+                print("%s: exit %d inside its %s" % (arrangement, finished.returncode, ending), file=sys.stderr)
+        print("| %s | %s | %s | %d | %d | %d | %d |" % (arrangement, ending, config or "the host's", args.processes,
+                                                         ends["clean"], ends["crashed"], ends["failed"]), flush=True)
 
 
 if __name__ == "__main__":

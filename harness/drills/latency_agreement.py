@@ -16,9 +16,9 @@ operation, which the gate reports, so only IOPS and the mean are compared for Kv
 other readers, registered buffers and stream-ordered calls are listed and skipped.
 
 For trials of cuFile's readers it also prints the gate's mean call latency over the measured
-passes beside cuFile's own mean of the same calls (its statistics' read latency sum over its read
-count, taken as the measured passes begin and end): the same calls at the same time, so no drift
-between the two, round by round.
+passes beside cuFile's own mean of the same calls (its statistics' read latency sum over its
+per-GPU read count, taken as the measured passes begin and end): the same calls at the same
+time, so no drift between the two, round by round.
 
     python3 harness/drills/latency_agreement.py --gate target/release/gds-gate \\
         --suite scenarios/default.yaml --filter random-1MiB --rounds 3 --work target/latency
@@ -65,10 +65,14 @@ def cufile_own(trial):
     stats = (m.get("cufile") or {}).get("measured_stats") or {}
     costs = [c for c in m.get("costs", []) if c.get("latency")]
     calls = sum(c["latency"]["calls"] for c in costs)
-    if not calls or not stats.get("read_ops_ok") or not stats.get("read_latency_sum_us"):
+    # cuFile's count of read calls: its per-GPU reads. Its read_ops.ok counts every compat-mode
+    # cuFileRead twice (libcufile 1.15.1: 10240 for 5120 calls, with read_bytes and the latency
+    # sum those of 5120), so it is shown beside, not divided by.
+    reads = sum(gpu.get("n_total_reads", 0) for gpu in stats.get("gpus", []))
+    if not calls or not reads or not stats.get("read_latency_sum_us"):
         return None
     gate_mean = sum(c["latency"]["mean_us"] * c["latency"]["calls"] for c in costs) / calls
-    return gate_mean, stats["read_latency_sum_us"] / stats["read_ops_ok"], calls, stats["read_ops_ok"]
+    return gate_mean, stats["read_latency_sum_us"] / reads, calls, reads, stats.get("read_ops_ok", 0)
 
 
 def why_not_replayed(trial):
@@ -90,10 +94,16 @@ def replay_figures(args, spec_path, how):
     if args.libcufile:
         command += ["--libcufile", args.libcufile]
     finished = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    if finished.returncode != 0:
+    rows = [json.loads(line) for line in finished.stdout.splitlines() if line.startswith("{")]
+    # A process that printed every pass and then died of a signal crashed in libcufile's teardown
+    # at exit (as the gate's workers sometimes do): its figures are complete, so they count.
+    if finished.returncode < 0 and len(rows) == args.passes:
+        print("the replay ended with signal %d after its %d passes (kept): %s"
+              % (-finished.returncode, len(rows), " ".join(command)), file=sys.stderr)
+    elif finished.returncode != 0:
         sys.exit("the replay failed (exit %d): %s\n%s" % (finished.returncode, " ".join(command),
                                                           finished.stderr[-2000:]))
-    return [json.loads(line) for line in finished.stdout.splitlines() if line.startswith("{")]
+    return rows
 
 
 def main():
@@ -159,15 +169,15 @@ def main():
     if own:
         print()
         print("| trial | gate's mean call (µs) | cuFile's own mean (µs) | gate / cuFile, per round: median "
-              "(min–max) | calls, gate / cuFile |")
+              "(min–max) | calls per round: gate / cuFile's GPU reads / its read_ops.ok |")
         print("|---|---:|---:|---|---|")
         for name in sorted(own):
             rounds = own[name]
-            ratios = sorted(ours / theirs for ours, theirs, _, _ in rounds)
-            print("| %s | %.1f | %.1f | %.3f (%.3f–%.3f) | %s |"
+            ratios = sorted(r[0] / r[1] for r in rounds)
+            print("| %s | %.1f | %.1f | %.4f (%.4f–%.4f) | %s |"
                   % (name, statistics.median(r[0] for r in rounds), statistics.median(r[1] for r in rounds),
                      statistics.median(ratios), ratios[0], ratios[-1],
-                     " ".join("%d/%d" % (r[2], r[3]) for r in rounds)))
+                     " ".join("%d/%d/%d" % r[2:] for r in rounds)))
 
 
 if __name__ == "__main__":

@@ -131,11 +131,15 @@ class Cufile:
     """cuFileRead into one GPU buffer of the whole pass: handle, buffer base, length, file offset,
     the task's place as the buffer offset (the cufile reader's calls)."""
 
-    def __init__(self, plan, work, library):
+    def __init__(self, plan, work, library, api_stats):
         import cupy
-        from cufile_entry_points import Cufile as Library
+        from cufile_entry_points import Cufile as Library, Error
         self.library = Library(library)
         self.library.check("cuFileDriverOpen", self.library.lib.cuFileDriverOpen())
+        if api_stats:  # as the gate's workers start them
+            self.library.lib.cuFileStatsStart.restype = Error
+            self.library.check("cuFileSetStatsLevel", self.library.lib.cuFileSetStatsLevel(3))
+            self.library.check("cuFileStatsStart", self.library.lib.cuFileStatsStart())
         self.fds = [os.open(f["path"], os.O_RDONLY | os.O_DIRECT) for f in plan["files"]]
         self.handles = [self.library.handle(fd) for fd in self.fds]
         self.buffer = cupy.empty(sum(task[2] for task in work), dtype=cupy.uint8)
@@ -188,7 +192,7 @@ class Kvikio:
                 "mean_us": own.total_duration_ns / own.num_reads / 1e3 if own.num_reads else None}
 
 
-def replayer(how, spec, library):
+def replayer(how, spec, library, api_stats=False):
     """The reader for `how` and the work it is given: tasks for all but KvikIO, which is handed
     whole segments as the KvikIO worker hands them (KvikIO splits them itself)."""
     plan, trial = spec["plan"], spec["trial"]
@@ -196,13 +200,14 @@ def replayer(how, spec, library):
         return Kvikio(plan, trial), list(tasks(plan, max(s["len"] for s in plan["segments"])))
     work = list(tasks(plan, trial["task_size"]))
     if how == "cufile":
-        return Cufile(plan, work, library), work
+        return Cufile(plan, work, library, api_stats), work
     return Pread(plan, work, direct=how == "direct"), work
 
 
-def use_trial_config(spec_path):
+def use_trial_config(spec_path, stats):
     """cuFile configured as it was for the trial: the trial's cufile.json (beside its spec.json;
-    statistics at level 3, the host's settings) with its log sent to a folder of the replay's own."""
+    statistics at level 3, the host's settings) with its log sent to a folder of the replay's own;
+    with `stats` "off", its statistics level 0."""
     path = os.path.join(os.path.dirname(os.path.abspath(spec_path)), "cufile.json")
     if not os.path.exists(path):
         return
@@ -210,6 +215,8 @@ def use_trial_config(spec_path):
         config = json.load(f)
     folder = tempfile.mkdtemp(prefix="replay-cufile-")
     config.setdefault("logging", {})["dir"] = folder
+    if stats == "off":
+        config.setdefault("profile", {})["cufile_stats"] = 0
     copy = os.path.join(folder, "cufile.json")
     with open(copy, "w") as f:
         json.dump(config, f)
@@ -235,12 +242,15 @@ def main():
     parser.add_argument("--libcufile", default="libcufile.so.0", help="with --how cufile")
     parser.add_argument("--passes", type=int, default=3)
     parser.add_argument("--json", action="store_true", help="one JSON object per pass")
+    parser.add_argument("--stats", choices=["config", "api", "off"], default="config",
+                        help="cuFile's statistics: as the trial's cufile.json sets them (level 3), also started "
+                             "through the API as the gate's workers do (cufile only), or off")
     args = parser.parse_args()
     with open(args.spec) as f:
         spec = json.load(f)
     if args.how in ("cufile", "kvikio"):
-        use_trial_config(args.spec)
-    reader, work = replayer(args.how, spec, args.libcufile)
+        use_trial_config(args.spec, args.stats)
+    reader, work = replayer(args.how, spec, args.libcufile, api_stats=args.stats == "api")
     nthreads = spec["trial"]["nthreads"]  # KvikIO's: its KVIKIO_NTHREADS
     if not args.json:
         print("%s: %d calls of %d bytes in all per pass, %d thread(s), %s"

@@ -251,6 +251,9 @@ pub fn describe(code: i32) -> String {
 /// (zero) in records of gates that predate writing trials.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Stats {
+    /// `read_ops.ok`: libcufile 1.15.1 in compat mode counts every `cuFileRead` here twice
+    /// (10240 for 5120 calls on the H200, where `read_bytes`, the latency sum and the per-GPU
+    /// `n_total_reads` were those of 5120), so a count of calls comes from the GPUs' counters.
     pub read_ops_ok: u64,
     pub read_ops_err: u64,
     pub read_bytes: u64,
