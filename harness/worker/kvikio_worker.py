@@ -231,12 +231,6 @@ def finish_cufile_stats(cufile, raw):
             raw["stats_after_hex"] = read_l3(cufile)
         except Exception as error:
             raw["error"] = "cuFile statistics unreadable after the reads: %s" % error
-        try:
-            # A process that exits with cuFile's statistics running often dies of SIGSEGV inside
-            # libcufile (harness/drills/cufile_teardown.py); the figures are taken by now.
-            cufile.stats_stop()
-        except Exception:
-            pass
     try:
         raw["loaded_copies"] = loaded_libcufile()
     except OSError:

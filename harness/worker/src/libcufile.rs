@@ -120,7 +120,6 @@ pub struct Cufile {
 struct StatsApi {
     set_level: unsafe extern "C" fn(c_int) -> Status,
     start: Fn0,
-    stop: Fn0,
     get_l3: unsafe extern "C" fn(*mut c_void) -> Status,
 }
 
@@ -171,13 +170,11 @@ impl Cufile {
         let stats = match (
             optional!("cuFileSetStatsLevel"),
             optional!("cuFileStatsStart"),
-            optional!("cuFileStatsStop"),
             optional!("cuFileGetStatsL3"),
         ) {
-            (Some(set_level), Some(start), Some(stop), Some(get_l3)) => Some(StatsApi {
+            (Some(set_level), Some(start), Some(get_l3)) => Some(StatsApi {
                 set_level,
                 start,
-                stop,
                 get_l3,
             }),
             _ => None,
@@ -310,16 +307,6 @@ impl Cufile {
         check("cuFileSetStatsLevel", unsafe { (stats.set_level)(3) })?;
         // SAFETY: no arguments; the driver is open (the caller's contract) and the level set above.
         check("cuFileStatsStart", unsafe { (stats.start)() })
-    }
-
-    /// Stops the statistics [`Cufile::start_stats`] started. A process that exits with them
-    /// running often dies of SIGSEGV inside libcufile (1.15.1 on the H200: 3 of 8 processes, and
-    /// 0 of 8 after this call; `harness/drills/cufile_teardown.py`), which the gate reports as a
-    /// crash after a complete result.
-    pub fn stop_stats(&self) -> Result<(), CufileError> {
-        let stats = self.stats_api()?;
-        // SAFETY: no arguments; the driver is open (the caller's contract).
-        check("cuFileStatsStop", unsafe { (stats.stop)() })
     }
 
     /// Level-3 statistics, read into a buffer sized for this library's layout.

@@ -317,8 +317,6 @@ fn with_cufile(
                 }
                 Err(error) => evidence.stats_unavailable = Some(error.to_string()),
             }
-            // Best effort: the figures are taken; this only spares the process a crash at exit.
-            let _ = library.stop_stats();
         }
         outcome
     })();
