@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
-"""Tells which thread arrangement makes libcufile crash when a process ends. The gate's workers
-often end with SIGSEGV after writing a complete result; in sync_read_timing.py the ctypes
-variant set up in the Rust worker's order (cuFile's driver opened on a thread that then exits,
-the reads made by a thread started for the pass) ended with SIGSEGV in 3 of 10 processes, while
-the same calls made from the main thread ended cleanly in 20 of 20.
+"""Tells what makes libcufile crash when a process ends. The gate's workers often end with SIGSEGV
+after writing a complete result. On the H200 (libcufile 1.15.1, compat mode) the thread
+arrangement made no difference (40 of 40 clean with the host's cufile.json); with cuFile's
+statistics at level 3, set by a trial's cufile.json or started through the API, 3 to 5 of 8
+processes crashed, with them at 0 none; cuFileStatsStop or cuFileDriverClose before returning
+kept 8 of 8 clean here, but in the gate's workers cuFileStatsStop made some crash before their
+result instead, so they do not call it.
 
 Runs each arrangement in `--processes` new processes, each opening the driver, registering the
 file, reading `--size` bytes in 4 MiB cuFileRead calls into a cupy buffer and returning from
