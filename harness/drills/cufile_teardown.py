@@ -17,7 +17,8 @@ main without tearing anything down by hand (as the workers do), and counts how t
   thread/thread  both on threads of their own (the Rust worker's order)
 
 Each `--ending` is what a process does after its reads: `exit` (nothing, as the workers do),
-`stats-stop` (cuFileStatsStop), `close` (the handle deregistered, then cuFileDriverClose).
+`stats-stop` (cuFileStatsStop), `close` (the handle deregistered, then cuFileDriverClose),
+`exit-now` (os._exit, no exit handlers: what the gate's Rust worker does after its answer).
 `--api-stats` starts cuFile's statistics through its API after the driver opens, as the workers
 do (cuFileSetStatsLevel(3), cuFileStatsStart).
 
@@ -40,7 +41,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from cufile_entry_points import MIB, Cufile, Error, make_file  # noqa: E402
 
 ARRANGEMENTS = ["main/main", "thread/main", "main/thread", "thread/thread"]
-ENDINGS = ["exit", "stats-stop", "close"]
+ENDINGS = ["exit", "stats-stop", "close", "exit-now"]
 
 
 def on(where, work):
@@ -97,6 +98,9 @@ def one_process(arrangement, ending, api_stats, path, size, library):
         cufile.lib.cuFileHandleDeregister(handle)
         call(cufile, "cuFileDriverClose_v2", "cuFileDriverClose")
     print("ended by %s" % ending, flush=True)
+    if ending == "exit-now":
+        sys.stderr.flush()
+        os._exit(0)
 
 
 def main():
