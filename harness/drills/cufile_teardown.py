@@ -2,7 +2,7 @@
 """Tells what makes libcufile crash when a process ends. The gate's workers often end with SIGSEGV
 after writing a complete result. On the H200 (libcufile 1.15.1, compat mode) the thread
 arrangement made no difference (40 of 40 clean with the host's cufile.json); with cuFile's
-statistics at level 3, set by a trial's cufile.json or started through the API, 3 to 5 of 8
+statistics at level 3, set by a trial's cufile.json or started through the API, 2 to 5 of 8
 processes crashed, with them at 0 none; cuFileStatsStop or cuFileDriverClose before returning
 kept 8 of 8 clean here, but in the gate's workers cuFileStatsStop made some crash before their
 result instead, so they do not call it.
