@@ -5,8 +5,9 @@ one cold file, to tell what makes the gate's cufile reader slower than KvikIO at
 its own process, `--gate`, as `bench --parity` runs them); the same calls made from Python
 through ctypes and KvikIO's `pread` (compat mode OFF, one thread), each in a new process of its
 own, the ctypes calls also with the gate's trial cufile.json (statistics at level 3) and in the
-order the Rust worker sets them up (cuFile's driver opened on another thread while the CUDA
-context is made, the reads from a thread started for the pass); and the ctypes calls (statistics
+order the Rust worker used to set them up (cuFile's driver opened on another thread while the
+CUDA context is made, the reads from a thread started for the pass; the worker now opens the
+driver after the context, on its main thread, which closed the gap in `bench --parity`); and the ctypes calls (statistics
 off and at level 3) and KvikIO's `pread` again, all in this long-lived process.
 
 Each variant reads the whole file in `--task` calls into one GPU buffer, in order, from one
@@ -132,7 +133,8 @@ def in_process(args, path, size, task):
 
 
 def like_the_worker(args, path, size, task):
-    """The same calls in the order the gate's Rust worker makes them: cuFile's driver opened on a
+    """The same calls in the order the gate's Rust worker made them before it opened the driver
+    after the CUDA context on one thread: cuFile's driver opened on a
     thread of its own while this one makes the CUDA context, the reads made by a thread started
     for the pass (the buffer's device made current on it): its GB/s."""
     import threading
