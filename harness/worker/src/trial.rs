@@ -182,17 +182,14 @@ fn with_gpu(
 /// reader at one thread read at a median 0.80 of KvikIO over 23 interleaved runs on the H200;
 /// opened in turn, 1.00 over 21 (`bench --parity --threads 1 --rows cufile,kvikio`).
 fn with_gpu_and_cufile(spec: &WorkerSpec, m: &mut Measurement) -> Result<(), WorkerFailure> {
-    let lap = Instant::now();
-    let mut gpu = Gpu::open(spec.trial.gpu).map_err(|error| fail(error.into()))?;
-    m.setup
-        .push((GPU_CONTEXT.into(), lap.elapsed().as_secs_f64()));
-    let lap = Instant::now();
-    let library = Cufile::load().map_err(|error| fail(error.into()))?;
-    library.open_driver().map_err(|error| fail(error.into()))?;
-    m.setup
-        .push((CUFILE_DRIVER_OPEN.into(), lap.elapsed().as_secs_f64()));
-    m.gpu = Some(format!("{} (GPU {})", gpu.name, gpu.ordinal));
-    with_cufile(spec, &mut gpu, &library, m)
+    with_gpu(spec, m, |gpu, m| {
+        let lap = Instant::now();
+        let library = Cufile::load().map_err(|error| fail(error.into()))?;
+        library.open_driver().map_err(|error| fail(error.into()))?;
+        m.setup
+            .push((CUFILE_DRIVER_OPEN.into(), lap.elapsed().as_secs_f64()));
+        with_cufile(spec, gpu, &library, m)
+    })
 }
 
 /// cuFile's statistics around the reads: the counters are the only witness of which path cuFile
