@@ -104,6 +104,9 @@ class Cufile:
         if hasattr(lib, "cuFileSetStatsLevel"):  # not in older libcufile
             lib.cuFileSetStatsLevel.restype = Error
             lib.cuFileSetStatsLevel.argtypes = [ctypes.c_int]
+        for name in ["cuFileStatsStart", "cuFileStatsStop", "cuFileDriverClose_v2", "cuFileDriverClose"]:
+            if hasattr(lib, name):
+                getattr(lib, name).restype = Error
         self.lib = lib
 
     def check(self, call, error):

@@ -38,7 +38,7 @@ import sys
 import threading
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from cufile_entry_points import MIB, Cufile, Error, make_file  # noqa: E402
+from cufile_entry_points import MIB, Cufile, make_file  # noqa: E402
 
 ARRANGEMENTS = ["main/main", "thread/main", "main/thread", "thread/thread"]
 ENDINGS = ["exit", "stats-stop", "close", "exit-now"]
@@ -56,12 +56,10 @@ def on(where, work):
 
 
 def call(cufile, *names):
-    """The first of `names` the library exports, called with no arguments (cuFile's status)."""
+    """The first of `names` the library exports, called with no arguments."""
     for name in names:
         if hasattr(cufile.lib, name):
-            function = getattr(cufile.lib, name)
-            function.restype = Error
-            return cufile.check(name, function())
+            return cufile.check(name, getattr(cufile.lib, name)())
     raise RuntimeError("the library exports none of %s" % ", ".join(names))
 
 

@@ -133,11 +133,10 @@ class Cufile:
 
     def __init__(self, plan, work, library, api_stats):
         import cupy
-        from cufile_entry_points import Cufile as Library, Error
+        from cufile_entry_points import Cufile as Library
         self.library = Library(library)
         self.library.check("cuFileDriverOpen", self.library.lib.cuFileDriverOpen())
         if api_stats:  # as the gate's workers start them
-            self.library.lib.cuFileStatsStart.restype = Error
             self.library.check("cuFileSetStatsLevel", self.library.lib.cuFileSetStatsLevel(3))
             self.library.check("cuFileStatsStart", self.library.lib.cuFileStatsStart())
         self.fds = [os.open(f["path"], os.O_RDONLY | os.O_DIRECT) for f in plan["files"]]
