@@ -109,6 +109,15 @@ class Cufile:
                 getattr(lib, name).restype = Error
         self.lib = lib
 
+    def open_driver(self):
+        self.check("cuFileDriverOpen", self.lib.cuFileDriverOpen())
+        return self
+
+    def start_stats(self):
+        """Level-3 statistics started through the API, as the gate's workers start them."""
+        self.check("cuFileSetStatsLevel", self.lib.cuFileSetStatsLevel(3))
+        self.check("cuFileStatsStart", self.lib.cuFileStatsStart())
+
     def check(self, call, error):
         if error.err != 0:
             raise RuntimeError("%s failed: err %d, cu_err %d" % (call, error.err, error.cu_err))
@@ -291,7 +300,7 @@ def main():
     import cupy
     cupy.cuda.Device(0).use()
     cufile = Cufile(args.libcufile)
-    cufile.check("cuFileDriverOpen", cufile.lib.cuFileDriverOpen())
+    cufile.open_driver()
     version = ctypes.c_int()
     if hasattr(cufile.lib, "cuFileGetVersion"):
         cufile.lib.cuFileGetVersion.restype = Error

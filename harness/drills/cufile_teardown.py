@@ -68,11 +68,9 @@ def one_process(arrangement, ending, api_stats, path, size, library):
     driver, reads = arrangement.split("/")
 
     def open_driver():
-        cufile = Cufile(library)
-        cufile.check("cuFileDriverOpen", cufile.lib.cuFileDriverOpen())
+        cufile = Cufile(library).open_driver()
         if api_stats:
-            cufile.check("cuFileSetStatsLevel", cufile.lib.cuFileSetStatsLevel(3))
-            call(cufile, "cuFileStatsStart")
+            cufile.start_stats()
         return cufile
 
     cufile = on(driver, open_driver)

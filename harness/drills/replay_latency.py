@@ -134,11 +134,9 @@ class Cufile:
     def __init__(self, plan, work, library, api_stats):
         import cupy
         from cufile_entry_points import Cufile as Library
-        self.library = Library(library)
-        self.library.check("cuFileDriverOpen", self.library.lib.cuFileDriverOpen())
-        if api_stats:  # as the gate's workers start them
-            self.library.check("cuFileSetStatsLevel", self.library.lib.cuFileSetStatsLevel(3))
-            self.library.check("cuFileStatsStart", self.library.lib.cuFileStatsStart())
+        self.library = Library(library).open_driver()
+        if api_stats:
+            self.library.start_stats()
         self.fds = [os.open(f["path"], os.O_RDONLY | os.O_DIRECT) for f in plan["files"]]
         self.handles = [self.library.handle(fd) for fd in self.fds]
         self.buffer = cupy.empty(sum(task[2] for task in work), dtype=cupy.uint8)

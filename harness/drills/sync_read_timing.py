@@ -112,9 +112,7 @@ def parse_size(text):
 
 def open_library(args):
     """cuFile through ctypes, on the library KvikIO maps (one copy in the process), its driver open."""
-    cufile = Cufile(args.libcufile)
-    cufile.check("cuFileDriverOpen", cufile.lib.cuFileDriverOpen())
-    return cufile
+    return Cufile(args.libcufile).open_driver()
 
 
 def in_process(args, path, size, task):
