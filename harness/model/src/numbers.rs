@@ -16,6 +16,32 @@ pub fn median(samples: &[f64]) -> f64 {
     }
 }
 
+/// The distribution-free 95% confidence interval of the median of `samples`: the order statistics
+/// the count of samples below the median, Binomial(n, 1/2), puts the median between with at least
+/// 95% probability whatever the samples' distribution. None below 6 samples, where even the
+/// smallest and largest cover less than 95%.
+pub fn median_interval_95(samples: &[f64]) -> Option<(f64, f64)> {
+    let n = samples.len();
+    // k: how many samples each end may leave out, the most with P(Binomial(n, 1/2) < k) <= 2.5%.
+    let mut k = 0;
+    let mut below = 0.0;
+    let mut ln_choose = 0.0; // ln C(n, k)
+    loop {
+        below += (ln_choose - n as f64 * std::f64::consts::LN_2).exp();
+        if below > 0.025 || k >= n / 2 {
+            break;
+        }
+        ln_choose += ((n - k) as f64 / (k + 1) as f64).ln();
+        k += 1;
+    }
+    if k == 0 {
+        return None;
+    }
+    let mut sorted = samples.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    Some((sorted[k - 1], sorted[n - k]))
+}
+
 /// Non-empty, every value finite and positive: a list of rates a comparison can use.
 pub fn positive_rates(values: &[f64]) -> bool {
     !values.is_empty() && values.iter().all(|x| x.is_finite() && *x > 0.0)
@@ -29,12 +55,27 @@ pub fn round_rate(rate: f64) -> f64 {
 
 #[cfg(test)]
 mod tests {
-    use super::median;
+    use super::{median, median_interval_95};
 
     #[test]
     fn median_of_odd_even_and_empty() {
         assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
         assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), 2.5);
         assert!(median(&[]).is_nan());
+    }
+
+    #[test]
+    fn the_medians_interval_leaves_out_as_many_samples_as_the_binomial_allows() {
+        // Published order statistics for a 95% interval of the median: n = 6 → 1st and 6th,
+        // n = 25 → 8th and 18th, n = 50 → 18th and 33rd.
+        let ranks = |n: usize| {
+            let samples: Vec<f64> = (1..=n).rev().map(|i| i as f64).collect();
+            median_interval_95(&samples)
+        };
+        assert_eq!(ranks(5), None);
+        assert_eq!(ranks(6), Some((1.0, 6.0)));
+        assert_eq!(ranks(25), Some((8.0, 18.0)));
+        assert_eq!(ranks(50), Some((18.0, 33.0)));
+        assert_eq!(median_interval_95(&[]), None);
     }
 }

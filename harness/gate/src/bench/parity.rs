@@ -25,7 +25,7 @@ use progress::{Progress, progress_line, row_limit, run_bounded};
 use crate::launch::Launcher;
 use crate::prepare::DataSet;
 use gds_model::cost::RECORD_ENV;
-use gds_model::numbers::median;
+use gds_model::numbers::{median, median_interval_95};
 use gds_model::plan::{PlannedFile, ReadPlan};
 use gds_model::record::{LoadedCufile, Status, TrialRecord};
 
@@ -536,14 +536,19 @@ fn render(
     }
 }
 
-/// `- cufile writer, … / KvikIO: median 1.03 (runs: 1.10 0.98 1.03)`; none without ratios.
+/// `- cufile writer, … / KvikIO: median 1.03 (runs: 1.10 0.98 1.03)`, from 6 runs on with the
+/// median's 95% confidence interval (a run-to-run spread of ±20% leaves a median of a few runs
+/// uncertain by more than the 5% a parity target asks); none without ratios.
 fn ratio_line(label: &str, over: &str, ratios: &[f64]) -> Option<String> {
     if ratios.is_empty() {
         return None;
     }
     let each: Vec<String> = ratios.iter().map(|r| format!("{r:.2}")).collect();
+    let interval = median_interval_95(ratios)
+        .map(|(low, high)| format!(", 95% confidence {low:.2}–{high:.2}"))
+        .unwrap_or_default();
     Some(format!(
-        "- {label} / {over}: median {:.2} (runs: {})",
+        "- {label} / {over}: median {:.2}{interval} (runs: {})",
         median(ratios),
         each.join(" ")
     ))

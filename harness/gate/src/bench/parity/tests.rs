@@ -96,6 +96,18 @@ fn the_ratio_line_gives_the_median_and_every_run() {
         Some("- cufile writer / KvikIO: median 1.03 (runs: 1.10 0.98 1.03)")
     );
     assert_eq!(ratio_line("cufile writer", "KvikIO", &[]), None);
+    // Measured by `bench --parity --runs 25` on the H200 (cufile reader / KvikIO compat OFF).
+    let h200 = [
+        0.57, 0.90, 1.11, 0.61, 1.15, 0.96, 0.83, 1.18, 0.89, 0.99, 1.15, 0.94, 0.96, 0.90, 0.91,
+        1.02, 0.86, 1.10, 0.96, 1.00, 0.70, 0.84, 1.01, 0.99, 0.55,
+    ];
+    let line = ratio_line("cufile reader", "KvikIO", &h200).unwrap();
+    assert!(
+        line.starts_with(
+            "- cufile reader / KvikIO: median 0.96, 95% confidence 0.89–1.00 (runs: 0.57 "
+        ),
+        "{line}"
+    );
 }
 
 #[test]
