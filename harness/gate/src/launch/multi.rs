@@ -359,8 +359,7 @@ fn aggregate_measurement(
         torch: measured.iter().find_map(|(_, m)| m.torch.clone()),
         per_gpu: Vec::new(),
         costs,
-        // Percentiles do not add up across workers; each GPU's are in `per_gpu`.
-        latency: None,
+        latency: only_worker(&measured).and_then(|m| m.latency.clone()),
         libcufile: measured.iter().find_map(|(_, m)| m.libcufile.clone()),
         // Every shard resolves the same `window` key; the largest says what bounded memory.
         window: measured.iter().filter_map(|(_, m)| m.window).max(),
@@ -372,9 +371,19 @@ fn aggregate_measurement(
     }
 }
 
+/// The one worker's measurement when the trial ran on one GPU (`gpus: all` on a one-GPU host):
+/// then its latency percentiles are the trial's. Percentiles of several workers do not add up,
+/// so a trial over several GPUs has none of its own; each GPU's are in `per_gpu`.
+fn only_worker<'m>(measured: &[(u32, &'m Measurement)]) -> Option<&'m Measurement> {
+    match measured {
+        [(_, m)] => Some(m),
+        _ => None,
+    }
+}
+
 /// Each repetition's cost over all GPUs: the workers' CPU time and read calls added (they share
-/// the host's cores), over all GPUs' bytes and the slowest GPU's time. Repetitions some GPU has no
-/// cost for are left out.
+/// the host's cores), over all GPUs' bytes and the slowest GPU's time; the latency of a single
+/// worker's pass (see [`only_worker`]). Repetitions some GPU has no cost for are left out.
 fn aggregate_costs(measured: &[(u32, &Measurement)], seconds: &[f64], bytes: u64) -> Vec<PassCost> {
     seconds
         .iter()
@@ -388,7 +397,11 @@ fn aggregate_costs(measured: &[(u32, &Measurement)], seconds: &[f64], bytes: u64
             let cpu = shards
                 .iter()
                 .try_fold(CpuTime::default(), |sum, c| Some(sum.plus(&c.cpu?)));
-            Some(PassCost::new(bytes, seconds, calls, cpu, None))
+            let latency = match shards.as_slice() {
+                [one] => one.latency.clone(),
+                _ => None,
+            };
+            Some(PassCost::new(bytes, seconds, calls, cpu, latency))
         })
         .collect()
 }

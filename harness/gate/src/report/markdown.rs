@@ -178,9 +178,9 @@ fn per_gpu(trials: &[TrialRecord]) -> String {
             "Trials over several GPUs (`gpus:`) run one worker per GPU at the same time. Their {label} above is all GPUs' bytes over the slowest GPU's time of each repetition; the workers start together but are not synchronised pass by pass."
         ),
         &format!(
-            "| trial | GPU | result | {label} (median) | bytes per pass | path | cuFile reads (total / nvfs / p2p / posix) | checksum | note |"
+            "| trial | GPU | result | {label} (median) | bytes per pass | path | cuFile reads (total / nvfs / p2p / posix) | CPU s/GiB | IOPS | latency p50 / p99 | checksum | note |"
         ),
-        "|---|---:|---|---:|---:|---|---|---|---|",
+        "|---|---:|---|---:|---:|---|---|---:|---:|---:|---|---|",
     );
     for (trial, m) in multi {
         for shard in &m.per_gpu {
@@ -210,13 +210,14 @@ fn per_gpu(trials: &[TrialRecord]) -> String {
                     });
                     format!("{} / {} / {} / {}", sum[0], sum[1], sum[2], sum[3])
                 });
+            let (cpu, iops, latency) = own.map_or_else(Default::default, cost);
             let checksum = own
                 .and_then(|m| m.integrity.checksum)
                 .map_or("-".into(), hex::format);
             let note = text(shard.reason.as_deref().unwrap_or(""));
             let _ = writeln!(
                 out,
-                "| {} | {} | {result} | {median} | {bytes} | {path} | {counters} | {checksum} | {note} |",
+                "| {} | {} | {result} | {median} | {bytes} | {path} | {counters} | {cpu} | {iops} | {latency} | {checksum} | {note} |",
                 code(&trial.name),
                 shard.gpu
             );
@@ -340,14 +341,28 @@ mod tests {
             warnings: Vec::new(),
             worker: None,
         };
-        multi.measurement.as_mut().unwrap().per_gpu = vec![
-            shard(0, Status::Passed, None),
-            shard(1, Status::Failed, Some("path: a|b")),
-        ];
+        let mut costly = shard(0, Status::Passed, None);
+        costly.measurement = fixtures::with_cpu(trial("s::shard", 2.0), &[0.4]).measurement;
+        costly.measurement.as_mut().unwrap().latency = Some(gds_model::cost::Latency {
+            calls: 10,
+            mean_us: 1500.0,
+            p50_us: Some(1000.0),
+            p90_us: Some(2000.0),
+            p99_us: Some(3000.0),
+            p999_us: Some(3000.0),
+            max_us: Some(3000.0),
+        });
+        multi.measurement.as_mut().unwrap().per_gpu =
+            vec![costly, shard(1, Status::Failed, Some("path: a|b"))];
         let table = per_gpu(&[one, multi]);
         assert!(table.starts_with("### Per GPU"), "{table}");
         assert!(
-            table.contains("| `s::multi[gpus=all]` | 1 | **FAILED** | 2.00 | 1073741824 | nvfs | - | 0x0000000000000007 | path: a\\|b |"),
+            table.contains("| `s::multi[gpus=all]` | 1 | **FAILED** | 2.00 | 1073741824 | nvfs | - |  |  |  | 0x0000000000000007 | path: a\\|b |"),
+            "{table}"
+        );
+        // Each GPU's own cost and latency: percentiles of several workers do not add up.
+        assert!(
+            table.contains("| nvfs | - | 0.400 | 477 | 1.00 ms / 3.00 ms |"),
             "{table}"
         );
         assert_eq!(table.matches("s::multi").count(), 2);

@@ -93,7 +93,8 @@ fn constructed(gpu: u32, bytes: u64, seconds: &[f64], path: &str, checksum: u64)
         kvikio: None,
         torch: None,
         per_gpu: Vec::new(),
-        // Ten calls per pass, 0.1 s of user time per GPU index + 1 and 0.1 s of system time.
+        // Ten calls per pass, 0.1 s of user time per GPU index + 1 and 0.1 s of system time, and
+        // a mean call of 1 ms per GPU index + 1.
         costs: seconds
             .iter()
             .map(|&s| {
@@ -101,14 +102,27 @@ fn constructed(gpu: u32, bytes: u64, seconds: &[f64], path: &str, checksum: u64)
                     user_seconds: 0.1 * f64::from(gpu + 1),
                     system_seconds: 0.1,
                 };
-                PassCost::new(bytes, s, 10, Some(cpu), None)
+                PassCost::new(bytes, s, 10, Some(cpu), Some(latency(gpu)))
             })
             .collect(),
-        latency: None,
+        latency: Some(latency(gpu)),
         libcufile: None,
         window: None,
         memory: None,
         write: None,
+    }
+}
+
+fn latency(gpu: u32) -> gds_model::cost::Latency {
+    let ms = 1000.0 * f64::from(gpu + 1);
+    gds_model::cost::Latency {
+        calls: 10,
+        mean_us: ms,
+        p50_us: Some(ms),
+        p90_us: Some(ms),
+        p99_us: Some(ms),
+        p999_us: Some(ms),
+        max_us: Some(ms),
     }
 }
 
@@ -152,6 +166,13 @@ fn aggregate_of_constructed_results_is_total_bytes_over_the_slowest_gpu() {
     assert!((cpu.total() - 0.9).abs() < 1e-9, "{cpu:?}");
     let per_gib = 0.9 / (3.0 * MIB as f64 / (1u64 << 30) as f64);
     assert!((m.costs[0].cpu_seconds_per_gib.unwrap() - per_gib).abs() < 1e-9);
+    // Percentiles of three workers do not add up: each GPU keeps its own.
+    assert_eq!(m.latency, None);
+    assert!(m.costs.iter().all(|c| c.latency.is_none()));
+    assert_eq!(
+        m.per_gpu[2].measurement.as_ref().unwrap().latency,
+        Some(latency(2))
+    );
     assert_eq!(m.startup_seconds, Some(0.7));
     assert_eq!(m.total_seconds, 5.0);
     assert_eq!(
@@ -495,6 +516,9 @@ fn one_gpu_runs_the_whole_plan_as_one_shard() {
     let m = record.measurement.unwrap();
     assert_eq!(m.seconds, [1.0, 2.0]);
     assert_eq!(m.per_gpu.len(), 1);
+    // One worker's calls are the trial's: its percentiles are too.
+    assert_eq!(m.latency, Some(latency(0)));
+    assert_eq!(m.costs[1].latency, Some(latency(0)));
 }
 
 #[test]
