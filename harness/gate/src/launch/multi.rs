@@ -359,7 +359,7 @@ fn aggregate_measurement(
         torch: measured.iter().find_map(|(_, m)| m.torch.clone()),
         per_gpu: Vec::new(),
         costs,
-        latency: only_worker(&measured).and_then(|m| m.latency.clone()),
+        latency: only_worker(per_gpu).and_then(|m| m.latency.clone()),
         libcufile: measured.iter().find_map(|(_, m)| m.libcufile.clone()),
         // Every shard resolves the same `window` key; the largest says what bounded memory.
         window: measured.iter().filter_map(|(_, m)| m.window).max(),
@@ -373,17 +373,19 @@ fn aggregate_measurement(
 
 /// The one worker's measurement when the trial ran on one GPU (`gpus: all` on a one-GPU host):
 /// then its latency percentiles are the trial's. Percentiles of several workers do not add up,
-/// so a trial over several GPUs has none of its own; each GPU's are in `per_gpu`.
-fn only_worker<'m>(measured: &[(u32, &'m Measurement)]) -> Option<&'m Measurement> {
-    match measured {
-        [(_, m)] => Some(m),
+/// so a trial over several GPUs, even one whose other workers failed, has none of its own; each
+/// GPU's are in `per_gpu`.
+fn only_worker(per_gpu: &[GpuShardResult]) -> Option<&Measurement> {
+    match per_gpu {
+        [one] => one.measurement.as_ref(),
         _ => None,
     }
 }
 
 /// Each repetition's cost over all GPUs: the workers' CPU time and read calls added (they share
-/// the host's cores), over all GPUs' bytes and the slowest GPU's time; the latency of a single
-/// worker's pass (see [`only_worker`]). Repetitions some GPU has no cost for are left out.
+/// the host's cores), over all GPUs' bytes and the slowest GPU's time, and the latency of a
+/// single worker's pass (see [`only_worker`]; `seconds` is empty unless every GPU measured).
+/// Repetitions some GPU has no cost for are left out.
 fn aggregate_costs(measured: &[(u32, &Measurement)], seconds: &[f64], bytes: u64) -> Vec<PassCost> {
     seconds
         .iter()

@@ -216,6 +216,33 @@ fn aggregate_of_constructed_results_is_total_bytes_over_the_slowest_gpu() {
     assert_eq!(back, record);
 }
 
+/// Constructed: of two GPUs, GPU 1's worker died without a measurement. GPU 0's percentiles are
+/// its own, not the trial's.
+#[test]
+fn a_trial_whose_other_gpu_measured_nothing_has_no_latency_of_its_own() {
+    let plan = plan(2);
+    let share = plan.total_bytes() / 2;
+    let crashed = TrialRecord::failed(
+        spec("[0, 1]", 2),
+        "the worker killed by signal 11 (SIGSEGV) without a result".into(),
+        String::new(),
+        None,
+    );
+    let shards = vec![
+        passed(0, constructed(0, share, &[1.0, 1.0], "host", 10)),
+        (1, crashed),
+    ];
+    let record = aggregate(spec("[0, 1]", 2), &plan, Path::new("/t/m"), shards);
+    assert_eq!(record.status, Status::Failed);
+    let m = record.measurement.unwrap();
+    assert_eq!(m.latency, None);
+    assert!(m.costs.is_empty());
+    assert_eq!(
+        m.per_gpu[0].measurement.as_ref().unwrap().latency,
+        Some(latency(0))
+    );
+}
+
 /// Constructed: GPU 1's path verdict failed; the trial fails, naming GPU 1, and keeps every
 /// GPU's measurement.
 #[test]
