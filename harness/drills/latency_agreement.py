@@ -37,15 +37,22 @@ HOW = {"posix": "pread", "cufile": "cufile", "kvikio": "kvikio"}
 FIGURES = ["iops", "mean_us", "p50_us", "p99_us"]
 
 
-def gate_round(args, out):
-    command = [args.gate, "--suite", args.suite, args.filter, "--out", out]
-    env = dict(os.environ, **({"GDS_GATE_LIBCUFILE": args.libcufile} if args.libcufile else {}))
-    finished = subprocess.run(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+def run_gate(gate, suite, filter_, out, env, extra=()):
+    """The trials of one gate run, from its report.json; stops the drill if the gate failed for
+    another reason than a trial's verdict (exit 3)."""
+    command = [gate, "--suite", suite, filter_, "--out", out, *extra]
+    finished = subprocess.run(command, env=dict(os.environ, **env), stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE, text=True)
     if finished.returncode not in (0, 3):
         sys.exit("the gate failed (exit %d): %s\n%s" % (finished.returncode, " ".join(command),
                                                         finished.stderr[-2000:]))
     with open(os.path.join(out, "report.json")) as f:
         return json.load(f)["trials"]
+
+
+def gate_round(args, out):
+    env = {"GDS_GATE_LIBCUFILE": args.libcufile} if args.libcufile else {}
+    return run_gate(args.gate, args.suite, args.filter, out, env)
 
 
 def gate_figures(trial):

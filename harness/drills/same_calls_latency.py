@@ -6,15 +6,18 @@ same calls at the same time, so what differs is the gate's recording: its clock,
 histograms (1/64 octave) and the percentiles it takes from them.
 
 It builds pread_clock.c (beside this file) with `cc`, runs the gate with it preloaded
-(LD_PRELOAD: every process of the run writes its preads' start, end, offset and length), then,
-per trial, takes the preads of the worker whose offsets and lengths are the trial's tasks (from
-its spec.json), keeps the last `repetitions` passes' worth (the warm-up passes come first) and
-prints, pass by pass, the gate's figures, the second clock's of the same calls, and their ratio.
+(LD_PRELOAD: every process of the run writes its command line and its preads' start, end, offset
+and length) and without confirmation runs (`--confirm 0`: one worker per trial). Per trial it
+takes the process started with the trial's spec.json, its preads of the trial's tasks (offsets and
+lengths from that spec), splits them into the warm-up and measured passes (each must hold every
+task once, or the trial is not compared) and prints, pass by pass, the gate's figures, the second
+clock's of the same calls, and their ratio. Trials over several GPUs, windowed trials (the gate
+times only their read sections) and writing trials are listed and skipped.
 
 For the posix reader each task is one pread, so the two time the same call. For other readers
 the preads are a part of each call the gate times: libcufile 1.15 in compat mode reads each
 cuFileRead's task with one pread into its bounce buffer, so the ratio is the call over its read
-(what the copy to the GPU adds); KvikIO's POSIX path reads a task with one pread, and the gate's
+(what cuFileRead adds around it, the copy to the GPU among it); KvikIO's POSIX path reads a task with one pread, and the gate's
 figure is KvikIO's own mean per operation, its Python call included.
 
     python3 harness/drills/same_calls_latency.py --gate target/release/gds-gate \\
@@ -22,6 +25,7 @@ figure is KvikIO's own mean per operation, its Python call included.
 """
 
 import argparse
+import collections
 import json
 import os
 import struct
@@ -29,10 +33,12 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from latency_agreement import run_gate  # noqa: E402
 from replay_latency import percentile, tasks  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 RECORD = struct.Struct("<QQQQqq")  # pread_clock.c's struct record
+CAPACITY = 1 << 20  # and its capacity
 FIGURES = [("mean_us", None), ("p50_us", 0.50), ("p90_us", 0.90), ("p99_us", 0.99),
            ("p999_us", 0.999), ("max_us", 1.0)]
 
@@ -45,12 +51,28 @@ def build(work):
 
 
 def read_clock(path):
-    """The records of one process: (start_ns, end_ns, offset, count, result, fd)."""
+    """A process's count of calls and its kept records: (start_ns, end_ns, offset, count,
+    result, fd)."""
     with open(path, "rb") as f:
-        data = f.read()
-    (count,) = struct.unpack_from("<Q", data)
-    kept = min(count, (len(data) - 8) // RECORD.size)
-    return [RECORD.unpack_from(data, 8 + i * RECORD.size) for i in range(kept)]
+        head = f.read(8)
+        if len(head) < 8:  # killed while it set up
+            return 0, []
+        (calls,) = struct.unpack("<Q", head)
+        data = f.read(min(calls, CAPACITY) * RECORD.size)
+    return calls, list(RECORD.iter_unpack(data[:len(data) - len(data) % RECORD.size]))
+
+
+def read_processes(clocks):
+    """Each timed process of the run: its arguments, its count of calls and its records."""
+    processes = []
+    for name in os.listdir(clocks):
+        if not name.endswith(".cmdline"):
+            continue
+        pid = name[:-len(".cmdline")]
+        with open(os.path.join(clocks, name), "rb") as f:
+            argv = [arg.decode(errors="replace") for arg in f.read().split(b"\0") if arg]
+        processes.append((argv, *read_clock(os.path.join(clocks, pid + ".bin"))))
+    return processes
 
 
 def figures(latencies_us, seconds):
@@ -61,28 +83,47 @@ def figures(latencies_us, seconds):
     return row
 
 
+def why_skipped(trial):
+    """None when the trial's calls can be compared, else why not."""
+    m = trial.get("measurement") or {}
+    if not any(c.get("latency") for c in m.get("costs", [])):
+        return trial.get("reason") or "no latency in the report"
+    if trial["spec"].get("op", "read") != "read":
+        return "it writes"
+    if len(m.get("per_gpu") or []) > 1:
+        return "several workers"
+    if m.get("window"):
+        return "windowed: the gate times only the read sections of its passes"
+    return None
+
+
 def same_calls(trial, processes):
-    """Per measured pass, the second clock's figures of the trial's calls; None and why not.
-    `processes` are the run's clocks in the order the processes started; the trial's worker is
-    the first whose preads cover its measured calls, and is taken out (the gate runs one trial
-    at a time, and the posix and cufile trials of a scenario read the same offsets)."""
-    with open(os.path.join(trial["worker"]["dir"], "spec.json")) as f:
+    """Per measured pass, the second clock's figures of the trial's calls; None and why not."""
+    shards = trial["measurement"].get("per_gpu") or []
+    worker = (shards[0] if shards else trial)["worker"]  # one GPU's trial: its worker's folder
+    spec_path = os.path.join(worker["dir"], "spec.json")
+    started = [p for p in processes if spec_path in p[0]]
+    if len(started) != 1:
+        return None, "%d timed processes were started with %s" % (len(started), spec_path)
+    _, count, records = started[0]
+    if count > len(records):
+        return None, "its worker made %d preads, more than the %d the clock keeps" % (count, len(records))
+    with open(spec_path) as f:
         spec = json.load(f)
-    plan, settings = spec["plan"], spec["trial"]
-    wanted = {(offset, length) for _, offset, length, _ in tasks(plan, settings["task_size"])}
-    per_pass = sum(1 for _ in tasks(plan, settings["task_size"]))
-    measured = settings["repetitions"] * per_pass
-    for index, records in enumerate(processes):
-        calls = [r for r in records if (r[2], r[3]) in wanted and r[4] == r[3]]
-        if len(calls) >= measured:
-            del processes[index]
-            break
-    else:
-        return None, "no process made its %d measured calls as preads of whole tasks" % measured
-    calls = sorted(calls, key=lambda r: r[0])[-measured:]
+    settings = spec["trial"]
+    wanted = collections.Counter((offset, length) for _, offset, length, _
+                                 in tasks(spec["plan"], settings["task_size"]))
+    per_pass = sum(wanted.values())
+    total = settings["warmup"] + settings["repetitions"]
+    calls = sorted((r for r in records if (r[2], r[3]) in wanted and r[4] == r[3]), key=lambda r: r[0])
+    if len(calls) != total * per_pass:
+        return None, ("%d whole-task preads for %d passes of %d tasks: a short read or a retry "
+                      "leaves the passes apart unknown" % (len(calls), total, per_pass))
     passes = []
-    for start in range(0, measured, per_pass):
+    for start in range(settings["warmup"] * per_pass, len(calls), per_pass):
         chunk = calls[start:start + per_pass]
+        if collections.Counter((r[2], r[3]) for r in chunk) != wanted:
+            return None, "a pass's preads are not its tasks once each"
         span = (max(r[1] for r in chunk) - min(r[0] for r in chunk)) / 1e9
         passes.append(figures([(r[1] - r[0]) / 1e3 for r in chunk], span))
     return passes, None
@@ -96,22 +137,14 @@ def main():
     parser.add_argument("--work", required=True, help="a folder for the build, the clocks and the reports")
     args = parser.parse_args()
 
-    os.makedirs(args.work, exist_ok=True)
     clocks = os.path.join(args.work, "clocks")
     os.makedirs(clocks, exist_ok=True)
     for old in os.listdir(clocks):
         os.remove(os.path.join(clocks, old))
-    env = dict(os.environ, LD_PRELOAD=build(args.work), PREAD_CLOCK_DIR=clocks)
-    out = os.path.join(args.work, "reports")
-    command = [args.gate, "--suite", args.suite, args.filter, "--out", out]
-    finished = subprocess.run(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    if finished.returncode not in (0, 3):
-        sys.exit("the gate failed (exit %d): %s\n%s" % (finished.returncode, " ".join(command),
-                                                        finished.stderr[-2000:]))
-    processes = [read_clock(os.path.join(clocks, name)) for name in os.listdir(clocks)]
-    processes = sorted((p for p in processes if p), key=lambda records: min(r[0] for r in records))
-    with open(os.path.join(out, "report.json")) as f:
-        trials = json.load(f)["trials"]
+    env = {"LD_PRELOAD": build(args.work), "PREAD_CLOCK_DIR": clocks}
+    trials = run_gate(args.gate, args.suite, args.filter, os.path.join(args.work, "reports"), env,
+                      ["--confirm", "0"])
+    processes = read_processes(clocks)
 
     names = ["iops"] + [name for name, _ in FIGURES]
     print("| trial (reader) | pass | figure | gate | second clock | gate / clock |")
@@ -119,17 +152,16 @@ def main():
     ratios = {}
     for trial in trials:
         label = "%s (%s)" % (trial["name"], trial["spec"]["reader"])
-        costs = [c for c in (trial.get("measurement") or {}).get("costs", []) if c.get("latency")]
-        if not costs:
-            print("| %s | | not compared: %s | | | |" % (label, trial.get("reason") or "no latency in the report"))
-            continue
-        clock, why = same_calls(trial, processes)
+        why = why_skipped(trial)
+        clock = None
+        if why is None:
+            clock, why = same_calls(trial, processes)
         if clock is None:
             print("| %s | | not compared: %s | | | |" % (label, why))
             continue
-        for number, (gate, own) in enumerate(zip(costs, clock), 1):
+        for number, (gate, own) in enumerate(zip(trial["measurement"]["costs"], clock), 1):
             for name in names:
-                mine = gate["iops"] if name == "iops" else gate["latency"].get(name)
+                mine = gate["iops"] if name == "iops" else (gate.get("latency") or {}).get(name)
                 if mine is None or not own[name]:
                     continue
                 ratios.setdefault(label, {}).setdefault(name, []).append(mine / own[name])

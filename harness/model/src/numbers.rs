@@ -16,10 +16,11 @@ pub fn median(samples: &[f64]) -> f64 {
     }
 }
 
-/// The distribution-free 95% confidence interval of the median of `samples`: the order statistics
-/// the count of samples below the median, Binomial(n, 1/2), puts the median between with at least
-/// 95% probability whatever the samples' distribution. None below 6 samples, where even the
-/// smallest and largest cover less than 95%.
+/// The distribution-free 95% confidence interval of the median of `samples`: the k-th smallest
+/// and k-th largest sample, with k the largest rank for which they enclose the true median with
+/// at least 95% probability whatever the samples' distribution (how many samples fall below the
+/// median is Binomial(n, 1/2)). None below 6 samples, where even the smallest and largest
+/// enclose it less often than that.
 pub fn median_interval_95(samples: &[f64]) -> Option<(f64, f64)> {
     let n = samples.len();
     // k: how many samples each end may leave out, the most with P(Binomial(n, 1/2) < k) <= 2.5%.
@@ -28,6 +29,8 @@ pub fn median_interval_95(samples: &[f64]) -> Option<(f64, f64)> {
     let mut ln_choose = 0.0; // ln C(n, k)
     loop {
         below += (ln_choose - n as f64 * std::f64::consts::LN_2).exp();
+        // P(Binomial(n, 1/2) <= n/2) >= 1/2, so the first test ends the loop before k passes
+        // n/2; the second only makes that plain.
         if below > 0.025 || k >= n / 2 {
             break;
         }

@@ -155,8 +155,8 @@ fn cost(m: &Measurement) -> (String, String, String) {
     (cpu, iops, latency)
 }
 
-/// Each GPU of the trials over several GPUs (`gpus:`): its own throughput, path, cuFile counters
-/// and verdict. Empty when no trial used several GPUs.
+/// Each GPU of the trials over several GPUs (`gpus:`): its own throughput, path, cuFile counters,
+/// CPU cost, IOPS, latency and verdict. Empty when no trial used several GPUs.
 fn per_gpu(trials: &[TrialRecord]) -> String {
     let multi: Vec<(&TrialRecord, &Measurement)> = trials
         .iter()
