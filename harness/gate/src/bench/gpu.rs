@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use crate::baseline::stats::Summary;
 use crate::data::{self, GeneratedFile, NoProgress};
-use gds_model::numbers::median;
+use gds_model::numbers::{median, median_interval_95};
 use gds_model::plan::PlannedFile;
 use gds_model::protocol::{
     GpuBenchResult, GpuBenchSpec, KernelRates, PROTOCOL_VERSION, StorageRates,
@@ -118,21 +118,25 @@ fn storage(rates: &StorageRates, path: &Path, out: &mut String) {
     let rate = gds_model::units::shown();
     let _ = writeln!(
         out,
-        "| cold read of {} | {} | of dd (median of per-run ratios) | per-run range |\n|---|---:|---:|---:|",
+        "| cold read of {} | {} | of dd (median of per-run ratios) | its 95% confidence | per-run range |\n|---|---:|---:|---:|---:|",
         path.display(),
         rate.label()
     );
     let _ = writeln!(
         out,
-        "| dd iflag=direct bs=16M | {} | 100% | {} {} |",
+        "| dd iflag=direct bs=16M | {} | 100% |  | {} {} |",
         rate.number(median(&rates.dd), 2),
         range(&rates.dd, rate.value(1.0), 2),
         rate.label()
     );
     for (&(threads, task), (rates, ratios)) in SETTINGS.iter().zip(&rates.readers) {
+        // None below 6 runs, where no interval reaches 95%.
+        let confidence = median_interval_95(ratios).map_or(String::new(), |(low, high)| {
+            format!("{:.0}–{:.0}%", low * 100.0, high * 100.0)
+        });
         let _ = writeln!(
             out,
-            "| cufile reader, {threads} thread(s), {} tasks | {} | {:.0}% | {}% |",
+            "| cufile reader, {threads} thread(s), {} tasks | {} | {:.0}% | {confidence} | {}% |",
             gds_model::units::format_bytes(task, 0),
             rate.number(median(rates), 2),
             median(ratios) * 100.0,
@@ -146,4 +150,33 @@ fn range(values: &[f64], scale: f64, decimals: usize) -> String {
     let Summary { min, max, .. } = Summary::of(values);
     let (min, max) = (min * scale, max * scale);
     format!("{min:.decimals$}–{max:.decimals$}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Constructed rates (not measured): dd at 1 GB/s, each reader setting at 0.9–1.2 of it over
+    /// 6 runs, and the same with 5 runs, too few for an interval.
+    #[test]
+    fn the_storage_table_gives_each_setting_its_median_ratio_and_its_confidence() {
+        let ratios = vec![0.9, 1.0, 1.1, 1.2, 1.0, 1.0];
+        let rates = StorageRates {
+            dd: vec![1e9; 6],
+            readers: SETTINGS
+                .iter()
+                .map(|_| (ratios.iter().map(|r| r * 1e9).collect(), ratios.clone()))
+                .collect(),
+        };
+        let mut out = String::new();
+        storage(&rates, Path::new("/data/f"), &mut out);
+        assert!(out.contains("| 100% | 90–120% | 90–120% |"), "{out}");
+        let few = StorageRates {
+            dd: vec![1e9; 5],
+            readers: vec![(vec![1e9; 5], vec![1.0; 5])],
+        };
+        let mut out = String::new();
+        storage(&few, Path::new("/data/f"), &mut out);
+        assert!(out.contains("| 100% |  | 100–100% |"), "{out}");
+    }
 }
