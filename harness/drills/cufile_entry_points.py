@@ -122,6 +122,13 @@ class Cufile:
         if error.err != 0:
             raise RuntimeError("%s failed: err %d, cu_err %d" % (call, error.err, error.cu_err))
 
+    def read(self, handle, base, length, offset, buffer_offset):
+        """One cuFileRead of `length` bytes at `offset` into the buffer at `base` (a device
+        pointer), `buffer_offset` into it; a short or failed read raises."""
+        done = self.lib.cuFileRead(handle, ctypes.c_void_p(base), length, offset, buffer_offset)
+        if done != length:
+            raise OSError("cuFileRead at %d returned %d of %d" % (offset, done, length))
+
     def handle(self, fd):
         descr = Descr(type=1, fd=fd)  # CU_FILE_HANDLE_TYPE_OPAQUE_FD
         handle = ctypes.c_void_p()

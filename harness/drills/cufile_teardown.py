@@ -31,7 +31,6 @@ the gate's workers and the replay run with the trial's file (statistics at level
 """
 
 import argparse
-import ctypes
 import os
 import subprocess
 import sys
@@ -82,9 +81,7 @@ def one_process(arrangement, ending, api_stats, path, size, library):
         cupy.cuda.Device(0).use()
         for offset in range(0, size, 4 * MIB):
             length = min(4 * MIB, size - offset)
-            done = cufile.lib.cuFileRead(handle, ctypes.c_void_p(buffer.data.ptr), length, offset, offset)
-            if done != length:
-                raise OSError("cuFileRead at %d returned %d of %d" % (offset, done, length))
+            cufile.read(handle, buffer.data.ptr, length, offset, offset)
 
     on(reads, read)
     print("read %d bytes" % size, flush=True)

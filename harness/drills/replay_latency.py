@@ -25,7 +25,6 @@ latency percentiles, the mean, IOPS and GB/s per pass. How it reads (`--how`):
 """
 
 import argparse
-import ctypes
 import json
 import mmap
 import os
@@ -148,10 +147,7 @@ class Cufile:
 
     def read(self, _, task):
         file, offset, length, place = task
-        done = self.library.lib.cuFileRead(self.handles[file], ctypes.c_void_p(self.buffer.data.ptr), length,
-                                           offset, place)
-        if done != length:
-            raise OSError("cuFileRead at %d returned %d of %d" % (offset, done, length))
+        self.library.read(self.handles[file], self.buffer.data.ptr, length, offset, place)
 
 
 class Kvikio:

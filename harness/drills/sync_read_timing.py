@@ -26,7 +26,6 @@ and the gate's two readers' ratio round by round.
 """
 
 import argparse
-import ctypes
 import glob
 import json
 import os
@@ -74,15 +73,10 @@ def ctypes_read(cufile, handle, buffer, size, task, level):
     """`size` bytes in `task` calls of cuFileRead from this thread, statistics at `level`: GB/s."""
     check = cufile.check
     check("cuFileSetStatsLevel", cufile.lib.cuFileSetStatsLevel(level))
-    read = cufile.lib.cuFileRead
     base = buffer.data.ptr
     start = time.perf_counter()
     for offset in range(0, size, task):
-        length = min(task, size - offset)
-        done = read(handle, ctypes.c_void_p(base), ctypes.c_size_t(length), ctypes.c_int64(offset),
-                    ctypes.c_int64(offset))
-        if done != length:
-            sys.exit("cuFileRead at %d returned %d of %d" % (offset, done, length))
+        cufile.read(handle, base, min(task, size - offset), offset, offset)
     return size / (time.perf_counter() - start) / 1e9
 
 
