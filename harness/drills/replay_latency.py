@@ -48,6 +48,17 @@ def tasks(plan, task_size):
             place += length
 
 
+# Each latency figure the gate reports, and the quantile it is (the mean has none).
+LATENCY_FIGURES = [("mean_us", None), ("p50_us", 0.5), ("p90_us", 0.9), ("p99_us", 0.99),
+                   ("p999_us", 0.999), ("max_us", 1.0)]
+
+
+def latency_figures(sorted_us):
+    """The gate's latency figures of calls taking `sorted_us` µs, in order."""
+    return {name: sum(sorted_us) / len(sorted_us) if q is None else percentile(sorted_us, q)
+            for name, q in LATENCY_FIGURES}
+
+
 def percentile(sorted_values, q):
     rank = max(1, min(len(sorted_values), int(-(-q * len(sorted_values) // 1))))
     return sorted_values[rank - 1]
@@ -222,10 +233,8 @@ def one_pass(reader, plan, work, nthreads):
     if isinstance(reader, Kvikio):
         return reader.one_pass(work)
     seconds, ns = timed_threads(work, nthreads, getattr(reader, "start_thread", lambda: None), reader.read)
-    us = lambda q: percentile(ns, q) / 1e3
     return {"gbps": sum(task[2] for task in work) / seconds / 1e9, "iops": len(ns) / seconds,
-            "mean_us": sum(ns) / len(ns) / 1e3, "p50_us": us(0.5), "p90_us": us(0.9), "p99_us": us(0.99),
-            "p999_us": us(0.999), "max_us": ns[-1] / 1e3}
+            **latency_figures([n / 1e3 for n in ns])}
 
 
 def main():
@@ -254,7 +263,7 @@ def main():
         if args.json:
             print(json.dumps(row), flush=True)
         else:
-            figures = [row.get(k) for k in ["mean_us", "p50_us", "p90_us", "p99_us", "p999_us", "max_us"]]
+            figures = [row.get(name) for name, _ in LATENCY_FIGURES]
             print("%4d %5.2f %8.0f %s" % (number, row["gbps"], row["iops"],
                                           " ".join("%9s" % ("%.1f" % v if v is not None else "-") for v in figures)))
 

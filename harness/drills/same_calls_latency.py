@@ -34,13 +34,11 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from latency_agreement import run_gate  # noqa: E402
-from replay_latency import percentile, tasks  # noqa: E402
+from replay_latency import LATENCY_FIGURES, latency_figures, tasks  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 RECORD = struct.Struct("<QQQQqq")  # pread_clock.c's struct record
 CAPACITY = 1 << 20  # and its capacity
-FIGURES = [("mean_us", None), ("p50_us", 0.50), ("p90_us", 0.90), ("p99_us", 0.99),
-           ("p999_us", 0.999), ("max_us", 1.0)]
 
 
 def build(work):
@@ -73,14 +71,6 @@ def read_processes(clocks):
             argv = [arg.decode(errors="replace") for arg in f.read().split(b"\0") if arg]
         processes.append((argv, *read_clock(os.path.join(clocks, pid + ".bin"))))
     return processes
-
-
-def figures(latencies_us, seconds):
-    ordered = sorted(latencies_us)
-    row = {"iops": len(ordered) / seconds if seconds > 0 else None}
-    for name, q in FIGURES:
-        row[name] = sum(ordered) / len(ordered) if q is None else percentile(ordered, q)
-    return row
 
 
 def why_skipped(trial):
@@ -125,7 +115,8 @@ def same_calls(trial, processes):
         if collections.Counter((r[2], r[3]) for r in chunk) != wanted:
             return None, "a pass's preads are not its tasks once each"
         span = (max(r[1] for r in chunk) - min(r[0] for r in chunk)) / 1e9
-        passes.append(figures([(r[1] - r[0]) / 1e3 for r in chunk], span))
+        passes.append({"iops": len(chunk) / span if span > 0 else None,
+                       **latency_figures(sorted((r[1] - r[0]) / 1e3 for r in chunk))})
     return passes, None
 
 
@@ -146,7 +137,7 @@ def main():
                       ["--confirm", "0"])
     processes = read_processes(clocks)
 
-    names = ["iops"] + [name for name, _ in FIGURES]
+    names = ["iops"] + [name for name, _ in LATENCY_FIGURES]
     print("| trial (reader) | pass | figure | gate | second clock | gate / clock |")
     print("|---|---:|---|---:|---:|---:|")
     ratios = {}
