@@ -143,8 +143,9 @@ def main():
         out = os.path.join(args.work, "round-%d" % number)
         for trial in gate_round(args, out):
             name = trial["name"]
-            if cufile_own(trial):
-                own.setdefault(name, []).append(cufile_own(trial))
+            same_calls = cufile_own(trial)
+            if same_calls:
+                own.setdefault(name, []).append(same_calls)
             reason = why_not_replayed(trial)
             if reason:
                 if number == 1:
