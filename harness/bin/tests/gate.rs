@@ -34,7 +34,7 @@ fn smoke_suite_passes_and_writes_well_formed_reports() {
     );
 
     let report = scratch.report();
-    assert_eq!(report["schema_version"], 1);
+    assert_eq!(report["schema_version"], 2);
     let trials = report["trials"].as_array().unwrap();
     assert_eq!(trials.len(), 16);
     assert_eq!(report["totals"]["passed"], 5);
@@ -432,6 +432,9 @@ fn bless_writes_a_baseline_that_the_next_run_is_judged_against_and_refuses_in_ci
     assert_eq!(report["totals"]["slower"], 1, "{}", report["totals"]);
     assert_eq!(report["totals"]["failed"], 0, "{}", report["totals"]);
     let trial = &report["trials"][0];
+    // The outcome that failed the build is the trial's status; its own checks passed.
+    assert_eq!(trial["status"], "slower", "{trial}");
+    assert_eq!(trial["checks"], "passed", "{trial}");
     assert_eq!(
         trial["confirmations"].as_array().map(Vec::len),
         Some(1),
@@ -457,7 +460,8 @@ fn bless_writes_a_baseline_that_the_next_run_is_judged_against_and_refuses_in_ci
     );
     let summary = fs::read_to_string(scratch.out().join("summary.md")).unwrap();
     assert!(
-        summary.starts_with("## gds-gate: SLOWER than the baseline"),
+        summary.starts_with("## gds-gate: SLOWER than the baseline")
+            && summary.contains("| `small::read` | **SLOWER** |"),
         "{summary}"
     );
 
@@ -470,7 +474,9 @@ fn bless_writes_a_baseline_that_the_next_run_is_judged_against_and_refuses_in_ci
         .lines()
         .find(|l| l.starts_with("test [missing] small::read"));
     assert!(line.is_some_and(|l| l.ends_with("FAILED")), "{missing:?}");
-    assert_eq!(scratch.report()["totals"]["changed"], 1);
+    let report = scratch.report();
+    assert_eq!(report["totals"]["missing"], 1, "{}", report["totals"]);
+    assert_eq!(report["totals"]["passed"], 1, "{}", report["totals"]);
 }
 
 /// A filter matches the reader shown in brackets too (`[posix] smoke::multi-file`): the data of

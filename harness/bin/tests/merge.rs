@@ -146,11 +146,18 @@ fn a_failure_on_one_runner_fails_the_merge_and_the_same_runner_twice_stays_apart
 fn a_slowdown_on_one_runner_is_counted_and_said_in_the_merge() {
     let scratch = Scratch::new();
     let dirs = vec![scratch.run("a", "a"), scratch.run("b", "b")];
-    // Runner b's run was slower than its baseline (as the gate records it: totals, not status).
-    edit(&dirs[1], |value| value["totals"]["slower"] = 1.into());
+    // Runner b's trial was slower than its baseline, as the gate records it: its status and
+    // its run's totals.
+    edit(&dirs[1], |value| {
+        value["trials"][0]["status"] = "slower".into();
+        value["totals"]["passed"] = 0.into();
+        value["totals"]["slower"] = 1.into();
+    });
     let out = scratch.path("merged");
     let merged = merge::merge_dirs(&dirs, &out).unwrap();
     assert_eq!(merged.report.report.totals.slower, 1);
+    assert_eq!(merged.report.exit_code(), 3);
+    assert_eq!(merged.report.runs[1].exit_code, 3);
     let summary = fs::read_to_string(out.join("merged-summary.md")).unwrap();
     assert!(
         summary.contains("## gds-gate: SLOWER than the baseline"),
@@ -182,15 +189,15 @@ fn unreadable_and_foreign_reports_are_errors_naming_the_file() {
 
     let newer = scratch.run("b", "newer");
     edit(&newer, |value| {
-        value["schema_version"] = 2.into();
+        value["schema_version"] = 3.into();
         value["trials"] = "changed meaning".into();
     });
     let error = merge::merge_dirs(&[good.clone(), newer.clone()], &scratch.path("m")).unwrap_err();
     let shown = error.to_string();
     assert!(
         shown.contains(&newer.join("report.json").display().to_string())
-            && shown.contains("schema version 2")
-            && shown.contains("reads version 1"),
+            && shown.contains("schema version 3")
+            && shown.contains("reads version 2"),
         "{shown}"
     );
 
@@ -232,6 +239,9 @@ fn annotations_carry_the_baseline_failures_at_the_scenario_or_the_baseline_file(
     let scratch = Scratch::new();
     let dir = scratch.run("a", "run");
     edit(&dir, |value| {
+        // The judgement decided the trial's outcome: both are in the report, as the gate
+        // writes them.
+        value["trials"][0]["status"] = "checksum-changed".into();
         let baseline = &mut value["baseline"];
         baseline["baseline_found"] = true.into();
         baseline["trials"] = serde_json::json!([
@@ -259,8 +269,8 @@ fn annotations_carry_the_baseline_failures_at_the_scenario_or_the_baseline_file(
     assert_eq!(
         lines,
         [
-            "::error file=baselines/a.yaml,title=tiny%3A%3Agone::tiny::gone: in the baseline, but no suite defines it",
             "::error file=suite.yaml,line=3,title=tiny%3A%3Aread::tiny::read: the bytes read changed%0A  next: find out why",
+            "::error file=baselines/a.yaml,title=tiny%3A%3Agone::tiny::gone: in the baseline, but no suite defines it",
         ]
     );
 }

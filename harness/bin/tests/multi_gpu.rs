@@ -75,7 +75,7 @@ fn real_workers_read_and_verify_their_shards_concurrently() {
         );
         let record =
             launcher(dir.path()).run_multi(spec(&[0, 1, 2], pattern), plan.clone(), &[0, 1, 2]);
-        assert_eq!(record.status, Status::Passed, "{pattern}: {record:#?}");
+        assert_eq!(record.checks, Status::Passed, "{pattern}: {record:#?}");
         let m = record.measurement.as_ref().unwrap();
         assert_eq!(m.per_gpu.len(), 3);
         let mut next_offset = 0;
@@ -148,7 +148,7 @@ fn a_corrupt_byte_fails_the_gpu_that_read_it_at_its_file_offset() {
     // Two files, two GPUs: whole files, round-robin; GPU 1 reads the second file.
     let plan = ReadPlan::new(files.clone(), &Pattern::Whole);
     let record = launcher(dir.path()).run_multi(spec(&[0, 1], "whole"), plan, &[0, 1]);
-    assert_eq!(record.status, Status::Failed);
+    assert_eq!(record.checks, Status::Failed);
     let reason = record.reason.unwrap();
     assert!(
         reason.starts_with(

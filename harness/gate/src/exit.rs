@@ -1,6 +1,7 @@
 //! Exit codes: one per outcome, so CI can tell a slow disk from a broken setup. README's table
-//! and `--help` say the same. Which error of a command ends in which code is mapped in one place,
-//! beside the commands ([`crate::commands`]).
+//! and `--help` say the same. A run's code comes from its totals
+//! ([`crate::outcome::Totals::exit_code`]); which error of a command ends in which code is mapped
+//! in one place, beside the commands ([`crate::commands`]).
 
 /// Every selected trial passed, or was ignored for an accepted reason.
 pub const PASSED: u8 = 0;
@@ -31,19 +32,6 @@ Exit status:
   4  setup error (cannot write reports or read inputs)
   5  nothing ran (all trials filtered out or ignored)
   130, 143  interrupted (Ctrl-C, SIGTERM): workers stopped, reports hold what ran";
-
-/// The status of a run from its trial counts: a failure, else nothing ran, else passed. A gate
-/// that ran nothing has not passed, and says so on stderr.
-pub fn for_trials(failed: usize, passed: usize) -> u8 {
-    if failed > 0 {
-        TRIAL_FAILED
-    } else if passed == 0 {
-        eprintln!("error: no trial ran; a gate that ran nothing has not passed");
-        NOTHING_RAN
-    } else {
-        PASSED
-    }
-}
 
 #[cfg(test)]
 mod tests {

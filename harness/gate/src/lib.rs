@@ -23,6 +23,7 @@ pub mod job;
 pub mod launch;
 pub mod mounts;
 pub mod out_lock;
+pub mod outcome;
 pub mod prepare;
 pub mod process;
 pub mod progress;

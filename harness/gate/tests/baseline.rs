@@ -4,12 +4,12 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 
+use gds_gate::baseline::Severity;
 use gds_gate::baseline::bless::TrialChange;
 use gds_gate::baseline::{
     self, BlessOptions, Filter, Fingerprint, Judgement, Loaded, Provenance, RunResults, file,
     history, render,
 };
-use gds_gate::exit;
 use gds_model::record::{Measurement, Status, TrialRecord};
 use gds_model::scenario;
 
@@ -23,7 +23,8 @@ fn records(gbps: &[f64], path: &str) -> Vec<TrialRecord> {
         .into_iter()
         .map(|spec| {
             let mut record = TrialRecord::ignored(spec, String::new());
-            record.status = Status::Passed;
+            record.checks = Status::Passed;
+            record.status = gds_model::outcome::Outcome::Passed;
             record.reason = None;
             record.measurement = Some(measurement(gbps, path));
             record
@@ -69,6 +70,7 @@ fn bless_then_compare_then_history_and_plots() {
     let first = records(&[2.0, 2.1, 1.9, 2.05, 1.95], "nvfs");
     let defined: BTreeSet<String> = first.iter().map(|r| r.name.clone()).collect();
     let run = RunResults {
+        judged: None,
         records: &first,
         defined: Some(&defined),
         fingerprint: &fingerprint,
@@ -81,6 +83,7 @@ fn bless_then_compare_then_history_and_plots() {
 
     let later = records(&[1.5, 1.55, 1.45, 1.52, 1.48], "nvfs");
     let run = RunResults {
+        judged: None,
         records: &later,
         defined: Some(&defined),
         fingerprint: &fingerprint,
@@ -90,7 +93,7 @@ fn bless_then_compare_then_history_and_plots() {
         panic!("the blessed baseline does not read back");
     };
     let comparison = baseline::compare(&loaded, &path, &runner, &run);
-    assert_eq!(comparison.exit_code(), Some(exit::REGRESSION));
+    assert_eq!(comparison.worst(), Severity::Regression);
     assert!(
         comparison
             .trials
@@ -105,7 +108,7 @@ fn bless_then_compare_then_history_and_plots() {
     // report.json can carry the comparison (floats round-trip to within JSON's precision).
     let json = serde_json::to_string(&comparison).unwrap();
     let back: baseline::Comparison = serde_json::from_str(&json).unwrap();
-    assert_eq!(back.exit_code(), comparison.exit_code());
+    assert_eq!(back.worst(), comparison.worst());
     assert_eq!(back.trials[1].message, comparison.trials[1].message);
 
     let out = dir.path().join("out");

@@ -18,6 +18,7 @@ pub mod hex;
 pub mod integrity;
 pub mod meminfo;
 pub mod numbers;
+pub mod outcome;
 pub mod plan;
 pub mod progress;
 pub mod protocol;

@@ -7,22 +7,18 @@ use serde::{Deserialize, Serialize};
 use crate::cost::{Latency, PassCost};
 use crate::cufile_abi::{DriverProperties, Stats};
 use crate::integrity::IntegrityResult;
+pub use crate::outcome::{Outcome, Status};
 use crate::plan::PlannedFile;
 use crate::scenario::TrialSpec;
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Status {
-    Passed,
-    Failed,
-    /// Did not run, with the reason. Never counted as a pass.
-    Ignored,
-}
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct TrialRecord {
     pub name: String,
-    pub status: Status,
+    /// The trial's outcome: its own checks and its baseline judgement together, as every report
+    /// shows it. Until the gate judges it against a baseline, the outcome of its own checks.
+    pub status: Outcome,
+    /// The trial's own checks (path, bytes, the worker's run), before any baseline.
+    pub checks: Status,
     /// One line: why it failed or was ignored.
     pub reason: Option<String>,
     /// The one-screen explanation of a failure: what was expected, what was seen, what to do.
@@ -382,7 +378,8 @@ impl TrialRecord {
     pub fn passed(spec: TrialSpec, measurement: Measurement) -> TrialRecord {
         TrialRecord {
             name: spec.name.clone(),
-            status: Status::Passed,
+            status: Outcome::Passed,
+            checks: Status::Passed,
             reason: None,
             details: None,
             spec,
@@ -397,7 +394,8 @@ impl TrialRecord {
     pub fn ignored(spec: TrialSpec, reason: String) -> TrialRecord {
         TrialRecord {
             name: spec.name.clone(),
-            status: Status::Ignored,
+            status: Outcome::Ignored,
+            checks: Status::Ignored,
             reason: Some(reason),
             details: None,
             spec,
@@ -417,7 +415,8 @@ impl TrialRecord {
     ) -> TrialRecord {
         TrialRecord {
             name: spec.name.clone(),
-            status: Status::Failed,
+            status: Outcome::Failed,
+            checks: Status::Failed,
             reason: Some(reason),
             details: Some(details),
             spec,
@@ -427,6 +426,14 @@ impl TrialRecord {
             confirmations: Vec::new(),
             runner_checks: Vec::new(),
         }
+    }
+
+    /// Fails a trial its own checks had passed: its checks and its outcome both say so.
+    pub fn fail(&mut self, reason: String, details: String) {
+        self.checks = Status::Failed;
+        self.status = Outcome::Failed;
+        self.reason = Some(reason);
+        self.details = Some(details);
     }
 
     /// `4.12 GB/s, host, checksum 0x…`: the line shown next to `ok`.

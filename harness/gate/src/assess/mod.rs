@@ -35,15 +35,14 @@ pub fn apply(record: &mut TrialRecord, trial_dir: &Path, nvfs_before: Option<Str
         m.path = judgement.verdict.path.to_string();
         m.path_evidence = Some(judgement.to_string());
     }
-    match record.status {
+    match record.checks {
         Status::Passed if !judgement.passed => {
-            record.status = Status::Failed;
-            record.reason = Some(format!("path: {}", judgement.summary));
-            record.details = Some(format!(
+            let details = format!(
                 "{}\n{}",
                 where_(&record.spec),
                 indent(&judgement.to_string())
-            ));
+            );
+            record.fail(format!("path: {}", judgement.summary), details);
         }
         Status::Failed if record.spec.reader.uses_cufile() => {
             if let Some(refused) = verdict::diagnose::refused_call(evidence.cufile_log.as_ref()) {
@@ -200,7 +199,7 @@ mod tests {
         let mut record =
             TrialRecord::failed(spec.clone(), reason.into(), "  scenario: x".into(), None);
         apply(&mut record, dir.path(), None);
-        assert_eq!(record.status, Status::Failed, "a refused call is no pass");
+        assert_eq!(record.checks, Status::Failed, "a refused call is no pass");
         assert_eq!(
             record.reason.as_deref(),
             Some(format!("refused by cuFile: {reason}").as_str())

@@ -305,7 +305,7 @@ pub fn bless(
 
 fn refuse_failures<'a>(records: impl Iterator<Item = &'a TrialRecord>) -> Result<(), BlessError> {
     let failed: Vec<&TrialRecord> = records
-        .filter(|record| record.status == Status::Failed)
+        .filter(|record| record.checks == Status::Failed)
         .collect();
     if failed.is_empty() {
         return Ok(());
@@ -369,11 +369,11 @@ fn take(
             record
                 .measurement
                 .as_ref()
-                .filter(|m| record.status == Status::Passed && !m.gbps.is_empty())
+                .filter(|m| record.checks == Status::Passed && !m.gbps.is_empty())
         })
         .collect();
     let Some(measured) = measured else {
-        let reason = match first.status {
+        let reason = match first.checks {
             Status::Ignored => format!(
                 "did not run: {}",
                 first.reason.as_deref().unwrap_or("no reason given")

@@ -12,7 +12,6 @@ use super::file::{Loaded, TrialBaseline};
 use super::fingerprint::{self, FieldChange, Fingerprint};
 use super::message::{self, Context};
 use crate::control::ControlReading;
-use crate::exit;
 use gds_model::record::{Measurement, Status, TrialRecord};
 
 /// What a run produced, as the comparison and bless need it.
@@ -27,6 +26,8 @@ pub struct RunResults<'a> {
     pub fingerprint: &'a Fingerprint,
     /// The runner's control read at the start of the run, when it had one.
     pub control: Option<&'a ControlReading>,
+    /// Judgements already made while the trials ran; a record without one is judged here.
+    pub judged: Option<&'a BTreeMap<String, Judgement>>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -174,16 +175,6 @@ impl Comparison {
             .unwrap_or(Severity::Ok)
     }
 
-    /// The exit status the comparison calls for, if any: `TRIAL_FAILED` for a changed path or
-    /// checksum or a vanished trial, else `REGRESSION` for a slowdown.
-    pub fn exit_code(&self) -> Option<u8> {
-        match self.worst() {
-            Severity::Failure => Some(exit::TRIAL_FAILED),
-            Severity::Regression => Some(exit::REGRESSION),
-            Severity::Ok | Severity::Notice => None,
-        }
-    }
-
     pub fn get(&self, trial: &str) -> Option<&TrialJudgement> {
         self.trials.iter().find(|t| t.trial == trial)
     }
@@ -214,10 +205,10 @@ pub fn compare(loaded: &Loaded, path: &Path, runner: &str, run: &RunResults<'_>)
     let mut judged: BTreeMap<String, (Judgement, Option<&TrialBaseline>)> = BTreeMap::new();
     for (&name, record) in &records {
         let entry = baseline.and_then(|b| b.trials.get(name));
-        let judgement = match (baseline, entry) {
+        let judgement = match (baseline, run.judged.and_then(|judged| judged.get(name))) {
             (None, _) => Judgement::NoBaseline,
-            (Some(_), Some(entry)) => judge(entry, record),
-            (Some(_), None) => unexpected(record),
+            (Some(_), Some(judged)) => judged.clone(),
+            (Some(baseline), None) => judge_record(baseline, record),
         };
         judged.insert(name.to_string(), (judgement, entry));
     }
@@ -262,10 +253,18 @@ pub fn compare(loaded: &Loaded, path: &Path, runner: &str, run: &RunResults<'_>)
     }
 }
 
+/// A trial against `baseline`: compared with its entry, or new to it.
+pub fn judge_record(baseline: &super::Baseline, record: &TrialRecord) -> Judgement {
+    match baseline.trials.get(&record.name) {
+        Some(entry) => judge(entry, record),
+        None => unexpected(record),
+    }
+}
+
 /// A trial the baseline has. Order matters: the wrong bytes explain everything else, and a changed
 /// path explains a changed speed.
 pub fn judge(entry: &TrialBaseline, record: &TrialRecord) -> Judgement {
-    let m = match (record.status, &record.measurement) {
+    let m = match (record.checks, &record.measurement) {
         (Status::Ignored, _) => {
             return Judgement::MissingTrial {
                 cause: Missing::Ignored {
@@ -341,7 +340,7 @@ pub fn cpu_cost(entry: &TrialBaseline, record: &TrialRecord, m: &Measurement) ->
 
 /// A trial the baseline does not have.
 fn unexpected(record: &TrialRecord) -> Judgement {
-    match record.status {
+    match record.checks {
         Status::Passed => Judgement::NewTrial,
         Status::Failed => Judgement::NotJudged {
             reason: "the trial failed and is not in the baseline".into(),

@@ -97,7 +97,7 @@ impl HistoryLine {
                 let m = record.measurement.as_ref();
                 let gbps = m.map(|m| m.gbps.clone()).unwrap_or_default();
                 let trial = HistoryTrial {
-                    status: record.status,
+                    status: record.checks,
                     median_gbps: (!gbps.is_empty()).then(|| median(&gbps)),
                     gbps,
                     path: m.map(|m| m.path.clone()),

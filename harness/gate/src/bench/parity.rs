@@ -392,7 +392,7 @@ fn measured(record: TrialRecord) -> Result<Measured, String> {
             .clone()
             .unwrap_or_else(|| "no measurement".into())
     };
-    let m = match (&record.status, &record.measurement) {
+    let m = match (&record.checks, &record.measurement) {
         (Status::Passed, Some(m)) if !m.gbps.is_empty() => m,
         _ => return Err(reason()),
     };

@@ -66,6 +66,7 @@ pub fn run(request: BlessRequest, command: Vec<String>) -> u8 {
     };
     if baseline::in_ci() {
         let run = RunResults {
+            judged: None,
             records: &[],
             defined: None,
             fingerprint: &Fingerprint::default(),
@@ -75,6 +76,7 @@ pub fn run(request: BlessRequest, command: Vec<String>) -> u8 {
     }
     if let Some(saved) = saved {
         let run = RunResults {
+            judged: None,
             records: &saved.report.trials,
             defined: None,
             fingerprint: &saved.fingerprint,
@@ -126,6 +128,7 @@ pub fn run(request: BlessRequest, command: Vec<String>) -> u8 {
         .iter()
         .zip(&fingerprints)
         .map(|(outcome, fingerprint)| RunResults {
+            judged: None,
             records: &outcome.report.trials,
             defined: Some(&outcome.defined),
             fingerprint,

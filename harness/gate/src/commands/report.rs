@@ -24,16 +24,10 @@ pub fn run(merge_inputs: &[PathBuf], out: &Path, baselines: &BaselineArgs) -> u8
 pub fn merge(inputs: &[PathBuf], out: &Path) -> u8 {
     match merge_dirs(inputs, out) {
         Ok(merged) => {
-            let totals = merged.report.report.totals;
             eprintln!(
-                "merged {} run(s): {} passed, {} failed, {} slower and {} changed against their baselines, {} ignored, {} filtered out",
+                "merged {} run(s): {}",
                 merged.report.runs.len(),
-                totals.passed,
-                totals.failed,
-                totals.slower,
-                totals.changed,
-                totals.ignored,
-                totals.filtered_out
+                merged.report.report.totals.counts()
             );
             let names: Vec<String> = merged
                 .written

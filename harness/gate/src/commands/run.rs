@@ -3,12 +3,12 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Instant, SystemTime};
 
-use libtest_mimic::{Completion, Failed, FormatSetting, Trial};
+use libtest_mimic::{Failed, FormatSetting, Trial};
 
+use crate::baseline::Judgement;
 use crate::cli::RunArgs;
 use crate::exit;
 
@@ -17,8 +17,9 @@ mod control;
 use crate::escape::terminal;
 use crate::host::HostFacts;
 use crate::launch::Launcher;
+use crate::outcome::Totals;
 use crate::prepare::DataSet;
-use crate::report::{self, PreparedFileRecord, Report, SuiteRef, Totals};
+use crate::report::{self, PreparedFileRecord, Report, SuiteRef};
 use gds_model::error_chain;
 use gds_model::plan::{PlannedFile, ReadPlan};
 use gds_model::record::{Status, TrialRecord};
@@ -53,16 +54,17 @@ pub fn load_suites(paths: &[std::path::PathBuf]) -> Option<Vec<Suite>> {
     ok.then_some(suites)
 }
 
-/// What a run of the trials produced, before any baseline is consulted.
-pub struct Outcome {
+/// What a run of the trials produced: the records, each with its outcome, and the judgements
+/// against the baseline that decided them.
+pub struct RunOutput {
     pub report: Report,
-    /// Every trial name the suites define (selected or not), for the baseline comparison.
+    /// Every trial name the suites define (selected or not), and the baseline's trials no suite
+    /// defines that the selection left out: the comparison leaves both unjudged when not run.
     pub defined: BTreeSet<String>,
-    /// libtest's count of failed trials: the records' failures, their failures against the
-    /// baseline, and `missing_reported`.
+    /// Each trial's judgement against the baseline, made once as it ran.
+    pub judged: BTreeMap<String, Judgement>,
+    /// libtest's count of failed trials, which must be the totals' failures.
     pub libtest_failed: usize,
-    /// Baseline trials no suite defines that libtest ran (as failing trials of their own).
-    pub missing_reported: usize,
 }
 
 /// `gds-gate [OPTIONS] [FILTER]`: the trials, then the baseline comparison, then the reports.
@@ -107,7 +109,7 @@ pub fn run_trials(
     args: &RunArgs,
     command: Vec<String>,
     against: Option<&baseline::Against>,
-) -> Result<Outcome, u8> {
+) -> Result<RunOutput, u8> {
     let mut libtest = args.libtest.clone();
     let started_at = SystemTime::now();
     let started = Instant::now();
@@ -195,12 +197,12 @@ pub fn run_trials(
         confirm: usize::from(args.confirm),
         confirm_delay: std::time::Duration::from_secs(args.confirm_delay),
         settler,
+        judged: Mutex::default(),
     });
 
     let records: Arc<Mutex<Vec<TrialRecord>>> = Arc::default();
     let show_summary =
         !libtest.quiet && matches!(libtest.format, None | Some(FormatSetting::Pretty));
-    let missing_reported = Arc::new(AtomicUsize::new(0));
     let mut trials: Vec<Trial> = specs
         .iter()
         .map(|spec| {
@@ -213,18 +215,16 @@ pub fn run_trials(
                 if runs {
                     crate::progress::trial_started();
                 }
-                let record = executor.execute_and_confirm(spec);
+                let mut record = executor.execute_and_confirm(spec);
                 if runs {
                     crate::progress::trial_finished();
                 }
-                if show_summary && record.status != Status::Ignored {
+                let failure = executor.judge(&mut record);
+                if show_summary && record.checks != Status::Ignored {
                     print!("{} ", terminal(&record.summary()));
                     let _ = std::io::stdout().flush();
                 }
-                let outcome = match executor.against.as_ref().and_then(|a| a.failure(&record)) {
-                    Some(failure) => Err(Failed::from(terminal(&failure))),
-                    None => libtest_outcome(&record),
-                };
+                let outcome = crate::outcome::libtest_result(&record, failure);
                 records
                     .lock()
                     .unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -234,17 +234,17 @@ pub fn run_trials(
             .with_kind(kind)
         })
         .collect();
-    // Baseline trials no suite defines any more fail on lines of their own, as trials do.
-    let defined: BTreeSet<String> = specs.iter().map(|spec| spec.name.clone()).collect();
+    // Baseline trials no suite defines any more fail on lines of their own, as trials do; those
+    // the selection leaves out are not part of the run.
+    let mut defined: BTreeSet<String> = specs.iter().map(|spec| spec.name.clone()).collect();
     for (name, message) in against.map_or_else(Vec::new, |a| a.undefined(&defined)) {
-        let reported = Arc::clone(&missing_reported);
-        trials.push(
-            Trial::test(name, move || {
-                reported.fetch_add(1, Ordering::Relaxed);
-                Err(Failed::from(terminal(&message)))
-            })
-            .with_kind("missing"),
-        );
+        let trial = Trial::test(name.clone(), move || Err(Failed::from(terminal(&message))))
+            .with_kind("missing");
+        if libtest.is_filtered_out(&trial) {
+            defined.insert(name);
+        } else {
+            trials.push(trial);
+        }
     }
     crate::progress::begin(
         selected
@@ -260,7 +260,14 @@ pub fn run_trials(
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner()),
     );
-    let totals = Totals::of(&trials, specs.len() - selected.len());
+    let judged = std::mem::take(
+        &mut *executor
+            .judged
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()),
+    );
+    let undefined = judged_undefined(against, &defined);
+    let totals = Totals::of(&trials, undefined, specs.len() - selected.len());
     let notes = notes(&trials, args.require_gpu);
     let report = Report {
         schema_version: report::SCHEMA_VERSION,
@@ -295,11 +302,11 @@ pub fn run_trials(
     for note in &report.notes {
         eprintln!("note: {}", terminal(note));
     }
-    Ok(Outcome {
+    Ok(RunOutput {
         report,
         defined,
+        judged,
         libtest_failed: conclusion.num_failed as usize,
-        missing_reported: missing_reported.load(Ordering::Relaxed),
     })
 }
 
@@ -333,9 +340,26 @@ struct Executor {
     confirm_delay: std::time::Duration,
     /// Waits for the runner's control before a confirmation run, when the baseline has one.
     settler: Option<crate::control::Settler>,
+    /// Each trial's judgement against the baseline, as [`Executor::judge`] made it.
+    judged: Mutex<BTreeMap<String, Judgement>>,
 }
 
 impl Executor {
+    /// Judges the trial against the baseline, once, and settles its outcome; returns the
+    /// message of a failure against the baseline.
+    fn judge(&self, record: &mut TrialRecord) -> Option<String> {
+        let against = self.against.as_ref()?;
+        let judgement = against.judge(record)?;
+        crate::outcome::settle(record, Some(&judgement));
+        let failure = (record.status.is_failure() && record.checks != Status::Failed)
+            .then(|| against.explain(record, &judgement));
+        self.judged
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .insert(record.name.clone(), judgement);
+        failure
+    }
+
     /// Runs the trial, then again (fresh worker, own folder) for as long as it looks slower than
     /// its baseline and confirmations are left: a slow run that does not repeat is noise.
     fn execute_and_confirm(&self, spec: TrialSpec) -> TrialRecord {
@@ -360,17 +384,16 @@ impl Executor {
             };
             let repeat = self.execute_catching_panics(spec.clone(), &launcher);
             match repeat.measurement {
-                Some(measurement) if repeat.status == Status::Passed => {
+                Some(measurement) if repeat.checks == Status::Passed => {
                     record.confirmations.push(measurement);
                 }
                 // A repeat that fails its own checks is a failure like any other, never noise.
                 _ => {
-                    record.status = Status::Failed;
-                    record.reason = Some(format!(
+                    let reason = format!(
                         "confirmation run {n} did not pass: {}",
                         repeat.reason.as_deref().unwrap_or("no reason given")
-                    ));
-                    record.details = repeat.details;
+                    );
+                    record.fail(reason, repeat.details.unwrap_or_default());
                     break;
                 }
             }
@@ -512,18 +535,10 @@ fn unavailable(spec: &TrialSpec, host: &HostFacts) -> Option<String> {
     }
 }
 
-fn libtest_outcome(record: &TrialRecord) -> Result<Completion, Failed> {
-    match record.status {
-        Status::Passed => Ok(Completion::Completed),
-        Status::Ignored => Ok(Completion::ignored_with(terminal(
-            record.reason.as_deref().unwrap_or_default(),
-        ))),
-        Status::Failed => Err(Failed::from(terminal(&format!(
-            "{}\n{}",
-            record.reason.as_deref().unwrap_or("failed"),
-            record.details.as_deref().unwrap_or("")
-        )))),
-    }
+/// Baseline trials no suite defines and the selection did not leave out: missing, without a
+/// record.
+fn judged_undefined(against: Option<&baseline::Against>, defined: &BTreeSet<String>) -> usize {
+    against.map_or(0, |a| a.undefined(defined).len())
 }
 
 /// Plain sentences for what did not run, grouped by reason, so a green run on a host without a GPU
@@ -532,7 +547,7 @@ fn notes(trials: &[TrialRecord], require_gpu: bool) -> Vec<String> {
     let mut by_reason: BTreeMap<&str, (usize, bool)> = BTreeMap::new();
     for trial in trials
         .iter()
-        .filter(|trial| trial.status == Status::Ignored)
+        .filter(|trial| trial.checks == Status::Ignored)
     {
         let entry = by_reason
             .entry(trial.reason.as_deref().unwrap_or("no reason given"))
@@ -549,10 +564,10 @@ fn notes(trials: &[TrialRecord], require_gpu: bool) -> Vec<String> {
         .collect();
     let ran_gpu = trials
         .iter()
-        .any(|trial| trial.spec.reader.uses_gpu() && trial.status != Status::Ignored);
+        .any(|trial| trial.spec.reader.uses_gpu() && trial.checks != Status::Ignored);
     let skipped_gpu = trials
         .iter()
-        .any(|trial| trial.spec.reader.uses_gpu() && trial.status == Status::Ignored);
+        .any(|trial| trial.spec.reader.uses_gpu() && trial.checks == Status::Ignored);
     if skipped_gpu && !ran_gpu && !require_gpu {
         notes.push("the GPU part of the gate did not run: this result covers the CPU (posix) trials only; pass --require-gpu to make that a failure".into());
     }

@@ -543,7 +543,7 @@ mod tests {
     #[test]
     fn an_aborting_worker_fails_its_trial_with_the_signal_and_its_last_words() {
         let record = run("echo 'cuFile: driver exploded' >&2; kill -ABRT $$", false);
-        assert_eq!(record.status, Status::Failed);
+        assert_eq!(record.checks, Status::Failed);
         assert_eq!(
             record.reason.as_deref(),
             Some("the worker killed by signal 6 (SIGABRT) without a result")
@@ -554,7 +554,7 @@ mod tests {
     #[test]
     fn a_hanging_worker_is_killed_and_fails_its_trial() {
         let record = run("sleep 30", false);
-        assert_eq!(record.status, Status::Failed);
+        assert_eq!(record.checks, Status::Failed);
         assert!(record.reason.unwrap().contains("did not finish within"));
     }
 
@@ -567,7 +567,7 @@ mod tests {
             Duration::from_secs(10),
         );
         let record = run(&format!("echo '{stuck}' >&2; sleep 30"), false);
-        assert_eq!(record.status, Status::Failed);
+        assert_eq!(record.checks, Status::Failed);
         let reason = record.reason.unwrap();
         assert!(reason.contains("did not finish within"), "{reason}");
         assert!(
@@ -579,7 +579,7 @@ mod tests {
     #[test]
     fn garbage_instead_of_a_result_fails_the_trial() {
         let record = run("echo 'not json' > \"$5\"", false);
-        assert_eq!(record.status, Status::Failed);
+        assert_eq!(record.checks, Status::Failed);
         assert!(
             record
                 .reason
@@ -617,7 +617,7 @@ mod tests {
     #[test]
     fn kvikio_trials_without_python_are_ignored_with_the_fix() {
         let record = kvikio_trial("/nonexistent/python3", false);
-        assert_eq!(record.status, Status::Ignored);
+        assert_eq!(record.checks, Status::Ignored);
         let reason = record.reason.unwrap();
         assert!(
             reason.starts_with("`/nonexistent/python3` not found")
@@ -625,7 +625,7 @@ mod tests {
             "{reason}"
         );
         assert_eq!(
-            kvikio_trial("/nonexistent/python3", true).status,
+            kvikio_trial("/nonexistent/python3", true).checks,
             Status::Failed
         );
     }
@@ -647,7 +647,7 @@ mod tests {
             return;
         }
         let record = kvikio_trial("python3", false);
-        assert_eq!(record.status, Status::Ignored, "{record:?}");
+        assert_eq!(record.checks, Status::Ignored, "{record:?}");
         let reason = record.reason.unwrap();
         assert!(
             reason.contains("kvikio")
@@ -656,7 +656,7 @@ mod tests {
             "{reason}"
         );
         let record = kvikio_trial("python3", true);
-        assert_eq!(record.status, Status::Failed);
+        assert_eq!(record.checks, Status::Failed);
         assert!(record.details.unwrap().contains("require_kvikio"));
     }
 
@@ -670,7 +670,7 @@ mod tests {
         }
         for require in [false, true] {
             let record = python_trial(Reader::Torch, "python3", require);
-            assert_eq!(record.status, Status::Ignored, "{record:?}");
+            assert_eq!(record.checks, Status::Ignored, "{record:?}");
             let reason = record.reason.unwrap();
             assert!(
                 reason.contains("torch")
@@ -682,7 +682,7 @@ mod tests {
             );
         }
         let record = python_trial(Reader::Torch, "/nonexistent/python3", false);
-        assert_eq!(record.status, Status::Ignored);
+        assert_eq!(record.checks, Status::Ignored);
         assert!(record.reason.unwrap().contains("with torch and cupy"));
     }
 
@@ -708,7 +708,7 @@ mod tests {
         spec.reader = Reader::CufileBatch;
         spec.require_kvikio = true;
         let record = launcher(dir.path(), &script, false).run_trial(spec, plan);
-        assert_eq!(record.status, Status::Ignored, "{record:#?}");
+        assert_eq!(record.checks, Status::Ignored, "{record:#?}");
         let reason = record.reason.unwrap();
         assert!(
             reason.contains("has no `cuFileBatchIOSetUp`") && reason.contains("newer libcufile"),
@@ -786,7 +786,7 @@ mod tests {
     fn an_incomplete_result_fails_its_trial() {
         let script = "sed 's/\"seconds\":\\[1.0\\]/\"seconds\":[]/' CANNED > \"$5\"";
         let record = run(script, false);
-        assert_eq!(record.status, Status::Failed, "{record:#?}");
+        assert_eq!(record.checks, Status::Failed, "{record:#?}");
         assert_eq!(
             record.reason.as_deref(),
             Some(
@@ -798,13 +798,13 @@ mod tests {
     #[test]
     fn a_crash_after_a_complete_result_warns_or_fails_under_strict() {
         let record = run("cp CANNED \"$5\"; kill -SEGV $$", false);
-        assert_eq!(record.status, Status::Passed);
+        assert_eq!(record.checks, Status::Passed);
         assert_eq!(
             record.warnings,
             ["the worker killed by signal 11 (SIGSEGV) after writing a complete result"]
         );
         let record = run("cp CANNED \"$5\"; kill -SEGV $$", true);
-        assert_eq!(record.status, Status::Failed);
+        assert_eq!(record.checks, Status::Failed);
         assert!(record.measurement.is_some());
     }
 }

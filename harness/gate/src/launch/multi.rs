@@ -155,7 +155,7 @@ pub fn aggregate(
         .into_iter()
         .map(|(gpu, record)| GpuShardResult {
             gpu,
-            status: record.status,
+            status: record.checks,
             reason: record.reason,
             details: record.details,
             measurement: record.measurement,

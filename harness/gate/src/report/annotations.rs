@@ -9,14 +9,14 @@
 use std::path::{Component, Path, PathBuf};
 
 use super::Report;
-use crate::baseline::{Comparison, Judgement, Severity};
-use gds_model::record::Status;
+use crate::baseline::Judgement;
 
-/// In report order: one `::error` per failed trial, one `::warning` per trial warning; then from
-/// the baseline comparison one `::error` per changed path or checksum, vanished trial or slowdown,
-/// and one `::notice` per trial significantly faster (a runner without a baseline gets none).
-/// Scenario paths are relative to the checkout (`$GITHUB_WORKSPACE`, else the current directory).
-/// Print them to stdout when `GITHUB_ACTIONS=true`.
+/// In report order: one `::error` per trial whose outcome fails the run (its own failure, or
+/// its failure against the baseline), one `::warning` per trial warning, one `::notice` per
+/// trial significantly faster than its baseline; then one `::error` per baseline trial no suite
+/// defines any more, at the baseline file. Scenario paths are relative to the checkout
+/// (`$GITHUB_WORKSPACE`, else the current directory). Print them to stdout when
+/// `GITHUB_ACTIONS=true`.
 pub fn github_annotations(report: &Report) -> Vec<String> {
     let workspace = std::env::var_os("GITHUB_WORKSPACE")
         .filter(|value| !value.is_empty())
@@ -32,59 +32,38 @@ pub fn github_annotations_in(report: &Report, workspace: Option<&Path>) -> Vec<S
     for trial in &report.trials {
         let file = workspace_relative(&trial.spec.source_file, workspace);
         let line = trial.spec.source_line;
-        if trial.status == Status::Failed {
-            let mut message = trial.reason.clone().unwrap_or_else(|| "failed".to_string());
-            if let Some(details) = trial.details.as_deref().filter(|d| !d.trim().is_empty()) {
-                message.push('\n');
-                message.push_str(details);
-            }
+        if let Some((_, message)) = report.failure_of(trial) {
             lines.push(command("error", &file, line, &trial.name, &message));
         }
         for warning in &trial.warnings {
             lines.push(command("warning", &file, line, &trial.name, warning));
         }
+        let faster = report
+            .baseline
+            .as_ref()
+            .and_then(|c| c.get(&trial.name))
+            .filter(|judged| matches!(judged.judgement, Judgement::Faster { .. }));
+        if let Some(judged) = faster {
+            lines.push(command(
+                "notice",
+                &file,
+                line,
+                &trial.name,
+                &judged.headline,
+            ));
+        }
     }
     if let Some(comparison) = &report.baseline {
-        lines.extend(baseline_annotations(report, comparison, workspace));
-    }
-    lines
-}
-
-fn baseline_annotations(
-    report: &Report,
-    comparison: &Comparison,
-    workspace: Option<&Path>,
-) -> Vec<String> {
-    // No baseline at all is said once in summary.md with the bless command; an annotation per run
-    // would be noise on hosts that never keep one (hosted CI).
-    if !comparison.baseline_found {
-        return Vec::new();
-    }
-    let baseline_file = workspace_relative(&comparison.baseline_path, workspace);
-    let mut lines = Vec::new();
-    for judged in &comparison.trials {
-        let kind = match judged.judgement.severity() {
-            Severity::Failure | Severity::Regression => "error",
-            Severity::Notice if matches!(judged.judgement, Judgement::Faster { .. }) => "notice",
-            Severity::Notice | Severity::Ok => continue,
-        };
-        // A trial no suite defines any more has no scenario line: point at its baseline instead.
-        let (file, line) = report
-            .trials
-            .iter()
-            .find(|trial| trial.name == judged.trial)
-            .map_or((baseline_file.clone(), 0), |trial| {
-                (
-                    workspace_relative(&trial.spec.source_file, workspace),
-                    trial.spec.source_line,
-                )
-            });
-        let message = if judged.message.trim().is_empty() {
-            &judged.headline
-        } else {
-            &judged.message
-        };
-        lines.push(command(kind, &file, line, &judged.trial, message));
+        let baseline_file = workspace_relative(&comparison.baseline_path, workspace);
+        for judged in report.missing_without_record() {
+            lines.push(command(
+                "error",
+                &baseline_file,
+                0,
+                &judged.trial,
+                &judged.message,
+            ));
+        }
     }
     lines
 }

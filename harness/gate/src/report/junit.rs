@@ -6,20 +6,19 @@ use std::time::Duration;
 use quick_junit::{NonSuccessKind, TestCase, TestCaseStatus, TestSuite};
 
 use super::Report;
-use crate::baseline::compare::TrialJudgement;
-use crate::baseline::{Judgement, Severity};
-use gds_model::record::Status;
+use crate::outcome::Outcome;
 
-/// `regression` for a confirmed slowdown or CPU-cost rise, `baseline` for a changed path or checksum or a missing
-/// trial: CI test views then tell a slow disk from a broken path.
-fn baseline_failure(judged: &TrialJudgement) -> TestCaseStatus {
+/// A failing outcome as JUnit says it. The type tells CI test views a slow disk (`regression`)
+/// from a broken path or missing trial (`baseline`) from a trial's own failure (`gds-gate`).
+fn failure(outcome: Outcome, message: String, description: String) -> TestCaseStatus {
     let mut status = TestCaseStatus::non_success(NonSuccessKind::Failure);
-    status.set_type(match judged.judgement {
-        Judgement::Regression { .. } | Judgement::CpuCostlier { .. } => "regression",
+    status.set_type(match outcome {
+        Outcome::Failed => "gds-gate",
+        o if o.is_regression() => "regression",
         _ => "baseline",
     });
-    status.set_message(judged.headline.clone());
-    status.set_description(judged.message.clone());
+    status.set_message(message);
+    status.set_description(description);
     status
 }
 
@@ -27,34 +26,19 @@ pub fn render(report: &Report) -> String {
     let mut junit = quick_junit::Report::new("gds-gate");
     junit.set_time(Duration::from_secs_f64(report.duration_seconds.max(0.0)));
     let mut suites: BTreeMap<&str, TestSuite> = BTreeMap::new();
-    let judged = |name: &str| {
-        report
-            .baseline
-            .as_ref()
-            .and_then(|comparison| comparison.get(name))
-            .filter(|judged| judged.judgement.severity() >= Severity::Regression)
-    };
     for trial in &report.trials {
-        // A trial that fails against the baseline is a failure here too, with its own type.
-        let against_baseline = judged(&trial.name).filter(|_| trial.status != Status::Failed);
-        let mut status = match (against_baseline, trial.status) {
-            (Some(judged), _) => baseline_failure(judged),
-            (None, Status::Passed) => TestCaseStatus::success(),
-            (None, Status::Failed) => {
-                let mut status = TestCaseStatus::non_success(NonSuccessKind::Failure);
-                status.set_message(trial.reason.clone().unwrap_or_default());
-                status.set_description(trial.details.clone().unwrap_or_default());
-                status
-            }
-            (None, Status::Ignored) => {
+        let status = match (trial.status, report.failure_of(trial)) {
+            (Outcome::Passed, _) => TestCaseStatus::success(),
+            (Outcome::Ignored, _) => {
                 let mut status = TestCaseStatus::skipped();
                 status.set_message(trial.reason.clone().unwrap_or_default());
                 status
             }
+            (outcome, failing) => {
+                let (message, description) = failing.unwrap_or_default();
+                failure(outcome, message, description)
+            }
         };
-        if trial.status == Status::Failed {
-            status.set_type("gds-gate");
-        }
         let mut case = TestCase::new(trial.name.as_str(), status);
         case.set_classname(format!("{}::{}", trial.spec.suite, trial.spec.scenario));
         if let Some(measurement) = &trial.measurement {
@@ -66,16 +50,17 @@ pub fn render(report: &Report) -> String {
             .or_insert_with(|| TestSuite::new(trial.spec.suite.as_str()))
             .add_test_case(case);
     }
-    // Baseline trials this run has no record of: failures in a suite of their own.
-    let recorded = |name: &str| report.trials.iter().any(|t| t.name == name);
-    for judged in report.baseline.iter().flat_map(|c| &c.trials) {
-        if !recorded(&judged.trial) && judged.judgement.severity() >= Severity::Regression {
-            let case = TestCase::new(judged.trial.as_str(), baseline_failure(judged));
-            suites
-                .entry("baseline")
-                .or_insert_with(|| TestSuite::new("baseline"))
-                .add_test_case(case);
-        }
+    // Baseline trials no suite defines any more: failures in a suite of their own.
+    for judged in report.missing_without_record() {
+        let status = failure(
+            Outcome::Missing,
+            judged.headline.clone(),
+            judged.message.clone(),
+        );
+        suites
+            .entry("baseline")
+            .or_insert_with(|| TestSuite::new("baseline"))
+            .add_test_case(TestCase::new(judged.trial.as_str(), status));
     }
     junit.add_test_suites(suites.into_values());
     // Serialising owned strings into memory cannot fail; keep the report rather than panic if it does.

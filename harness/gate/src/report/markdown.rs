@@ -5,29 +5,25 @@ use std::fmt::Write;
 use super::Report;
 use crate::baseline::stats::Summary;
 use crate::escape::{markdown as text, markdown_code as code};
+use crate::outcome::Outcome;
 use gds_model::hex;
 use gds_model::record::{Measurement, Status, TrialRecord};
 
 pub fn render(report: &Report) -> String {
     let totals = report.totals;
     let mut out = String::new();
-    let _ = writeln!(out, "## gds-gate: {}\n", totals.outcome());
+    let _ = writeln!(out, "## gds-gate: {}\n", totals.verdict());
     let _ = writeln!(
         out,
-        "{} passed, {} failed, {} slower and {} changed against the baseline, {} ignored, {} filtered out — host {}, {:.1} s\n",
-        totals.passed,
-        totals.failed,
-        totals.slower,
-        totals.changed,
-        totals.ignored,
-        totals.filtered_out,
+        "{} — host {}, {:.1} s\n",
+        totals.counts(),
         code(&report.host.hostname),
         report.duration_seconds
     );
     for note in &report.notes {
         let _ = writeln!(out, "> {}\n", text(note));
     }
-    out.push_str(&trial_table(&report.trials));
+    out.push_str(&trial_table(report));
     out.push('\n');
     out.push_str(&per_gpu(&report.trials));
     out.push_str(&memory(&report.trials));
@@ -86,7 +82,7 @@ fn memory(trials: &[TrialRecord]) -> String {
 /// One row per trial: throughput, path, what the reads cost beside it (a path through host
 /// memory shows as CPU per GiB even where its GB/s holds), checksum, and the start-up apart from
 /// the throughput, which times only the reads.
-fn trial_table(trials: &[TrialRecord]) -> String {
+fn trial_table(report: &Report) -> String {
     let rate = gds_model::units::shown();
     let mut out = String::new();
     let _ = writeln!(
@@ -95,11 +91,10 @@ fn trial_table(trials: &[TrialRecord]) -> String {
         rate.label()
     );
     let _ = writeln!(out, "|---|---|---:|---|---|---:|---:|---:|---|---:|---|");
-    for trial in trials {
+    for trial in &report.trials {
         let result = match trial.status {
-            Status::Passed => "ok",
-            Status::Failed => "**FAILED**",
-            Status::Ignored => "ignored",
+            Outcome::Passed | Outcome::Ignored => trial.status.label().to_string(),
+            failing => format!("**{}**", failing.label()),
         };
         let (median, range, path, checksum) = match &trial.measurement {
             Some(m) if !m.gbps.is_empty() => {
@@ -122,7 +117,10 @@ fn trial_table(trials: &[TrialRecord]) -> String {
             .measurement
             .as_ref()
             .map_or_else(Default::default, cost);
-        let note = text(trial.reason.as_deref().unwrap_or(""));
+        let note = match report.failure_of(trial) {
+            Some((headline, _)) => text(&headline),
+            None => text(trial.reason.as_deref().unwrap_or("")),
+        };
         let _ = writeln!(
             out,
             "| {} | {result} | {median} | {range} | {path} | {cpu} | {iops} | {latency} | {checksum} | {startup} | {note} |",
@@ -250,7 +248,7 @@ mod tests {
     fn start_up_has_its_own_column_beside_the_throughput() {
         let mut started = trial("s::cufile", 2.0);
         started.measurement.as_mut().unwrap().startup_seconds = Some(0.929);
-        let summary = trial_table(&[started, trial("s::old", 1.0)]);
+        let summary = trial_table(&fixtures::report(vec![started, trial("s::old", 1.0)]));
         assert!(
             summary.contains(
                 "| `s::cufile` | ok | 2.00 | 2.00–2.00 | nvfs |  |  |  | 0x0000000000000007 | 929 ms |  |"
@@ -287,7 +285,7 @@ mod tests {
             p999_us: None,
             max_us: None,
         });
-        let summary = trial_table(&[costly, kvikio]);
+        let summary = trial_table(&fixtures::report(vec![costly, kvikio]));
         assert!(
             summary.contains("| nvfs | 0.400 | 477 | 1.00 ms / 8.98 ms |"),
             "{summary}"

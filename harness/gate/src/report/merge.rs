@@ -14,7 +14,6 @@ use serde::{Deserialize, Serialize};
 
 use super::{Report, ReportError, SCHEMA_VERSION, Totals, junit, markdown};
 use crate::baseline::{self, Comparison, Fingerprint};
-use crate::exit;
 use crate::host::HostFacts;
 
 pub const MERGED_JSON: &str = "merged.json";
@@ -194,7 +193,6 @@ pub fn merge(reports: &[(PathBuf, Report)]) -> Result<MergedReport, MergeError> 
     let mut notes = Vec::new();
     let mut suites = Vec::new();
     let mut data = Vec::new();
-    let mut filtered_out = 0;
     let mut runs = Vec::new();
     for ((path, report), label) in reports.iter().zip(&labels) {
         for trial in &report.trials {
@@ -215,7 +213,6 @@ pub fn merge(reports: &[(PathBuf, Report)]) -> Result<MergedReport, MergeError> 
             }
         }
         data.extend(report.data.iter().cloned());
-        filtered_out += report.totals.filtered_out;
         runs.push(MergedRun {
             label: label.clone(),
             source: path.clone(),
@@ -229,7 +226,7 @@ pub fn merge(reports: &[(PathBuf, Report)]) -> Result<MergedReport, MergeError> 
             notes: report.notes.clone(),
             fingerprint: report.fingerprint.clone(),
             baseline: report.baseline.clone(),
-            exit_code: run_exit_code(report),
+            exit_code: report.totals.exit_code(),
         });
     }
     let versions: BTreeSet<&str> = reports
@@ -244,11 +241,10 @@ pub fn merge(reports: &[(PathBuf, Report)]) -> Result<MergedReport, MergeError> 
         ));
     }
     let (started_at, duration_seconds) = span(reports);
-    let mut totals = Totals::of(&trials, filtered_out);
-    // Failures against a baseline are each run's own: the merged report keeps their sum.
+    // Each run's totals count its own trials and its baseline's missing ones: their sum.
+    let mut totals = Totals::default();
     for (_, report) in reports {
-        totals.slower += report.totals.slower;
-        totals.changed += report.totals.changed;
+        totals.add(&report.totals);
     }
     let mut command: Vec<String> = ["gds-gate", "report", "--merge"].map(String::from).into();
     command.extend(reports.iter().map(|(path, _)| path.display().to_string()));
@@ -274,17 +270,9 @@ pub fn merge(reports: &[(PathBuf, Report)]) -> Result<MergedReport, MergeError> 
 }
 
 impl MergedReport {
-    /// The gate's exit status for the merged runs: a failure anywhere is 1, else a slowdown
-    /// anywhere is 3, else 5 when nothing ran, else 0.
+    /// The gate's exit status for the merged runs, from their summed totals as a run's is.
     pub fn exit_code(&self) -> u8 {
-        let codes: Vec<u8> = self.runs.iter().map(|run| run.exit_code).collect();
-        if self.report.totals.failed > 0 || codes.contains(&exit::TRIAL_FAILED) {
-            exit::TRIAL_FAILED
-        } else if codes.contains(&exit::REGRESSION) {
-            exit::REGRESSION
-        } else {
-            crate::exit::for_trials(self.report.totals.failed, self.report.totals.passed)
-        }
+        self.report.totals.exit_code()
     }
 
     /// `merged-summary.md`: the runs, the combined trial table, then each run's baseline.
@@ -294,20 +282,17 @@ impl MergedReport {
         let _ = writeln!(summary, "## gds-gate: {} runs merged\n", self.runs.len());
         let _ = writeln!(
             summary,
-            "| run | host | result | passed | failed | ignored | filtered out | gate | started | report |"
+            "| run | host | result | trials | gate | started | report |"
         );
-        let _ = writeln!(summary, "|---|---|---|---:|---:|---:|---:|---|---|---|");
+        let _ = writeln!(summary, "|---|---|---|---|---|---|---|");
         for run in &self.runs {
             let _ = writeln!(
                 summary,
-                "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                "| {} | {} | {} | {} | {} | {} | {} |",
                 code(&run.label),
                 code(&run.host.hostname),
-                outcome_words(run.exit_code),
-                run.totals.passed,
-                run.totals.failed,
-                run.totals.ignored,
-                run.totals.filtered_out,
+                run.totals.verdict(),
+                run.totals.counts(),
                 text(&run.gate_version),
                 text(&run.started_at),
                 code(&run.source.display().to_string())
@@ -368,31 +353,6 @@ fn labels(reports: &[(PathBuf, Report)]) -> Vec<String> {
             }
         })
         .collect()
-}
-
-/// The exit status a run's gate picked, from its report (as `finish_run` does).
-fn run_exit_code(report: &Report) -> u8 {
-    if report.totals.failed > 0 {
-        return exit::TRIAL_FAILED;
-    }
-    if let Some(code) = report.baseline.as_ref().and_then(Comparison::exit_code) {
-        return code;
-    }
-    if report.totals.passed == 0 {
-        exit::NOTHING_RAN
-    } else {
-        exit::PASSED
-    }
-}
-
-fn outcome_words(code: u8) -> &'static str {
-    match code {
-        exit::PASSED => "passed",
-        exit::TRIAL_FAILED => "**FAILED**",
-        exit::REGRESSION => "**slower than baseline**",
-        exit::NOTHING_RAN => "nothing ran",
-        _ => "error",
-    }
 }
 
 /// The first start and the span to the last end; the longest run when a start cannot be read.

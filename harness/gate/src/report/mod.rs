@@ -8,19 +8,26 @@ mod markdown;
 pub mod merge;
 pub mod saved;
 
+#[cfg(test)]
+mod conformance;
+
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::baseline::{Comparison, Severity};
 use crate::host::HostFacts;
+pub use crate::outcome::Totals;
 use crate::prepare::PreparedFile;
 use gds_model::fsutil::write_atomically;
-use gds_model::record::{Status, TrialRecord};
+use gds_model::record::TrialRecord;
 
-/// Bump when a field changes meaning or disappears; readers refuse newer versions.
-pub const SCHEMA_VERSION: u32 = 1;
+/// Bump when a field changes meaning or disappears; readers refuse other versions.
+/// 2: a trial's `status` is its outcome (`passed`, `failed`, `slower`, `costlier`,
+/// `path-changed`, `checksum-changed`, `missing`, `ignored`), its own checks' result moved to
+/// `checks`; `totals` counts each outcome once (`changed` became `path_changed`,
+/// `checksum_changed` and `missing`).
+pub const SCHEMA_VERSION: u32 = 2;
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Report {
@@ -80,59 +87,49 @@ impl From<&PreparedFile> for PreparedFileRecord {
     }
 }
 
-/// Trial counts. `passed`, `failed` and `ignored` are each trial's own outcome; `slower` and
-/// `changed` count the trials (and missing baseline trials) that fail against the baseline.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Totals {
-    pub passed: usize,
-    pub failed: usize,
-    pub ignored: usize,
-    pub filtered_out: usize,
-    /// Slower than the baseline, confirmed: exit 3.
-    #[serde(default)]
-    pub slower: usize,
-    /// Another path or checksum than the baseline's, or in the baseline but not measured: exit 1.
-    #[serde(default)]
-    pub changed: usize,
-}
-
-impl Totals {
-    pub fn of(trials: &[TrialRecord], filtered_out: usize) -> Totals {
-        let count = |status| trials.iter().filter(|trial| trial.status == status).count();
-        Totals {
-            passed: count(Status::Passed),
-            failed: count(Status::Failed),
-            ignored: count(Status::Ignored),
-            filtered_out,
-            slower: 0,
-            changed: 0,
+impl Report {
+    /// Why a trial's outcome fails the run, as a headline and the whole message: its own reason
+    /// and details when its own checks failed, else its baseline judgement's; `None` for a
+    /// trial that does not fail. Every sink words a failure with this.
+    pub fn failure_of(&self, trial: &TrialRecord) -> Option<(String, String)> {
+        if !trial.status.is_failure() {
+            return None;
+        }
+        let judged = self.baseline.as_ref().and_then(|c| c.get(&trial.name));
+        match judged {
+            Some(judged) if trial.status != crate::outcome::Outcome::Failed => {
+                let message = if judged.message.trim().is_empty() {
+                    judged.headline.clone()
+                } else {
+                    judged.message.clone()
+                };
+                Some((judged.headline.clone(), message))
+            }
+            _ => {
+                let reason = trial.reason.clone().unwrap_or_else(|| "failed".into());
+                let message = match trial.details.as_deref().filter(|d| !d.trim().is_empty()) {
+                    Some(details) => format!("{reason}\n{details}"),
+                    None => reason.clone(),
+                };
+                Some((reason, message))
+            }
         }
     }
 
-    /// Counts the failures against the baseline.
-    pub fn count_baseline(&mut self, comparison: &Comparison) {
-        let count = |severity| {
-            comparison
-                .trials
-                .iter()
-                .filter(|t| t.judgement.severity() == severity)
-                .count()
-        };
-        self.slower = count(Severity::Regression);
-        self.changed = count(Severity::Failure);
-    }
-
-    /// The run's one-word outcome, as summary.md's first line says it.
-    pub fn outcome(&self) -> &'static str {
-        if self.failed > 0 || self.changed > 0 {
-            "FAILED"
-        } else if self.slower > 0 {
-            "SLOWER than the baseline"
-        } else if self.passed == 0 {
-            "NOTHING RAN"
-        } else {
-            "passed"
-        }
+    /// Baseline trials that no record of this run has and that fail it (no suite defines them
+    /// any more): counted as `missing`, shown under the baseline.
+    pub fn missing_without_record(
+        &self,
+    ) -> impl Iterator<Item = &crate::baseline::compare::TrialJudgement> {
+        self.baseline
+            .iter()
+            .flat_map(|c| &c.trials)
+            .filter(|judged| {
+                matches!(
+                    judged.judgement,
+                    crate::baseline::Judgement::MissingTrial { .. }
+                ) && !self.trials.iter().any(|t| t.name == judged.trial)
+            })
     }
 }
 

@@ -54,7 +54,12 @@ pub fn load_report(path: &Path) -> Result<SavedRun, BaselineError> {
             supported: report::SCHEMA_VERSION,
         });
     }
-    let report: Report = serde_json::from_str(&text).map_err(corrupt)?;
+    // The text, where it can be, so that an error has its line and column.
+    let report: Report = if version == Some(1) {
+        serde_json::from_value(upgrade_from_1(value)).map_err(corrupt)?
+    } else {
+        serde_json::from_str(&text).map_err(corrupt)?
+    };
     let extras: Extras = serde_json::from_str(&text).map_err(corrupt)?;
     let fingerprint = extras
         .fingerprint
@@ -66,6 +71,20 @@ pub fn load_report(path: &Path) -> Result<SavedRun, BaselineError> {
     })
 }
 
+/// A report of schema 1 read as schema 2: its trials' `status` was their own checks, and its
+/// totals had no per-outcome counts (a bless needs neither).
+fn upgrade_from_1(mut value: serde_json::Value) -> serde_json::Value {
+    if let Some(trials) = value.get_mut("trials").and_then(|t| t.as_array_mut()) {
+        for trial in trials {
+            if let Some(status) = trial.get("status").cloned() {
+                trial["checks"] = status;
+            }
+        }
+    }
+    value["totals"] = serde_json::json!(crate::outcome::Totals::default());
+    value
+}
+
 /// Blesses from a saved report. The suites that defined its trials are unknown, so trials whose
 /// scenario is gone are not removed here (run the gate to do that).
 pub fn bless_from_report(
@@ -74,6 +93,7 @@ pub fn bless_from_report(
 ) -> Result<BlessOutcome, BlessError> {
     let saved = load_report(path)?;
     let run = RunResults {
+        judged: None,
         records: &saved.report.trials,
         defined: None,
         fingerprint: &saved.fingerprint,

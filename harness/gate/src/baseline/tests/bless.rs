@@ -222,6 +222,7 @@ fn missing_trials_are_kept_unless_asked_to_remove_them() {
     ];
     let fp = fixtures::fingerprint();
     let results = RunResults {
+        judged: None,
         records: &records,
         defined: Some(&defined),
         fingerprint: &fp,
@@ -292,8 +293,8 @@ fn bless_from_a_saved_report() {
         "data_dir": "target/gds-gate/data",
         "suites": [],
         "data": [],
-        "trials": records,
-        "totals": { "passed": 1, "failed": 0, "ignored": 1, "filtered_out": 0 },
+        "trials": &records,
+        "totals": crate::outcome::Totals::of(&records, 0, 0),
         "notes": [],
         "runner": "r1",
     });
@@ -315,13 +316,14 @@ fn bless_from_a_saved_report() {
     assert_eq!(baseline.trials.keys().collect::<Vec<_>>(), ["s::a"]);
     assert_eq!(baseline.provenance.revision.as_deref(), Some("abc1234"));
     // A report from a newer gate, and a file that is not a report, are clear errors.
-    let newer = report
-        .to_string()
-        .replace("\"schema_version\":1", "\"schema_version\":9");
+    let newer = report.to_string().replace(
+        &format!("\"schema_version\":{}", crate::report::SCHEMA_VERSION),
+        "\"schema_version\":9",
+    );
     std::fs::write(&report_path, newer).unwrap();
     let shown = saved::load_report(&report_path).unwrap_err().to_string();
     assert!(shown.contains("report has schema_version 9"), "{shown}");
-    std::fs::write(&report_path, "{\"schema_version\": 1,\n \"trials\": 3}").unwrap();
+    std::fs::write(&report_path, "{\"schema_version\": 2,\n \"trials\": 3}").unwrap();
     let shown = saved::load_report(&report_path).unwrap_err().to_string();
     assert!(shown.contains("report.json:"), "{shown}");
     assert!(shown.contains("not a usable gds-gate report"), "{shown}");

@@ -9,7 +9,6 @@ use crate::baseline::file;
 use crate::baseline::fingerprint::Fingerprint;
 use crate::baseline::fixtures::{self, BASE, CHECKSUM, FAST, NOISE, SLOW};
 use crate::baseline::render;
-use crate::exit;
 use gds_model::record::RunnerCheck;
 
 #[test]
@@ -29,7 +28,7 @@ fn clear_regression_fails_with_exit_3_and_says_what_to_do() {
         throughput.drop() > 0.15 && throughput.lower_bound.unwrap() > 0.9,
         "{throughput:?}"
     );
-    assert_eq!(comparison.exit_code(), Some(exit::REGRESSION));
+    assert_eq!(comparison.worst(), Severity::Regression);
     for needle in [
         "s::a: slower than its baseline by 19.",
         "expected: about 2.00 GB/s (5 blessed run(s), run medians 1.94–2.06",
@@ -65,7 +64,7 @@ fn noise_only_passes() {
     // s::b and s::gpu were filtered out: not judged.
     assert_eq!(comparison.trials.len(), 1);
     assert_eq!(comparison.not_selected, 2);
-    assert_eq!(comparison.exit_code(), None);
+    assert!(comparison.worst() <= Severity::Notice);
     assert_eq!(comparison.worst(), Severity::Ok);
     // When the suites are unknown, a baseline trial absent from the run is missing.
     let records = [fixtures::passed("s::a", &NOISE, "nvfs", CHECKSUM)];
@@ -111,7 +110,7 @@ fn a_slow_run_cleared_by_its_confirmation_passes_and_says_so() {
         "{}",
         a.headline
     );
-    assert_eq!(comparison.exit_code(), None);
+    assert!(comparison.worst() <= Severity::Notice);
 }
 
 /// Fixture: what the control said before a confirmation run.
@@ -195,13 +194,14 @@ fn a_trial_that_vanished_fails() {
     ];
     let fp = fixtures::fingerprint();
     let results = RunResults {
+        judged: None,
         records: &records,
         defined: Some(&defined),
         fingerprint: &fp,
         control: None,
     };
     let comparison = compare(&file::read(&s.path).unwrap(), &s.path, "r1", &results);
-    assert_eq!(comparison.exit_code(), Some(exit::TRIAL_FAILED));
+    assert_eq!(comparison.worst(), Severity::Failure);
     let gpu = comparison.get("s::gpu").unwrap();
     assert!(
         matches!(&gpu.judgement, Judgement::MissingTrial { cause: Missing::Ignored { reason } } if reason.contains("libcuda")),
@@ -242,7 +242,7 @@ fn a_path_change_fails_and_names_nvidia_fs() {
         matches!(&a.judgement, Judgement::PathChanged { from, to, .. } if from == "nvfs" && to == "cufile-posix"),
         "{a:?}"
     );
-    assert_eq!(comparison.exit_code(), Some(exit::TRIAL_FAILED));
+    assert_eq!(comparison.worst(), Severity::Failure);
     assert!(a.message.contains("−19."), "{}", a.message);
     let unloaded = Fingerprint {
         nvidia_fs_loaded: false,
@@ -284,7 +284,7 @@ fn a_checksum_change_fails() {
         "{}",
         a.headline
     );
-    assert_eq!(comparison.exit_code(), Some(exit::TRIAL_FAILED));
+    assert_eq!(comparison.worst(), Severity::Failure);
 }
 
 #[test]
@@ -351,7 +351,7 @@ fn no_baseline_and_new_trials_are_notices() {
         comparison.trials[0].judgement,
         Judgement::NoBaseline
     ));
-    assert_eq!(comparison.exit_code(), None);
+    assert!(comparison.worst() <= Severity::Notice);
     assert!(render::console(&comparison).contains("cargo xtask gds-gate bless --runner r1"));
     blessed(&s.path);
     let comparison = judge_one(
@@ -402,7 +402,7 @@ fn the_same_speed_at_twice_the_cpu_is_a_regression_with_exit_3() {
     assert!((cpu.ratio() - 2.0).abs() < 0.05, "{cpu:?}");
     assert!((throughput.ratio - 1.0).abs() < 0.05);
     assert_eq!(a.judgement.severity(), Severity::Regression);
-    assert_eq!(comparison.exit_code(), Some(exit::REGRESSION));
+    assert_eq!(comparison.worst(), Severity::Regression);
     assert!(
         a.headline
             .starts_with("more CPU per GiB than the baseline: 0.800 CPU s/GiB vs 0.400 CPU s/GiB"),
@@ -451,7 +451,7 @@ fn a_cpu_cost_rise_that_its_confirmation_run_does_not_repeat_passes() {
     let comparison = judge_one(&s.path, record, &fixtures::fingerprint());
     let a = comparison.get("s::a").unwrap();
     assert!(matches!(a.judgement, Judgement::Pass { .. }), "{a:?}");
-    assert_eq!(comparison.exit_code(), None);
+    assert!(comparison.worst() <= Severity::Notice);
 }
 
 #[test]

@@ -48,6 +48,7 @@ fn options<'a>(path: &'a Path, filter: &'a Filter) -> BlessOptions<'a> {
 
 fn run<'a>(records: &'a [TrialRecord], fingerprint: &'a Fingerprint) -> RunResults<'a> {
     RunResults {
+        judged: None,
         records,
         defined: None,
         fingerprint,
@@ -84,6 +85,7 @@ fn judge_one(path: &Path, record: TrialRecord, fingerprint: &Fingerprint) -> sup
         .into();
     let records = [record];
     let results = RunResults {
+        judged: None,
         records: &records,
         defined: Some(&defined),
         fingerprint,

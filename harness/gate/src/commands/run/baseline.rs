@@ -7,11 +7,9 @@ use std::path::{Path, PathBuf};
 
 use crate::baseline::compare::{self, Missing};
 use crate::baseline::error::BaselineError;
-use crate::baseline::file::TrialBaseline;
 use crate::baseline::fingerprint::{self, FieldChange};
 use crate::baseline::{
-    self, Baseline, Fingerprint, Judgement, Loaded, RunResults, Severity, file, history, message,
-    render,
+    self, Baseline, Fingerprint, Judgement, Loaded, RunResults, file, history, message, render,
 };
 use crate::cli::{BaselineArgs, RunArgs};
 use crate::escape::terminal;
@@ -21,7 +19,7 @@ use crate::report;
 use gds_model::error_chain;
 use gds_model::record::{LoadedCufile, TrialRecord};
 
-use super::Outcome;
+use super::RunOutput;
 
 /// The runner's name and its baseline file.
 pub(crate) fn runner_and_path(
@@ -42,7 +40,7 @@ pub(crate) fn runner_and_path(
 }
 
 /// What the runner is, from the host and from what the workers reported.
-pub(crate) fn fingerprint(outcome: &Outcome, data_dir: &Path) -> Fingerprint {
+pub(crate) fn fingerprint(outcome: &RunOutput, data_dir: &Path) -> Fingerprint {
     let mut fingerprint = baseline::probe::probe(&outcome.report.host, data_dir);
     let measurements = || {
         outcome
@@ -126,37 +124,34 @@ impl Against {
         self.loaded.present()
     }
 
-    fn judge(&self, record: &TrialRecord) -> Option<(Judgement, &TrialBaseline)> {
-        let entry = self.baseline()?.trials.get(&record.name)?;
-        Some((compare::judge(entry, record), entry))
+    /// The trial's judgement against the baseline, when there is one: compared with its entry,
+    /// or new to it.
+    pub fn judge(&self, record: &TrialRecord) -> Option<Judgement> {
+        let baseline = self.baseline()?;
+        Some(compare::judge_record(baseline, record))
     }
 
     /// The trial looks slower, or costlier in CPU, than its baseline and has confirmation runs
     /// left (of `wanted`).
     pub fn wants_confirmation(&self, record: &TrialRecord, wanted: usize) -> bool {
         match self.judge(record) {
-            Some((Judgement::Regression { throughput }, _)) => {
-                throughput.wants_confirmation(wanted)
-            }
-            Some((Judgement::CpuCostlier { cpu, .. }, _)) => cpu.wants_confirmation(wanted),
+            Some(Judgement::Regression { throughput }) => throughput.wants_confirmation(wanted),
+            Some(Judgement::CpuCostlier { cpu, .. }) => cpu.wants_confirmation(wanted),
             _ => false,
         }
     }
 
-    /// Why the trial fails against its baseline (slower, another path or checksum, in the baseline
-    /// but not run), as libtest shows it on the trial's own line; `None` when it does not.
-    pub fn failure(&self, record: &TrialRecord) -> Option<String> {
-        let (judgement, entry) = self.judge(record)?;
-        (judgement.severity() >= Severity::Regression).then(|| {
-            let (_, message) = message::explain(
-                &self.context(),
-                &record.name,
-                Some(entry),
-                Some(record),
-                &judgement,
-            );
-            message
-        })
+    /// The one-screen message of the trial's judgement, as libtest shows it on the trial's line.
+    pub fn explain(&self, record: &TrialRecord, judgement: &Judgement) -> String {
+        let entry = self.baseline().and_then(|b| b.trials.get(&record.name));
+        let (_, message) = message::explain(
+            &self.context(),
+            &record.name,
+            entry,
+            Some(record),
+            judgement,
+        );
+        message
     }
 
     /// Baseline trials that no suite in `defined` has, each with the message of its failure.
@@ -189,29 +184,32 @@ impl Against {
     }
 }
 
-pub fn finish_run(args: &RunArgs, mut outcome: Outcome, against: &Against) -> u8 {
+/// Compares the run with its baseline, appends it to the history, writes the reports and
+/// returns the run's exit code, which its totals decide.
+pub fn finish_run(args: &RunArgs, mut output: RunOutput, against: &Against) -> u8 {
     let Against {
         runner,
         path,
         loaded,
         ..
     } = against;
-    let fingerprint = fingerprint(&outcome, &args.inputs.data_dir);
+    let fingerprint = fingerprint(&output, &args.inputs.data_dir);
     let run = RunResults {
-        records: &outcome.report.trials,
-        defined: Some(&outcome.defined),
+        records: &output.report.trials,
+        defined: Some(&output.defined),
         fingerprint: &fingerprint,
-        control: outcome.report.control.as_ref(),
+        control: output.report.control.as_ref(),
+        judged: Some(&output.judged),
     };
     let comparison = baseline::compare(loaded, path, runner, &run);
     eprint!("{}", terminal(&render::console(&comparison)));
 
     let history_line = history::HistoryLine::new(
-        outcome.report.started_at.clone(),
+        output.report.started_at.clone(),
         runner,
-        &outcome.report.host.hostname,
+        &output.report.host.hostname,
         &fingerprint,
-        &outcome.report.trials,
+        &output.report.trials,
     );
     let mut extra = String::new();
     let path = &args.baselines.history;
@@ -228,29 +226,10 @@ pub fn finish_run(args: &RunArgs, mut outcome: Outcome, against: &Against) -> u8
             extra.push_str(&render::markdown(&comparison, &[], &args.out));
         }
     }
-    let comparison_code = comparison.exit_code();
-    outcome.report.totals.count_baseline(&comparison);
-    let not_defined = comparison
-        .trials
-        .iter()
-        .filter(|t| {
-            matches!(
-                t.judgement,
-                Judgement::MissingTrial {
-                    cause: Missing::NotDefined
-                }
-            )
-        })
-        .count();
-    let totals = outcome.report.totals;
-    // libtest failed every trial that failed on its own or against the baseline, and the
-    // undefined baseline trials it was not told to filter out.
-    let consistent = outcome.libtest_failed + not_defined
-        == totals.failed + totals.slower + totals.changed + outcome.missing_reported;
-    outcome.report.runner = Some(runner.clone());
-    outcome.report.fingerprint = Some(fingerprint);
-    outcome.report.baseline = Some(comparison);
-    match report::write_all(&args.out, &outcome.report, &extra) {
+    output.report.runner = Some(runner.clone());
+    output.report.fingerprint = Some(fingerprint);
+    output.report.baseline = Some(comparison);
+    match report::write_all(&args.out, &output.report, &extra) {
         Ok(paths) => {
             let names: Vec<String> = paths
                 .iter()
@@ -265,25 +244,25 @@ pub fn finish_run(args: &RunArgs, mut outcome: Outcome, against: &Against) -> u8
     }
     // In GitHub Actions: point at the scenario line of each failed or slower trial.
     if std::env::var("GITHUB_ACTIONS").as_deref() == Ok("true") {
-        for line in report::annotations::github_annotations(&outcome.report) {
+        for line in report::annotations::github_annotations(&output.report) {
             println!("{line}");
         }
     }
     if let Some(signal) = crate::interrupt::received() {
         return interrupted(signal);
     }
-    if !consistent {
+    // libtest failed the trials whose outcome is a failure: one count, or a bug.
+    if output.libtest_failed != output.report.totals.failures() {
         eprintln!(
             "error: libtest's count of failures differs from the recorded trials; this is a bug in gds-gate"
         );
         return exit::SETUP;
     }
-    if outcome.report.totals.failed > 0 {
-        return exit::TRIAL_FAILED;
+    let code = output.report.totals.exit_code();
+    if code == exit::NOTHING_RAN {
+        eprintln!("error: no trial ran; a gate that ran nothing has not passed");
     }
-    comparison_code.unwrap_or_else(|| {
-        crate::exit::for_trials(outcome.report.totals.failed, outcome.report.totals.passed)
-    })
+    code
 }
 
 /// The exit of a run that a signal cut short, once its reports are written.

@@ -142,7 +142,7 @@ fn aggregate_of_constructed_results_is_total_bytes_over_the_slowest_gpu() {
         passed(2, constructed(2, share, &[0.5, 0.5], "cufile-posix", 30)),
     ];
     let record = aggregate(spec("[0, 1, 2]", 3), &plan, Path::new("/t/m"), shards);
-    assert_eq!(record.status, Status::Passed, "{record:?}");
+    assert_eq!(record.checks, Status::Passed, "{record:?}");
     let m = record.measurement.as_ref().unwrap();
     assert_eq!(m.seconds, [1.5, 2.0]);
     assert_eq!(m.warmup_seconds, [3.0]);
@@ -233,7 +233,7 @@ fn a_trial_whose_other_gpu_measured_nothing_has_no_latency_of_its_own() {
         (1, crashed),
     ];
     let record = aggregate(spec("[0, 1]", 2), &plan, Path::new("/t/m"), shards);
-    assert_eq!(record.status, Status::Failed);
+    assert_eq!(record.checks, Status::Failed);
     let m = record.measurement.unwrap();
     assert_eq!(m.latency, None);
     assert!(m.costs.is_empty());
@@ -266,7 +266,7 @@ fn a_failed_gpu_fails_the_trial_and_is_named() {
         passed(2, constructed(2, share, &[1.0, 1.0], "nvfs", 30)),
     ];
     let record = aggregate(spec("[0, 1, 2]", 3), &plan, Path::new("/t/m"), shards);
-    assert_eq!(record.status, Status::Failed);
+    assert_eq!(record.checks, Status::Failed);
     assert_eq!(
         record.reason.as_deref(),
         Some("GPU 1: path: expected gds, saw cufile-posix")
@@ -320,7 +320,7 @@ fn integrity_failures_aggregate_with_the_first_wrong_byte() {
         ),
     ];
     let record = aggregate(spec, &plan, Path::new("/t/m"), shards);
-    assert_eq!(record.status, Status::Failed);
+    assert_eq!(record.checks, Status::Failed);
     assert!(
         record
             .reason
@@ -367,7 +367,7 @@ fn ignored_gpus_ignore_the_trial_only_when_all_are_ignored() {
         Path::new("/t/m"),
         vec![ignored(0), ignored(1)],
     );
-    assert_eq!(record.status, Status::Ignored);
+    assert_eq!(record.checks, Status::Ignored);
     assert_eq!(
         record.reason.as_deref(),
         Some("kvikio not found by python3")
@@ -381,7 +381,7 @@ fn ignored_gpus_ignore_the_trial_only_when_all_are_ignored() {
             ignored(1),
         ],
     );
-    assert_eq!(record.status, Status::Failed);
+    assert_eq!(record.checks, Status::Failed);
     assert!(
         record
             .reason
@@ -499,7 +499,7 @@ fn three_workers_run_at_once_each_in_its_folder_and_the_record_aggregates_them()
         result(Some(answering(asked, m)), None)
     });
     assert_eq!(record.name, "multi::m[gpus=0+1+2]");
-    assert_eq!(record.status, Status::Passed, "{record:#?}");
+    assert_eq!(record.checks, Status::Passed, "{record:#?}");
     for gpu in 0..3u32 {
         let folder = trial_dir.join(format!("gpu{gpu}"));
         assert!(folder.join("result.json").is_file(), "{}", folder.display());
@@ -535,7 +535,7 @@ fn one_gpu_runs_the_whole_plan_as_one_shard() {
         let m = constructed(gpu, 2 * MIB, &[1.0, 2.0], "host", 0);
         result(Some(answering(asked, m)), None)
     });
-    assert_eq!(record.status, Status::Passed, "{record:#?}");
+    assert_eq!(record.checks, Status::Passed, "{record:#?}");
     let sent: WorkerSpec =
         serde_json::from_str(&std::fs::read_to_string(trial_dir.join("gpu0/spec.json")).unwrap())
             .unwrap();
@@ -559,7 +559,7 @@ fn a_worker_that_fails_fails_the_trial_naming_its_gpu() {
         });
         result(Some(m), failure)
     });
-    assert_eq!(record.status, Status::Failed);
+    assert_eq!(record.checks, Status::Failed);
     assert_eq!(
         record.reason.as_deref(),
         Some(
@@ -597,7 +597,7 @@ fn a_plan_that_cannot_be_split_fails_the_trial() {
         &Pattern::Whole,
     );
     let record = launcher.run_multi(spec("[0, 1]", 1), user, &[0, 1]);
-    assert_eq!(record.status, Status::Failed);
+    assert_eq!(record.checks, Status::Failed);
     assert!(
         record
             .reason

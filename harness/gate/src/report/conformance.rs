@@ -1,0 +1,293 @@
+//! One run holding every kind of outcome, told by every sink: report.json, libtest's result per
+//! trial, junit.xml, summary.md, the GitHub annotations and `report --merge` must agree on each
+//! trial's outcome, on the totals and on the exit code.
+//!
+//! The run is made of fixtures (records with chosen samples, path and checksum) judged by the
+//! real comparison against a real blessed baseline, so that each judgement is the one the gate
+//! would make.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+
+use super::{Report, annotations, junit, markdown, merge};
+use crate::baseline::bless::{BlessOptions, Filter, bless};
+use crate::baseline::compare::{RunResults, compare};
+use crate::baseline::file::{self, Provenance};
+use crate::baseline::fixtures::{self, BASE, CHECKSUM, NOISE, SLOW};
+use crate::exit;
+use crate::outcome::{self, Outcome, Totals};
+use gds_model::record::TrialRecord;
+
+const CPU: [f64; 5] = [0.4; 5];
+
+fn measured(name: &str, gbps: &[f64], path: &str, checksum: u64, cpu: f64) -> TrialRecord {
+    fixtures::with_cpu(fixtures::passed(name, gbps, path, checksum), &[cpu; 5])
+}
+
+/// The run, each trial with the outcome it must have; `s::gone` is in the baseline only.
+fn every_outcome() -> (Vec<TrialRecord>, BTreeMap<&'static str, Outcome>) {
+    let trials = vec![
+        (
+            measured("s::pass", &NOISE, "nvfs", CHECKSUM, 0.4),
+            Outcome::Passed,
+        ),
+        (
+            measured("s::slow", &SLOW, "nvfs", CHECKSUM, 0.4),
+            Outcome::Slower,
+        ),
+        (
+            measured("s::costly", &NOISE, "nvfs", CHECKSUM, 0.8),
+            Outcome::Costlier,
+        ),
+        (
+            measured("s::path", &NOISE, "cufile-posix", CHECKSUM, 0.4),
+            Outcome::PathChanged,
+        ),
+        (
+            measured("s::bytes", &NOISE, "nvfs", CHECKSUM ^ 1, 0.4),
+            Outcome::ChecksumChanged,
+        ),
+        (fixtures::failed("s::broken", &NOISE), Outcome::Failed),
+        (fixtures::ignored("s::gpu"), Outcome::Missing),
+        (fixtures::ignored("s::new-gpu"), Outcome::Ignored),
+    ];
+    let expected = trials.iter().map(|(r, o)| (leak(&r.name), *o)).collect();
+    (trials.into_iter().map(|(r, _)| r).collect(), expected)
+}
+
+fn leak(name: &str) -> &'static str {
+    Box::leak(name.to_string().into_boxed_str())
+}
+
+/// Blesses every trial but `s::new-gpu`, plus `s::gone`, from five quiet runs.
+fn bless_baseline(path: &std::path::Path) {
+    let names = [
+        "s::pass",
+        "s::slow",
+        "s::costly",
+        "s::path",
+        "s::bytes",
+        "s::broken",
+        "s::gpu",
+        "s::gone",
+    ];
+    let rounds: Vec<Vec<TrialRecord>> = [1.0, 1.03, 0.97, 1.01, 0.99]
+        .iter()
+        .map(|level: &f64| {
+            let passes = BASE.map(|g| g * level);
+            names
+                .map(|name| {
+                    fixtures::with_cpu(fixtures::passed(name, &passes, "nvfs", CHECKSUM), &CPU)
+                })
+                .to_vec()
+        })
+        .collect();
+    let fp = fixtures::fingerprint();
+    let runs: Vec<RunResults> = rounds
+        .iter()
+        .map(|records| RunResults {
+            judged: None,
+            records,
+            defined: None,
+            fingerprint: &fp,
+            control: None,
+        })
+        .collect();
+    let options = BlessOptions {
+        runner: "r1",
+        baseline_path: path,
+        filter: &Filter::default(),
+        accept_fingerprint: false,
+        remove_missing: false,
+        refresh: false,
+        ci: false,
+        provenance: Provenance::now("gpu01", None),
+    };
+    assert!(bless(&runs, &options).expect("bless").written);
+}
+
+/// The run judged as the gate judges it: each trial's outcome settled from its judgement, the
+/// totals over those outcomes and the baseline's trials no suite defines.
+fn judged_run(dir: &std::path::Path) -> (Report, BTreeMap<&'static str, Outcome>) {
+    let path = file::path_for(&dir.join("baselines"), "r1").unwrap();
+    bless_baseline(&path);
+    let loaded = file::read(&path).unwrap();
+    let (mut records, expected) = every_outcome();
+    let defined: BTreeSet<String> = records.iter().map(|r| r.name.clone()).collect();
+    let fp = fixtures::fingerprint();
+    let comparison = compare(
+        &loaded,
+        &path,
+        "r1",
+        &RunResults {
+            judged: None,
+            records: &records,
+            defined: Some(&defined),
+            fingerprint: &fp,
+            control: None,
+        },
+    );
+    for record in &mut records {
+        let judgement = comparison.get(&record.name).map(|j| &j.judgement);
+        outcome::settle(record, judgement);
+    }
+    let mut report = fixtures::report(records);
+    report.runner = Some("r1".into());
+    report.baseline = Some(comparison);
+    let undefined = report.missing_without_record().count();
+    report.totals = Totals::of(&report.trials, undefined, 0);
+    (report, expected)
+}
+
+/// `name` → what junit.xml says of it: `ok`, `skipped` or the failure's type.
+fn junit_cases(xml: &str) -> BTreeMap<String, String> {
+    let mut cases = BTreeMap::new();
+    for case in xml.split("<testcase ").skip(1) {
+        let name = case
+            .split("name=\"")
+            .nth(1)
+            .unwrap()
+            .split('"')
+            .next()
+            .unwrap();
+        let body = case.split("</testcase>").next().unwrap();
+        let kind = if let Some(failure) = body.split("<failure").nth(1) {
+            failure
+                .split("type=\"")
+                .nth(1)
+                .unwrap()
+                .split('"')
+                .next()
+                .unwrap()
+                .to_string()
+        } else if body.contains("<skipped") {
+            "skipped".to_string()
+        } else {
+            "ok".to_string()
+        };
+        cases.insert(name.to_string(), kind);
+    }
+    cases
+}
+
+#[test]
+fn every_sink_tells_each_trials_outcome_the_totals_and_the_exit_code_alike() {
+    let dir = tempfile::tempdir().unwrap();
+    let (report, expected) = judged_run(dir.path());
+
+    // report.json: the outcome is the trial's status; the totals count each once.
+    let json: serde_json::Value = serde_json::to_value(&report).unwrap();
+    for trial in json["trials"].as_array().unwrap() {
+        let name = trial["name"].as_str().unwrap();
+        assert_eq!(trial["status"], expected[name].key(), "{name}");
+    }
+    let totals = report.totals;
+    for outcome in Outcome::ALL {
+        let in_run = expected.values().filter(|o| **o == outcome).count();
+        let gone = usize::from(outcome == Outcome::Missing);
+        assert_eq!(
+            totals.count(outcome),
+            in_run + gone,
+            "{outcome:?}: {totals:?}"
+        );
+    }
+    assert_eq!(totals.failures(), 7);
+    assert_eq!(totals.exit_code(), exit::TRIAL_FAILED);
+
+    // libtest: the failing outcomes fail, ignored is ignored, passed passes.
+    let mut libtest_failed = 0;
+    for trial in &report.trials {
+        let failure = report.failure_of(trial).map(|(_, message)| message);
+        let result = crate::outcome::libtest_result(trial, failure);
+        match expected[trial.name.as_str()] {
+            Outcome::Passed => assert!(matches!(result, Ok(libtest_mimic::Completion::Completed))),
+            Outcome::Ignored => assert!(matches!(
+                result,
+                Ok(libtest_mimic::Completion::Ignored { .. })
+            )),
+            _ => {
+                assert!(result.is_err(), "{}", trial.name);
+                libtest_failed += 1;
+            }
+        }
+    }
+    // `s::gone` fails on a line of its own (run.rs's `missing` trials).
+    assert_eq!(libtest_failed + 1, totals.failures());
+
+    // junit.xml: the same failures, typed; the root counts them.
+    let xml = junit::render(&report);
+    let cases = junit_cases(&xml);
+    for (name, outcome) in &expected {
+        let kind = match outcome {
+            Outcome::Passed => "ok",
+            Outcome::Ignored => "skipped",
+            Outcome::Failed => "gds-gate",
+            Outcome::Slower | Outcome::Costlier => "regression",
+            _ => "baseline",
+        };
+        assert_eq!(cases[*name], kind, "{name}\n{xml}");
+    }
+    assert_eq!(cases["s::gone"], "baseline");
+    assert!(
+        xml.contains(&format!("failures=\"{}\"", totals.failures())),
+        "{xml}"
+    );
+
+    // summary.md: the title, the counts and each row's result.
+    let summary = markdown::render(&report);
+    assert!(summary.starts_with("## gds-gate: FAILED\n"), "{summary}");
+    assert!(summary.contains(&totals.counts()), "{summary}");
+    for (name, outcome) in &expected {
+        let cell = match outcome {
+            Outcome::Passed | Outcome::Ignored => outcome.label().to_string(),
+            failing => format!("**{}**", failing.label()),
+        };
+        assert!(
+            summary.contains(&format!("| `{name}` | {cell} |")),
+            "{name}\n{summary}"
+        );
+    }
+
+    // Annotations: one error per failing trial, and the missing one at the baseline file.
+    let errors: BTreeSet<String> = annotations::github_annotations_in(&report, None)
+        .iter()
+        .filter(|line| line.starts_with("::error "))
+        .map(|line| {
+            line.split("title=")
+                .nth(1)
+                .unwrap()
+                .split("::")
+                .next()
+                .unwrap()
+                .replace("%3A", ":")
+        })
+        .collect();
+    let mut failing: BTreeSet<String> = expected
+        .iter()
+        .filter(|(_, o)| o.is_failure())
+        .map(|(name, _)| name.to_string())
+        .collect();
+    failing.insert("s::gone".into());
+    assert_eq!(errors, failing);
+
+    // The merged report of two such runs: the same statuses, twice the totals, the same exit.
+    let runs = [
+        (PathBuf::from("a/report.json"), report.clone()),
+        (PathBuf::from("b/report.json"), report.clone()),
+    ];
+    let merged = merge::merge(&runs).unwrap();
+    for trial in &merged.report.trials {
+        let own = trial.name.split_once('/').unwrap().1;
+        assert_eq!(trial.status, expected[own], "{}", trial.name);
+    }
+    let mut twice = totals;
+    twice.add(&totals);
+    assert_eq!(merged.report.totals, twice);
+    assert_eq!(merged.exit_code(), totals.exit_code());
+    assert!(
+        merged
+            .runs
+            .iter()
+            .all(|run| run.exit_code == exit::TRIAL_FAILED)
+    );
+}
