@@ -85,7 +85,9 @@ fn cached_files_are_reused_and_regenerated_after_a_change() {
 
     let second = scratch.gate(&["--suite", suite]);
     assert_eq!(second.code, 0, "{second:?}");
-    assert!(second.stderr.contains("data: reused"), "{second:?}");
+    // Reused data is the quiet, usual case: report.json says it.
+    assert!(!second.stderr.contains("data:"), "{second:?}");
+    assert_eq!(scratch.report()["data"][0]["action"], "reused");
 
     // Writing to the file changes its mtime: the cache must not trust it any more.
     let file = scratch.data().join("gds-gate-s5-3145728.bin");
@@ -380,7 +382,7 @@ fn bless_writes_a_baseline_that_the_next_run_is_judged_against_and_refuses_in_ci
 
     let blessed = bless(false);
     assert_eq!(blessed.code, 0, "{blessed:?}");
-    assert!(blessed.stdout.contains("updating:"), "{blessed:?}");
+    assert!(blessed.stdout.contains("creating:"), "{blessed:?}");
     let baseline = fs::read_to_string(scratch.path("baselines/ci-box.yaml")).unwrap();
     assert!(baseline.contains("small::read"), "{baseline}");
     assert!(
@@ -388,8 +390,25 @@ fn bless_writes_a_baseline_that_the_next_run_is_judged_against_and_refuses_in_ci
         "the runner's control is blessed with the trials: {baseline}"
     );
 
+    // A bless says one line per blessed run, then the diff; the runs' trial lines go to logs.
+    let runs = blessed
+        .stderr
+        .lines()
+        .filter(|l| l.starts_with("bless: run "))
+        .count();
+    assert_eq!(runs, 6, "{blessed:?}");
+    assert!(!blessed.stdout.contains("test [posix]"), "{blessed:?}");
+    assert!(scratch.out().join("bless-run-6.log").exists());
+
     let judged = scratch.gate(&["--suite", suite, "--runner", "ci-box"]);
     assert!(judged.code == 0 || judged.code == 3, "{judged:?}");
+    if judged.code == 0 {
+        // A clean run: libtest's lines for its one trial, then a line each for the baseline
+        // and the reports, and no warning per trial.
+        let lines = judged.stdout.lines().count() + judged.stderr.lines().count();
+        assert!(lines <= 10, "{lines} lines: {judged:?}");
+        assert!(!judged.stderr.contains("warning:"), "{judged:?}");
+    }
     let report = scratch.report();
     assert_eq!(report["runner"], "ci-box");
     assert!(

@@ -81,7 +81,8 @@ impl DataSet {
                 }
                 let prepared = prepare_one(data_dir, &key);
                 match &prepared {
-                    Ok((file, record)) => {
+                    // Reused files are the quiet, usual case: report.json lists them.
+                    Ok((file, record)) if record.action != "reused" => {
                         eprintln!(
                             "data: {} {} ({})",
                             record.action,
@@ -90,6 +91,7 @@ impl DataSet {
                         );
                         set.log.push(record.clone());
                     }
+                    Ok((_, record)) => set.log.push(record.clone()),
                     Err(error) => eprintln!("error: {}", terminal(error)),
                 }
                 set.files.insert(key, prepared.map(|(file, _)| file));

@@ -79,7 +79,7 @@ fn bless_then_compare_then_history_and_plots() {
     let outcome = baseline::bless(std::slice::from_ref(&run), &options).unwrap();
     assert!(outcome.written);
     assert!(matches!(outcome.changes[0], TrialChange::Added { .. }));
-    assert!(outcome.to_string().starts_with("updating: "));
+    assert!(outcome.to_string().starts_with("creating: "));
 
     let later = records(&[1.5, 1.55, 1.45, 1.52, 1.48], "nvfs");
     let run = RunResults {
@@ -101,7 +101,7 @@ fn bless_then_compare_then_history_and_plots() {
             .all(|t| matches!(t.judgement, Judgement::Regression { .. }))
     );
     assert!(
-        render::console(&comparison).contains("0 as fast as the baseline, 2 slower"),
+        render::console(&comparison).contains("): 2 slower;"),
         "{}",
         render::console(&comparison)
     );

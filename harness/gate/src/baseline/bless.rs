@@ -151,6 +151,8 @@ pub enum TrialChange {
 #[derive(Clone, Debug, PartialEq)]
 pub struct BlessOutcome {
     pub path: PathBuf,
+    /// The file did not exist before this bless.
+    pub created: bool,
     /// False when nothing changed: the file was left untouched.
     pub written: bool,
     /// Fingerprint differences recorded (changed with --accept-fingerprint, or newly known).
@@ -241,6 +243,7 @@ pub fn bless(
     let mut trials = old.as_ref().map(|b| b.trials.clone()).unwrap_or_default();
     let mut outcome = BlessOutcome {
         path: path.to_path_buf(),
+        created: old.is_none(),
         written: false,
         fingerprint: differences
             .iter()
@@ -462,7 +465,8 @@ fn remove_undefined(
 impl fmt::Display for BlessOutcome {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if self.written {
-            writeln!(f, "updating: {}", self.path.display())?;
+            let verb = if self.created { "creating" } else { "updating" };
+            writeln!(f, "{verb}: {}", self.path.display())?;
         } else {
             writeln!(f, "up to date: {} (nothing changed)", self.path.display())?;
         }
@@ -473,8 +477,7 @@ impl fmt::Display for BlessOutcome {
             match change {
                 TrialChange::Added { trial, new } => writeln!(
                     f,
-                    "  + {trial}: {} from {}, path {}{}",
-                    gbps(new.median_gbps),
+                    "  + {trial}: {}, path {}{}",
                     runs_figures(new),
                     new.path,
                     new.checksum
@@ -498,8 +501,12 @@ impl fmt::Display for BlessOutcome {
                 "  kept: {trial} ({why}); pass --remove-missing to drop it"
             )?;
         }
-        for (trial, threshold) in &self.insensitive {
-            writeln!(f, "  warning: {trial}: {threshold}")?;
+        if !self.insensitive.is_empty() {
+            writeln!(
+                f,
+                "  note: {} trial(s) spread more from run to run than their tolerance; the next run's summary.md says the smallest drop each can see",
+                self.insensitive.len()
+            )?;
         }
         if !self.unchanged.is_empty() {
             writeln!(
@@ -512,21 +519,24 @@ impl fmt::Display for BlessOutcome {
     }
 }
 
-/// `5 runs (run medians 1.16–1.41, spread 7.5%)`, or the passes of a single run.
+/// `level 1.29 GB/s over 5 runs (run medians 1.16–1.41, spread 7.5%)`, the level being what
+/// runs are compared with (the geometric mean of the run medians); or the passes of one run.
 fn runs_figures(trial: &TrialBaseline) -> String {
     let medians = &trial.run_medians_gbps;
     if medians.len() < 2 {
         return format!(
-            "1 run of {} passes ({}–{})",
+            "{} from 1 run of {} passes ({}–{})",
+            gbps(trial.median_gbps),
             trial.samples,
             number(trial.min_gbps),
             number(trial.max_gbps)
         );
     }
-    let (_, spread) = log_mean_sd(medians);
+    let (log_level, spread) = log_mean_sd(medians);
     let range = Summary::of(medians);
     format!(
-        "{} runs (run medians {}–{}, spread {:.1}%)",
+        "level {} over {} runs (run medians {}–{}, spread {:.1}%)",
+        gbps(log_level.exp()),
         medians.len(),
         number(range.min),
         number(range.max),

@@ -9,8 +9,10 @@ use super::fingerprint::{self, ChangeKind};
 use super::message::{bless_command, change, number, threshold};
 use super::plot::PlotFile;
 
-/// The console text: the fingerprint block, then every judgement that is not a plain pass, then
-/// a count. Empty lines separate the messages.
+/// The console text, short: libtest has already shown each failure's message on its own.
+/// One line with the baseline and its counts, the runner's changes when it changed, one line per
+/// slow run its confirmation cleared. The trials that cannot see a drop as small as their
+/// tolerance are counted on the first line; summary.md lists each.
 pub fn console(comparison: &Comparison) -> String {
     let mut out = String::new();
     let file = comparison.baseline_path.display();
@@ -29,31 +31,65 @@ pub fn console(comparison: &Comparison) -> String {
         );
         return out;
     }
-    let _ = writeln!(out, "baseline: `{file}` (runner `{}`)", comparison.runner);
-    out.push_str(&fingerprint_block(comparison));
-    for trial in &comparison.trials {
-        if trial.judgement.severity() > Severity::Ok {
-            let _ = writeln!(out, "\n{}", trial.message);
-        }
-    }
-    for line in cleared(comparison).chain(insensitive(comparison)) {
-        let _ = writeln!(out, "\nwarning: {line}");
-    }
-    let passed = comparison
+    let counts = [
+        (
+            count(comparison, |j| matches!(j, Judgement::Pass { .. })),
+            "as fast",
+        ),
+        (
+            count(comparison, |j| matches!(j, Judgement::Regression { .. })),
+            "slower",
+        ),
+        (
+            count(comparison, |j| matches!(j, Judgement::CpuCostlier { .. })),
+            "costlier in CPU",
+        ),
+        (
+            count(comparison, |j| j.severity() == Severity::Failure),
+            "changed or missing",
+        ),
+        (
+            count(comparison, |j| matches!(j, Judgement::Faster { .. })),
+            "faster (consider blessing)",
+        ),
+        (
+            count(comparison, |j| matches!(j, Judgement::NewTrial)),
+            "new",
+        ),
+        (comparison.not_selected, "not selected"),
+    ];
+    let counts: Vec<String> = counts
+        .iter()
+        .filter(|(n, _)| *n > 0)
+        .map(|(n, what)| format!("{n} {what}"))
+        .collect();
+    let blind: Vec<f64> = comparison
         .trials
         .iter()
-        .filter(|t| matches!(t.judgement, Judgement::Pass { .. }))
-        .count();
+        .filter_map(|trial| trial.judgement.throughput())
+        .filter(|t| t.spread_exceeds_tolerance() || t.spread.is_none())
+        .map(|t| 1.0 - t.slower_below())
+        .collect();
+    let sensitivity = if blind.is_empty() {
+        String::new()
+    } else {
+        let worst = blind.iter().copied().fold(0.0_f64, f64::max);
+        format!(
+            "; {} cannot tell a drop as small as their tolerance from this runner's noise (up to {:.0}%: summary.md says what each can see)",
+            blind.len(),
+            100.0 * worst
+        )
+    };
     let _ = writeln!(
         out,
-        "\nbaseline comparison: {passed} as fast as the baseline, {} slower, {} costlier in CPU, {} faster, {} failed (path, checksum or missing), {} new, {} not selected",
-        count(comparison, |j| matches!(j, Judgement::Regression { .. })),
-        count(comparison, |j| matches!(j, Judgement::CpuCostlier { .. })),
-        count(comparison, |j| matches!(j, Judgement::Faster { .. })),
-        count(comparison, |j| j.severity() == Severity::Failure),
-        count(comparison, |j| matches!(j, Judgement::NewTrial)),
-        comparison.not_selected
+        "baseline: `{file}` (runner `{}`): {}{sensitivity}",
+        comparison.runner,
+        counts.join(", ")
     );
+    out.push_str(&fingerprint_block(comparison));
+    for line in cleared(comparison) {
+        let _ = writeln!(out, "warning: {line}");
+    }
     out
 }
 

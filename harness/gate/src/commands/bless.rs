@@ -100,23 +100,33 @@ pub fn run(request: BlessRequest, command: Vec<String>) -> u8 {
     let mut outcomes = Vec::new();
     let mut started: Option<std::time::Instant> = None;
     for round in 1..=request.runs {
+        let mut waited = String::new();
         if let Some(wait) = started.and_then(|t| request.interval.checked_sub(t.elapsed()))
             && !wait.is_zero()
         {
-            eprintln!(
-                "bless: waiting {:.0} s, so that the runs start at least {} s apart",
-                wait.as_secs_f64(),
-                request.interval.as_secs()
-            );
+            waited = format!(" after waiting {:.0} s to start it", wait.as_secs_f64());
             crate::interrupt::sleep(wait);
         }
         if crate::interrupt::received().is_some() {
             break;
         }
         started = Some(std::time::Instant::now());
-        eprintln!("bless: run {round} of {}", request.runs);
-        match super::run::run_trials(args, command.clone(), None) {
-            Ok(outcome) => outcomes.push(outcome),
+        // One line per run: its trials' lines go to a log of their own in --out.
+        let quiet = super::run::Quiet {
+            libtest_log: args.out.join(format!("bless-run-{round}.log")),
+            doctor: round == 1,
+        };
+        match super::run::run_trials(args, command.clone(), None, Some(&quiet)) {
+            Ok(outcome) => {
+                eprintln!(
+                    "bless: run {round} of {}{waited}: {} in {:.1} s ({})",
+                    request.runs,
+                    outcome.report.totals.counts(),
+                    outcome.report.duration_seconds,
+                    quiet.libtest_log.display()
+                );
+                outcomes.push(outcome);
+            }
             Err(code) => return code,
         }
     }

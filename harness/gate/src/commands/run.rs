@@ -54,6 +54,13 @@ pub fn load_suites(paths: &[std::path::PathBuf]) -> Option<Vec<Suite>> {
     ok.then_some(suites)
 }
 
+/// A run that shows nothing of its own but errors (a bless's runs): libtest writes its lines to
+/// `libtest_log`, and the doctor's line is shown only when `doctor` is set.
+pub struct Quiet {
+    pub libtest_log: std::path::PathBuf,
+    pub doctor: bool,
+}
+
 /// What a run of the trials produced: the records, each with its outcome, and the judgements
 /// against the baseline that decided them.
 pub struct RunOutput {
@@ -80,7 +87,7 @@ pub fn run_gate(args: RunArgs, command: Vec<String>) -> u8 {
         Ok(lock) => lock,
         Err(code) => return code,
     };
-    let outcome = match run_trials(&args, command, Some(&against)) {
+    let outcome = match run_trials(&args, command, Some(&against), None) {
         Ok(outcome) => outcome,
         Err(code) => return code,
     };
@@ -109,8 +116,13 @@ pub fn run_trials(
     args: &RunArgs,
     command: Vec<String>,
     against: Option<&baseline::Against>,
+    quiet: Option<&Quiet>,
 ) -> Result<RunOutput, u8> {
     let mut libtest = args.libtest.clone();
+    // Listing prints to stdout as asked, and writes nothing to --out.
+    if let Some(quiet) = quiet.filter(|_| !libtest.list) {
+        libtest.logfile = Some(quiet.libtest_log.display().to_string());
+    }
     let started_at = SystemTime::now();
     let started = Instant::now();
     let Some(suites) = load_suites(&args.inputs.suite_paths()) else {
@@ -147,6 +159,7 @@ pub fn run_trials(
         crate::doctor::preflight(&args.inputs.data_dir, &selected_specs, args.require_gpu);
     let doctor = crate::doctor::short_summary(&preflight);
     match &host.gpu_unavailable {
+        _ if quiet.is_some_and(|q| !q.doctor) => {}
         Some(reason) if !args.require_gpu && !args.doctor => {
             eprintln!(
                 "{}",
@@ -201,8 +214,9 @@ pub fn run_trials(
     });
 
     let records: Arc<Mutex<Vec<TrialRecord>>> = Arc::default();
-    let show_summary =
-        !libtest.quiet && matches!(libtest.format, None | Some(FormatSetting::Pretty));
+    let show_summary = quiet.is_none()
+        && !libtest.quiet
+        && matches!(libtest.format, None | Some(FormatSetting::Pretty));
     let mut trials: Vec<Trial> = specs
         .iter()
         .map(|spec| {
@@ -299,8 +313,10 @@ pub fn run_trials(
         baseline: None,
         control: control_reading,
     };
-    for note in &report.notes {
-        eprintln!("note: {}", terminal(note));
+    if quiet.is_none() {
+        for note in &report.notes {
+            eprintln!("note: {}", terminal(note));
+        }
     }
     Ok(RunOutput {
         report,
@@ -371,7 +387,7 @@ impl Executor {
             let n = record.confirmations.len() + 1;
             crate::interrupt::sleep(self.confirm_delay);
             if let Some(settler) = &self.settler
-                && let Some(check) = control::settle(settler, &record.name)
+                && let Some(check) = control::settle(settler)
             {
                 record.runner_checks.push(check);
             }
@@ -542,7 +558,8 @@ fn judged_undefined(against: Option<&baseline::Against>, defined: &BTreeSet<Stri
 }
 
 /// Plain sentences for what did not run, grouped by reason, so a green run on a host without a GPU
-/// never reads as a tested GPU path.
+/// never reads as a tested GPU path. When no GPU trial ran, one sentence says so with the
+/// reasons, instead of one per reason.
 fn notes(trials: &[TrialRecord], require_gpu: bool) -> Vec<String> {
     let mut by_reason: BTreeMap<&str, (usize, bool)> = BTreeMap::new();
     for trial in trials
@@ -555,21 +572,29 @@ fn notes(trials: &[TrialRecord], require_gpu: bool) -> Vec<String> {
         entry.0 += 1;
         entry.1 |= trial.spec.reader.uses_gpu();
     }
-    let mut notes: Vec<String> = by_reason
-        .into_iter()
-        .map(|(reason, (count, gpu))| {
-            let what = if gpu { "GPU trial(s)" } else { "trial(s)" };
-            format!("{count} {what} did not run: {reason}")
-        })
-        .collect();
     let ran_gpu = trials
         .iter()
         .any(|trial| trial.spec.reader.uses_gpu() && trial.checks != Status::Ignored);
-    let skipped_gpu = trials
+    let skipped_gpu = by_reason.values().any(|(_, gpu)| *gpu);
+    let no_gpu_part = skipped_gpu && !ran_gpu && !require_gpu;
+    let mut notes: Vec<String> = by_reason
         .iter()
-        .any(|trial| trial.spec.reader.uses_gpu() && trial.checks == Status::Ignored);
-    if skipped_gpu && !ran_gpu && !require_gpu {
-        notes.push("the GPU part of the gate did not run: this result covers the CPU (posix) trials only; pass --require-gpu to make that a failure".into());
+        .filter(|(_, (_, gpu))| !(no_gpu_part && *gpu))
+        .map(|(reason, (count, gpu))| {
+            let what = if *gpu { "GPU trial(s)" } else { "trial(s)" };
+            format!("{count} {what} did not run: {reason}")
+        })
+        .collect();
+    if no_gpu_part {
+        let reasons: Vec<&str> = by_reason
+            .iter()
+            .filter(|(_, (_, gpu))| *gpu)
+            .map(|(reason, _)| *reason)
+            .collect();
+        notes.push(format!(
+            "the GPU part of the gate did not run ({}): this result covers the CPU (posix) trials only; pass --require-gpu to make that a failure",
+            reasons.join("; ")
+        ));
     }
     notes
 }

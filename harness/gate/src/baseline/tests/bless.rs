@@ -168,10 +168,20 @@ fn bless_writes_only_what_changed_and_prints_the_diff() {
         "{shown}"
     );
     assert!(shown.contains("unchanged: 1 trial(s)"), "{shown}");
-    // Blessed from one run, the new trial's spread is unknown, and bless says what that means.
+    // Blessed from one run, the new trial's spread is unknown: counted in one line, and the
+    // outcome keeps what it means.
     assert!(
-        shown.contains("  warning: s::c: slower means below 2.32 GB/s (−10.0% of the level 2.58 GB/s): the tolerance of 10% alone, since 1 blessed run(s) cannot show"),
+        shown.contains("  note: 3 trial(s) spread more from run to run than their tolerance"),
         "{shown}"
+    );
+    let c = outcome
+        .insensitive
+        .iter()
+        .find(|(trial, _)| trial == "s::c");
+    assert!(
+        c.is_some_and(|(_, threshold)| threshold.contains("slower means below 2.32 GB/s (−10.0% of the level 2.58 GB/s): the tolerance of 10% alone, since 1 blessed run(s) cannot show")),
+        "{:?}",
+        outcome.insensitive
     );
     let after = std::fs::read_to_string(&s.path).unwrap();
     let changed_lines = diff_lines(&before, &after);

@@ -39,24 +39,14 @@ pub(super) fn start(
     };
     let blessed = baseline.and_then(|b| b.control.clone());
     let condition = blessed.as_ref().and_then(|b| b.condition(&reading));
-    let median = gds_model::numbers::median;
-    let mut line = format!(
-        "control: the data dir's disk {:.2} GB/s, checking its bytes {:.2} GiB per CPU second",
-        median(&reading.disk_gbps),
-        median(&reading.cpu_gib_per_s)
-    );
-    if let Some(c) = condition {
-        line.push_str(&format!(
-            " ({}{})",
-            describe(c.disk, c.cpu, c.cpu_share),
-            if c.below_level() {
-                ": the runner starts this run below its level"
-            } else {
-                ""
-            }
-        ));
+    // Said only when it matters to this run's figures: the runner starts below its blessed
+    // level. report.json keeps every reading.
+    if let Some(c) = condition.filter(|c| c.below_level()) {
+        eprintln!(
+            "control: {}: the runner starts this run below its level",
+            terminal(&describe(c.disk, c.cpu, c.cpu_share))
+        );
     }
-    eprintln!("{}", terminal(&line));
     let settler = blessed.map(|blessed| {
         Settler::new(
             Box::new(move || control.read()),
@@ -75,43 +65,14 @@ fn warn(why: &str) {
     );
 }
 
-/// Waits for the runner before `trial`'s confirmation run, saying so when it waited or the
-/// runner stayed slow.
-pub(super) fn settle(settler: &Settler, trial: &str) -> Option<RunnerCheck> {
+/// Waits for the runner before a confirmation run. Silent, so that the trial's libtest line is
+/// not split: the check is recorded, and the trial's message says what it found.
+pub(super) fn settle(settler: &Settler) -> Option<RunnerCheck> {
     match settler.settle(&crate::interrupt::sleep) {
-        Ok(check) => {
-            if check.waited_s > 0.0 || check.still_slow {
-                eprintln!(
-                    "\nrunner: before the confirmation run of {}: the control read {}; {}",
-                    terminal(trial),
-                    describe(check.disk_before, check.cpu_before, check.cpu_share_before),
-                    describe_wait(&check)
-                );
-            }
-            Some(check)
-        }
+        Ok(check) => Some(check),
         Err(why) => {
             warn(&why);
             None
-        }
-    }
-}
-
-fn describe_wait(check: &RunnerCheck) -> String {
-    match (check.still_slow, check.waited_s > 0.0) {
-        (false, _) => format!(
-            "after {:.0} s it was back ({})",
-            check.waited_s,
-            describe(check.disk, check.cpu, check.cpu_share)
-        ),
-        (true, true) => format!(
-            "after {:.0} s it was still below ({}): confirming on a slow or busy runner",
-            check.waited_s,
-            describe(check.disk, check.cpu, check.cpu_share)
-        ),
-        (true, false) => {
-            "it stayed below for a whole wait earlier in this run: confirming without waiting again"
-                .into()
         }
     }
 }
