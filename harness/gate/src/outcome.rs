@@ -180,8 +180,8 @@ impl Totals {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::baseline::compare::Missing;
     use crate::baseline::decision::Throughput;
+    use crate::baseline::judgement::Missing;
 
     fn throughput() -> Throughput {
         Throughput::measure(&vec![vec![1.0; 5]; 6], &[1.0; 5], 0.1)

@@ -1,8 +1,9 @@
-//! The layering, kept: no top-level module of a crate imports a module that imports it back,
-//! directly or through others. Each crate's `src/` is read as text: `crate::NAME`, the names of
-//! `use crate::{...}` and `super::` paths that climb out of a top-level module are its imports.
-//! Comments and test code (files and folders named `tests`, `fixtures.rs`, `test_support`, and a
-//! file's `#[cfg(test)] mod tests { ... }`) are left out: the rule is about the shipped code.
+//! The layering, kept: no module of a crate imports a sibling module that imports it back,
+//! directly or through others, at any depth (`baseline::compare` and `baseline::message` as much
+//! as `report` and `commands`). Each crate's `src/` is read as text, whole files: the paths after
+//! `crate::`, `super::` and `self::` (use-trees expanded) are its imports. Comments and test code
+//! (files and folders named `tests`, `fixtures.rs`, `test_support`, and every `#[cfg(test)] mod`)
+//! are left out: the rule is about the shipped code.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -57,28 +58,43 @@ fn module_path(relative: &Path) -> Vec<String> {
     parts
 }
 
-/// The shipped code of a file: no comments, no `#[cfg(test)] mod ... { }` at its end.
+/// The shipped code of a file: no comments, and no `#[cfg(test)] mod ... { }`, wherever in the
+/// file it is (code after a test module is shipped too).
 fn shipped_code(text: &str) -> String {
-    let lines: Vec<&str> = text.lines().collect();
     let mut code = String::new();
-    let mut i = 0;
-    while i < lines.len() {
-        let line = lines[i].trim_start();
-        if line.starts_with("#[cfg(test)]") {
-            let next = lines.get(i + 1).map_or("", |l| l.trim());
-            if next.contains("mod ") && next.ends_with('{') {
-                break;
-            }
-        }
-        let without_comment = match lines[i].find("//") {
-            Some(at) => &lines[i][..at],
-            None => lines[i],
+    for line in text.lines() {
+        let without_comment = match line.find("//") {
+            Some(at) => &line[..at],
+            None => line,
         };
         code.push_str(without_comment);
         code.push('\n');
-        i += 1;
     }
-    code
+    let mut shipped = String::new();
+    let mut rest = code.as_str();
+    while let Some(at) = rest.find("#[cfg(test)]") {
+        shipped.push_str(&rest[..at]);
+        let after = &rest[at + "#[cfg(test)]".len()..];
+        let item = after.trim_start();
+        let body = item.find(['{', ';']).map(|end| (end, item.as_bytes()[end]));
+        match body {
+            Some((open, b'{'))
+                if item.starts_with("mod ") || item.starts_with("pub(crate) mod ") =>
+            {
+                let close = matching_brace(&item[open + 1..]);
+                rest = item.get(open + 1 + close + 1..).unwrap_or("");
+            }
+            // `#[cfg(test)] mod fixtures;` and the like: a file of its own, left out by name.
+            Some((end, b';'))
+                if item.starts_with("mod ") || item.starts_with("pub(crate) mod ") =>
+            {
+                rest = &item[end + 1..];
+            }
+            _ => rest = after,
+        }
+    }
+    shipped.push_str(rest);
+    shipped
 }
 
 fn identifier_at(text: &str) -> &str {
@@ -88,64 +104,93 @@ fn identifier_at(text: &str) -> &str {
     &text[..end]
 }
 
-/// Names at the top level of a `{ ... }` group.
-fn group_names(group: &str) -> Vec<String> {
-    let (mut depth, mut current, mut names) = (0, String::new(), Vec::new());
+/// The paths a use-tree names: `a::{b, c::{D, E}}` is `a::b`, `a::c::D` and `a::c::E`.
+fn tree_paths(tree: &str) -> Vec<Vec<String>> {
+    let tree = tree.trim();
+    let mut prefix = Vec::new();
+    let mut rest = tree;
+    loop {
+        if let Some(group) = rest.strip_prefix('{') {
+            let end = matching_brace(group);
+            let mut paths = Vec::new();
+            for part in split_top_level(&group[..end]) {
+                for mut path in tree_paths(&part) {
+                    let mut full = prefix.clone();
+                    full.append(&mut path);
+                    paths.push(full);
+                }
+            }
+            return paths;
+        }
+        let name = identifier_at(rest);
+        if name.is_empty() {
+            return if prefix.is_empty() {
+                Vec::new()
+            } else {
+                vec![prefix]
+            };
+        }
+        prefix.push(name.to_string());
+        match rest[name.len()..].trim_start().strip_prefix("::") {
+            Some(next) => rest = next.trim_start(),
+            None => return vec![prefix],
+        }
+    }
+}
+
+fn split_top_level(group: &str) -> Vec<String> {
+    let (mut depth, mut current, mut parts) = (0, String::new(), Vec::new());
     for c in group.chars() {
         match c {
             '{' => depth += 1,
             '}' => depth -= 1,
-            ',' if depth == 0 => names.push(std::mem::take(&mut current)),
-            _ if depth == 0 => current.push(c),
+            ',' if depth == 0 => {
+                parts.push(std::mem::take(&mut current));
+                continue;
+            }
             _ => {}
         }
+        current.push(c);
     }
-    names.push(current);
-    names
-        .iter()
-        .map(|name| identifier_at(name.trim()).to_string())
-        .filter(|name| !name.is_empty())
-        .collect()
+    parts.push(current);
+    parts
 }
 
-/// The top-level modules `code` (in module `path`) refers to.
-fn imports(code: &str, path: &[String]) -> BTreeSet<String> {
-    let mut found = BTreeSet::new();
-    let mut rest = code;
-    while let Some(at) = rest.find("crate::") {
-        let after = &rest[at + "crate::".len()..];
-        let preceded_by_word = rest[..at]
-            .chars()
-            .last()
-            .is_some_and(|c| c.is_ascii_alphanumeric() || c == '_' || c == '$');
-        if !preceded_by_word {
-            if let Some(group) = after.strip_prefix('{') {
-                let end = matching_brace(group);
-                found.extend(group_names(&group[..end]));
-            } else {
-                found.insert(identifier_at(after).to_string());
+/// The absolute paths `code`, in module `path`, refers to through `crate::`, `super::` and
+/// `self::` (items included: the caller keeps the part that names a module).
+fn imports(code: &str, path: &[String]) -> Vec<Vec<String>> {
+    let mut found = Vec::new();
+    for (keyword, base) in [
+        ("crate::", Vec::new()),
+        ("self::", path.to_vec()),
+        ("super::", path.to_vec()),
+    ] {
+        let mut rest = code;
+        while let Some(at) = rest.find(keyword) {
+            let preceded_by_word = rest[..at]
+                .chars()
+                .last()
+                .is_some_and(|c| c.is_ascii_alphanumeric() || c == '_' || c == '$' || c == ':');
+            let mut after = &rest[at + keyword.len()..];
+            rest = after;
+            if preceded_by_word {
+                continue;
+            }
+            let mut base = base.clone();
+            if keyword == "super::" {
+                base.pop();
+                while let Some(next) = after.strip_prefix("super::") {
+                    base.pop();
+                    after = next;
+                }
+                rest = after;
+            }
+            for tail in tree_paths(after) {
+                let mut full = base.clone();
+                full.extend(tail);
+                found.push(full);
             }
         }
-        rest = after;
-    }
-    // `super::super::x` from `a/b.rs` ([a, b]) climbs to the crate root and names `x`.
-    let mut rest = code;
-    while let Some(at) = rest.find("super::") {
-        let mut after = &rest[at..];
-        let mut climbs = 0;
-        while let Some(next) = after.strip_prefix("super::") {
-            climbs += 1;
-            after = next;
-        }
-        if climbs >= path.len() {
-            if let Some(group) = after.strip_prefix('{') {
-                let end = matching_brace(group);
-                found.extend(group_names(&group[..end]));
-            } else {
-                found.insert(identifier_at(after).to_string());
-            }
-        }
-        rest = &rest[at + "super::".len() * climbs..];
     }
     found
 }
@@ -167,19 +212,17 @@ fn matching_brace(group: &str) -> usize {
     group.len()
 }
 
-/// For each top-level module, the modules it imports and a file that does each.
+/// For each module, the sibling modules (children of the same parent) it imports, with a file
+/// that does each: `baseline::compare → baseline::message`. A module stands for the files
+/// under it, so `a::b::c` importing `a::d::e` is the edge `a::b → a::d`.
 type Graph = BTreeMap<String, BTreeMap<String, String>>;
 
 fn graph(src: &Path) -> Graph {
     let mut files = Vec::new();
     rust_files(src, &mut files);
-    let tops: BTreeSet<String> = files
+    let modules: BTreeSet<Vec<String>> = files
         .iter()
-        .filter_map(|file| {
-            module_path(file.strip_prefix(src).unwrap())
-                .first()
-                .cloned()
-        })
+        .map(|file| module_path(file.strip_prefix(src).unwrap()))
         .collect();
     let mut graph = Graph::new();
     for file in &files {
@@ -188,14 +231,22 @@ fn graph(src: &Path) -> Graph {
             continue;
         }
         let path = module_path(relative);
-        let Some(top) = path.first() else { continue };
         let code = shipped_code(&std::fs::read_to_string(file).unwrap());
         for target in imports(&code, &path) {
-            if target != *top && tops.contains(&target) {
+            // The module the path names: its longest prefix that is a module of this crate.
+            let Some(target) = (1..=target.len())
+                .rev()
+                .map(|n| target[..n].to_vec())
+                .find(|prefix| modules.contains(prefix))
+            else {
+                continue;
+            };
+            let split = path.iter().zip(&target).take_while(|(a, b)| a == b).count();
+            if split < path.len() && split < target.len() {
                 graph
-                    .entry(top.clone())
+                    .entry(path[..=split].join("::"))
                     .or_default()
-                    .entry(target)
+                    .entry(target[..=split].join("::"))
                     .or_insert_with(|| relative.display().to_string());
             }
         }
@@ -260,7 +311,7 @@ fn no_module_imports_a_module_that_imports_it_back() {
     }
     assert!(
         problems.is_empty(),
-        "import cycles between top-level modules (move the name that closes each loop down a layer):\n  {}",
+        "import cycles between modules (move the name that closes each loop down a layer):\n  {}",
         problems.join("\n  ")
     );
 }
@@ -268,11 +319,25 @@ fn no_module_imports_a_module_that_imports_it_back() {
 #[test]
 fn the_scanner_sees_each_kind_of_import() {
     let code = shipped_code(
-        "use crate::a::X;\nuse crate::{b, c::{D, E}};\n// use crate::commented;\nfn f() { super::super::g::h(); crate::i::j(); }\n#[cfg(test)]\nmod tests {\n    use crate::k;\n}\n",
+        "use crate::a::X;\nuse crate::{b, c::{D, E}};\n// use crate::commented;\nfn f() { super::super::g::h(); crate::i::j(); self::k::L; }\n#[cfg(test)]\nmod tests {\n    use crate::t;\n}\nfn after() { super::m::N; }\n",
     );
-    let found = imports(&code, &["top".to_string(), "sub".to_string()]);
-    let found: Vec<&str> = found.iter().map(String::as_str).collect();
-    assert_eq!(found, ["a", "b", "c", "g", "i"]);
+    let found: Vec<String> = imports(&code, &["top".to_string(), "sub".to_string()])
+        .iter()
+        .map(|path| path.join("::"))
+        .collect();
+    assert_eq!(
+        found,
+        [
+            "a::X",
+            "b",
+            "c::D",
+            "c::E",
+            "i::j",
+            "top::sub::k::L",
+            "g::h",
+            "top::m::N"
+        ]
+    );
 }
 
 /// `cudarc` and `libloading` (CUDA and libcufile) are dependencies of exactly one crate of the

@@ -285,14 +285,15 @@ pub struct Streamed {
 }
 
 impl Streamed {
-    /// Adds the result of [`check`] on one window's plan.
-    pub fn add(&mut self, window: &crate::window::Window, result: IntegrityResult) {
+    /// Adds the result of [`check`] on the plan of the window that starts at `window_start` in
+    /// the pass's buffer.
+    pub fn add(&mut self, window_start: u64, result: IntegrityResult) {
         self.checked |= result.checksum.is_some();
         self.sum = self.sum.wrapping_add(result.checksum.unwrap_or(0));
         self.bad_words += result.bad_words;
         self.seconds += result.seconds;
         if let (None, Some(mut bad)) = (&self.first_bad, result.first_bad) {
-            bad.buffer_offset += window.start;
+            bad.buffer_offset += window_start;
             self.first_bad = Some(bad);
         }
     }

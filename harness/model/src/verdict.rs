@@ -5,6 +5,7 @@
 //! Never green by accident: bytes no source can place count as a fallback, sources that contradict
 //! each other fail the trial, and a missing source is said to be missing.
 
+mod builder;
 mod cross_check;
 pub mod diagnose;
 mod ops;

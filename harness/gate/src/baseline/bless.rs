@@ -7,11 +7,12 @@ use std::collections::BTreeMap;
 use std::fmt::{self, Write};
 use std::path::{Path, PathBuf};
 
-use super::compare::{Judgement, RunResults, judge};
+use super::compare::{RunResults, judge};
 use super::decision::Throughput;
 use super::error::BaselineError;
 use super::file::{self, Baseline, Loaded, Provenance, SCHEMA_VERSION, TrialBaseline};
 use super::fingerprint::{self, FieldChange};
+use super::judgement::Judgement;
 use super::message::{bless_command, change, gbps, number, quote, threshold};
 use super::stats::{Summary, log_mean_sd};
 use crate::control::ControlBaseline;

@@ -10,6 +10,7 @@ use super::cpu::CpuCost;
 use super::decision::{Throughput, Verdict};
 use super::file::{Loaded, TrialBaseline};
 use super::fingerprint::{self, FieldChange, Fingerprint};
+use super::judgement::{Judgement, Missing, Severity};
 use super::message::{self, Context};
 use crate::control::ControlReading;
 use gds_model::record::{Measurement, Status, TrialRecord};
@@ -28,119 +29,6 @@ pub struct RunResults<'a> {
     pub control: Option<&'a ControlReading>,
     /// Judgements already made while the trials ran; a record without one is judged here.
     pub judged: Option<&'a BTreeMap<String, Judgement>>,
-}
-
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "kebab-case")]
-pub enum Judgement {
-    /// Same path, same checksum, throughput within what the tolerance and the runner's
-    /// run-to-run spread allow (or a slow run that its confirmation run did not repeat).
-    Pass { throughput: Throughput },
-    /// Slower beyond the tolerance and the runner's spread, in the run and in every confirmation.
-    Regression { throughput: Throughput },
-    /// Faster beyond the tolerance and the spread: consider blessing. Not a failure.
-    Faster { throughput: Throughput },
-    /// As fast (or faster), but more CPU seconds per GiB beyond `expect.cpu_tolerance` and the
-    /// runner's spread, in the run and in every confirmation: a regression like a slower one.
-    CpuCostlier {
-        throughput: Throughput,
-        cpu: CpuCost,
-    },
-    /// The path verdict differs from the baseline's (e.g. `nvfs` → `cufile-posix`). A failure.
-    PathChanged {
-        from: String,
-        to: String,
-        throughput: Throughput,
-    },
-    /// The bytes read are not the bytes the baseline measured. A failure.
-    ChecksumChanged {
-        #[serde(with = "gds_model::hex::option")]
-        from: Option<u64>,
-        #[serde(with = "gds_model::hex::option")]
-        to: Option<u64>,
-    },
-    /// The baseline has the trial, the run does not (a GPU or a mount that vanished). A failure.
-    MissingTrial { cause: Missing },
-    /// Not in the baseline yet. Informational.
-    NewTrial,
-    /// The runner has no baseline at all. Informational.
-    NoBaseline,
-    /// Not compared, with the reason (the trial failed on its own, or did not run and the
-    /// baseline does not expect it).
-    NotJudged { reason: String },
-}
-
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "why", rename_all = "kebab-case")]
-pub enum Missing {
-    /// It was selected but did not run.
-    Ignored { reason: String },
-    /// No suite defines it any more.
-    NotDefined,
-    /// It is not among this run's trials (what defines them is unknown).
-    NotRun,
-}
-
-/// How much a judgement matters to the exit status.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Severity {
-    Ok,
-    /// Worth reading, not a failure: faster, new trial, no baseline.
-    Notice,
-    /// Slower than the baseline: exit 3.
-    Regression,
-    /// Wrong path, wrong bytes, or a trial that vanished: exit 1.
-    Failure,
-}
-
-impl Judgement {
-    pub fn severity(&self) -> Severity {
-        match self {
-            Judgement::Pass { .. } | Judgement::NotJudged { .. } => Severity::Ok,
-            Judgement::Faster { .. } | Judgement::NewTrial | Judgement::NoBaseline => {
-                Severity::Notice
-            }
-            Judgement::Regression { .. } | Judgement::CpuCostlier { .. } => Severity::Regression,
-            Judgement::PathChanged { .. }
-            | Judgement::ChecksumChanged { .. }
-            | Judgement::MissingTrial { .. } => Severity::Failure,
-        }
-    }
-
-    /// The throughput comparison, where the judgement made one.
-    pub fn throughput(&self) -> Option<&Throughput> {
-        match self {
-            Judgement::Pass { throughput }
-            | Judgement::Regression { throughput }
-            | Judgement::Faster { throughput }
-            | Judgement::CpuCostlier { throughput, .. }
-            | Judgement::PathChanged { throughput, .. } => Some(throughput),
-            _ => None,
-        }
-    }
-
-    /// A few words for a table cell.
-    pub fn label(&self) -> String {
-        match self {
-            Judgement::Pass { .. } => "as fast".into(),
-            Judgement::Regression { .. } => "slower".into(),
-            Judgement::Faster { .. } => "faster — consider blessing".into(),
-            Judgement::CpuCostlier { cpu, .. } => {
-                format!("more CPU per GiB ({})", message::change(cpu.ratio()))
-            }
-            Judgement::PathChanged { from, to, .. } => format!("path {from} → {to}"),
-            Judgement::ChecksumChanged { .. } => "checksum changed".into(),
-            Judgement::MissingTrial { cause } => match cause {
-                Missing::Ignored { reason } => format!("did not run: {reason}"),
-                Missing::NotDefined => "no suite defines it".into(),
-                Missing::NotRun => "not in this run".into(),
-            },
-            Judgement::NewTrial => "new trial".into(),
-            Judgement::NoBaseline => "no baseline".into(),
-            Judgement::NotJudged { reason } => format!("not compared: {reason}"),
-        }
-    }
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -5,10 +5,10 @@ use std::fmt::Write;
 use std::path::Path;
 use std::sync::OnceLock;
 
-use super::compare::{Judgement, Missing};
 use super::decision::{BLESS_RUNS, Throughput};
 use super::file::TrialBaseline;
 use super::fingerprint::{self, FieldChange, Fingerprint};
+use super::judgement::{Judgement, Missing};
 use super::stats::Summary;
 use crate::control::describe;
 use gds_model::hex;
@@ -233,6 +233,28 @@ fn runner_came_back(record: &TrialRecord) -> String {
             check.waited_s
         ),
         _ => String::new(),
+    }
+}
+
+/// A judgement in a few words, for a table cell.
+pub fn label(judgement: &Judgement) -> String {
+    match judgement {
+        Judgement::Pass { .. } => "as fast".into(),
+        Judgement::Regression { .. } => "slower".into(),
+        Judgement::Faster { .. } => "faster — consider blessing".into(),
+        Judgement::CpuCostlier { cpu, .. } => {
+            format!("more CPU per GiB ({})", change(cpu.ratio()))
+        }
+        Judgement::PathChanged { from, to, .. } => format!("path {from} → {to}"),
+        Judgement::ChecksumChanged { .. } => "checksum changed".into(),
+        Judgement::MissingTrial { cause } => match cause {
+            Missing::Ignored { reason } => format!("did not run: {reason}"),
+            Missing::NotDefined => "no suite defines it".into(),
+            Missing::NotRun => "not in this run".into(),
+        },
+        Judgement::NewTrial => "new trial".into(),
+        Judgement::NoBaseline => "no baseline".into(),
+        Judgement::NotJudged { reason } => format!("not compared: {reason}"),
     }
 }
 

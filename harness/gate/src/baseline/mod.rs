@@ -15,6 +15,7 @@ pub mod error;
 pub mod file;
 pub mod fingerprint;
 pub mod history;
+pub mod judgement;
 pub mod message;
 pub mod noise;
 pub mod plot;
@@ -31,10 +32,11 @@ mod tests;
 use std::path::{Path, PathBuf};
 
 pub use bless::{BlessError, BlessOptions, BlessOutcome, Filter, bless, in_ci};
-pub use compare::{Comparison, Judgement, RunResults, Severity, compare};
+pub use compare::{Comparison, RunResults, compare};
 pub use error::BaselineError;
 pub use file::{Baseline, Loaded, Provenance};
 pub use fingerprint::Fingerprint;
+pub use judgement::{Judgement, Severity};
 
 /// The default baselines folder, relative to the repository root.
 pub const DEFAULT_DIR: &str = "baselines";

@@ -4,8 +4,9 @@
 use std::fmt::Write;
 use std::path::Path;
 
-use super::compare::{Comparison, Judgement, Severity};
+use super::compare::Comparison;
 use super::fingerprint::{self, ChangeKind};
+use super::judgement::{Judgement, Severity};
 use super::message::{bless_command, change, number, threshold};
 use super::plot::PlotFile;
 
@@ -226,7 +227,7 @@ pub fn markdown(comparison: &Comparison, plots: &[PlotFile], summary_dir: &Path)
             out,
             "| {} | {mark}{} | {base} | {run} | {delta} | {below} | {plot} |",
             code(&trial.trial),
-            text(&trial.judgement.label())
+            text(&super::message::label(&trial.judgement))
         );
     }
     for line in cleared(comparison).chain(insensitive(comparison)) {

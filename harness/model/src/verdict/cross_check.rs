@@ -1,8 +1,8 @@
 //! nvidia-fs, the host and cufile.log held against what cuFile's counters said, and the trial's
 //! settings, as lines of the evidence table.
 
+use super::builder::Builder;
 use super::ops::Ops;
-use super::split::Builder;
 use super::{Path, Source};
 use crate::evidence::{Bytes, Evidence, FindingKind, NvfsEvidence};
 use crate::scenario::Op;
@@ -125,7 +125,7 @@ pub(super) fn settings(e: &Evidence, v: &mut Builder) {
     if let Some(path) = &e.kvikio_async {
         parts.push(format!(
             "KvikIO {}: {path}",
-            super::split::stream_ordered_calls(e.op)
+            super::builder::stream_ordered_calls(e.op)
         ));
     }
     if let Some(registered) = e.buffer_registered {

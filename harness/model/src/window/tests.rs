@@ -39,7 +39,7 @@ fn streamed(plan: &ReadPlan, buffer: &[u8], size: u64) -> crate::integrity::Inte
             Integrity::Exact,
             0,
         );
-        composed.add(&window, result);
+        composed.add(window.start, result);
     }
     composed.finish(plan, Integrity::Exact, expected_checksum(plan))
 }

@@ -71,7 +71,10 @@ pub fn run_pass(
         }
         cpu_total = add_cpu(cpu_total, cpu);
         // A window's expected sum is not known alone; the pass's is compared after the last.
-        composed.add(window, reader.verify(&window.plan, settings.method, 0)?);
+        composed.add(
+            window.start,
+            reader.verify(&window.plan, settings.method, 0)?,
+        );
         device_peak = device_peak.max(reader.device_memory_used());
     }
     Ok(PassOutcome {

@@ -4,10 +4,11 @@ use std::collections::BTreeSet;
 use std::path::Path;
 
 use super::{blessed, judge_one, run, scratch};
-use crate::baseline::compare::{Judgement, Missing, RunResults, Severity, compare};
+use crate::baseline::compare::{RunResults, compare};
 use crate::baseline::file;
 use crate::baseline::fingerprint::Fingerprint;
 use crate::baseline::fixtures::{self, BASE, CHECKSUM, FAST, NOISE, SLOW};
+use crate::baseline::judgement::{Judgement, Missing, Severity};
 use crate::baseline::render;
 use gds_model::record::RunnerCheck;
 

@@ -5,9 +5,10 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use crate::baseline::compare::{self, Missing};
+use crate::baseline::compare;
 use crate::baseline::error::BaselineError;
 use crate::baseline::fingerprint::{self, FieldChange};
+use crate::baseline::judgement::Missing;
 use crate::baseline::{
     self, Baseline, Fingerprint, Judgement, Loaded, RunResults, file, history, message, render,
 };
