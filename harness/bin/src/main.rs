@@ -36,7 +36,11 @@ fn main() -> ExitCode {
             if let Ok(exe) = std::env::current_exe() {
                 gds_gate::job::set_worker_program(exe);
             }
-            gds_gate::commands::dispatch(cli, std::env::args().collect())
+            // Errors are printed here, once, and end in their exit code.
+            gds_gate::commands::dispatch(cli, std::env::args().collect()).unwrap_or_else(|error| {
+                eprintln!("{}", gds_gate::error::report(&error));
+                error.exit_code()
+            })
         }
     };
     ExitCode::from(code)

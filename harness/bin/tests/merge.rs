@@ -121,7 +121,7 @@ fn a_failure_on_one_runner_fails_the_merge_and_the_same_runner_twice_stays_apart
     edit(&second, fail_first_trial);
     let code =
         gds_gate::commands::report::merge(&[first.clone(), second.clone()], &scratch.path("m"));
-    assert_eq!(code, exit::TRIAL_FAILED);
+    assert_eq!(code.ok(), Some(exit::TRIAL_FAILED));
     let merged: serde_json::Value =
         serde_json::from_str(&fs::read_to_string(scratch.path("m").join("merged.json")).unwrap())
             .unwrap();
@@ -182,8 +182,9 @@ fn unreadable_and_foreign_reports_are_errors_naming_the_file() {
         "{error}"
     );
     assert_eq!(
-        gds_gate::commands::report::merge(&[good.clone(), missing], &scratch.path("m")),
-        exit::SETUP
+        gds_gate::commands::report::merge(&[good.clone(), missing], &scratch.path("m"))
+            .map_err(|error| error.exit_code()),
+        Err(exit::SETUP)
     );
     assert!(!scratch.path("m").join("merged.json").exists());
 
@@ -214,8 +215,9 @@ fn unreadable_and_foreign_reports_are_errors_naming_the_file() {
     .unwrap_err();
     assert!(matches!(error, MergeError::Duplicate { .. }), "{error:?}");
     assert_eq!(
-        gds_gate::commands::report::merge(&[], &scratch.path("m")),
-        exit::USAGE
+        gds_gate::commands::report::merge(&[], &scratch.path("m"))
+            .map_err(|error| error.exit_code()),
+        Err(exit::USAGE)
     );
 }
 

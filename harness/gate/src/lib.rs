@@ -15,6 +15,7 @@ pub mod commands;
 pub mod control;
 pub mod data;
 pub mod doctor;
+pub mod error;
 pub mod escape;
 pub mod exit;
 pub mod host;

@@ -146,6 +146,10 @@ const STATUS_FLAGS: &[(u32, &str)] = &[
 ];
 
 /// cuFile's status codes (cufile.h `CUFILEOP_STATUS_ENTRIES`), by name and meaning.
+/// `CU_FILE_HANDLE_NOT_REGISTERED`: cuFile refused to register the file (no udev record of its
+/// block device, an unsupported file system). cuFile returns it negated from reads.
+pub const HANDLE_NOT_REGISTERED: i32 = 5027;
+
 pub fn describe(code: i32) -> String {
     let code = code.abs();
     let known: &[(i32, &str, &str)] = &[

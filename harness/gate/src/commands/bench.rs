@@ -5,8 +5,8 @@
 use std::path::Path;
 
 use crate::bench;
+use crate::error::Error;
 use crate::exit;
-use gds_model::error_chain;
 
 /// Which of `bench`'s measurements the command line chose.
 pub enum Mode<'a> {
@@ -18,7 +18,7 @@ pub enum Mode<'a> {
 }
 
 /// `bench`'s measurements, as the command line chose them.
-pub fn run(size: u64, runs: usize, dir: &Path, mode: Mode<'_>) -> u8 {
+pub fn run(size: u64, runs: usize, dir: &Path, mode: Mode<'_>) -> Result<u8, Error> {
     let table = match mode {
         Mode::Stats(source) => return stats(source),
         Mode::Gpu(setting) => Some(crate::bench::gpu::run(&setting, runs, dir)),
@@ -26,52 +26,30 @@ pub fn run(size: u64, runs: usize, dir: &Path, mode: Mode<'_>) -> u8 {
         Mode::Cpu => None,
     };
     if let Some(table) = table {
-        return match table {
-            Ok(table) => {
-                println!("{table}");
-                exit::PASSED
-            }
-            Err(error) => {
-                eprintln!("error: {error}");
-                exit::SETUP
-            }
-        };
+        println!("{}", table.map_err(Error::Setup)?);
+        return Ok(exit::PASSED);
     }
-    match bench::run(&bench::BenchOptions {
+    let report = bench::run(&bench::BenchOptions {
         size,
         runs,
         dir: dir.to_path_buf(),
-    }) {
-        Ok(report) => {
-            println!("{report}");
-            exit::PASSED
-        }
-        Err(error) => {
-            eprintln!("error: {}", error_chain(&error));
-            exit::SETUP
-        }
-    }
+    })?;
+    println!("{report}");
+    Ok(exit::PASSED)
 }
 
-fn stats(source: &Path) -> u8 {
+fn stats(source: &Path) -> Result<u8, Error> {
     let out = Path::new(crate::cli::DEFAULT_OUT);
-    let history = match super::run::baseline::adopt_history(source, out)
-        .and_then(|()| crate::baseline::history::read(source))
-    {
-        Ok(history) => history,
-        Err(error) => {
-            eprintln!("error: {}", error_chain(&error));
-            return exit::SETUP;
-        }
-    };
+    super::run::baseline::adopt_history(source, out)?;
+    let history = crate::baseline::history::read(source)?;
     for skipped in &history.skipped {
         eprintln!("warning: {skipped}");
     }
     let (text, targets_met) = crate::baseline::simulate::bench_stats(&history, source);
     println!("{text}");
-    if targets_met {
+    Ok(if targets_met {
         exit::PASSED
     } else {
         exit::TRIAL_FAILED
-    }
+    })
 }

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use super::run::baseline::{fingerprint, runner_and_path};
 use crate::baseline::{self, BlessOptions, Filter, Fingerprint, Provenance, RunResults};
 use crate::cli::{BaselineArgs, RunArgs};
+use crate::error::Error;
 use crate::exit;
 use crate::report;
 use gds_model::error_chain;
@@ -24,21 +25,18 @@ pub struct BlessRequest {
 
 /// `bless`: refuses in CI before anything runs; otherwise runs the selected trials (or reads a
 /// saved report) and writes the baseline from the trials that passed every non-throughput check.
-pub fn run(request: BlessRequest, command: Vec<String>) -> u8 {
+pub fn run(request: BlessRequest, command: Vec<String>) -> Result<u8, Error> {
     let args = &request.run;
     let filter = Filter {
         patterns: args.libtest.filter.iter().cloned().collect(),
         exact: args.libtest.exact,
     };
     let hostname = crate::host::hostname();
+    // A saved report that cannot be used is the user's to fix (another file, another run).
     let saved = match &request.from {
-        Some(path) => match report::saved::load_report(path) {
-            Ok(saved) => Some(saved),
-            Err(error) => {
-                eprintln!("error: {}", error_chain(&error));
-                return exit::USAGE;
-            }
-        },
+        Some(path) => Some(
+            report::saved::load_report(path).map_err(|error| Error::Usage(error_chain(&error)))?,
+        ),
         None => None,
     };
     let runner_args = BaselineArgs {
@@ -50,10 +48,7 @@ pub fn run(request: BlessRequest, command: Vec<String>) -> u8 {
         baselines: args.baselines.baselines.clone(),
         history: args.baselines.history.clone(),
     };
-    let (runner, path) = match runner_and_path(&runner_args, &hostname) {
-        Ok(found) => found,
-        Err(code) => return code,
-    };
+    let (runner, path) = runner_and_path(&runner_args, &hostname)?;
     let options = |ci: bool| BlessOptions {
         runner: &runner,
         baseline_path: &path,
@@ -72,7 +67,7 @@ pub fn run(request: BlessRequest, command: Vec<String>) -> u8 {
             fingerprint: &Fingerprint::default(),
             control: None,
         };
-        return report_bless(baseline::bless(std::slice::from_ref(&run), &options(true)));
+        return report_bless(baseline::bless(std::slice::from_ref(&run), &options(true))?);
     }
     if let Some(saved) = saved {
         let run = RunResults {
@@ -82,18 +77,15 @@ pub fn run(request: BlessRequest, command: Vec<String>) -> u8 {
             fingerprint: &saved.fingerprint,
             control: saved.report.control.as_ref(),
         };
-        return report_bless(baseline::bless(std::slice::from_ref(&run), &options(false)));
+        return report_bless(baseline::bless(
+            std::slice::from_ref(&run),
+            &options(false),
+        )?);
     }
     // Everything that can fail without a trial fails before the first one: the baseline that
     // will be rewritten must be readable, and the reports folder ours and writable.
-    if let Err(error) = crate::baseline::file::read(&path) {
-        eprintln!("error: {}", error_chain(&error));
-        return exit::SETUP;
-    }
-    let _out = match super::run::claim_out(args) {
-        Ok(lock) => lock,
-        Err(code) => return code,
-    };
+    crate::baseline::file::read(&path)?;
+    let _out = super::run::claim_out(args)?;
     crate::interrupt::install();
     // Whole runs one after the other, each trial once per run: slow drift of the runner then
     // touches every trial alike, and the runs' spread is what later runs are judged against.
@@ -116,19 +108,19 @@ pub fn run(request: BlessRequest, command: Vec<String>) -> u8 {
             libtest_log: args.out.join(format!("bless-run-{round}.log")),
             doctor: round == 1,
         };
-        match super::run::run_trials(args, command.clone(), None, Some(&quiet)) {
-            Ok(outcome) => {
-                eprintln!(
-                    "bless: run {round} of {}{waited}: {} in {:.1} s ({})",
-                    request.runs,
-                    outcome.report.totals.counts(),
-                    outcome.report.duration_seconds,
-                    quiet.libtest_log.display()
-                );
-                outcomes.push(outcome);
-            }
-            Err(code) => return code,
-        }
+        // `None`: the trials were listed, not run; there is nothing to bless.
+        let Some(outcome) = super::run::run_trials(args, command.clone(), None, Some(&quiet))?
+        else {
+            return Ok(exit::PASSED);
+        };
+        eprintln!(
+            "bless: run {round} of {}{waited}: {} in {:.1} s ({})",
+            request.runs,
+            outcome.report.totals.counts(),
+            outcome.report.duration_seconds,
+            quiet.libtest_log.display()
+        );
+        outcomes.push(outcome);
     }
     let fingerprints: Vec<Fingerprint> = outcomes
         .iter()
@@ -158,22 +150,14 @@ pub fn run(request: BlessRequest, command: Vec<String>) -> u8 {
     }
     // A bless cut short records nothing: its runs are not the ones that were asked for.
     if let Some(signal) = crate::interrupt::received() {
-        return super::run::baseline::interrupted(signal);
+        return Err(Error::interrupted(signal));
     }
-    report_bless(baseline::bless(&runs, &options(false)))
+    report_bless(baseline::bless(&runs, &options(false))?)
 }
 
-fn report_bless(result: Result<baseline::BlessOutcome, baseline::BlessError>) -> u8 {
-    match result {
-        Ok(outcome) => {
-            print!("{outcome}");
-            exit::PASSED
-        }
-        Err(error) => {
-            eprintln!("error: {}", error_chain(&error));
-            crate::commands::bless_error_code(&error)
-        }
-    }
+fn report_bless(outcome: baseline::BlessOutcome) -> Result<u8, Error> {
+    print!("{outcome}");
+    Ok(exit::PASSED)
 }
 
 /// The repository revision, when the gate runs from a git checkout (provenance of a baseline).

@@ -5,6 +5,7 @@ use std::path::Path;
 use gds_model::evidence::{GdsStats, NvfsStats};
 use gds_model::scenario::ExpectedPath;
 
+use crate::error::Error;
 use crate::exit;
 
 /// `explain`: reads the saved outputs given and prints the verdict against `expected`; exit 0
@@ -15,28 +16,25 @@ pub fn run(
     nvfs_stats: Option<&Path>,
     cufile_log: Option<&Path>,
     expected: ExpectedPath,
-) -> u8 {
+) -> Result<u8, Error> {
     if gds_stats.is_none() && nvfs_stats.is_none() && cufile_log.is_none() {
-        eprintln!("error: give at least one of --gds-stats, --nvfs-stats, --cufile-log");
-        return exit::USAGE;
+        return Err(Error::Usage(
+            "give at least one of --gds-stats, --nvfs-stats, --cufile-log".into(),
+        ));
     }
-    let read = |path: Option<&Path>| -> Result<Option<String>, String> {
+    let read = |path: Option<&Path>| -> Result<Option<String>, Error> {
         path.map(|path| {
-            std::fs::read_to_string(path)
-                .map_err(|error| format!("cannot read `{}`: {error}", path.display()))
+            std::fs::read_to_string(path).map_err(|source| Error::File {
+                path: path.to_path_buf(),
+                writing: false,
+                source,
+            })
         })
         .transpose()
     };
-    let (gds, nvfs, log) = match (read(gds_stats), read(nvfs_stats), read(cufile_log)) {
-        (Ok(gds), Ok(nvfs), Ok(log)) => (gds, nvfs, log),
-        (Err(error), _, _) | (_, Err(error), _) | (_, _, Err(error)) => {
-            eprintln!("error: {error}");
-            return exit::USAGE;
-        }
-    };
+    let (gds, nvfs, log) = (read(gds_stats)?, read(nvfs_stats)?, read(cufile_log)?);
     if let Some(error) = wrong_input(gds_stats, gds.as_deref(), nvfs_stats, nvfs.as_deref()) {
-        eprintln!("error: {error}");
-        return exit::USAGE;
+        return Err(Error::Usage(error));
     }
     let output = gds_model::explain::explain_expecting(
         gds.as_deref(),
@@ -45,11 +43,11 @@ pub fn run(
         expected,
     );
     print!("{output}");
-    if output.judgement.passed {
+    Ok(if output.judgement.passed {
         exit::PASSED
     } else {
         exit::TRIAL_FAILED
-    }
+    })
 }
 
 /// The first input that does not parse as what its flag promises, with how to produce the right one.

@@ -1,15 +1,14 @@
 //! `gds-gate gen`: generate (or verify and reuse) the data files of the selected suites.
 
 use crate::cli::Inputs;
+use crate::error::Error;
 use crate::exit;
 use crate::prepare::DataSet;
 use gds_model::scenario;
 
 /// Prepares every file the suites read, whatever this host can run.
-pub fn run(inputs: &Inputs) -> u8 {
-    let Some(suites) = super::run::load_suites(&inputs.suite_paths()) else {
-        return exit::USAGE;
-    };
+pub fn run(inputs: &Inputs) -> Result<u8, Error> {
+    let suites = super::run::load_suites(&inputs.suite_paths())?;
     let specs: Vec<_> = suites.iter().flat_map(scenario::expand).collect();
     let data = DataSet::prepare(&inputs.data_dir, &specs);
     let failed = specs.iter().any(|spec| data.files_for(spec).is_err());
@@ -18,5 +17,5 @@ pub fn run(inputs: &Inputs) -> u8 {
         data.log.len(),
         inputs.data_dir.display()
     );
-    if failed { exit::SETUP } else { exit::PASSED }
+    Ok(if failed { exit::SETUP } else { exit::PASSED })
 }

@@ -1,5 +1,6 @@
 //! One module per subcommand: each takes its parsed arguments, does the work through the
-//! library, prints what people read and returns the exit status from [`crate::exit`]. The
+//! library, prints what people read and returns the exit status of what it found (from
+//! [`crate::exit`]) or the [`Error`] that stopped it, which `main` prints. The
 //! worker subcommand is not here: it runs in the worker crate (`gds_worker::serve`), which only
 //! the binary links.
 
@@ -13,11 +14,11 @@ pub mod run;
 pub mod validate;
 
 use crate::cli::{Cli, Command};
-use crate::exit;
+use crate::error::Error;
 
 /// Runs the subcommand `cli` names (the trials when it names none); `argv` is recorded in the
 /// reports as the command that ran.
-pub fn dispatch(cli: Cli, argv: Vec<String>) -> u8 {
+pub fn dispatch(cli: Cli, argv: Vec<String>) -> Result<u8, Error> {
     gds_model::units::show_rates_in(cli.units.into());
     match &cli.command {
         None => hint_scope(&cli.run, None),
@@ -105,10 +106,9 @@ pub fn dispatch(cli: Cli, argv: Vec<String>) -> u8 {
             };
             bench::run(size, usize::from(runs), &dir, mode)
         }
-        Some(Command::Worker { .. }) => {
-            eprintln!("error: `worker` runs in the gds-gate binary, not in the gate library");
-            exit::USAGE
-        }
+        Some(Command::Worker { .. }) => Err(Error::Usage(
+            "`worker` runs in the gds-gate binary, not in the gate library".into(),
+        )),
     }
 }
 
@@ -137,37 +137,4 @@ fn hint_scope(run: &crate::cli::RunArgs, from: Option<&std::path::Path>) {
         let _ = write!(args, " --from {}", quote(from));
     }
     crate::baseline::message::set_scope(args);
-}
-
-// The one mapping from the commands' errors to exit codes (the codes: [`crate::exit`]): what the
-// user can fix in the command line or a file is a usage error, what the gate could not do (read a
-// baseline, write a report) a setup error.
-
-/// `doctor`: a suite that does not load is the user's to fix; unreadable facts are a setup error.
-pub(crate) fn doctor_error_code(error: &crate::doctor::DoctorError) -> u8 {
-    match error {
-        crate::doctor::DoctorError::Suite(_) => exit::USAGE,
-        _ => exit::SETUP,
-    }
-}
-
-/// `bless`: failed trials are not blessed; a baseline that cannot be read or written is a setup
-/// error; a refusal (in CI, a changed fingerprint, nothing selected) is the user's to resolve.
-pub(crate) fn bless_error_code(error: &crate::baseline::BlessError) -> u8 {
-    use crate::baseline::BlessError;
-    match error {
-        BlessError::FailedTrials { .. } => exit::TRIAL_FAILED,
-        BlessError::Baseline(_) => exit::SETUP,
-        _ => exit::USAGE,
-    }
-}
-
-/// `report --merge`: no inputs, or one run given twice, is a usage error; a report that cannot be
-/// read or written is a setup error.
-pub(crate) fn merge_error_code(error: &crate::report::merge::MergeError) -> u8 {
-    use crate::report::merge::MergeError;
-    match error {
-        MergeError::NoInputs | MergeError::Duplicate { .. } => exit::USAGE,
-        _ => exit::SETUP,
-    }
 }

@@ -6,11 +6,11 @@ use std::path::{Path, PathBuf};
 use super::run::baseline::runner_and_path;
 use crate::baseline;
 use crate::cli::BaselineArgs;
+use crate::error::Error;
 use crate::exit;
 use crate::report::merge::merge_dirs;
-use gds_model::error_chain;
 
-pub fn run(merge_inputs: &[PathBuf], out: &Path, baselines: &BaselineArgs) -> u8 {
+pub fn run(merge_inputs: &[PathBuf], out: &Path, baselines: &BaselineArgs) -> Result<u8, Error> {
     if merge_inputs.is_empty() {
         plots(out, baselines)
     } else {
@@ -21,60 +21,43 @@ pub fn run(merge_inputs: &[PathBuf], out: &Path, baselines: &BaselineArgs) -> u8
 /// `report --merge INPUT... --out OUT`, for the CLI: reads, merges, writes, prints the paths, and
 /// returns the exit status of the merged outcome (as the gate's: 1 failed, 3 slower, 5 nothing
 /// ran), or 4 when a report cannot be read or written.
-pub fn merge(inputs: &[PathBuf], out: &Path) -> u8 {
-    match merge_dirs(inputs, out) {
-        Ok(merged) => {
-            eprintln!(
-                "merged {} run(s): {}",
-                merged.report.runs.len(),
-                merged.report.report.totals.counts()
-            );
-            let names: Vec<String> = merged
-                .written
-                .iter()
-                .map(|path| path.display().to_string())
-                .collect();
-            eprintln!("reports: {}", names.join(", "));
-            merged.report.exit_code()
-        }
-        Err(error) => {
-            eprintln!("error: {}", error_chain(&error));
-            super::merge_error_code(&error)
-        }
-    }
+pub fn merge(inputs: &[PathBuf], out: &Path) -> Result<u8, Error> {
+    let merged = merge_dirs(inputs, out)?;
+    eprintln!(
+        "merged {} run(s): {}",
+        merged.report.runs.len(),
+        merged.report.report.totals.counts()
+    );
+    let names: Vec<String> = merged
+        .written
+        .iter()
+        .map(|path| path.display().to_string())
+        .collect();
+    eprintln!("reports: {}", names.join(", "));
+    Ok(merged.report.exit_code())
 }
 
 /// `report`: the plots of this runner's history against its baseline, linked from summary.md.
-fn plots(out: &Path, args: &BaselineArgs) -> u8 {
+fn plots(out: &Path, args: &BaselineArgs) -> Result<u8, Error> {
     let hostname = crate::host::hostname();
-    let (runner, path) = match runner_and_path(args, &hostname) {
-        Ok(found) => found,
-        Err(code) => return code,
-    };
-    match super::run::baseline::adopt_history(&args.history, out)
-        .and_then(|()| baseline::file::read(&path))
-        .and_then(|loaded| baseline::plots_for_report(out, &args.history, &loaded, &runner))
-    {
-        Ok(plots) => {
-            for note in &plots.skipped {
-                eprintln!("note: {note}");
-            }
-            for plot in &plots.plots {
-                println!("plot: {}", plot.path.display());
-            }
-            let summary = out.join("summary.md");
-            let text = std::fs::read_to_string(&summary).unwrap_or_default() + &plots.markdown;
-            match gds_model::fsutil::write_atomically(&summary, text.as_bytes()) {
-                Ok(()) => exit::PASSED,
-                Err(error) => {
-                    eprintln!("error: cannot write `{}`: {error}", summary.display());
-                    exit::SETUP
-                }
-            }
-        }
-        Err(error) => {
-            eprintln!("error: {}", error_chain(&error));
-            exit::SETUP
-        }
+    let (runner, path) = runner_and_path(args, &hostname)?;
+    super::run::baseline::adopt_history(&args.history, out)?;
+    let loaded = baseline::file::read(&path)?;
+    let plots = baseline::plots_for_report(out, &args.history, &loaded, &runner)?;
+    for note in &plots.skipped {
+        eprintln!("note: {note}");
     }
+    for plot in &plots.plots {
+        println!("plot: {}", plot.path.display());
+    }
+    let summary = out.join("summary.md");
+    let text = std::fs::read_to_string(&summary).unwrap_or_default() + &plots.markdown;
+    gds_model::fsutil::write_atomically(&summary, text.as_bytes()).map_err(|source| {
+        Error::File {
+            path: summary,
+            writing: true,
+            source,
+        }
+    })?;
+    Ok(exit::PASSED)
 }

@@ -10,6 +10,7 @@ use libtest_mimic::{Failed, FormatSetting, Trial};
 
 use crate::baseline::Judgement;
 use crate::cli::RunArgs;
+use crate::error::Error;
 use crate::exit;
 
 pub(crate) mod baseline;
@@ -20,38 +21,36 @@ use crate::launch::Launcher;
 use crate::outcome::Totals;
 use crate::prepare::DataSet;
 use crate::report::{self, PreparedFileRecord, Report, SuiteRef};
-use gds_model::error_chain;
 use gds_model::plan::{PlannedFile, ReadPlan};
 use gds_model::record::{Status, TrialRecord};
 use gds_model::scenario::Reader;
 use gds_model::scenario::{self, GpuSet, Suite, TrialSpec};
 
-/// Loads every suite, printing each error; `None` when any is invalid.
-pub fn load_suites(paths: &[std::path::PathBuf]) -> Option<Vec<Suite>> {
+/// Loads every suite; the error holds every one that does not load.
+pub fn load_suites(paths: &[std::path::PathBuf]) -> Result<Vec<Suite>, Error> {
     let mut suites = Vec::new();
-    let mut ok = true;
+    let mut errors = Vec::new();
     for path in paths {
         // Outside the repository the default suite is not there: say what to pass instead of
         // "cannot read scenario file".
         if path == std::path::Path::new(crate::cli::DEFAULT_SUITE) && !path.exists() {
-            eprintln!(
-                "error: no --suite given, and the default suite `{}` is not in this folder ({})\n  next: run from the gds-gate repository (`cargo xtask gds-gate`), or pass --suite PATH (or set GDS_GATE_SUITE) to a suite file",
+            return Err(Error::Usage(format!(
+                "no --suite given, and the default suite `{}` is not in this folder ({})\n  next: run from the gds-gate repository (`cargo xtask gds-gate`), or pass --suite PATH (or set GDS_GATE_SUITE) to a suite file",
                 crate::cli::DEFAULT_SUITE,
                 std::env::current_dir()
                     .map_or_else(|_| "?".into(), |dir| dir.display().to_string())
-            );
-            ok = false;
-            continue;
+            )));
         }
         match scenario::load(path) {
             Ok(suite) => suites.push(suite),
-            Err(error) => {
-                eprintln!("error: {}", terminal(&error_chain(&error)));
-                ok = false;
-            }
+            Err(error) => errors.push(error),
         }
     }
-    ok.then_some(suites)
+    if errors.is_empty() {
+        Ok(suites)
+    } else {
+        Err(Error::Suites(errors))
+    }
 }
 
 /// A run that shows nothing of its own but errors (a bless's runs): libtest writes its lines to
@@ -74,50 +73,38 @@ pub struct RunOutput {
     pub libtest_failed: usize,
 }
 
-/// `gds-gate [OPTIONS] [FILTER]`: the trials, then the baseline comparison, then the reports.
-pub fn run_gate(args: RunArgs, command: Vec<String>) -> u8 {
+/// `gds-gate [OPTIONS] [FILTER]`: the trials, then the baseline comparison, then the reports;
+/// the exit code of the run's outcome.
+pub fn run_gate(args: RunArgs, command: Vec<String>) -> Result<u8, Error> {
     crate::interrupt::install();
     // The baseline is read before the first trial: a damaged file stops the gate at once, and the
     // trials are judged against it as they run.
-    let against = match baseline::Against::load(&args) {
-        Ok(against) => against,
-        Err(code) => return code,
-    };
-    let _out = match claim_out(&args) {
-        Ok(lock) => lock,
-        Err(code) => return code,
-    };
-    let outcome = match run_trials(&args, command, Some(&against), None) {
-        Ok(outcome) => outcome,
-        Err(code) => return code,
-    };
-    baseline::finish_run(&args, outcome, &against)
+    let against = baseline::Against::load(&args)?;
+    let _out = claim_out(&args)?;
+    match run_trials(&args, command, Some(&against), None)? {
+        Some(output) => baseline::finish_run(&args, output, &against),
+        None => Ok(exit::PASSED),
+    }
 }
 
 /// Takes `--out` for this run ([`crate::out_lock`]) before the first trial: another gate writing
 /// there, or a folder that cannot be written, stops the run before anything is measured. Listing
 /// trials writes nothing and needs no lock (`None`).
-pub(crate) fn claim_out(args: &RunArgs) -> Result<Option<crate::out_lock::OutLock>, u8> {
+pub(crate) fn claim_out(args: &RunArgs) -> Result<Option<crate::out_lock::OutLock>, Error> {
     if args.libtest.list {
         return Ok(None);
     }
-    crate::out_lock::claim(&args.out)
-        .map(Some)
-        .map_err(|error| {
-            eprintln!("error: {}", terminal(&error_chain(&error)));
-            exit::SETUP
-        })
+    Ok(Some(crate::out_lock::claim(&args.out)?))
 }
 
 /// Loads the suites and runs the selected trials, each judged against `against`'s baseline (when
-/// it has one) as soon as it ran; `Err` carries the exit code of a run that could not happen (bad
-/// suites) or that only listed trials.
+/// it has one) as soon as it ran; `None` when it only listed them.
 pub fn run_trials(
     args: &RunArgs,
     command: Vec<String>,
     against: Option<&baseline::Against>,
     quiet: Option<&Quiet>,
-) -> Result<RunOutput, u8> {
+) -> Result<Option<RunOutput>, Error> {
     let mut libtest = args.libtest.clone();
     // Listing prints to stdout as asked, and writes nothing to --out.
     if let Some(quiet) = quiet.filter(|_| !libtest.list) {
@@ -125,22 +112,19 @@ pub fn run_trials(
     }
     let started_at = SystemTime::now();
     let started = Instant::now();
-    let Some(suites) = load_suites(&args.inputs.suite_paths()) else {
-        return Err(exit::USAGE);
-    };
+    let suites = load_suites(&args.inputs.suite_paths())?;
     let specs: Vec<TrialSpec> = suites.iter().flat_map(scenario::expand).collect();
     if let Some(duplicate) = first_duplicate_name(&specs) {
-        eprintln!(
-            "error: trial `{duplicate}` is defined twice; give the suites different `suite:` names"
-        );
-        return Err(exit::USAGE);
+        return Err(Error::Usage(format!(
+            "trial `{duplicate}` is defined twice; give the suites different `suite:` names"
+        )));
     }
     // Throughput trials share the machine's storage and memory bandwidth: one at a time.
     libtest.test_threads = Some(1);
     if libtest.list {
         let trials = specs.iter().map(listed).collect();
         let _ = libtest_mimic::run(&libtest, trials);
-        return Err(exit::PASSED);
+        return Ok(None);
     }
 
     let host = HostFacts::probe();
@@ -177,13 +161,11 @@ pub fn run_trials(
         .copied()
         .filter(|spec| unavailable(spec, &host).is_none());
     let data = DataSet::prepare(&args.inputs.data_dir, runnable);
-    let gate = match crate::job::worker_program() {
-        Ok(path) => path,
-        Err(error) => {
-            eprintln!("error: cannot find the gate's own binary to start workers: {error}");
-            return Err(exit::SETUP);
-        }
-    };
+    let gate = crate::job::worker_program().map_err(|error| {
+        Error::Setup(format!(
+            "cannot find the gate's own binary to start workers: {error}"
+        ))
+    })?;
     let launcher = Launcher {
         gate,
         trials_dir: args.out.join("trials"),
@@ -318,12 +300,12 @@ pub fn run_trials(
             eprintln!("note: {}", terminal(note));
         }
     }
-    Ok(RunOutput {
+    Ok(Some(RunOutput {
         report,
         defined,
         judged,
         libtest_failed: conclusion.num_failed as usize,
-    })
+    }))
 }
 
 /// A trial as libtest lists and filters it: its name and, as its kind, the reader. Filters match
@@ -602,25 +584,22 @@ fn notes(trials: &[TrialRecord], require_gpu: bool) -> Vec<String> {
 /// A filter that selects nothing is most often a typo, of a trial or of a subcommand
 /// (`gds-gate valdate` is the filter `valdate`): the error says which, and the run ends before it
 /// writes anything. A word near a subcommand is a usage error; otherwise nothing ran.
-fn nothing_selected(args: &RunArgs, trials: usize) -> u8 {
+fn nothing_selected(args: &RunArgs, trials: usize) -> Error {
     let Some(filter) = args.libtest.filter.as_deref().map(terminal) else {
-        eprintln!(
-            "error: none of the {trials} trials is selected (--skip, --exact or --ignored left none); `--list` shows their names; the reports of the last run are left as they were"
-        );
-        return exit::NOTHING_RAN;
+        return Error::NothingSelected(format!(
+            "none of the {trials} trials is selected (--skip, --exact or --ignored left none); `--list` shows their names; the reports of the last run are left as they were"
+        ));
     };
     let subcommands = crate::cli::subcommand_names();
     let names: Vec<&str> = subcommands.iter().map(String::as_str).collect();
     if let Some(command) = gds_model::suggest::nearest(&filter, &names) {
-        eprintln!(
-            "error: `{filter}` is not a subcommand, and as a trial filter it matches none of the {trials} trials\n  help: did you mean `gds-gate {command}`?"
-        );
-        return exit::USAGE;
+        return Error::Usage(format!(
+            "`{filter}` is not a subcommand, and as a trial filter it matches none of the {trials} trials\n  help: did you mean `gds-gate {command}`?"
+        ));
     }
-    eprintln!(
-        "error: the filter `{filter}` matches none of the {trials} trials; `--list` shows their names; the reports of the last run are left as they were"
-    );
-    exit::NOTHING_RAN
+    Error::NothingSelected(format!(
+        "the filter `{filter}` matches none of the {trials} trials; `--list` shows their names; the reports of the last run are left as they were"
+    ))
 }
 
 fn first_duplicate_name(specs: &[TrialSpec]) -> Option<&str> {

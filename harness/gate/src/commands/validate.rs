@@ -2,25 +2,24 @@
 
 use std::path::PathBuf;
 
+use crate::error::Error;
 use crate::escape::terminal;
 use crate::exit;
-use gds_model::error_chain;
 use gds_model::scenario;
 
-/// Checks suite files; prints one line per file, every error in full.
-pub fn run(paths: &[PathBuf]) -> u8 {
+/// Checks suite files; prints a line per good file, and returns every error in full.
+pub fn run(paths: &[PathBuf]) -> Result<u8, Error> {
     let paths = if paths.is_empty() {
         shipped_suites()
     } else {
         paths.to_vec()
     };
     if paths.is_empty() {
-        eprintln!(
-            "error: no suite files given and none found in `scenarios/`; pass the files to check"
-        );
-        return exit::USAGE;
+        return Err(Error::Usage(
+            "no suite files given and none found in `scenarios/`; pass the files to check".into(),
+        ));
     }
-    let mut failed = false;
+    let mut errors = Vec::new();
     for path in &paths {
         match scenario::load(path) {
             Ok(suite) => {
@@ -31,13 +30,14 @@ pub fn run(paths: &[PathBuf]) -> u8 {
                     suite.scenarios.len()
                 );
             }
-            Err(error) => {
-                eprintln!("error: {}", terminal(&error_chain(&error)));
-                failed = true;
-            }
+            Err(error) => errors.push(error),
         }
     }
-    if failed { exit::USAGE } else { exit::PASSED }
+    if errors.is_empty() {
+        Ok(exit::PASSED)
+    } else {
+        Err(Error::Suites(errors))
+    }
 }
 
 /// `scenarios/*.yaml`, sorted.

@@ -58,10 +58,19 @@ pub use sampling::find_tool as find_gds_stats;
 
 /// A worker that ran: what it was asked, how it ended, its answer (or why there is none), and
 /// nvidia-fs's counters from before it started.
+/// Why a worker left no usable answer.
+#[derive(Debug, thiserror::Error)]
+enum NoResult {
+    #[error("no result")]
+    Missing,
+    #[error("the worker's answer is not a valid result: {0}")]
+    Invalid(serde_json::Error),
+}
+
 struct Ran {
     asked: WorkerSpec,
     finished: process::Finished,
-    result: Result<WorkerResult, String>,
+    result: Result<WorkerResult, NoResult>,
     nvfs_before: Option<String>,
 }
 
@@ -203,9 +212,8 @@ impl Launcher {
             )),
         })?;
         let result = match std::fs::read_to_string(&result_path) {
-            Err(_) => Err("no result".to_string()),
-            Ok(text) => serde_json::from_str::<WorkerResult>(&text)
-                .map_err(|error| format!("the worker's answer is not a valid result: {error}")),
+            Err(_) => Err(NoResult::Missing),
+            Ok(text) => serde_json::from_str::<WorkerResult>(&text).map_err(NoResult::Invalid),
         };
         Ok(Ran {
             asked: worker_spec,
@@ -334,7 +342,7 @@ impl Launcher {
                 None,
             ),
             Err(problem) => {
-                let reason = match (&finished.ending, problem.as_str()) {
+                let reason = match (&finished.ending, &problem) {
                     // The worker's watchdog named the library call it was stuck in.
                     (Ending::TimedOut { .. }, _)
                         if let Some(call) = gds_model::stuck::first_call(&tail) =>
@@ -344,11 +352,11 @@ impl Launcher {
                     (Ending::TimedOut { .. } | Ending::Interrupted { .. }, _) => {
                         format!("the worker {}", finished.ending)
                     }
-                    (Ending::Exited { code: 0 }, "no result") => {
+                    (Ending::Exited { code: 0 }, NoResult::Missing) => {
                         "the worker exited without writing its result".to_string()
                     }
-                    (ending, "no result") => format!("the worker {ending} without a result"),
-                    (_, problem) => problem.to_string(),
+                    (ending, NoResult::Missing) => format!("the worker {ending} without a result"),
+                    (_, NoResult::Invalid(_)) => problem.to_string(),
                 };
                 let next = match finished.ending {
                     Ending::Interrupted { .. } => {

@@ -176,10 +176,32 @@ pub enum ReaderError {
 }
 
 impl ReaderError {
+    /// The cuFile status code behind the error, wherever in its chain of causes cuFile
+    /// returned one.
+    pub fn cufile_code(&self) -> Option<i32> {
+        let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(self);
+        while let Some(error) = cause {
+            let code = match error.downcast_ref::<CufileError>() {
+                Some(CufileError::Call { code, .. }) => Some(*code),
+                _ => match error.downcast_ref::<ReadFailure>() {
+                    Some(ReadFailure::Cufile { code }) => Some(*code),
+                    _ => match error.downcast_ref::<async_io::SlotProblem>() {
+                        Some(async_io::SlotProblem::Failed { code }) => i32::try_from(*code).ok(),
+                        _ => None,
+                    },
+                },
+            };
+            if code.is_some() {
+                return code;
+            }
+            cause = error.source();
+        }
+        None
+    }
+
     /// What to do about it, for the failure message.
     pub fn next_step(&self) -> String {
-        let text = gds_model::error_chain(self);
-        if text.contains("CU_FILE_HANDLE_NOT_REGISTERED") || text.contains("5027") {
+        if self.cufile_code().map(i32::abs) == Some(gds_model::cufile_abi::HANDLE_NOT_REGISTERED) {
             return "cuFile refused the file. On containers and some VMs udev has no record of the block device (`udev property not found` in cufile.log): run udev, mount /run/udev into the container (--volume /run/udev:/run/udev:ro), or check the file system is supported; `cargo xtask doctor` shows which".into();
         }
         match self {
@@ -421,5 +443,35 @@ mod tests {
             "{} items started after the failure",
             started.load(Ordering::SeqCst)
         );
+    }
+
+    #[test]
+    fn a_file_cufile_refused_to_register_is_told_by_its_code_not_its_text() {
+        let registered = ReaderError::Register {
+            path: "/data/f".into(),
+            source: CufileError::Call {
+                call: "cuFileHandleRegister",
+                code: gds_model::cufile_abi::HANDLE_NOT_REGISTERED,
+            },
+        };
+        let read = ReaderError::CufileRead {
+            path: "/data/f".into(),
+            offset: 0,
+            len: 4096,
+            source: ReadFailure::Cufile { code: -5027 },
+        };
+        for error in [registered, read] {
+            assert_eq!(error.cufile_code().map(i32::abs), Some(5027));
+            assert!(error.next_step().contains("udev"), "{}", error.next_step());
+        }
+        // A path that only mentions the number is not the code.
+        let other = ReaderError::Register {
+            path: "/data/5027".into(),
+            source: CufileError::Call {
+                call: "cuFileHandleRegister",
+                code: 5030,
+            },
+        };
+        assert!(!other.next_step().contains("udev"), "{}", other.next_step());
     }
 }

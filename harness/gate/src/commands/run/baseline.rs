@@ -13,6 +13,7 @@ use crate::baseline::{
     self, Baseline, Fingerprint, Judgement, Loaded, RunResults, file, history, message, render,
 };
 use crate::cli::{BaselineArgs, RunArgs};
+use crate::error::Error;
 use crate::escape::terminal;
 use crate::exit;
 use crate::host::HostFacts;
@@ -26,18 +27,15 @@ use super::RunOutput;
 pub(crate) fn runner_and_path(
     args: &BaselineArgs,
     hostname: &str,
-) -> Result<(String, PathBuf), u8> {
+) -> Result<(String, PathBuf), Error> {
     let runner = args
         .runner
         .clone()
         .unwrap_or_else(|| baseline::default_runner(hostname));
-    match file::path_for(&args.baselines, &runner) {
-        Ok(path) => Ok((runner, path)),
-        Err(error) => {
-            eprintln!("error: {}", terminal(&error_chain(&error)));
-            Err(exit::USAGE)
-        }
-    }
+    // A runner name that cannot be a file name is the user's to fix.
+    let path = file::path_for(&args.baselines, &runner)
+        .map_err(|error| Error::Usage(error_chain(&error)))?;
+    Ok((runner, path))
 }
 
 /// What the runner is, from the host and from what the workers reported.
@@ -101,12 +99,9 @@ pub struct Against {
 impl Against {
     /// Reads the runner's baseline; a damaged one is an error before anything runs, never "no
     /// baseline", which would pass anything.
-    pub fn load(args: &RunArgs) -> Result<Against, u8> {
+    pub fn load(args: &RunArgs) -> Result<Against, Error> {
         let (runner, path) = runner_and_path(&args.baselines, &crate::host::hostname())?;
-        let loaded = file::read(&path).map_err(|error| {
-            eprintln!("error: {}", terminal(&error_chain(&error)));
-            exit::SETUP
-        })?;
+        let loaded = file::read(&path)?;
         let fingerprint = baseline::probe::probe(&HostFacts::probe(), &args.inputs.data_dir);
         let changes = match &loaded {
             Loaded::Present(baseline) => fingerprint::diff(&baseline.fingerprint, &fingerprint),
@@ -187,7 +182,7 @@ impl Against {
 
 /// Compares the run with its baseline, appends it to the history, writes the reports and
 /// returns the run's exit code, which its totals decide.
-pub fn finish_run(args: &RunArgs, mut output: RunOutput, against: &Against) -> u8 {
+pub fn finish_run(args: &RunArgs, mut output: RunOutput, against: &Against) -> Result<u8, Error> {
     let Against {
         runner,
         path,
@@ -230,19 +225,12 @@ pub fn finish_run(args: &RunArgs, mut output: RunOutput, against: &Against) -> u
     output.report.runner = Some(runner.clone());
     output.report.fingerprint = Some(fingerprint);
     output.report.baseline = Some(comparison);
-    match report::write_all(&args.out, &output.report, &extra) {
-        Ok(paths) => {
-            let names: Vec<String> = paths
-                .iter()
-                .map(|path| path.display().to_string())
-                .collect();
-            eprintln!("reports: {}", names.join(", "));
-        }
-        Err(error) => {
-            eprintln!("error: {}", error_chain(&error));
-            return exit::SETUP;
-        }
-    }
+    let paths = report::write_all(&args.out, &output.report, &extra)?;
+    let names: Vec<String> = paths
+        .iter()
+        .map(|path| path.display().to_string())
+        .collect();
+    eprintln!("reports: {}", names.join(", "));
     // In GitHub Actions: point at the scenario line of each failed or slower trial.
     if std::env::var("GITHUB_ACTIONS").as_deref() == Ok("true") {
         for line in report::annotations::github_annotations(&output.report) {
@@ -250,29 +238,19 @@ pub fn finish_run(args: &RunArgs, mut output: RunOutput, against: &Against) -> u
         }
     }
     if let Some(signal) = crate::interrupt::received() {
-        return interrupted(signal);
+        return Err(Error::interrupted(signal));
     }
     // libtest failed the trials whose outcome is a failure: one count, or a bug.
     if output.libtest_failed != output.report.totals.failures() {
-        eprintln!(
-            "error: libtest's count of failures differs from the recorded trials; this is a bug in gds-gate"
-        );
-        return exit::SETUP;
+        return Err(Error::Setup(
+            "libtest's count of failures differs from the recorded trials; this is a bug in gds-gate".into(),
+        ));
     }
     let code = output.report.totals.exit_code();
     if code == exit::NOTHING_RAN {
-        eprintln!("error: no trial ran; a gate that ran nothing has not passed");
+        eprintln!("no trial ran: a gate that ran nothing has not passed");
     }
-    code
-}
-
-/// The exit of a run that a signal cut short, once its reports are written.
-pub(crate) fn interrupted(signal: i32) -> u8 {
-    eprintln!(
-        "error: the gate was interrupted by {}: its workers were stopped and the trials after that were not run; the reports hold what ran",
-        crate::interrupt::signal_name(signal)
-    );
-    exit::interrupted(signal)
+    Ok(code)
 }
 
 /// Moves a history an earlier gate left in `out` to `history` (see
