@@ -26,24 +26,28 @@ static LIVE: Mutex<Option<Live>> = Mutex::new(None);
 struct Live {
     /// Trials that will run (not those ignored before they start).
     total: usize,
+    /// The bytes each of them moves, in run order, where its suite says (a user's file is
+    /// measured only when it runs).
+    planned: Vec<Option<u64>>,
     /// Trials started so far; the current one is number `started`.
     started: usize,
     /// Draw in place (both streams are a terminal) or print plain lines.
     in_place: bool,
     trial_start: Instant,
-    /// How long each finished trial took, for the time left.
-    finished: Vec<Duration>,
+    /// How long each finished trial took, and its planned bytes, for the time left.
+    finished: Vec<(Duration, Option<u64>)>,
     last: Option<PassProgress>,
     polled: Instant,
     printed: Option<Instant>,
     drawn: bool,
 }
 
-/// Opens the view for a run of `total` trials.
-pub fn begin(total: usize) {
+/// Opens the view for a run of the trials that move `planned` bytes each, in run order.
+pub fn begin(planned: Vec<Option<u64>>) {
     let in_place = std::io::stdout().is_terminal() && std::io::stderr().is_terminal();
     *lock() = Some(Live {
-        total,
+        total: planned.len(),
+        planned,
         started: 0,
         in_place,
         trial_start: Instant::now(),
@@ -88,11 +92,13 @@ pub fn poll(path: &Path) {
         return;
     }
     live.last = Some(progress);
+    let this = live.started.saturating_sub(1);
     let left = time_left(
         live.trial_start.elapsed(),
         &progress,
         &live.finished,
-        live.total.saturating_sub(live.started),
+        live.planned.get(this).copied().flatten(),
+        live.planned.get(this + 1..).unwrap_or_default(),
     );
     let mut err = std::io::stderr().lock();
     if live.in_place {
@@ -119,7 +125,12 @@ pub fn poll(path: &Path) {
 /// The trial is over: erase the drawn status, so that its result lands where it was.
 pub fn trial_finished() {
     if let Some(live) = lock().as_mut() {
-        live.finished.push(live.trial_start.elapsed());
+        let planned = live
+            .planned
+            .get(live.started.saturating_sub(1))
+            .copied()
+            .flatten();
+        live.finished.push((live.trial_start.elapsed(), planned));
         if live.drawn {
             let mut err = std::io::stderr().lock();
             let _ = write!(err, "\x1b8\x1b[J");
@@ -178,25 +189,65 @@ fn compact(trial: usize, trials: usize, pass: &PassProgress, left: Option<Durati
     text
 }
 
-/// The rest of this trial at its pace so far, and each trial still to come as long as the
-/// finished ones took on average (or as this one will, before any has finished).
+/// The rest of this trial at its pace so far, then each trial still to come at the run's pace
+/// per byte (the finished trials' time over their bytes, start-up included), since trials of a
+/// suite differ in size by orders of magnitude; a trial of unknown size as long as the finished
+/// ones took on average. Before any trial finished, this one's pace stands for the run's.
 fn time_left(
     elapsed: Duration,
     pass: &PassProgress,
-    finished: &[Duration],
-    trials_after: usize,
+    finished: &[(Duration, Option<u64>)],
+    this_bytes: Option<u64>,
+    after: &[Option<u64>],
 ) -> Option<Duration> {
     if pass.done == 0 || pass.total == 0 {
         return None;
     }
     let per_pass = elapsed.as_secs_f64() / pass.done as f64;
     let this = per_pass * (pass.total - pass.done) as f64;
-    let each = if finished.is_empty() {
+    let sized: Vec<(f64, u64)> = finished
+        .iter()
+        .filter_map(|(took, bytes)| Some((took.as_secs_f64(), (*bytes).filter(|b| *b > 0)?)))
+        .collect();
+    let seconds_per_byte = if sized.is_empty() {
+        this_bytes
+            .filter(|b| *b > 0)
+            .map(|bytes| per_pass * pass.total as f64 / bytes as f64)
+    } else {
+        let (took, bytes) = sized
+            .iter()
+            .fold((0.0, 0u64), |(t, b), (took, bytes)| (t + took, b + bytes));
+        Some(took / bytes as f64)
+    };
+    let average = if finished.is_empty() {
         per_pass * pass.total as f64
     } else {
-        finished.iter().map(Duration::as_secs_f64).sum::<f64>() / finished.len() as f64
+        finished
+            .iter()
+            .map(|(took, _)| took.as_secs_f64())
+            .sum::<f64>()
+            / finished.len() as f64
     };
-    Some(Duration::from_secs_f64(this + each * trials_after as f64))
+    let rest: f64 = after
+        .iter()
+        .map(|bytes| match (bytes, seconds_per_byte) {
+            (Some(bytes), Some(rate)) => *bytes as f64 * rate,
+            _ => average,
+        })
+        .sum();
+    Some(Duration::from_secs_f64(this + rest))
+}
+
+/// The bytes a trial moves over all its passes, where its suite says: its files (or its
+/// random reads) once per pass.
+pub fn planned_bytes(spec: &gds_model::scenario::TrialSpec) -> Option<u64> {
+    use gds_model::scenario::{FileSet, Pattern};
+    let per_pass = match (&spec.files, &spec.pattern) {
+        (FileSet::User { .. }, _) => return None,
+        (_, Pattern::Random(random)) => random.size.bytes() * u64::from(random.count.get()),
+        (FileSet::Generated { size, count, .. }, _) => size * u64::from(*count),
+    };
+    Some(per_pass.saturating_mul(spec.passes()))
 }
 
 /// `45 s`, `3 min 10 s`, `1 h 5 min`: as precise as an estimate deserves.
@@ -236,22 +287,85 @@ mod tests {
     }
 
     #[test]
-    fn time_left_is_this_trial_at_its_pace_plus_the_average_trial() {
-        // 2 of 6 passes in 4 s: 8 s more here; 2 trials after it at 10 s each.
+    fn time_left_is_this_trial_at_its_pace_plus_the_others_by_their_bytes() {
+        // 2 of 6 passes in 4 s: 8 s more here. Done: 10 s for 1 GB and 20 s for 3 GB, 7.5 s
+        // per GB; after it, 2 GB and one of unknown size (the finished trials' mean, 15 s).
         let left = time_left(
             Duration::from_secs(4),
             &pass(2, 6, 1.0),
-            &[Duration::from_secs(5), Duration::from_secs(15)],
-            2,
+            &[
+                (Duration::from_secs(10), Some(1_000_000_000)),
+                (Duration::from_secs(20), Some(3_000_000_000)),
+            ],
+            Some(1_000_000_000),
+            &[Some(2_000_000_000), None],
         );
-        assert_eq!(left, Some(Duration::from_secs(28)));
-        // No trial finished yet: the others are taken to be like this one (12 s each).
-        let left = time_left(Duration::from_secs(4), &pass(2, 6, 1.0), &[], 1);
-        assert_eq!(left, Some(Duration::from_secs(20)));
+        assert_eq!(left, Some(Duration::from_secs(8 + 15 + 15)));
+        // No trial finished yet: this one's pace (12 s for 1 GB) stands for the run's.
+        let left = time_left(
+            Duration::from_secs(4),
+            &pass(2, 6, 1.0),
+            &[],
+            Some(1_000_000_000),
+            &[Some(500_000_000)],
+        );
+        assert_eq!(left, Some(Duration::from_secs(8 + 6)));
         assert_eq!(
-            time_left(Duration::from_secs(4), &pass(0, 6, 1.0), &[], 1),
+            time_left(Duration::from_secs(4), &pass(0, 6, 1.0), &[], None, &[None]),
             None
         );
+    }
+
+    /// A run like the default suite's: trials of 4 GiB, 1 GiB and 64 MiB mixed, each at the
+    /// disk's rate after a start-up of its own. Once a trial has run, the estimate in the middle
+    /// of each later trial is within 30% of the time the run actually has left.
+    #[test]
+    fn the_time_left_of_a_mixed_run_is_within_30_percent_once_a_trial_has_run() {
+        const GIB: u64 = 1 << 30;
+        let sizes = [
+            4 * GIB,
+            64 << 20,
+            GIB,
+            4 * GIB,
+            64 << 20,
+            64 << 20,
+            GIB,
+            4 * GIB,
+            GIB,
+        ];
+        let startups = [0.7, 2.0, 0.7, 4.6, 0.1, 1.5, 0.7, 2.0, 0.5];
+        let rate = 1.6e9;
+        let passes = 6u64;
+        let took: Vec<f64> = sizes
+            .iter()
+            .zip(startups)
+            .map(|(&bytes, startup)| startup + (bytes * passes) as f64 / rate)
+            .collect();
+        let planned: Vec<Option<u64>> = sizes.iter().map(|&b| Some(b * passes)).collect();
+        for now in 1..sizes.len() {
+            // Halfway through trial `now`: 3 of 6 passes done.
+            let elapsed = startups[now] + (sizes[now] * 3) as f64 / rate;
+            let finished: Vec<(Duration, Option<u64>)> = took[..now]
+                .iter()
+                .zip(&planned)
+                .map(|(&t, &p)| (Duration::from_secs_f64(t), p))
+                .collect();
+            let left = time_left(
+                Duration::from_secs_f64(elapsed),
+                &pass(3, passes, 1.0),
+                &finished,
+                planned[now],
+                &planned[now + 1..],
+            )
+            .unwrap()
+            .as_secs_f64();
+            let actual = took[now] - elapsed + took[now + 1..].iter().sum::<f64>();
+            let error = (left - actual).abs() / actual;
+            assert!(
+                error <= 0.3,
+                "trial {now}: {left:.0} s said, {actual:.0} s left ({error:.2})"
+            );
+        }
     }
 
     #[test]

@@ -246,7 +246,8 @@ pub fn run_trials(
         selected
             .iter()
             .filter(|spec| unavailable(spec, &host).is_none())
-            .count(),
+            .map(|spec| crate::progress::planned_bytes(spec))
+            .collect(),
     );
     let conclusion = libtest_mimic::run(&libtest, trials);
     crate::progress::end();
