@@ -176,7 +176,9 @@ for t in trials:
         again = "".join(">%.2f" % r for r in throughput.get("confirmations") or [])
         flag = "!" if t["judgement"]["kind"] == "regression" else ""
         ratios.append("%s=%.2f%s%s" % (t["trial"].split("::", 1)[-1], throughput["ratio"], again, flag))
-extra = " ".join("%s=%s" % (k, totals[k]) for k in ("slower", "changed") if k in totals)
+extra = " ".join("%s=%s" % (k, totals[k])
+                 for k in ("slower", "costlier", "path_changed", "checksum_changed", "missing")
+                 if totals.get(k))
 # Waits for the runner before confirmation runs (the gate's control), and whether it stayed slow.
 checks = [c for r in report.get("trials") or [] for c in r.get("runner_checks") or []]
 if checks:
