@@ -293,13 +293,23 @@ impl Validator<'_> {
         let mut cufile = defaults.cufile.clone().unwrap_or_default();
         cufile.extend(fields.cufile.clone().unwrap_or_default());
 
-        for key in cufile.keys() {
-            if let Err(error) = crate::cufile_config::check_key(key) {
-                return Err(self.error(
-                    here(key),
-                    format!("{context}: {error}"),
-                    "the keys are those of NVIDIA's cufile.json, written as dotted paths",
-                ));
+        for (key, value) in &cufile {
+            match crate::cufile_config::check(key, value) {
+                Ok(()) => {}
+                Err(error @ crate::cufile_config::ConfigError::WrongValue { expected, .. }) => {
+                    return Err(self.error(
+                        here(key),
+                        format!("{context}: {error}"),
+                        &format!("set `{key}` to {expected}, as NVIDIA's cufile.json takes it (numbers and `true`/`false` without quotes)"),
+                    ));
+                }
+                Err(error) => {
+                    return Err(self.error(
+                        here(key),
+                        format!("{context}: {error}"),
+                        "the keys are those of NVIDIA's cufile.json, written as dotted paths",
+                    ));
+                }
             }
         }
         if let Pattern::Random(random) = &pattern {

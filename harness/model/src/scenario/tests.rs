@@ -676,3 +676,84 @@ fn a_writing_trial_refuses_a_window_smaller_than_its_pass() {
         window_mode::WindowMode::Size(256 << 10)
     );
 }
+
+/// A `cufile:` override goes into the trial's cufile.json as written: a value of the wrong type
+/// or out of range is refused with its key, what cuFile takes and the fix, and the values
+/// NVIDIA's own file holds are accepted.
+#[test]
+fn cufile_values_of_the_wrong_type_or_range_are_refused() {
+    let suite = |overrides: &str| {
+        format!(
+            "scenarios:\n  - name: a\n    files: {{ size: 1MiB }}\n    reader: cufile\n    cufile:\n      {overrides}\n"
+        )
+    };
+    let cases = [
+        (
+            "a string for a number",
+            suite("execution.max_io_threads: \"lots; rm -rf /\""),
+            &[
+                ":6:7:",
+                "`cufile.execution.max_io_threads` is the string \"lots; rm -rf /\"",
+                "expected a whole number",
+                "help: set `execution.max_io_threads` to a whole number",
+            ][..],
+        ),
+        (
+            "a statistics level out of range",
+            suite("profile.cufile_stats: 7"),
+            &[":6:7:", "is 7", "expected a whole number from 0 to 3"],
+        ),
+        (
+            "a negative size",
+            suite("properties.max_direct_io_size_kb: -16"),
+            &[":6:7:", "is -16", "expected a whole number from 1 to"],
+        ),
+        (
+            "a fraction",
+            suite("execution.max_request_parallelism: 1.5"),
+            &[":6:7:", "is 1.5", "expected a whole number"],
+        ),
+        (
+            "a word for a switch",
+            suite("properties.allow_compat_mode: \"no\""),
+            &[
+                ":6:7:",
+                "is the string \"no\"",
+                "expected `true` or `false`",
+            ],
+        ),
+        (
+            "a number for a switch",
+            suite("execution.parallel_io: 1"),
+            &[":6:7:", "expected `true` or `false`"],
+        ),
+        (
+            "a number for a log level",
+            suite("logging.level: 3"),
+            &[":6:7:", "expected one of `NOTICE`, `ERROR`"],
+        ),
+        (
+            "no value",
+            suite("execution.min_io_threshold_size_kb:"),
+            &[":6:7:", "is null", "expected a whole number"],
+        ),
+        (
+            "a string for a list",
+            suite("denylist.mounts: /mnt/a"),
+            &[":6:7:", "expected a list of strings"],
+        ),
+    ];
+    for (what, text, needles) in &cases {
+        let shown = parse_err(text);
+        for needle in *needles {
+            assert!(
+                shown.contains(needle),
+                "{what}: `{needle}` not in:\n{shown}"
+            );
+        }
+    }
+    let accepted = suite(
+        "{ logging.level: info, profile.cufile_stats: 3, execution.max_io_threads: 8, execution.parallel_io: false, properties.allow_compat_mode: false, properties.posix_pool_slab_count: [128, 64, 4], denylist.mounts: [/mnt/a], properties.io_priority: high }",
+    );
+    parse_ok(&accepted);
+}
