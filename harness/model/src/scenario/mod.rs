@@ -542,6 +542,21 @@ impl Validator<'_> {
                 "make `pattern.random.size` at most `files.size`",
             ));
         }
+        // Every read would be drawn from one offset: the "random" pass would read the same bytes
+        // `count` times, from the page cache or the device's after the first.
+        let count = random.count.get();
+        if count > 1 && random.offsets(*size) < 2 {
+            return Err(self.error(
+                at,
+                format!(
+                    "{context}: random reads of {} aligned to {} fit at one offset only in files of {}, so all {count} reads would read the same bytes",
+                    random.size,
+                    random.align,
+                    ByteSize(*size)
+                ),
+                "use a smaller `pattern.random.align` (4KiB is what O_DIRECT needs), a smaller `pattern.random.size` or larger files, or `count: 1`",
+            ));
+        }
         Ok(())
     }
 }

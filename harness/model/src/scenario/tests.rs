@@ -251,6 +251,21 @@ fn mistakes_are_reported_with_position_and_fix() {
             &[":4:", "do not fit"],
         ),
         (
+            "random reads with one possible offset",
+            "scenarios:\n  - name: a\n    files: { size: 1MiB }\n    pattern: { random: { size: 4KiB, count: 4, align: 1TiB } }\n",
+            &[
+                ":4:",
+                "random reads of 4KiB aligned to 1TiB fit at one offset only in files of 1MiB",
+                "all 4 reads would read the same bytes",
+                "help: use a smaller `pattern.random.align`",
+            ],
+        ),
+        (
+            "random reads as large as the file",
+            "scenarios:\n  - name: a\n    files: { size: 64KiB }\n    pattern: { random: { size: 64KiB, count: 2 } }\n",
+            &[":4:", "fit at one offset only", "all 2 reads"],
+        ),
+        (
             "empty list",
             "scenarios:\n  - name: a\n    files: { size: 1MiB }\n    nthreads: []\n",
             &[":4:", "empty list"],
