@@ -129,6 +129,26 @@ impl TrialBaseline {
         }
     }
 
+    /// Every figure of the trial but its passes (checked as rates), by key.
+    fn figures(&self) -> impl Iterator<Item = (&'static str, f64)> + '_ {
+        let one = [
+            ("median_gbps", Some(self.median_gbps)),
+            ("min_gbps", Some(self.min_gbps)),
+            ("max_gbps", Some(self.max_gbps)),
+            ("cpu_seconds_per_gib", self.cpu_seconds_per_gib),
+            ("iops", self.iops),
+            ("latency_p50_us", self.latency_p50_us),
+            ("latency_p99_us", self.latency_p99_us),
+        ];
+        let medians = self
+            .run_medians_gbps
+            .iter()
+            .map(|&median| ("run_medians_gbps", median));
+        one.into_iter()
+            .filter_map(|(key, value)| Some((key, value?)))
+            .chain(medians)
+    }
+
     /// Equal in everything a comparison looks at (not when or by which gate it was blessed).
     pub fn same_figures(&self, other: &TrialBaseline) -> bool {
         self.runs == other.runs
@@ -273,6 +293,17 @@ fn validate(path: &Path, text: &str, baseline: &Baseline) -> Result<(), Baseline
     }
     for (name, trial) in &baseline.trials {
         let line = line_of(text, name).unwrap_or(1);
+        if let Some((key, value)) = trial.figures().find(|(_, value)| !value.is_finite()) {
+            // NaN compares false with everything, so a NaN median would pass every check below
+            // and then judge every run as neither slower nor faster.
+            let key_line = line_after(text, line, &format!("{key}:")).unwrap_or(line);
+            return Err(corrupt(
+                key_line,
+                format!(
+                    "trial `{name}`: `{key}` is {value}, expected a finite number; the file was edited by hand or damaged (bless again to rewrite it)"
+                ),
+            ));
+        }
         let runs_valid = !trial.runs.is_empty() && trial.runs.iter().all(|run| positive_rates(run));
         if !runs_valid {
             return Err(corrupt(
@@ -411,6 +442,14 @@ fn message(error: &yaml_serde::Error) -> String {
         Some((message, _)) => message.to_string(),
         None => text,
     }
+}
+
+/// 1-based line of the first line after line `after` (1-based) containing `needle`.
+fn line_after(text: &str, after: usize, needle: &str) -> Option<usize> {
+    text.lines()
+        .skip(after)
+        .position(|line| line.contains(needle))
+        .map(|index| after + index + 1)
 }
 
 /// 1-based line of the first line containing `needle`.
@@ -574,6 +613,63 @@ mod tests {
         );
         let other_runner = good.replace("runner: gpu-runner-1", "runner: other");
         expect_corrupt(&path, &other_runner, 4, "does not match the file name");
+    }
+
+    /// YAML spells NaN and infinity (`.nan`, `.inf`), and a comparison with NaN is always false:
+    /// a baseline holding one would pass its own checks and judge nothing. Each non-finite
+    /// figure is refused at its line, with the trial, the key and the fix.
+    #[test]
+    fn a_non_finite_figure_is_refused_with_its_trial_and_key() {
+        let (_dir, path) = scratch();
+        let mut baseline = sample("gpu-runner-1");
+        for trial in baseline.trials.values_mut() {
+            trial.iops = Some(1000.0);
+            trial.latency_p99_us = Some(900.0);
+        }
+        let good = render(&baseline);
+        // `key`'s line under the second trial, with `value` instead: the text and that line.
+        let replace_in_b = |key: &str, value: &str| {
+            let trial = good
+                .lines()
+                .position(|l| l.contains("suite::b[nthreads=8]:"))
+                .unwrap();
+            let mut lines: Vec<String> = good.lines().map(str::to_owned).collect();
+            let index = trial
+                + lines[trial..]
+                    .iter()
+                    .position(|l| l.trim_start().starts_with(&format!("{key}:")))
+                    .unwrap();
+            let indent = lines[index].len() - lines[index].trim_start().len();
+            lines[index] = format!("{}{key}: {value}", " ".repeat(indent));
+            (lines.join("\n") + "\n", index + 1)
+        };
+        for (key, value, shown) in [
+            ("median_gbps", ".nan", "NaN"),
+            ("min_gbps", ".inf", "inf"),
+            ("max_gbps", "-.inf", "-inf"),
+            ("iops", ".NaN", "NaN"),
+            ("latency_p99_us", ".Inf", "inf"),
+        ] {
+            let (text, line) = replace_in_b(key, value);
+            expect_corrupt(
+                &path,
+                &text,
+                line,
+                &format!(
+                    "trial `suite::b[nthreads=8]`: `{key}` is {shown}, expected a finite number"
+                ),
+            );
+            let shown = read(&path).unwrap_err().to_string();
+            assert!(shown.contains("cargo xtask gds-gate bless"), "{shown}");
+        }
+        // So is a run's median, under its own key.
+        let mut overflowed = baseline.clone();
+        if let Some(trial) = overflowed.trials.get_mut("suite::b[nthreads=8]") {
+            trial.run_medians_gbps = vec![f64::INFINITY];
+        }
+        std::fs::write(&path, render(&overflowed)).unwrap();
+        let shown = read(&path).unwrap_err().to_string();
+        assert!(shown.contains("`run_medians_gbps` is inf"), "{shown}");
     }
 
     #[test]
