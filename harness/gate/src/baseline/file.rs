@@ -195,8 +195,16 @@ pub fn path_for(dir: &Path, runner: &str) -> Result<PathBuf, BaselineError> {
 }
 
 pub fn read(path: &Path) -> Result<Loaded, BaselineError> {
-    match std::fs::read_to_string(path) {
-        Ok(text) => parse(path, &text).map(Loaded::Present),
+    match std::fs::read(path) {
+        Ok(bytes) => {
+            let text = gds_model::fsutil::utf8(bytes).map_err(|bad| BaselineError::Corrupt {
+                path: path.to_path_buf(),
+                line: bad.line,
+                column: bad.column,
+                message: bad.to_string(),
+            })?;
+            parse(path, &text).map(Loaded::Present)
+        }
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(Loaded::Absent),
         Err(source) => Err(BaselineError::Read {
             path: path.to_path_buf(),
@@ -670,6 +678,33 @@ mod tests {
         std::fs::write(&path, render(&overflowed)).unwrap();
         let shown = read(&path).unwrap_err().to_string();
         assert!(shown.contains("`run_medians_gbps` is inf"), "{shown}");
+    }
+
+    /// A file that is not UTF-8 (a Latin-1 editor, a binary written over it) is named as such
+    /// with the first bad byte's offset and line, not as a permission problem.
+    #[test]
+    fn a_file_that_is_not_utf8_is_named_with_the_first_bad_byte() {
+        let (_dir, path) = scratch();
+        let good = render(&sample("gpu-runner-1"));
+        let at = good.find("host: gpu-runner-1").unwrap() + "host: gpu-r".len();
+        let line = good[..at].lines().count();
+        let column = at - good[..at].rfind('\n').unwrap();
+        let mut bytes = good.into_bytes();
+        bytes[at] = 0xe9; // `é` in Latin-1, which UTF-8 cannot start a character with here
+        std::fs::write(&path, &bytes).unwrap();
+        let error = read(&path).unwrap_err();
+        let shown = error.to_string();
+        assert!(
+            matches!(error, BaselineError::Corrupt { line: l, column: c, .. } if l == line && c == column),
+            "{shown}"
+        );
+        assert!(
+            shown.contains(&format!(
+                "the file is not UTF-8: byte 0xe9 at offset {at} (line {line}, column {column})"
+            )),
+            "{shown}"
+        );
+        assert!(!shown.contains("permissions"), "{shown}");
     }
 
     #[test]

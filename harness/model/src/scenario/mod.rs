@@ -95,9 +95,17 @@ const QUEUE_DEPTH_DEFAULT: NonZeroU32 = NonZeroU32::new(defaults::QUEUE_DEPTH).u
 const BATCH_SIZE_DEFAULT: NonZeroU32 = NonZeroU32::new(defaults::BATCH_SIZE).unwrap();
 
 pub fn load(path: &Path) -> Result<Suite, ScenarioError> {
-    let text = std::fs::read_to_string(path).map_err(|source| ScenarioError::Read {
+    let bytes = std::fs::read(path).map_err(|source| ScenarioError::Read {
         path: path.to_path_buf(),
         source,
+    })?;
+    let text = crate::fsutil::utf8(bytes).map_err(|bad| {
+        invalid(
+            path,
+            (bad.line, bad.column),
+            bad.to_string(),
+            Some("save the suite as UTF-8 (YAML files are UTF-8)".into()),
+        )
     })?;
     parse(path, &text)
 }

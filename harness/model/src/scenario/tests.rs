@@ -772,3 +772,17 @@ fn cufile_values_of_the_wrong_type_or_range_are_refused() {
     );
     parse_ok(&accepted);
 }
+
+/// A suite saved in another encoding is named as not UTF-8, with the first bad byte's position.
+#[test]
+fn a_suite_that_is_not_utf8_is_refused_at_its_first_bad_byte() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("latin1.yaml");
+    std::fs::write(&path, b"# caf\xe9\nscenarios:\n  - name: a\n").unwrap();
+    let shown = load(&path).unwrap_err().to_string();
+    assert!(
+        shown.contains("latin1.yaml:1:6: the file is not UTF-8: byte 0xe9 at offset 5"),
+        "{shown}"
+    );
+    assert!(shown.contains("help: save the suite as UTF-8"), "{shown}");
+}
