@@ -12,6 +12,7 @@ use super::stats::{Summary, median};
 use crate::control::ControlBaseline;
 use gds_model::numbers::{positive_rates, round_rate};
 use gds_model::record::Measurement;
+use gds_model::yaml;
 
 /// Bump when a field changes meaning or disappears; older gates refuse newer files. Version 1
 /// held one run's passes (`gbps`); it is read as a baseline of one run.
@@ -222,8 +223,8 @@ pub fn parse(path: &Path, text: &str) -> Result<Baseline, BaselineError> {
         column,
         message,
     };
-    let value: yaml_serde::Value =
-        yaml_serde::from_str(text).map_err(|error| corrupt(position(&error), message(&error)))?;
+    let value: yaml_serde::Value = yaml_serde::from_str(text)
+        .map_err(|error| corrupt(yaml::position(&error, text), yaml::message(&error)))?;
     let version = match &value {
         yaml_serde::Value::Mapping(map) => map.get("schema_version"),
         yaml_serde::Value::Null => return Err(corrupt((1, 1), "the file is empty".into())),
@@ -255,15 +256,15 @@ pub fn parse(path: &Path, text: &str) -> Result<Baseline, BaselineError> {
         }
         Some(Some(1)) => {
             let old: v1::Baseline = yaml_serde::from_str(text)
-                .map_err(|error| corrupt(position(&error), message(&error)))?;
+                .map_err(|error| corrupt(yaml::position(&error, text), yaml::message(&error)))?;
             let baseline = old.upgrade();
             validate(path, text, &baseline)?;
             return Ok(baseline);
         }
         Some(Some(_)) => {}
     }
-    let baseline: Baseline =
-        yaml_serde::from_str(text).map_err(|error| corrupt(position(&error), message(&error)))?;
+    let baseline: Baseline = yaml_serde::from_str(text)
+        .map_err(|error| corrupt(yaml::position(&error, text), yaml::message(&error)))?;
     validate(path, text, &baseline)?;
     Ok(baseline)
 }
@@ -434,21 +435,6 @@ mod v1 {
                 trials,
             }
         }
-    }
-}
-
-fn position(error: &yaml_serde::Error) -> (usize, usize) {
-    error
-        .location()
-        .map_or((1, 1), |location| (location.line(), location.column()))
-}
-
-/// yaml_serde appends " at line L column C"; the position is printed in front instead.
-fn message(error: &yaml_serde::Error) -> String {
-    let text = error.to_string();
-    match text.rsplit_once(" at line ") {
-        Some((message, _)) => message.to_string(),
-        None => text,
     }
 }
 
@@ -705,6 +691,29 @@ mod tests {
             "{shown}"
         );
         assert!(!shown.contains("permissions"), "{shown}");
+    }
+
+    /// An alias bomb stops the YAML parser without a position from yaml_serde; the error points
+    /// at the first alias.
+    #[test]
+    fn an_alias_bomb_is_refused_at_its_first_alias() {
+        let (_dir, path) = scratch();
+        let mut text = String::from("schema_version: 3\nl0: &l0 [x, x, x, x, x, x, x, x, x]\n");
+        for level in 1..9 {
+            let items = vec![format!("*l{}", level - 1); 9].join(", ");
+            text.push_str(&format!("l{level}: &l{level} [{items}]\n"));
+        }
+        std::fs::write(&path, &text).unwrap();
+        match read(&path) {
+            Err(error @ BaselineError::Corrupt { line, column, .. }) => {
+                assert_eq!((line, column), (3, 10), "{error}");
+                assert!(
+                    error.to_string().contains("repetition limit exceeded"),
+                    "{error}"
+                );
+            }
+            other => panic!("expected a corrupt-baseline error, got {other:?}"),
+        }
     }
 
     #[test]

@@ -134,7 +134,7 @@ pub fn parse(path: &Path, text: &str) -> Result<Suite, ScenarioError> {
         ));
     }
     let file: SuiteFile =
-        yaml_serde::from_str(text).map_err(|error| error::from_yaml(path, &error))?;
+        yaml_serde::from_str(text).map_err(|error| error::from_yaml(path, text, &error))?;
     Validator { path, text }.suite(file)
 }
 

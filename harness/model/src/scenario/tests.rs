@@ -786,3 +786,34 @@ fn a_suite_that_is_not_utf8_is_refused_at_its_first_bad_byte() {
     );
     assert!(shown.contains("help: save the suite as UTF-8"), "{shown}");
 }
+
+/// The alias bomb of nine levels of nine aliases (9^9 nodes from a few hundred bytes), here in
+/// `cufile:`, which takes any value.
+pub(super) fn alias_bomb(indent: &str) -> String {
+    let mut text = format!("{indent}l0: &l0 [x, x, x, x, x, x, x, x, x]\n");
+    for level in 1..9 {
+        let previous = format!("*l{}", level - 1);
+        let items = [previous.as_str(); 9].join(", ");
+        text.push_str(&format!("{indent}l{level}: &l{level} [{items}]\n"));
+    }
+    text
+}
+
+/// yaml_serde stops an alias bomb without a position; the error points at the first alias, not
+/// at `1:1`.
+#[test]
+fn an_alias_bomb_is_refused_at_its_first_alias() {
+    let text = format!(
+        "scenarios:\n  - name: a\n    files: {{ size: 1MiB }}\n    cufile:\n{}",
+        alias_bomb("      ")
+    );
+    let started = std::time::Instant::now();
+    let shown = parse_err(&text);
+    assert!(started.elapsed().as_secs() < 5, "{:?}", started.elapsed());
+    // Line 6 is `l1: &l1 [*l0, …`; its first alias is at column 16.
+    assert!(
+        shown.starts_with("suites/test.yaml:6:16: repetition limit exceeded"),
+        "{shown}"
+    );
+    assert!(shown.contains("aliases"), "{shown}");
+}
