@@ -10,6 +10,10 @@ pub fn run(inputs: &Inputs) -> u8 {
     let Some(suites) = super::run::load_suites(&inputs.suite_paths()) else {
         return exit::USAGE;
     };
+    if let Err(error) = crate::prepare::check_data_dir(&inputs.data_dir) {
+        eprintln!("error: {}", crate::escape::terminal(&error));
+        return exit::SETUP;
+    }
     let specs: Vec<_> = suites.iter().flat_map(scenario::expand).collect();
     let data = DataSet::prepare(&inputs.data_dir, &specs);
     let failed = specs.iter().any(|spec| data.files_for(spec).is_err());

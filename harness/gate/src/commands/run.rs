@@ -141,6 +141,10 @@ pub fn run_trials(
     if selected.is_empty() {
         return Err(nothing_selected(args, specs.len()));
     }
+    if let Err(error) = crate::prepare::check_data_dir(&args.inputs.data_dir) {
+        eprintln!("error: {}", terminal(&error));
+        return Err(exit::SETUP);
+    }
     // The doctor's short form first, so that a host that cannot do GDS says so before the trials.
     let selected_specs: Vec<TrialSpec> = selected.iter().map(|spec| (*spec).clone()).collect();
     let preflight =
