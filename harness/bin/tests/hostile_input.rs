@@ -243,3 +243,43 @@ fn a_libcuda_without_the_driver_functions_is_named_not_panicked_on() {
         "{stdout}"
     );
 }
+
+/// `--data-dir` naming a regular file failed every trial (exit 1) with an error per file; it is
+/// a setup error, named once before any trial runs.
+#[test]
+fn a_data_dir_that_is_a_file_is_a_setup_error_before_any_trial() {
+    let dir = scratch();
+    fs::write(dir.path().join("data"), b"not a folder").unwrap();
+    let suite = write_suite(
+        dir.path(),
+        "s.yaml",
+        "scenarios:\n  - name: t\n    files: { size: 1MiB }\n    warmup: 0\n    repetitions: 1\n",
+    );
+    let (code, stdout, stderr) = gate(dir.path(), &["--suite", suite.to_str().unwrap()]);
+    assert_eq!(code, 4, "{stdout}\n{stderr}");
+    let data = dir.path().join("data");
+    assert!(
+        stderr.contains(&format!(
+            "error: --data-dir `{}` is a file, not a folder",
+            data.display()
+        )),
+        "{stderr}"
+    );
+    assert!(stderr.contains("GDS_GATE_DATA_DIR"), "{stderr}");
+    assert!(!stdout.contains("test s::t"), "{stdout}");
+    assert!(!dir.path().join("out/trials").exists());
+    assert_eq!(fs::read(&data).unwrap(), b"not a folder");
+    // `gen` prepares the same folder and stops the same way.
+    let output = Command::new(GATE)
+        .args(["gen", "--suite", suite.to_str().unwrap(), "--data-dir"])
+        .arg(data.join("sub"))
+        .env_remove("GDS_GATE_DATA_DIR")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(4), "{stderr}");
+    assert!(
+        stderr.contains(&format!("`{}` is a file, not a folder", data.display())),
+        "{stderr}"
+    );
+}

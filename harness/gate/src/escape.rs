@@ -5,8 +5,9 @@
 //! |---|---|
 //! | stdout and stderr (a CI log) | [`terminal`] |
 //! | Markdown (`summary.md`, `$GITHUB_STEP_SUMMARY`, merged summaries) | [`markdown`], [`markdown_code`], [`markdown_block`] |
-//! | workflow-command annotations | `report::annotations::escape_data` and `escape_property` (the `@actions/core` rules) |
-//! | `junit.xml` | quick-junit's `XmlString`, which every setter takes: it drops ANSI escapes and the control characters XML cannot hold, and the writer escapes markup |
+//! | workflow-command annotations | `report::annotations::escape_data` and `escape_property`: [`controls`] as for the terminal, then the `@actions/core` rules |
+//! | `junit.xml` | [`controls`] (XML 1.0 cannot hold most C0 characters even as references), then quick-junit's `XmlString`, which every setter takes, and its writer, which escapes markup |
+//! | `report.json` | serde_json, which escapes C0 characters, then [`json`] for DEL and C1 |
 
 use std::fmt::Write;
 
@@ -22,21 +23,46 @@ pub fn terminal(text: &str) -> String {
         if index > 0 {
             out.push('\n');
         }
-        let mut visible = String::with_capacity(line.len());
-        for c in line.chars() {
-            if c.is_control() && c != '\t' {
-                let _ = write!(visible, "{}", c.escape_default());
-            } else {
-                visible.push(c);
-            }
-        }
-        let visible = visible.replace("##[", "#\\#[");
+        let visible = controls(line, &['\t']).replace("##[", "#\\#[");
         let body = visible.trim_start();
         out.push_str(&visible[..visible.len() - body.len()]);
         if body.starts_with("::") {
             out.push('\\');
         }
         out.push_str(body);
+    }
+    out
+}
+
+/// Control characters (C0, DEL, C1) other than those in `keep` written as Rust writes them in a
+/// string (`\0`, `\r`, `\u{1b}`): visible, and inert in a terminal, a log viewer or an XML
+/// parser, where an escape sequence can rewrite what is shown and most C0 characters are not
+/// allowed at all.
+pub fn controls(text: &str, keep: &[char]) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if c.is_control() && !keep.contains(&c) {
+            let _ = write!(out, "{}", c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// JSON text with DEL and the C1 controls (U+007F–U+009F) as `\u` escapes. serde_json escapes
+/// only what JSON requires (C0, `"`, `\`) and writes these raw, where a terminal that shows the
+/// file may act on them (U+009B is CSI). Outside strings JSON text holds only ASCII punctuation,
+/// digits, letters and whitespace, so every such character is inside a string, where the escape
+/// reads back as the same character.
+pub fn json(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if ('\u{7f}'..='\u{9f}').contains(&c) {
+            let _ = write!(out, "\\u{:04x}", u32::from(c));
+        } else {
+            out.push(c);
+        }
     }
     out
 }
@@ -125,6 +151,21 @@ mod tests {
             assert!(!line.contains("##["), "{line}");
         }
         assert_eq!(terminal("plain text, a: b"), "plain text, a: b");
+    }
+
+    #[test]
+    fn controls_are_shown_escaped_and_json_reads_back_the_same() {
+        assert_eq!(
+            controls("a\tb\n\0\u{1b}[1m\u{9b}", &['\t']),
+            "a\tb\\n\\u{0}\\u{1b}[1m\\u{9b}"
+        );
+        let text = serde_json::to_string("\u{7f}\u{85}\u{9b}é\u{a0}").unwrap();
+        let escaped = json(&text);
+        assert_eq!(escaped, "\"\\u007f\\u0085\\u009bé\u{a0}\"");
+        assert_eq!(
+            serde_json::from_str::<String>(&escaped).unwrap(),
+            "\u{7f}\u{85}\u{9b}é\u{a0}"
+        );
     }
 
     #[test]

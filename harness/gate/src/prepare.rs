@@ -31,6 +31,37 @@ impl FileKey {
     }
 }
 
+/// Checks that `data_dir` is a folder or can become one: the folder itself, or the nearest of its
+/// parents that exists, is not a file. A file there would fail every trial's data with the same
+/// error, so the run stops as a setup error before any trial (the error, `Err`, names the path
+/// and the fix).
+pub fn check_data_dir(data_dir: &Path) -> Result<(), String> {
+    let Some(existing) = data_dir
+        .ancestors()
+        .find(|path| !path.as_os_str().is_empty() && std::fs::metadata(path).is_ok())
+    else {
+        return Ok(());
+    };
+    if existing.is_dir() {
+        return Ok(());
+    }
+    let what = if existing == data_dir {
+        format!(
+            "--data-dir `{}` is a file, not a folder",
+            data_dir.display()
+        )
+    } else {
+        format!(
+            "--data-dir `{}` cannot be made: `{}` is a file, not a folder",
+            data_dir.display(),
+            existing.display()
+        )
+    };
+    Err(format!(
+        "{what}; point --data-dir (GDS_GATE_DATA_DIR) at a folder for the test data, or move the file away"
+    ))
+}
+
 /// A prepared file, or why it could not be prepared (the text every dependent trial fails with).
 pub type Prepared = Result<PlannedFile, String>;
 

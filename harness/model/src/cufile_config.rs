@@ -8,58 +8,150 @@ use std::path::{Path, PathBuf};
 use serde_json::{Map, Value};
 
 /// Every key of NVIDIA's documented `cufile.json` (the file shipped with the CUDA toolkit and the
-/// GDS configuration guide). An override outside this list is a typo until proven otherwise.
-pub const KNOWN_KEYS: &[&str] = &[
-    "logging.dir",
-    "logging.level",
-    "profile.nvtx",
-    "profile.cufile_stats",
-    "profile.io_batchsize",
-    "execution.max_io_queue_depth",
-    "execution.max_io_threads",
-    "execution.parallel_io",
-    "execution.min_io_threshold_size_kb",
-    "execution.max_request_parallelism",
-    "properties.max_direct_io_size_kb",
-    "properties.max_device_cache_size_kb",
-    "properties.per_buffer_cache_size_kb",
-    "properties.max_device_pinned_mem_size_kb",
-    "properties.use_poll_mode",
-    "properties.poll_mode_max_size_kb",
-    "properties.use_pci_p2pdma",
-    "properties.allow_compat_mode",
-    "properties.force_compat_mode",
-    "properties.gds_rdma_write_support",
-    "properties.io_batchsize",
-    "properties.io_priority",
-    "properties.rdma_dev_addr_list",
-    "properties.rdma_load_balancing_policy",
-    "properties.rdma_dynamic_routing",
-    "properties.rdma_dynamic_routing_order",
-    "properties.rdma_peer_affinity_policy",
-    "properties.rdma_access_mask",
-    "properties.posix_pool_slab_size_kb",
-    "properties.posix_pool_slab_count",
-    "properties.batch_io_timeout_ms",
-    "fs.generic.posix_unaligned_writes",
-    "fs.lustre.posix_gds_min_kb",
-    "fs.lustre.rdma_dev_addr_list",
-    "fs.lustre.mount_table",
-    "fs.nfs.rdma_dev_addr_list",
-    "fs.nfs.mount_table",
-    "fs.beegfs.posix_gds_min_kb",
-    "fs.beegfs.rdma_dev_addr_list",
-    "fs.beegfs.mount_table",
-    "fs.gpfs.gds_write_support",
-    "fs.gpfs.gds_async_support",
-    "fs.gpfs.rdma_dev_addr_list",
-    "fs.weka.rdma_write_support",
-    "denylist.drivers",
-    "denylist.devices",
-    "denylist.mounts",
-    "denylist.filesystems",
-    "miscellaneous.api_check_aggressive",
+/// GDS configuration guide) and the value cuFile takes for it. An override outside this list is a
+/// typo until proven otherwise; a value of another kind is one too (cuFile falls back to its
+/// default or refuses to open the driver, and the trial would measure a setting nobody asked for).
+pub const SETTINGS: &[(&str, Kind)] = &[
+    ("logging.dir", Kind::Text(&[])),
+    (
+        "logging.level",
+        Kind::Text(&["NOTICE", "ERROR", "WARN", "INFO", "DEBUG", "TRACE"]),
+    ),
+    ("profile.nvtx", Kind::Bool),
+    ("profile.cufile_stats", Kind::Int { min: 0, max: 3 }),
+    ("profile.io_batchsize", COUNT),
+    ("execution.max_io_queue_depth", COUNT),
+    ("execution.max_io_threads", AMOUNT),
+    ("execution.parallel_io", Kind::Bool),
+    ("execution.min_io_threshold_size_kb", AMOUNT),
+    ("execution.max_request_parallelism", AMOUNT),
+    ("properties.max_direct_io_size_kb", COUNT),
+    ("properties.max_device_cache_size_kb", AMOUNT),
+    ("properties.per_buffer_cache_size_kb", COUNT),
+    ("properties.max_device_pinned_mem_size_kb", AMOUNT),
+    ("properties.use_poll_mode", Kind::Bool),
+    ("properties.poll_mode_max_size_kb", AMOUNT),
+    ("properties.use_pci_p2pdma", Kind::Bool),
+    ("properties.allow_compat_mode", Kind::Bool),
+    ("properties.force_compat_mode", Kind::Bool),
+    ("properties.gds_rdma_write_support", Kind::Bool),
+    ("properties.io_batchsize", COUNT),
+    (
+        "properties.io_priority",
+        Kind::Text(&["default", "low", "med", "high"]),
+    ),
+    ("properties.rdma_dev_addr_list", Kind::Texts),
+    (
+        "properties.rdma_load_balancing_policy",
+        Kind::Text(&["RoundRobin", "RoundRobinMaxMin"]),
+    ),
+    ("properties.rdma_dynamic_routing", Kind::Bool),
+    ("properties.rdma_dynamic_routing_order", Kind::Texts),
+    ("properties.rdma_peer_affinity_policy", Kind::Text(&[])),
+    ("properties.rdma_access_mask", Kind::Text(&[])),
+    ("properties.posix_pool_slab_size_kb", Kind::Amounts),
+    ("properties.posix_pool_slab_count", Kind::Amounts),
+    ("properties.batch_io_timeout_ms", AMOUNT),
+    ("fs.generic.posix_unaligned_writes", Kind::Bool),
+    ("fs.lustre.posix_gds_min_kb", AMOUNT),
+    ("fs.lustre.rdma_dev_addr_list", Kind::Texts),
+    ("fs.lustre.mount_table", Kind::Table),
+    ("fs.nfs.rdma_dev_addr_list", Kind::Texts),
+    ("fs.nfs.mount_table", Kind::Table),
+    ("fs.beegfs.posix_gds_min_kb", AMOUNT),
+    ("fs.beegfs.rdma_dev_addr_list", Kind::Texts),
+    ("fs.beegfs.mount_table", Kind::Table),
+    ("fs.gpfs.gds_write_support", Kind::Bool),
+    ("fs.gpfs.gds_async_support", Kind::Bool),
+    ("fs.gpfs.rdma_dev_addr_list", Kind::Texts),
+    ("fs.weka.rdma_write_support", Kind::Bool),
+    ("denylist.drivers", Kind::Texts),
+    ("denylist.devices", Kind::Texts),
+    ("denylist.mounts", Kind::Texts),
+    ("denylist.filesystems", Kind::Texts),
+    ("miscellaneous.api_check_aggressive", Kind::Bool),
 ];
+
+/// The names of [`SETTINGS`], for "did you mean".
+pub const KNOWN_KEYS: &[&str] = &KEY_NAMES;
+
+const KEY_NAMES: [&str; SETTINGS.len()] = {
+    let mut names = [""; SETTINGS.len()];
+    let mut index = 0;
+    while index < SETTINGS.len() {
+        names[index] = SETTINGS[index].0;
+        index += 1;
+    }
+    names
+};
+
+/// A count cuFile needs at least one of (queue depths, batch sizes, I/O sizes).
+const COUNT: Kind = Kind::Int {
+    min: 1,
+    max: u32::MAX as u64,
+};
+/// A size, threshold or count where 0 means "none" or "off".
+const AMOUNT: Kind = Kind::Int {
+    min: 0,
+    max: u32::MAX as u64,
+};
+
+/// The kind of value a cufile.json setting takes. Integers stop at `u32::MAX`: cuFile reads
+/// them into C integers, and a larger figure would wrap rather than be refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    Bool,
+    /// A whole number in `min..=max`.
+    Int {
+        min: u64,
+        max: u64,
+    },
+    /// A string; one of these (in any case) when the list is not empty.
+    Text(&'static [&'static str]),
+    /// A list of strings (addresses, devices, mounts, policies).
+    Texts,
+    /// A list of whole numbers (the POSIX pool's slabs).
+    Amounts,
+    /// A mapping (a file system's `mount_table`).
+    Table,
+}
+
+impl Kind {
+    fn accepts(&self, value: &Value) -> bool {
+        match (self, value) {
+            (Kind::Bool, Value::Bool(_)) => true,
+            (Kind::Int { min, max }, Value::Number(n)) => {
+                n.as_u64().is_some_and(|n| (*min..=*max).contains(&n))
+            }
+            (Kind::Text(choices), Value::String(s)) => {
+                choices.is_empty() || choices.iter().any(|c| c.eq_ignore_ascii_case(s))
+            }
+            (Kind::Texts, Value::Array(items)) => items.iter().all(Value::is_string),
+            (Kind::Amounts, Value::Array(items)) => items
+                .iter()
+                .all(|item| item.as_u64().is_some_and(|n| n <= u64::from(u32::MAX))),
+            (Kind::Table, Value::Object(_)) => true,
+            _ => false,
+        }
+    }
+}
+
+impl std::fmt::Display for Kind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Kind::Bool => f.write_str("`true` or `false`"),
+            Kind::Int { min, max } => write!(f, "a whole number from {min} to {max}"),
+            Kind::Text([]) => f.write_str("a string"),
+            Kind::Text(choices) => {
+                let shown: Vec<String> = choices.iter().map(|c| format!("`{c}`")).collect();
+                write!(f, "one of {}", shown.join(", "))
+            }
+            Kind::Texts => f.write_str("a list of strings, e.g. `[\"a\", \"b\"]`"),
+            Kind::Amounts => write!(f, "a list of whole numbers up to {}", u32::MAX),
+            Kind::Table => f.write_str("a mapping"),
+        }
+    }
+}
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -83,6 +175,13 @@ pub enum ConfigError {
         key: String,
         suggestion: Option<String>,
     },
+    #[error("`cufile.{key}` is {found}, expected {expected}")]
+    WrongValue {
+        key: String,
+        /// The value as written, shortened and quoted when it is a string.
+        found: String,
+        expected: Kind,
+    },
 }
 
 /// Checks an override key against [`KNOWN_KEYS`] (used when suites are validated).
@@ -104,6 +203,38 @@ pub fn check_key(key: &str) -> Result<(), ConfigError> {
         key: key.to_string(),
         suggestion,
     })
+}
+
+/// Checks an override, key and value, against [`SETTINGS`] (used when suites are validated and
+/// again when a trial's file is written).
+pub fn check(key: &str, value: &Value) -> Result<(), ConfigError> {
+    check_key(key)?;
+    let Some((_, expected)) = SETTINGS.iter().find(|(name, _)| *name == key) else {
+        return Ok(());
+    };
+    if expected.accepts(value) {
+        return Ok(());
+    }
+    Err(ConfigError::WrongValue {
+        key: key.to_string(),
+        found: shown(value),
+        expected: *expected,
+    })
+}
+
+/// A value as an error shows it: numbers, `true` and `null` as written, strings quoted (control
+/// characters escaped, as JSON writes them) and cut at 40 characters.
+fn shown(value: &Value) -> String {
+    match value {
+        Value::String(text) => {
+            let cut: String = text.chars().take(40).collect();
+            let more = if cut.len() < text.len() { "…" } else { "" };
+            format!("the string {}{more}", Value::from(cut))
+        }
+        Value::Array(_) => "a list".into(),
+        Value::Object(_) => "a mapping".into(),
+        other => other.to_string(),
+    }
 }
 
 /// The host's cufile.json in effect and why: (path, source), or `None` when there is none.
@@ -151,7 +282,7 @@ pub fn overlay(
     log_dir: &Path,
 ) -> Result<Map<String, Value>, ConfigError> {
     for (key, value) in overrides {
-        check_key(key)?;
+        check(key, value)?;
         set(&mut base, key, value.clone());
     }
     // Level 3 feeds both the stats API and gds_stats; an explicit override of it wins.
@@ -332,5 +463,38 @@ mod shipped {
             config["properties"]["posix_pool_slab_size_kb"],
             serde_json::json!([4, 1024, 16384])
         );
+    }
+
+    /// The kinds in [`SETTINGS`] refuse nothing NVIDIA ships: every value of the shipped file
+    /// (mount tables are commented out there) passes the check a suite's override goes through.
+    #[test]
+    fn every_value_of_the_shipped_file_has_its_kind() {
+        fn values(prefix: &str, value: &Value, out: &mut Vec<(String, Value)>) {
+            match value {
+                Value::Object(map) => {
+                    for (key, value) in map {
+                        let path = if prefix.is_empty() {
+                            key.clone()
+                        } else {
+                            format!("{prefix}.{key}")
+                        };
+                        values(&path, value, out);
+                    }
+                }
+                _ => out.push((prefix.to_string(), value.clone())),
+            }
+        }
+        let map = parse(Path::new("/etc/cufile.json"), SHIPPED).unwrap();
+        let mut leaves = Vec::new();
+        values("", &Value::Object(map), &mut leaves);
+        for (key, value) in &leaves {
+            if let Err(error) = check(key, value) {
+                panic!("shipped `{key}: {value}` is refused: {error}");
+            }
+        }
+        let table = serde_json::json!({ "/mnt/a": { "rdma_dev_addr_list": ["10.0.0.1"] } });
+        assert!(check("fs.lustre.mount_table", &table).is_ok());
+        assert!(check("profile.cufile_stats", &Value::from(4)).is_err());
+        assert!(check("execution.max_io_threads", &Value::from(1u64 << 32)).is_err());
     }
 }

@@ -32,6 +32,7 @@ pub mod verdict;
 pub mod verify;
 pub mod window;
 pub mod write;
+pub mod yaml;
 
 /// `error: caused by: …` as one line per cause, the way nextest prints error chains.
 pub fn error_chain(error: &dyn std::error::Error) -> String {

@@ -113,10 +113,9 @@ impl ReadPlan {
 /// the aligned slots where a whole read fits. A pure function, so any worker (Rust or Python) given
 /// the plan reads the same bytes.
 fn random_offset(random: &RandomReads, file: u64, k: u64, file_size: u64) -> u64 {
-    let align = random.align.bytes();
-    let slots = (file_size - random.size.bytes()) / align + 1;
+    let slots = random.offsets(file_size);
     let draw = mix64(random.seed ^ mix64(file.wrapping_mul(0x1_0000_0001) ^ mix64(k)));
-    (draw % slots) * align
+    (draw % slots) * random.align.bytes()
 }
 
 /// Generated files and the buffers a correct read of a plan over them holds, for the tests of

@@ -12,6 +12,7 @@ use super::stats::{Summary, median};
 use crate::control::ControlBaseline;
 use gds_model::numbers::{positive_rates, round_rate};
 use gds_model::record::Measurement;
+use gds_model::yaml;
 
 /// Bump when a field changes meaning or disappears; older gates refuse newer files. Version 1
 /// held one run's passes (`gbps`); it is read as a baseline of one run.
@@ -129,6 +130,26 @@ impl TrialBaseline {
         }
     }
 
+    /// Every figure of the trial but its passes (checked as rates), by key.
+    fn figures(&self) -> impl Iterator<Item = (&'static str, f64)> + '_ {
+        let one = [
+            ("median_gbps", Some(self.median_gbps)),
+            ("min_gbps", Some(self.min_gbps)),
+            ("max_gbps", Some(self.max_gbps)),
+            ("cpu_seconds_per_gib", self.cpu_seconds_per_gib),
+            ("iops", self.iops),
+            ("latency_p50_us", self.latency_p50_us),
+            ("latency_p99_us", self.latency_p99_us),
+        ];
+        let medians = self
+            .run_medians_gbps
+            .iter()
+            .map(|&median| ("run_medians_gbps", median));
+        one.into_iter()
+            .filter_map(|(key, value)| Some((key, value?)))
+            .chain(medians)
+    }
+
     /// Equal in everything a comparison looks at (not when or by which gate it was blessed).
     pub fn same_figures(&self, other: &TrialBaseline) -> bool {
         self.runs == other.runs
@@ -175,8 +196,16 @@ pub fn path_for(dir: &Path, runner: &str) -> Result<PathBuf, BaselineError> {
 }
 
 pub fn read(path: &Path) -> Result<Loaded, BaselineError> {
-    match std::fs::read_to_string(path) {
-        Ok(text) => parse(path, &text).map(Loaded::Present),
+    match std::fs::read(path) {
+        Ok(bytes) => {
+            let text = gds_model::fsutil::utf8(bytes).map_err(|bad| BaselineError::Corrupt {
+                path: path.to_path_buf(),
+                line: bad.line,
+                column: bad.column,
+                message: bad.to_string(),
+            })?;
+            parse(path, &text).map(Loaded::Present)
+        }
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(Loaded::Absent),
         Err(source) => Err(BaselineError::Read {
             path: path.to_path_buf(),
@@ -194,8 +223,8 @@ pub fn parse(path: &Path, text: &str) -> Result<Baseline, BaselineError> {
         column,
         message,
     };
-    let value: yaml_serde::Value =
-        yaml_serde::from_str(text).map_err(|error| corrupt(position(&error), message(&error)))?;
+    let value: yaml_serde::Value = yaml_serde::from_str(text)
+        .map_err(|error| corrupt(yaml::position(&error, text), yaml::message(&error)))?;
     let version = match &value {
         yaml_serde::Value::Mapping(map) => map.get("schema_version"),
         yaml_serde::Value::Null => return Err(corrupt((1, 1), "the file is empty".into())),
@@ -227,15 +256,15 @@ pub fn parse(path: &Path, text: &str) -> Result<Baseline, BaselineError> {
         }
         Some(Some(1)) => {
             let old: v1::Baseline = yaml_serde::from_str(text)
-                .map_err(|error| corrupt(position(&error), message(&error)))?;
+                .map_err(|error| corrupt(yaml::position(&error, text), yaml::message(&error)))?;
             let baseline = old.upgrade();
             validate(path, text, &baseline)?;
             return Ok(baseline);
         }
         Some(Some(_)) => {}
     }
-    let baseline: Baseline =
-        yaml_serde::from_str(text).map_err(|error| corrupt(position(&error), message(&error)))?;
+    let baseline: Baseline = yaml_serde::from_str(text)
+        .map_err(|error| corrupt(yaml::position(&error, text), yaml::message(&error)))?;
     validate(path, text, &baseline)?;
     Ok(baseline)
 }
@@ -273,6 +302,17 @@ fn validate(path: &Path, text: &str, baseline: &Baseline) -> Result<(), Baseline
     }
     for (name, trial) in &baseline.trials {
         let line = line_of(text, name).unwrap_or(1);
+        if let Some((key, value)) = trial.figures().find(|(_, value)| !value.is_finite()) {
+            // NaN compares false with everything, so a NaN median would pass every check below
+            // and then judge every run as neither slower nor faster.
+            let key_line = line_after(text, line, &format!("{key}:")).unwrap_or(line);
+            return Err(corrupt(
+                key_line,
+                format!(
+                    "trial `{name}`: `{key}` is {value}, expected a finite number; the file was edited by hand or damaged (bless again to rewrite it)"
+                ),
+            ));
+        }
         let runs_valid = !trial.runs.is_empty() && trial.runs.iter().all(|run| positive_rates(run));
         if !runs_valid {
             return Err(corrupt(
@@ -398,19 +438,12 @@ mod v1 {
     }
 }
 
-fn position(error: &yaml_serde::Error) -> (usize, usize) {
-    error
-        .location()
-        .map_or((1, 1), |location| (location.line(), location.column()))
-}
-
-/// yaml_serde appends " at line L column C"; the position is printed in front instead.
-fn message(error: &yaml_serde::Error) -> String {
-    let text = error.to_string();
-    match text.rsplit_once(" at line ") {
-        Some((message, _)) => message.to_string(),
-        None => text,
-    }
+/// 1-based line of the first line after line `after` (1-based) containing `needle`.
+fn line_after(text: &str, after: usize, needle: &str) -> Option<usize> {
+    text.lines()
+        .skip(after)
+        .position(|line| line.contains(needle))
+        .map(|index| after + index + 1)
 }
 
 /// 1-based line of the first line containing `needle`.
@@ -574,6 +607,113 @@ mod tests {
         );
         let other_runner = good.replace("runner: gpu-runner-1", "runner: other");
         expect_corrupt(&path, &other_runner, 4, "does not match the file name");
+    }
+
+    /// YAML spells NaN and infinity (`.nan`, `.inf`), and a comparison with NaN is always false:
+    /// a baseline holding one would pass its own checks and judge nothing. Each non-finite
+    /// figure is refused at its line, with the trial, the key and the fix.
+    #[test]
+    fn a_non_finite_figure_is_refused_with_its_trial_and_key() {
+        let (_dir, path) = scratch();
+        let mut baseline = sample("gpu-runner-1");
+        for trial in baseline.trials.values_mut() {
+            trial.iops = Some(1000.0);
+            trial.latency_p99_us = Some(900.0);
+        }
+        let good = render(&baseline);
+        // `key`'s line under the second trial, with `value` instead: the text and that line.
+        let replace_in_b = |key: &str, value: &str| {
+            let trial = good
+                .lines()
+                .position(|l| l.contains("suite::b[nthreads=8]:"))
+                .unwrap();
+            let mut lines: Vec<String> = good.lines().map(str::to_owned).collect();
+            let index = trial
+                + lines[trial..]
+                    .iter()
+                    .position(|l| l.trim_start().starts_with(&format!("{key}:")))
+                    .unwrap();
+            let indent = lines[index].len() - lines[index].trim_start().len();
+            lines[index] = format!("{}{key}: {value}", " ".repeat(indent));
+            (lines.join("\n") + "\n", index + 1)
+        };
+        for (key, value, shown) in [
+            ("median_gbps", ".nan", "NaN"),
+            ("min_gbps", ".inf", "inf"),
+            ("max_gbps", "-.inf", "-inf"),
+            ("iops", ".NaN", "NaN"),
+            ("latency_p99_us", ".Inf", "inf"),
+        ] {
+            let (text, line) = replace_in_b(key, value);
+            expect_corrupt(
+                &path,
+                &text,
+                line,
+                &format!(
+                    "trial `suite::b[nthreads=8]`: `{key}` is {shown}, expected a finite number"
+                ),
+            );
+            let shown = read(&path).unwrap_err().to_string();
+            assert!(shown.contains("cargo xtask gds-gate bless"), "{shown}");
+        }
+        // So is a run's median, under its own key.
+        let mut overflowed = baseline.clone();
+        if let Some(trial) = overflowed.trials.get_mut("suite::b[nthreads=8]") {
+            trial.run_medians_gbps = vec![f64::INFINITY];
+        }
+        std::fs::write(&path, render(&overflowed)).unwrap();
+        let shown = read(&path).unwrap_err().to_string();
+        assert!(shown.contains("`run_medians_gbps` is inf"), "{shown}");
+    }
+
+    /// A file that is not UTF-8 (a Latin-1 editor, a binary written over it) is named as such
+    /// with the first bad byte's offset and line, not as a permission problem.
+    #[test]
+    fn a_file_that_is_not_utf8_is_named_with_the_first_bad_byte() {
+        let (_dir, path) = scratch();
+        let good = render(&sample("gpu-runner-1"));
+        let at = good.find("host: gpu-runner-1").unwrap() + "host: gpu-r".len();
+        let line = good[..at].lines().count();
+        let column = at - good[..at].rfind('\n').unwrap();
+        let mut bytes = good.into_bytes();
+        bytes[at] = 0xe9; // `é` in Latin-1, which UTF-8 cannot start a character with here
+        std::fs::write(&path, &bytes).unwrap();
+        let error = read(&path).unwrap_err();
+        let shown = error.to_string();
+        assert!(
+            matches!(error, BaselineError::Corrupt { line: l, column: c, .. } if l == line && c == column),
+            "{shown}"
+        );
+        assert!(
+            shown.contains(&format!(
+                "the file is not UTF-8: byte 0xe9 at offset {at} (line {line}, column {column})"
+            )),
+            "{shown}"
+        );
+        assert!(!shown.contains("permissions"), "{shown}");
+    }
+
+    /// An alias bomb stops the YAML parser without a position from yaml_serde; the error points
+    /// at the first alias.
+    #[test]
+    fn an_alias_bomb_is_refused_at_its_first_alias() {
+        let (_dir, path) = scratch();
+        let mut text = String::from("schema_version: 3\nl0: &l0 [x, x, x, x, x, x, x, x, x]\n");
+        for level in 1..9 {
+            let items = vec![format!("*l{}", level - 1); 9].join(", ");
+            text.push_str(&format!("l{level}: &l{level} [{items}]\n"));
+        }
+        std::fs::write(&path, &text).unwrap();
+        match read(&path) {
+            Err(error @ BaselineError::Corrupt { line, column, .. }) => {
+                assert_eq!((line, column), (3, 10), "{error}");
+                assert!(
+                    error.to_string().contains("repetition limit exceeded"),
+                    "{error}"
+                );
+            }
+            other => panic!("expected a corrupt-baseline error, got {other:?}"),
+        }
     }
 
     #[test]

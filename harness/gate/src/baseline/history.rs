@@ -262,6 +262,40 @@ mod tests {
         );
     }
 
+    /// JSON has no NaN or infinity and serde_json refuses a number past f64, so a line whose
+    /// figure would not be finite is skipped with a note like any other unreadable line, and the
+    /// plots and the noise model only see finite figures.
+    #[test]
+    fn a_line_with_a_figure_past_f64_is_skipped_with_a_note() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = path_in(dir.path());
+        append(&path, &line("2026-03-01T00:00:00Z")).unwrap();
+        let good = serde_json::to_string(&line("2026-03-02T00:00:00Z")).unwrap();
+        for (from, to) in [
+            ("\"gbps\":[2.0", "\"gbps\":[2e999"),
+            ("\"median_gbps\":2.0", "\"median_gbps\":-1e400"),
+            ("\"tolerance\":0.1", "\"tolerance\":NaN"),
+        ] {
+            assert!(good.contains(from), "{from} not in {good}");
+            let bad = good.replacen(from, to, 1) + "\n";
+            std::fs::OpenOptions::new()
+                .append(true)
+                .open(&path)
+                .unwrap()
+                .write_all(bad.as_bytes())
+                .unwrap();
+        }
+        let history = read(&path).unwrap();
+        assert_eq!(history.lines.len(), 1);
+        assert_eq!(history.skipped.len(), 3, "{:?}", history.skipped);
+        for (note, number) in history.skipped.iter().zip(2..) {
+            assert!(
+                note.contains(&format!(":{number}: not a history line")),
+                "{note}"
+            );
+        }
+    }
+
     #[test]
     fn a_history_left_in_out_moves_once_to_the_new_place() {
         let dir = tempfile::tempdir().unwrap();

@@ -137,6 +137,7 @@ pub fn run_trials(
     if selected.is_empty() {
         return Err(nothing_selected(args, specs.len()));
     }
+    crate::prepare::check_data_dir(&args.inputs.data_dir).map_err(Error::Setup)?;
     // The doctor's short form first, so that a host that cannot do GDS says so before the trials.
     let selected_specs: Vec<TrialSpec> = selected.iter().map(|spec| (*spec).clone()).collect();
     let preflight =

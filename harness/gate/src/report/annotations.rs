@@ -82,9 +82,12 @@ fn command(kind: &str, file: &str, line: usize, title: &str, message: &str) -> S
     )
 }
 
-/// The message part of a workflow command.
+/// The message part of a workflow command: control characters escaped as on the libtest lines
+/// (the runner prints the message into the log, where an escape sequence would act), then `%`,
+/// CR and LF percent-encoded, which the runner decodes.
 pub fn escape_data(text: &str) -> String {
-    text.replace('%', "%25")
+    crate::escape::controls(text, &['\t', '\r', '\n'])
+        .replace('%', "%25")
         .replace('\r', "%0D")
         .replace('\n', "%0A")
 }
@@ -125,6 +128,15 @@ mod tests {
             escape_property("smoke::cold-read[reader=posix,nthreads=4] 5%\n"),
             "smoke%3A%3Acold-read[reader=posix%2Cnthreads=4] 5%25%0A"
         );
+    }
+
+    #[test]
+    fn control_characters_are_escaped_in_messages_and_properties() {
+        assert_eq!(
+            escape_data("\u{1b}[31mred\u{1b}]0;t\u{7}\u{85}\r\n"),
+            "\\u{1b}[31mred\\u{1b}]0;t\\u{7}\\u{85}%0D%0A"
+        );
+        assert_eq!(escape_property("a\u{1}:\u{9b}"), "a\\u{1}%3A\\u{9b}");
     }
 
     #[test]

@@ -8,6 +8,14 @@ use quick_junit::{NonSuccessKind, TestCase, TestCaseStatus, TestSuite};
 use super::Report;
 use crate::outcome::Outcome;
 
+/// Text for the XML: control characters shown escaped, since XML 1.0 cannot hold most C0
+/// characters even as references and quick-junit would silently drop them (and whole ANSI
+/// sequences), leaving a reason that no longer says what the worker printed. Line breaks and
+/// tabs are legal and kept.
+fn xml(text: &str) -> String {
+    crate::escape::controls(text, &['\n', '\t'])
+}
+
 /// A failing outcome as JUnit says it. The type tells CI test views a slow disk (`regression`)
 /// from a broken path or missing trial (`baseline`) from a trial's own failure (`gds-gate`).
 fn failure(outcome: Outcome, message: String, description: String) -> TestCaseStatus {
@@ -17,8 +25,8 @@ fn failure(outcome: Outcome, message: String, description: String) -> TestCaseSt
         o if o.is_regression() => "regression",
         _ => "baseline",
     });
-    status.set_message(message);
-    status.set_description(description);
+    status.set_message(xml(&message));
+    status.set_description(xml(&description));
     status
 }
 
@@ -31,7 +39,7 @@ pub fn render(report: &Report) -> String {
             (Outcome::Passed, _) => TestCaseStatus::success(),
             (Outcome::Ignored, _) => {
                 let mut status = TestCaseStatus::skipped();
-                status.set_message(trial.reason.clone().unwrap_or_default());
+                status.set_message(xml(trial.reason.as_deref().unwrap_or_default()));
                 status
             }
             (outcome, failing) => {
@@ -39,15 +47,18 @@ pub fn render(report: &Report) -> String {
                 failure(outcome, message, description)
             }
         };
-        let mut case = TestCase::new(trial.name.as_str(), status);
-        case.set_classname(format!("{}::{}", trial.spec.suite, trial.spec.scenario));
+        let mut case = TestCase::new(xml(&trial.name), status);
+        case.set_classname(xml(&format!(
+            "{}::{}",
+            trial.spec.suite, trial.spec.scenario
+        )));
         if let Some(measurement) = &trial.measurement {
             case.set_time(Duration::from_secs_f64(measurement.total_seconds.max(0.0)));
-            case.set_system_out(trial.summary());
+            case.set_system_out(xml(&trial.summary()));
         }
         suites
             .entry(trial.spec.suite.as_str())
-            .or_insert_with(|| TestSuite::new(trial.spec.suite.as_str()))
+            .or_insert_with(|| TestSuite::new(xml(&trial.spec.suite)))
             .add_test_case(case);
     }
     // Baseline trials no suite defines any more: failures in a suite of their own.
@@ -60,7 +71,7 @@ pub fn render(report: &Report) -> String {
         suites
             .entry("baseline")
             .or_insert_with(|| TestSuite::new("baseline"))
-            .add_test_case(TestCase::new(judged.trial.as_str(), status));
+            .add_test_case(TestCase::new(xml(&judged.trial), status));
     }
     junit.add_test_suites(suites.into_values());
     // Serialising owned strings into memory cannot fail; keep the report rather than panic if it does.

@@ -312,7 +312,7 @@ impl MergedReport {
 
 /// Writes `merged.json`, `merged-junit.xml` and `merged-summary.md` into `out`.
 pub fn write_merged(out: &Path, merged: &MergedReport) -> Result<Vec<PathBuf>, MergeError> {
-    let json = serde_json::to_string_pretty(merged).map_err(|error| ReportError {
+    let json = super::to_json(merged).map_err(|error| ReportError {
         path: out.join(MERGED_JSON),
         source: error.into(),
     })?;

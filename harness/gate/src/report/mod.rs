@@ -10,6 +10,8 @@ pub mod saved;
 
 #[cfg(test)]
 mod conformance;
+#[cfg(test)]
+mod tests;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -145,7 +147,7 @@ pub struct ReportError {
 /// Markdown summary (the baseline comparison and plot links).
 pub fn write_all(out: &Path, report: &Report, extra: &str) -> Result<Vec<PathBuf>, ReportError> {
     let summary = markdown::render(report) + extra;
-    let json = serde_json::to_string_pretty(report).map_err(|error| ReportError {
+    let json = to_json(report).map_err(|error| ReportError {
         path: out.join("report.json"),
         source: error.into(),
     })?;
@@ -155,6 +157,12 @@ pub fn write_all(out: &Path, report: &Report, extra: &str) -> Result<Vec<PathBuf
         ("summary.md", summary.clone()),
     ];
     write_report_files(out, files, &summary)
+}
+
+/// A report as its JSON file holds it: pretty, with no raw control character (see
+/// [`crate::escape::json`]).
+pub(crate) fn to_json(value: &impl Serialize) -> serde_json::Result<String> {
+    serde_json::to_string_pretty(value).map(|text| crate::escape::json(&text))
 }
 
 /// Writes each `(name, contents)` into `out` atomically and appends `summary` to

@@ -49,18 +49,15 @@ impl fmt::Display for Invalid<'_> {
     }
 }
 
-/// Turns a yaml_serde error into ours, with a "did you mean" for unknown keys and values.
-pub(super) fn from_yaml(file: &std::path::Path, error: &yaml_serde::Error) -> ScenarioError {
-    let (line, column) = error
-        .location()
-        .map(|location| (location.line(), location.column()))
-        .unwrap_or((1, 1));
-    let text = error.to_string();
-    // yaml_serde appends " at line L column C"; we print the position in front instead.
-    let message = match text.rsplit_once(" at line ") {
-        Some((message, _)) => message.to_string(),
-        None => text,
-    };
+/// Turns a yaml_serde error on `text` into ours, with a "did you mean" for unknown keys and
+/// values.
+pub(super) fn from_yaml(
+    file: &std::path::Path,
+    text: &str,
+    error: &yaml_serde::Error,
+) -> ScenarioError {
+    let (line, column) = crate::yaml::position(error, text);
+    let message = crate::yaml::message(error);
     let hint = suggestion(&message);
     ScenarioError::Invalid {
         file: file.to_path_buf(),

@@ -95,9 +95,17 @@ const QUEUE_DEPTH_DEFAULT: NonZeroU32 = NonZeroU32::new(defaults::QUEUE_DEPTH).u
 const BATCH_SIZE_DEFAULT: NonZeroU32 = NonZeroU32::new(defaults::BATCH_SIZE).unwrap();
 
 pub fn load(path: &Path) -> Result<Suite, ScenarioError> {
-    let text = std::fs::read_to_string(path).map_err(|source| ScenarioError::Read {
+    let bytes = std::fs::read(path).map_err(|source| ScenarioError::Read {
         path: path.to_path_buf(),
         source,
+    })?;
+    let text = crate::fsutil::utf8(bytes).map_err(|bad| {
+        invalid(
+            path,
+            (bad.line, bad.column),
+            bad.to_string(),
+            Some("save the suite as UTF-8 (YAML files are UTF-8)".into()),
+        )
     })?;
     parse(path, &text)
 }
@@ -126,7 +134,7 @@ pub fn parse(path: &Path, text: &str) -> Result<Suite, ScenarioError> {
         ));
     }
     let file: SuiteFile =
-        yaml_serde::from_str(text).map_err(|error| error::from_yaml(path, &error))?;
+        yaml_serde::from_str(text).map_err(|error| error::from_yaml(path, text, &error))?;
     Validator { path, text }.suite(file)
 }
 
@@ -293,13 +301,23 @@ impl Validator<'_> {
         let mut cufile = defaults.cufile.clone().unwrap_or_default();
         cufile.extend(fields.cufile.clone().unwrap_or_default());
 
-        for key in cufile.keys() {
-            if let Err(error) = crate::cufile_config::check_key(key) {
-                return Err(self.error(
-                    here(key),
-                    format!("{context}: {error}"),
-                    "the keys are those of NVIDIA's cufile.json, written as dotted paths",
-                ));
+        for (key, value) in &cufile {
+            match crate::cufile_config::check(key, value) {
+                Ok(()) => {}
+                Err(error @ crate::cufile_config::ConfigError::WrongValue { expected, .. }) => {
+                    return Err(self.error(
+                        here(key),
+                        format!("{context}: {error}"),
+                        &format!("set `{key}` to {expected}, as NVIDIA's cufile.json takes it (numbers and `true`/`false` without quotes)"),
+                    ));
+                }
+                Err(error) => {
+                    return Err(self.error(
+                        here(key),
+                        format!("{context}: {error}"),
+                        "the keys are those of NVIDIA's cufile.json, written as dotted paths",
+                    ));
+                }
             }
         }
         if let Pattern::Random(random) = &pattern {
@@ -530,6 +548,21 @@ impl Validator<'_> {
                     ByteSize(*size)
                 ),
                 "make `pattern.random.size` at most `files.size`",
+            ));
+        }
+        // Every read would be drawn from one offset: the "random" pass would read the same bytes
+        // `count` times, from the page cache or the device's after the first.
+        let count = random.count.get();
+        if count > 1 && random.offsets(*size) < 2 {
+            return Err(self.error(
+                at,
+                format!(
+                    "{context}: random reads of {} aligned to {} fit at one offset only in files of {}, so all {count} reads would read the same bytes",
+                    random.size,
+                    random.align,
+                    ByteSize(*size)
+                ),
+                "use a smaller `pattern.random.align` (4KiB is what O_DIRECT needs), a smaller `pattern.random.size` or larger files, or `count: 1`",
             ));
         }
         Ok(())

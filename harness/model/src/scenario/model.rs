@@ -292,6 +292,14 @@ pub struct RandomReads {
     pub align: PositiveSize,
 }
 
+impl RandomReads {
+    /// How many aligned offsets a whole read fits at in a file of `file_size` bytes (at least
+    /// `size`): the choices each read's offset is drawn from.
+    pub fn offsets(&self, file_size: u64) -> u64 {
+        file_size.saturating_sub(self.size.bytes()) / self.align.bytes() + 1
+    }
+}
+
 fn default_alignment() -> PositiveSize {
     PositiveSize(ByteSize(4096))
 }

@@ -251,6 +251,21 @@ fn mistakes_are_reported_with_position_and_fix() {
             &[":4:", "do not fit"],
         ),
         (
+            "random reads with one possible offset",
+            "scenarios:\n  - name: a\n    files: { size: 1MiB }\n    pattern: { random: { size: 4KiB, count: 4, align: 1TiB } }\n",
+            &[
+                ":4:",
+                "random reads of 4KiB aligned to 1TiB fit at one offset only in files of 1MiB",
+                "all 4 reads would read the same bytes",
+                "help: use a smaller `pattern.random.align`",
+            ],
+        ),
+        (
+            "random reads as large as the file",
+            "scenarios:\n  - name: a\n    files: { size: 64KiB }\n    pattern: { random: { size: 64KiB, count: 2 } }\n",
+            &[":4:", "fit at one offset only", "all 2 reads"],
+        ),
+        (
             "empty list",
             "scenarios:\n  - name: a\n    files: { size: 1MiB }\n    nthreads: []\n",
             &[":4:", "empty list"],
@@ -675,4 +690,130 @@ fn a_writing_trial_refuses_a_window_smaller_than_its_pass() {
         expand(&reads)[0].window,
         window_mode::WindowMode::Size(256 << 10)
     );
+}
+
+/// A `cufile:` override goes into the trial's cufile.json as written: a value of the wrong type
+/// or out of range is refused with its key, what cuFile takes and the fix, and the values
+/// NVIDIA's own file holds are accepted.
+#[test]
+fn cufile_values_of_the_wrong_type_or_range_are_refused() {
+    let suite = |overrides: &str| {
+        format!(
+            "scenarios:\n  - name: a\n    files: {{ size: 1MiB }}\n    reader: cufile\n    cufile:\n      {overrides}\n"
+        )
+    };
+    let cases = [
+        (
+            "a string for a number",
+            suite("execution.max_io_threads: \"lots; rm -rf /\""),
+            &[
+                ":6:7:",
+                "`cufile.execution.max_io_threads` is the string \"lots; rm -rf /\"",
+                "expected a whole number",
+                "help: set `execution.max_io_threads` to a whole number",
+            ][..],
+        ),
+        (
+            "a statistics level out of range",
+            suite("profile.cufile_stats: 7"),
+            &[":6:7:", "is 7", "expected a whole number from 0 to 3"],
+        ),
+        (
+            "a negative size",
+            suite("properties.max_direct_io_size_kb: -16"),
+            &[":6:7:", "is -16", "expected a whole number from 1 to"],
+        ),
+        (
+            "a fraction",
+            suite("execution.max_request_parallelism: 1.5"),
+            &[":6:7:", "is 1.5", "expected a whole number"],
+        ),
+        (
+            "a word for a switch",
+            suite("properties.allow_compat_mode: \"no\""),
+            &[
+                ":6:7:",
+                "is the string \"no\"",
+                "expected `true` or `false`",
+            ],
+        ),
+        (
+            "a number for a switch",
+            suite("execution.parallel_io: 1"),
+            &[":6:7:", "expected `true` or `false`"],
+        ),
+        (
+            "a number for a log level",
+            suite("logging.level: 3"),
+            &[":6:7:", "expected one of `NOTICE`, `ERROR`"],
+        ),
+        (
+            "no value",
+            suite("execution.min_io_threshold_size_kb:"),
+            &[":6:7:", "is null", "expected a whole number"],
+        ),
+        (
+            "a string for a list",
+            suite("denylist.mounts: /mnt/a"),
+            &[":6:7:", "expected a list of strings"],
+        ),
+    ];
+    for (what, text, needles) in &cases {
+        let shown = parse_err(text);
+        for needle in *needles {
+            assert!(
+                shown.contains(needle),
+                "{what}: `{needle}` not in:\n{shown}"
+            );
+        }
+    }
+    let accepted = suite(
+        "{ logging.level: info, profile.cufile_stats: 3, execution.max_io_threads: 8, execution.parallel_io: false, properties.allow_compat_mode: false, properties.posix_pool_slab_count: [128, 64, 4], denylist.mounts: [/mnt/a], properties.io_priority: high }",
+    );
+    parse_ok(&accepted);
+}
+
+/// A suite saved in another encoding is named as not UTF-8, with the first bad byte's position.
+#[test]
+fn a_suite_that_is_not_utf8_is_refused_at_its_first_bad_byte() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("latin1.yaml");
+    std::fs::write(&path, b"# caf\xe9\nscenarios:\n  - name: a\n").unwrap();
+    let shown = load(&path).unwrap_err().to_string();
+    assert!(
+        shown.contains("latin1.yaml:1:6: the file is not UTF-8: byte 0xe9 at offset 5"),
+        "{shown}"
+    );
+    assert!(shown.contains("help: save the suite as UTF-8"), "{shown}");
+}
+
+/// The alias bomb of nine levels of nine aliases (9^9 nodes from a few hundred bytes), here in
+/// `cufile:`, which takes any value.
+pub(super) fn alias_bomb(indent: &str) -> String {
+    let mut text = format!("{indent}l0: &l0 [x, x, x, x, x, x, x, x, x]\n");
+    for level in 1..9 {
+        let previous = format!("*l{}", level - 1);
+        let items = [previous.as_str(); 9].join(", ");
+        text.push_str(&format!("{indent}l{level}: &l{level} [{items}]\n"));
+    }
+    text
+}
+
+/// yaml_serde stops an alias bomb without a position; the error points at the first alias, not
+/// at `1:1`.
+#[test]
+fn an_alias_bomb_is_refused_at_its_first_alias() {
+    let text = format!(
+        "scenarios:\n  - name: a\n    files: {{ size: 1MiB }}\n    cufile:\n{}",
+        alias_bomb("      ")
+    );
+    let started = std::time::Instant::now();
+    let shown = parse_err(&text);
+    assert!(started.elapsed().as_secs() < 5, "{:?}", started.elapsed());
+    // Line 6 is `l1: &l1 [*l0, …`; its first alias is at column 16.
+    assert!(
+        shown.starts_with("suites/test.yaml:6:16: repetition limit exceeded"),
+        "{shown}"
+    );
+    assert!(shown.contains("aliases"), "{shown}");
 }

@@ -333,6 +333,16 @@ fn bless_from_a_saved_report() {
     std::fs::write(&report_path, newer).unwrap();
     let shown = saved::load_report(&report_path).unwrap_err().to_string();
     assert!(shown.contains("report has schema_version 9"), "{shown}");
+    // JSON cannot spell NaN or infinity, and a number past f64 is refused where it stands: a
+    // saved report's figures are finite by the time a bless uses them.
+    let pretty = serde_json::to_string_pretty(&report).unwrap();
+    let line = pretty.lines().position(|l| l.contains("2.05")).unwrap() + 1;
+    std::fs::write(&report_path, pretty.replacen("2.05", "2.05e999", 1)).unwrap();
+    let shown = saved::load_report(&report_path).unwrap_err().to_string();
+    assert!(
+        shown.contains(&format!("report.json:{line}:")) && shown.contains("number out of range"),
+        "{shown}"
+    );
     std::fs::write(&report_path, "{\"schema_version\": 2,\n \"trials\": 3}").unwrap();
     let shown = saved::load_report(&report_path).unwrap_err().to_string();
     assert!(shown.contains("report.json:"), "{shown}");
