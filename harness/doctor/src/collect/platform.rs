@@ -6,8 +6,8 @@ use std::path::Path;
 use std::time::Duration;
 
 use super::{read_text, run_ok, run_tool};
-use crate::doctor::facts::{Acs, Fact, GdscheckFacts, PlatformFacts, ToolFacts};
-use crate::doctor::gdscheck;
+use crate::facts::{Acs, Fact, GdscheckFacts, PlatformFacts, ToolFacts};
+use crate::gdscheck;
 
 const TIMEOUT: Duration = Duration::from_secs(60);
 

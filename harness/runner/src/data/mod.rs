@@ -12,7 +12,7 @@
 //! and temporaries left by killed runs are removed. Processes sharing a data directory serialise
 //! on an `flock` of `.gds-gate.lock` in it.
 
-pub(crate) mod direct;
+pub mod direct;
 mod progress;
 mod reuse;
 mod sidecar;
@@ -299,12 +299,7 @@ pub fn ensure_generated(
 
 /// Fails with the message users see when `needed` bytes for `name` do not fit in `free`.
 /// Separate from the `statvfs` call so the message can be tested without filling a disk.
-pub(crate) fn check_free_space(
-    dir: &Path,
-    name: &str,
-    size: u64,
-    free: u64,
-) -> Result<(), DataError> {
+pub fn check_free_space(dir: &Path, name: &str, size: u64, free: u64) -> Result<(), DataError> {
     // O_DIRECT writes whole 4 KiB blocks before the final truncate. A size within a block of
     // 2^64 needs more than any file system has, not the 0 bytes it would wrap around to.
     let needed = size

@@ -1,7 +1,7 @@
 //! Exit codes: one per outcome, so CI can tell a slow disk from a broken setup. README's table
 //! and `--help` say the same. A run's code comes from its totals
-//! ([`crate::outcome::Totals::exit_code`]); which error of a command ends in which code is mapped
-//! in one place, beside the commands ([`crate::commands`]).
+//! (`gds_gate::outcome::Totals::exit_code`); which error of a command ends in which code is
+//! mapped in one place (`gds_gate::error::Error::exit_code`).
 
 /// Every selected trial passed, or was ignored for an accepted reason.
 pub const PASSED: u8 = 0;

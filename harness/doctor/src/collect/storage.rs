@@ -9,8 +9,8 @@ use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 use super::display;
-use crate::doctor::facts::{BlockDevice, DataDirFacts, DirectIo, Fact, Mount, UdevRecord};
-use crate::mounts;
+use crate::facts::{BlockDevice, DataDirFacts, DirectIo, Fact, Mount, UdevRecord};
+use gds_runner::mounts;
 
 pub(super) fn data_dir(configured: &Path) -> DataDirFacts {
     let absolute = match configured.is_absolute() {
@@ -53,7 +53,7 @@ pub(super) fn data_dir(configured: &Path) -> DataDirFacts {
         mount,
         block,
         o_direct,
-        run_udev: crate::host::gds().run_udev,
+        run_udev: gds_runner::host::gds().run_udev,
         udev,
         free_bytes,
         existing_files: if exists {
@@ -212,7 +212,7 @@ fn udev_record(device: &str) -> UdevRecord {
 }
 
 fn free_space(dir: &Path) -> Result<u64, String> {
-    crate::data::free_space(dir)
+    gds_runner::data::free_space(dir)
         .map_err(|error| format!("statvfs({}) failed: {error}", dir.display()))
 }
 

@@ -86,9 +86,9 @@ impl DoctorReport {
     /// 0 when the selected suites can pass here, 1 when they cannot.
     pub fn exit_code(&self) -> u8 {
         if self.verdict.can_pass {
-            crate::exit::PASSED
+            gds_runner::exit::PASSED
         } else {
-            crate::exit::TRIAL_FAILED
+            gds_runner::exit::TRIAL_FAILED
         }
     }
 }

@@ -5,8 +5,8 @@ use std::path::Path;
 use std::time::Duration;
 
 use super::run_tool;
-use crate::doctor::DoctorOptions;
-use crate::doctor::facts::{Fact, KvikioFacts, KvikioProbe};
+use crate::DoctorOptions;
+use crate::facts::{Fact, KvikioFacts, KvikioProbe};
 
 /// Prints what KvikIO, cupy and cuda.bindings are, KvikIO's default compat mode and what AUTO
 /// decides (with `KVIKIO_COMPAT_MODE` unset), and which libcufile KvikIO mapped.
@@ -56,7 +56,7 @@ sys.stdout.flush()
 "#;
 
 pub(super) fn kvikio(opts: &DoctorOptions) -> KvikioFacts {
-    let (python, from) = crate::tools::python(opts.python.as_deref());
+    let (python, from) = gds_runner::tools::python(opts.python.as_deref());
     let python_from = from.to_string();
     if !opts.probe_kvikio {
         let probe = Fact::Unknown("not probed: no KvikIO trial is selected".into());
@@ -128,7 +128,7 @@ pub fn parse_probe(json: &str) -> Result<KvikioProbe, String> {
     }
     let raw: Raw = serde_json::from_str(json)
         .map_err(|error| format!("the KvikIO probe printed unreadable JSON: {error}"))?;
-    let module = |m: RawModule| crate::doctor::facts::Module {
+    let module = |m: RawModule| crate::facts::Module {
         version: m.version,
         error: m.error,
     };

@@ -5,8 +5,8 @@ use serde_json::Value;
 
 use super::capability::{self, Can};
 use super::{Check, State};
-use crate::doctor::facts::{ConfigStatus, DriverOpen, Fact, Facts, SETTINGS};
-use crate::doctor::fixes::{
+use crate::facts::{ConfigStatus, DriverOpen, Fact, Facts, SETTINGS};
+use crate::fixes::{
     BAR1_FIX, CONFIG_SYNTAX_FIX, DRIVER_FIX, FORCE_COMPAT_FIX, LIBCUFILE_FIX, NVFS_FIX, NVME_FIX,
     NVRTC_FIX, PYTHON_FIX, RW_STATS_FIX, STRICT_HINT, TOOLS_FIX, UDEV_FIX, kvikio_install,
 };
@@ -406,7 +406,7 @@ pub(super) fn kvikio(facts: &Facts, rows: &mut Vec<Check>) {
             return;
         }
     };
-    let version = |m: &crate::doctor::facts::Module| {
+    let version = |m: &crate::facts::Module| {
         m.version
             .clone()
             .unwrap_or_else(|| format!("missing ({})", m.error.as_deref().unwrap_or("?")))

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::doctor::facts::{DriverOpen, Fact, Facts, KvikioProbe};
+use crate::facts::{DriverOpen, Fact, Facts, KvikioProbe};
 use gds_model::verdict::stack::{self, AutoBlocker};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -7,19 +7,19 @@ use std::path::Path;
 use serde_json::{Map, Value};
 
 use super::read_text;
-use crate::doctor::facts::{
+use crate::facts::{
     ConfigFacts, ConfigStatus, CufileFacts, CufileLibrary, DriverOpen, Fact, NvfsFacts, SETTINGS,
     UnknownKey,
 };
-use crate::doctor::{CufileProbe, DoctorOptions};
+use crate::{CufileProbe, DoctorOptions};
 use gds_model::cufile_config::{self, ConfigError, KNOWN_KEYS};
 use gds_model::protocol::{CufileProbeDepth, DriverProbe};
 
 pub(super) fn cufile(opts: &DoctorOptions) -> CufileFacts {
     let probe = match opts.cufile_probe {
-        CufileProbe::LoadOnly => crate::job::probe::host().cufile.clone(),
+        CufileProbe::LoadOnly => gds_runner::job::probe::host().cufile.clone(),
         CufileProbe::OpenDriver => {
-            crate::job::probe::probe(false, false, CufileProbeDepth::OpenDriver).cufile
+            gds_runner::job::probe::probe(false, false, CufileProbeDepth::OpenDriver).cufile
         }
     };
     match probe {
@@ -59,7 +59,7 @@ pub fn facts_of(probe: &gds_model::protocol::CufileProbe) -> CufileFacts {
 pub(super) fn nvidia_fs() -> NvfsFacts {
     let rw_stats = "/sys/module/nvidia_fs/parameters/rw_stats_enabled";
     NvfsFacts {
-        module_loaded: crate::host::gds().nvidia_fs_loaded,
+        module_loaded: gds_runner::host::gds().nvidia_fs_loaded,
         proc_present: Path::new("/proc/driver/nvidia-fs").exists(),
         version: read_text("/proc/driver/nvidia-fs/version").known().cloned(),
         rw_stats_enabled: match read_text(rw_stats) {

@@ -7,8 +7,8 @@ use std::path::Path;
 use std::time::Duration;
 
 use super::{read_text, run_ok};
-use crate::doctor::facts::{DriverFacts, Fact, Gpu};
-use crate::host::HostFacts;
+use crate::facts::{DriverFacts, Fact, Gpu};
+use gds_runner::host::HostFacts;
 
 const QUERY: &str = "--query-gpu=index,name,pci.bus_id,pcie.link.gen.current,pcie.link.gen.max,pcie.link.width.current,pcie.link.width.max";
 const TIMEOUT: Duration = Duration::from_secs(30);
@@ -35,7 +35,7 @@ pub(super) fn driver(host: &HostFacts, nvidia_smi: Option<&str>) -> DriverFacts 
         None => Fact::Known("libcuda.so.1 loads".into()),
         Some(why) => Fact::Unknown(why.clone()),
     };
-    let asked = crate::job::probe::host().cuda_version.clone();
+    let asked = gds_runner::job::probe::host().cuda_version.clone();
     let cuda_version = match asked.unwrap_or_else(|| Err("not asked".into())) {
         Ok(version) => Fact::Known(version),
         Err(why) => match nvidia_smi.map(|smi| run_ok(Path::new(smi), &[], TIMEOUT)) {
@@ -47,7 +47,7 @@ pub(super) fn driver(host: &HostFacts, nvidia_smi: Option<&str>) -> DriverFacts 
             None => Fact::Unknown(format!("{why}; and nvidia-smi is not installed")),
         },
     };
-    let nvrtc = match crate::job::probe::host().nvrtc.clone() {
+    let nvrtc = match gds_runner::job::probe::host().nvrtc.clone() {
         Some(Ok(name)) => Fact::Known(name),
         Some(Err(why)) => Fact::Unknown(why),
         None => Fact::Unknown("the worker did not say".into()),

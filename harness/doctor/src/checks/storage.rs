@@ -4,13 +4,13 @@
 use std::collections::BTreeSet;
 
 use super::{Check, State};
-use crate::data::GeneratedFile;
-use crate::doctor::collect::parse_cmdline_iommu;
-use crate::doctor::facts::{Fact, Facts};
-use crate::doctor::fixes::{ACS_FIX, FS_FIX, IOMMU_FIX, ODIRECT_FIX, SPACE_FIX, UDEV_FIX};
-use crate::prepare::FileKey;
+use crate::collect::parse_cmdline_iommu;
+use crate::facts::{Fact, Facts};
+use crate::fixes::{ACS_FIX, FS_FIX, IOMMU_FIX, ODIRECT_FIX, SPACE_FIX, UDEV_FIX};
 use gds_model::scenario::{FileSet, Reader, TrialSpec};
 use gds_model::units::format_bytes;
+use gds_runner::data::GeneratedFile;
+use gds_runner::prepare::FileKey;
 
 /// File systems cuFile cannot use for GDS at all (no `O_DIRECT`, or no device under them).
 const UNSUPPORTED_FS: &[&str] = &[

@@ -14,16 +14,16 @@ use std::ptr::NonNull;
 
 /// Alignment `O_DIRECT` needs for buffers, offsets and lengths on every file system we meet
 /// (4 KiB logical blocks; 512-byte devices accept it too).
-pub(crate) const ALIGN: usize = 4096;
+pub const ALIGN: usize = 4096;
 
 /// Marker in temporary file names; anything carrying it is never trusted and is removed later.
-pub(crate) const PARTIAL_MARKER: &str = ".partial-";
+pub const PARTIAL_MARKER: &str = ".partial-";
 
 /// Name of the lock file that serialises gds-gate processes sharing a data directory.
 pub const LOCK_NAME: &str = ".gds-gate.lock";
 
 /// A zeroed heap buffer aligned for `O_DIRECT`.
-pub(crate) struct AlignedBuf {
+pub struct AlignedBuf {
     ptr: NonNull<u8>,
     layout: Layout,
 }
@@ -33,7 +33,7 @@ unsafe impl Send for AlignedBuf {}
 
 impl AlignedBuf {
     /// `len` bytes (rounded up to [`ALIGN`]), zeroed so no uninitialised memory is ever viewed.
-    pub(crate) fn new(len: usize) -> Self {
+    pub fn new(len: usize) -> Self {
         let size = len.max(1).next_multiple_of(ALIGN);
         let Ok(layout) = Layout::from_size_align(size, ALIGN) else {
             panic!("buffer of {len} bytes is too large to allocate");
@@ -75,7 +75,7 @@ fn is_einval(err: &io::Error) -> bool {
 
 /// Opens with `O_DIRECT` when the file system allows it (tmpfs and some FUSE file systems refuse
 /// with `EINVAL`); the flag says which one was obtained.
-pub(crate) fn open_maybe_direct(path: &Path, options: &OpenOptions) -> io::Result<(File, bool)> {
+pub fn open_maybe_direct(path: &Path, options: &OpenOptions) -> io::Result<(File, bool)> {
     let mut direct = options.clone();
     direct.custom_flags(libc::O_DIRECT);
     match direct.open(path) {
@@ -87,12 +87,12 @@ pub(crate) fn open_maybe_direct(path: &Path, options: &OpenOptions) -> io::Resul
 
 /// Whether an I/O error on an `O_DIRECT` descriptor means "not with `O_DIRECT`" (some file
 /// systems accept the open and refuse the transfer).
-pub(crate) fn direct_refused(err: &io::Error) -> bool {
+pub fn direct_refused(err: &io::Error) -> bool {
     is_einval(err)
 }
 
 /// Switches an open descriptor to buffered I/O.
-pub(crate) fn clear_direct(file: &File) -> io::Result<()> {
+pub fn clear_direct(file: &File) -> io::Result<()> {
     let fd = file.as_raw_fd();
     // SAFETY: plain fcntl calls on a descriptor we own.
     let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
@@ -108,7 +108,7 @@ pub(crate) fn clear_direct(file: &File) -> io::Result<()> {
 
 /// Makes a rename or unlink in `dir` durable: without it a crash can lose the new name even
 /// though the file's data was synced.
-pub(crate) fn fsync_dir(dir: &Path) -> io::Result<()> {
+pub fn fsync_dir(dir: &Path) -> io::Result<()> {
     File::open(dir)?.sync_all()
 }
 
@@ -131,7 +131,7 @@ pub fn free_space(dir: &Path) -> io::Result<u64> {
 
 /// Exclusive `flock` on the data directory's lock file, released on drop (or when the process
 /// dies, so a killed run never leaves it held).
-pub(crate) struct DirLock {
+pub struct DirLock {
     file: Option<File>,
 }
 
@@ -139,7 +139,7 @@ impl DirLock {
     /// Blocks until no other gds-gate process works in `dir`. File systems without `flock`
     /// (some Lustre or NFS mounts) give an unlocked guard: `held()` then says so and the
     /// caller becomes more careful about what it deletes.
-    pub(crate) fn acquire(dir: &Path) -> io::Result<DirLock> {
+    pub fn acquire(dir: &Path) -> io::Result<DirLock> {
         let file = OpenOptions::new()
             .create(true)
             .truncate(false)
@@ -161,7 +161,7 @@ impl DirLock {
         }
     }
 
-    pub(crate) fn held(&self) -> bool {
+    pub fn held(&self) -> bool {
         self.file.is_some()
     }
 }
@@ -171,7 +171,7 @@ impl DirLock {
 /// gone, or of this process when it holds the directory's lock. Anything else may be another
 /// program's, or a live writer's on a file system without `flock`. Failures are ignored: a
 /// leftover costs space, never trust, since no temporary name is ever read as data.
-pub(crate) fn remove_stale_partials(dir: &Path, lock_held: bool, ours: fn(&str) -> bool) {
+pub fn remove_stale_partials(dir: &Path, lock_held: bool, ours: fn(&str) -> bool) {
     let Ok(entries) = fs::read_dir(dir) else {
         return;
     };
@@ -198,6 +198,6 @@ pub(crate) fn remove_stale_partials(dir: &Path, lock_held: bool, ours: fn(&str) 
 }
 
 /// Temporary name for `name` in the same directory, so the final rename is atomic.
-pub(crate) fn partial_name(name: &str) -> String {
+pub fn partial_name(name: &str) -> String {
     format!(".{name}{PARTIAL_MARKER}{}", std::process::id())
 }

@@ -20,12 +20,12 @@ pub use platform::{parse_acs, parse_cmdline_iommu};
 
 use super::DoctorOptions;
 use super::facts::{Fact, Facts, Provenance, SCHEMA_VERSION, ToolFacts};
-use crate::process::{self, Job};
 use gds_model::record::Ending;
+use gds_runner::process::{self, Job};
 
 /// Reads the host. Never panics: what cannot be read is recorded as unknown, with why.
 pub fn collect(opts: &DoctorOptions) -> Facts {
-    let host = crate::host::HostFacts::probe();
+    let host = gds_runner::host::HostFacts::probe();
     let tools = tools();
     let nvidia_smi = tools.nvidia_smi.clone();
     let gdscheck = match (&tools.gdscheck, opts.quick) {
@@ -58,7 +58,7 @@ pub fn collect(opts: &DoctorOptions) -> Facts {
 }
 
 fn tools() -> ToolFacts {
-    use crate::tools::{GDS_TOOL_DIRS, find_program};
+    use gds_runner::tools::{GDS_TOOL_DIRS, find_program};
     let find = |name: &str, extra: &[&str]| find_program(name, extra).map(|p| display(&p));
     ToolFacts {
         nvidia_smi: find("nvidia-smi", &[]),

@@ -16,7 +16,7 @@ use super::direct::{fsync_dir, partial_name};
 /// writing it changes the mtime, and any change through the file system changes the ctime, which
 /// unlike the mtime nobody can set back.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Stamp {
+pub struct Stamp {
     pub size: u64,
     pub mtime_ns: i64,
     pub ctime_ns: i64,
@@ -25,7 +25,7 @@ pub(crate) struct Stamp {
 }
 
 impl Stamp {
-    pub(crate) fn of(meta: &Metadata) -> Stamp {
+    pub fn of(meta: &Metadata) -> Stamp {
         let ns = |secs: i64, nsec: i64| secs.saturating_mul(1_000_000_000).saturating_add(nsec);
         Stamp {
             size: meta.len(),
@@ -40,7 +40,7 @@ impl Stamp {
 /// Sidecar of a generated file: `NAME.id.json` next to it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct GeneratedIdentity {
+pub struct GeneratedIdentity {
     /// Says what the file is to a person who finds it.
     pub generated_by: String,
     pub generator_version: u32,
@@ -58,7 +58,7 @@ pub(crate) struct GeneratedIdentity {
 /// Sidecar caching the checksum of a user's own file: `user/<hash of path>.id.json`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct UserIdentity {
+pub struct UserIdentity {
     pub generated_by: String,
     pub path: PathBuf,
     pub size: u64,
@@ -70,12 +70,12 @@ pub(crate) struct UserIdentity {
     pub checksum: u64,
 }
 
-pub(crate) const GENERATED_BY: &str =
+pub const GENERATED_BY: &str =
     "gds-gate (identity of a data file; do not edit, delete it to force recomputation)";
 
 /// Reads a sidecar. `Ok(None)` when there is none; `Err(reason)` when it cannot be used, the
 /// reason being a fragment for "regenerating because …".
-pub(crate) fn read<T: DeserializeOwned>(path: &Path) -> Result<Option<T>, String> {
+pub fn read<T: DeserializeOwned>(path: &Path) -> Result<Option<T>, String> {
     let text = match fs::read(path) {
         Ok(text) => text,
         Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(None),
@@ -88,7 +88,7 @@ pub(crate) fn read<T: DeserializeOwned>(path: &Path) -> Result<Option<T>, String
 
 /// Writes `value` to `path` so that a reader sees the old sidecar, no sidecar, or the complete
 /// new one: temporary file, fsync, rename, fsync of the directory.
-pub(crate) fn write_atomic<T: Serialize>(path: &Path, value: &T) -> Result<(), DataError> {
+pub fn write_atomic<T: Serialize>(path: &Path, value: &T) -> Result<(), DataError> {
     let (dir, name) = split(path);
     let mut text = serde_json::to_vec_pretty(value).map_err(|source| DataError::Write {
         op: "serialise",
@@ -121,7 +121,7 @@ pub(crate) fn write_atomic<T: Serialize>(path: &Path, value: &T) -> Result<(), D
 
 /// Removes a sidecar (and makes that durable) before the file it describes is touched, so a
 /// crash in between leaves a file without identity, which is never trusted.
-pub(crate) fn remove_durably(path: &Path) -> Result<(), DataError> {
+pub fn remove_durably(path: &Path) -> Result<(), DataError> {
     let wrap = |source| DataError::Write {
         op: "remove stale identity sidecar",
         path: path.to_owned(),

@@ -40,7 +40,7 @@ fn serialize_secs<S: serde::Serializer>(value: &Duration, s: S) -> Result<S::Ok,
 
 /// Cache file for `canonical` under `data_dir/user/`: named by a hash of the path, so any path
 /// length or character works, and the path is stored inside to rule out collisions.
-pub(crate) fn user_sidecar_path(data_dir: &Path, canonical: &Path) -> PathBuf {
+pub fn user_sidecar_path(data_dir: &Path, canonical: &Path) -> PathBuf {
     let bytes = canonical.as_os_str().as_bytes();
     let hash = finish_checksum(checksum_range(bytes, 0), bytes.len() as u64);
     data_dir.join("user").join(format!("{hash:016x}.id.json"))

@@ -16,7 +16,7 @@ use super::capability::{
     libcufile, no, nvfs, p2p, registration, unknown, yes,
 };
 use super::{Check, State};
-use crate::doctor::facts::{ConfigStatus, DriverOpen, Fact, Facts};
+use crate::facts::{ConfigStatus, DriverOpen, Fact, Facts};
 use gds_model::scenario::{CompatMode, ExpectedPath, FileSet, Pattern, Reader, TrialSpec};
 use gds_model::verdict::stack::{self, CufileRoute, KvikioPosix};
 use gds_model::verdict::{Path, expected_name};
