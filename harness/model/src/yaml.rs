@@ -38,6 +38,41 @@ pub fn message(error: &yaml_serde::Error) -> String {
 /// Position of the first alias (`*name` where a value starts: after `: `, `- `, `[`, `{`, `,`,
 /// `? ` or at the start of a line) outside comments and quoted scalars.
 fn first_alias(text: &str) -> Option<(usize, usize)> {
+    let mut chars = code_chars(text).peekable();
+    // The last character that was not a space or tab on this line, outside quotes.
+    let mut before: Option<char> = None;
+    while let Some(code) = chars.next() {
+        let starts_value = before.is_none_or(|b| "[{,:-?".contains(b));
+        let named = chars.peek().is_some_and(|next| {
+            next.line == code.line
+                && next.column == code.column + 1
+                && !next.c.is_whitespace()
+                && !"[]{},".contains(next.c)
+        });
+        if code.c == '*' && starts_value && named {
+            return Some((code.line, code.column));
+        }
+        if code.c == '\n' {
+            before = None;
+        } else if !matches!(code.c, ' ' | '\t') {
+            before = Some(code.c);
+        }
+    }
+    None
+}
+
+/// A character of a YAML text outside comments and quoted scalars, with its 1-based position.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct CodeChar {
+    pub c: char,
+    pub line: usize,
+    pub column: usize,
+}
+
+/// The characters of `text` outside comments and quoted scalars (the quotes included), with
+/// their positions: what a scan for YAML's structure (flow brackets, aliases) may look at. A
+/// `#` starts a comment after whitespace; a quote starts a scalar where a value can start.
+pub fn code_chars(text: &str) -> impl Iterator<Item = CodeChar> + '_ {
     #[derive(PartialEq)]
     enum In {
         Code,
@@ -46,53 +81,56 @@ fn first_alias(text: &str) -> Option<(usize, usize)> {
         Double,
     }
     let mut state = In::Code;
-    // The last character that was not a space or tab on this line, outside quotes.
-    let mut before: Option<char> = None;
-    let mut previous = '\n';
     let (mut line, mut column) = (1, 0);
+    let mut previous = '\n';
     let mut chars = text.chars().peekable();
-    while let Some(c) = chars.next() {
-        column += 1;
-        match state {
-            In::Code => match c {
-                '#' if previous.is_whitespace() => state = In::Comment,
-                '\'' | '"' if previous.is_whitespace() || "[{,:-?".contains(previous) => {
-                    state = if c == '\'' { In::Single } else { In::Double };
+    std::iter::from_fn(move || {
+        while let Some(c) = chars.next() {
+            column += 1;
+            let at = (line, column);
+            let mut code = false;
+            match state {
+                In::Code => match c {
+                    '#' if previous.is_whitespace() => state = In::Comment,
+                    '\'' | '"' if previous.is_whitespace() || "[{,:-?".contains(previous) => {
+                        state = if c == '\'' { In::Single } else { In::Double };
+                    }
+                    _ => code = true,
+                },
+                In::Comment if c == '\n' => {
+                    state = In::Code;
+                    code = true;
                 }
-                '*' if before.is_none_or(|b| "[{,:-?".contains(b))
-                    && chars
-                        .peek()
-                        .is_some_and(|next| !next.is_whitespace() && !"[]{},".contains(*next)) =>
-                {
-                    return Some((line, column));
+                In::Single if c == '\'' => {
+                    // `''` is a quote inside a single-quoted scalar.
+                    if chars.peek() == Some(&'\'') {
+                        chars.next();
+                        column += 1;
+                    } else {
+                        state = In::Code;
+                    }
                 }
-                _ => {}
-            },
-            In::Comment if c == '\n' => state = In::Code,
-            In::Single if c == '\'' => {
-                // `''` is a quote inside a single-quoted scalar.
-                if chars.peek() == Some(&'\'') {
+                In::Double if c == '\\' => {
                     chars.next();
                     column += 1;
-                } else {
-                    state = In::Code;
                 }
+                In::Double if c == '"' => state = In::Code,
+                _ => {}
             }
-            In::Double if c == '\\' => {
-                chars.next();
-                column += 1;
+            if c == '\n' {
+                (line, column) = (line + 1, 0);
             }
-            In::Double if c == '"' => state = In::Code,
-            _ => {}
+            previous = c;
+            if code {
+                return Some(CodeChar {
+                    c,
+                    line: at.0,
+                    column: at.1,
+                });
+            }
         }
-        if c == '\n' {
-            (line, column, before) = (line + 1, 0, None);
-        } else if !matches!(c, ' ' | '\t') {
-            before = Some(c);
-        }
-        previous = c;
-    }
-    None
+        None
+    })
 }
 
 #[cfg(test)]

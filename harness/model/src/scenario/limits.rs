@@ -70,56 +70,18 @@ pub(super) struct Problem {
 /// comments do not count; any other bracket does, which can only overcount (a `[` inside a plain
 /// scalar), so a hostile file cannot hide its nesting from this scan.
 fn too_deep(text: &str) -> Option<(usize, usize)> {
-    #[derive(PartialEq)]
-    enum In {
-        Code,
-        Comment,
-        Single,
-        Double,
-    }
-    let mut state = In::Code;
     let mut depth = 0usize;
-    let (mut line, mut column) = (1, 0);
-    let mut previous = '\n';
-    let mut chars = text.chars().peekable();
-    while let Some(c) = chars.next() {
-        column += 1;
-        match state {
-            In::Code => match c {
-                '#' if previous.is_whitespace() => state = In::Comment,
-                '\'' | '"' if previous.is_whitespace() || "[{,:-?".contains(previous) => {
-                    state = if c == '\'' { In::Single } else { In::Double };
-                }
-                '[' | '{' => {
-                    depth += 1;
-                    if depth > MAX_FLOW_DEPTH {
-                        return Some((line, column));
-                    }
-                }
-                ']' | '}' => depth = depth.saturating_sub(1),
-                _ => {}
-            },
-            In::Comment if c == '\n' => state = In::Code,
-            In::Single if c == '\'' => {
-                // `''` is a quote inside a single-quoted scalar.
-                if chars.peek() == Some(&'\'') {
-                    chars.next();
-                    column += 1;
-                } else {
-                    state = In::Code;
+    for code in crate::yaml::code_chars(text) {
+        match code.c {
+            '[' | '{' => {
+                depth += 1;
+                if depth > MAX_FLOW_DEPTH {
+                    return Some((code.line, code.column));
                 }
             }
-            In::Double if c == '\\' => {
-                chars.next();
-                column += 1;
-            }
-            In::Double if c == '"' => state = In::Code,
+            ']' | '}' => depth = depth.saturating_sub(1),
             _ => {}
         }
-        if c == '\n' {
-            (line, column) = (line + 1, 0);
-        }
-        previous = c;
     }
     None
 }
