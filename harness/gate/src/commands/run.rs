@@ -545,7 +545,8 @@ fn judged_undefined(against: Option<&baseline::Against>, defined: &BTreeSet<Stri
 /// never reads as a tested GPU path. When no GPU trial ran, one sentence says so with the
 /// reasons, instead of one per reason.
 fn notes(trials: &[TrialRecord], require_gpu: bool) -> Vec<String> {
-    let mut by_reason: BTreeMap<&str, (usize, bool)> = BTreeMap::new();
+    // Per reason: the trials that did not run, and how many of them were GPU trials.
+    let mut by_reason: BTreeMap<&str, (usize, usize)> = BTreeMap::new();
     for trial in trials
         .iter()
         .filter(|trial| trial.checks == Status::Ignored)
@@ -554,25 +555,31 @@ fn notes(trials: &[TrialRecord], require_gpu: bool) -> Vec<String> {
             .entry(trial.reason.as_deref().unwrap_or("no reason given"))
             .or_default();
         entry.0 += 1;
-        entry.1 |= trial.spec.reader.uses_gpu();
+        entry.1 += usize::from(trial.spec.reader.uses_gpu());
     }
     let ran_gpu = trials
         .iter()
         .any(|trial| trial.spec.reader.uses_gpu() && trial.checks != Status::Ignored);
-    let skipped_gpu = by_reason.values().any(|(_, gpu)| *gpu);
+    let skipped_gpu = by_reason.values().any(|(_, gpu)| *gpu > 0);
     let no_gpu_part = skipped_gpu && !ran_gpu && !require_gpu;
     let mut notes: Vec<String> = by_reason
         .iter()
-        .filter(|(_, (_, gpu))| !(no_gpu_part && *gpu))
+        .filter(|(_, (count, gpu))| !(no_gpu_part && gpu == count))
         .map(|(reason, (count, gpu))| {
-            let what = if *gpu { "GPU trial(s)" } else { "trial(s)" };
+            // "GPU trial(s)" only when every trial of the group is one (an interrupt stops
+            // posix trials too).
+            let what = if gpu == count {
+                "GPU trial(s)"
+            } else {
+                "trial(s)"
+            };
             format!("{count} {what} did not run: {reason}")
         })
         .collect();
     if no_gpu_part {
         let reasons: Vec<&str> = by_reason
             .iter()
-            .filter(|(_, (_, gpu))| *gpu)
+            .filter(|(_, (_, gpu))| *gpu > 0)
             .map(|(reason, _)| *reason)
             .collect();
         notes.push(format!(
@@ -610,4 +617,40 @@ fn first_duplicate_name(specs: &[TrialSpec]) -> Option<&str> {
         .iter()
         .map(|spec| spec.name.as_str())
         .find(|name| !seen.insert(*name))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::baseline::fixtures;
+
+    fn ignored(name: &str, reader: Reader, reason: &str) -> TrialRecord {
+        let mut spec = fixtures::spec(name);
+        spec.reader = reader;
+        TrialRecord::ignored(spec, reason.into())
+    }
+
+    #[test]
+    fn trials_stopped_by_an_interrupt_are_not_all_called_gpu_trials() {
+        let stopped = "not run: the gate was interrupted by SIGINT";
+        let trials = [
+            ignored("s::posix", Reader::Posix, stopped),
+            ignored("s::cufile", Reader::Cufile, stopped),
+            ignored("s::kvikio", Reader::Kvikio, "no NVIDIA driver"),
+        ];
+        let notes = notes(&trials, false);
+        assert!(
+            notes.contains(&format!("2 trial(s) did not run: {stopped}")),
+            "{notes:?}"
+        );
+        assert!(
+            notes.iter().any(|n| n
+                .starts_with("the GPU part of the gate did not run (no NVIDIA driver; not run")),
+            "{notes:?}"
+        );
+        assert!(
+            !notes.iter().any(|n| n.contains("GPU trial(s)")),
+            "{notes:?}"
+        );
+    }
 }
