@@ -322,3 +322,36 @@ fn hostile_text_reaches_the_ci_log_and_the_step_summary_inert() {
         }
     }
 }
+
+/// Ctrl-C before the first trial (here while its data is generated): no libtest summary that
+/// reads "ok", exit 130, and the trial reported as not run.
+#[test]
+fn ctrl_c_before_the_first_trial_does_not_say_ok() {
+    let drill = Drill::new(
+        "suite: drill\nscenarios:\n  - name: read\n    files: { size: 128MiB, seed: 4 }\n    warmup: 0\n    repetitions: 1\n",
+    );
+    let gate = drill
+        .gate(&[])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let generating = wait_for(Duration::from_secs(30), || {
+        fs::read_dir(drill.path("data"))
+            .ok()?
+            .flatten()
+            .find(|entry| entry.file_name().to_string_lossy().contains(".partial-"))
+    });
+    assert!(generating.is_some(), "the data was not being generated");
+    signal(&gate, libc::SIGINT);
+    let output = finish(gate);
+    let (stdout, stderr) = (text(&output.stdout), text(&output.stderr));
+    assert_eq!(output.status.code(), Some(130), "{stdout}\n{stderr}");
+    assert!(!stdout.contains("test result: ok"), "{stdout}");
+    let report = drill.report();
+    assert_eq!(report["trials"][0]["status"], "ignored", "{report}");
+    assert_eq!(
+        report["trials"][0]["reason"],
+        "not run: the gate was interrupted by SIGINT"
+    );
+}

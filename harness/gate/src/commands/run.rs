@@ -250,7 +250,23 @@ pub fn run_trials(
             .map(|spec| crate::progress::planned_bytes(spec))
             .collect(),
     );
-    let conclusion = libtest_mimic::run(&libtest, trials);
+    let libtest_failed = match crate::interrupt::received() {
+        // Stopped before the first trial (during the doctor's probe or the data): no libtest
+        // run, whose summary would read "ok. 0 passed"; every selected trial is not run.
+        Some(signal) => {
+            let mut records = records
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
+            for spec in &selected {
+                let mut record =
+                    TrialRecord::ignored((*spec).clone(), crate::interrupt::not_run_reason(signal));
+                executor.judge(&mut record);
+                records.push(record);
+            }
+            0
+        }
+        None => libtest_mimic::run(&libtest, trials).num_failed as usize,
+    };
     crate::progress::end();
 
     let trials = std::mem::take(
@@ -306,7 +322,7 @@ pub fn run_trials(
         report,
         defined,
         judged,
-        libtest_failed: conclusion.num_failed as usize,
+        libtest_failed,
     }))
 }
 
