@@ -4,8 +4,7 @@
 //! A worker never outlives the gate: it is stopped the same way when the gate is interrupted
 //! ([`crate::interrupt`]), and killed by the kernel when the gate dies (`PR_SET_PDEATHSIG`).
 //! What it leaves outside its group (a child under `setsid`) is stopped once it ends
-//! ([`sweep`]). Not covered: a worker's descendants when the gate is killed with SIGKILL; the
-//! worker dies with the gate, but its children go to init and run on.
+//! ([`sweep`]), or by the [`guard`] when the gate is killed with SIGKILL.
 
 use std::ffi::OsString;
 use std::fs::File;
@@ -17,7 +16,10 @@ use std::time::{Duration, Instant};
 
 use gds_model::record::Ending;
 
+mod guard;
 mod sweep;
+
+pub use guard::{serve as serve_guard, set_program as set_guard_program};
 
 /// How long a worker gets between SIGTERM and SIGKILL.
 const GRACE: Duration = Duration::from_secs(5);
@@ -59,6 +61,7 @@ pub fn run_watching(job: &Job, mut watch: impl FnMut(u32, Duration)) -> io::Resu
     let stdout = job.dir.join("stdout.log");
     let stderr = job.dir.join("stderr.log");
     sweep::become_subreaper();
+    guard::start();
     let lineage = sweep::new_lineage();
     let mut command = Command::new(&job.program);
     command

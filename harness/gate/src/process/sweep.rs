@@ -10,8 +10,8 @@
 //! a live worker" would hit processes that are not ours to stop. Each worker's environment carries
 //! a token ([`LINEAGE_VAR`]) its descendants inherit, and its process group id is its pid: a direct
 //! child of the gate with either is from that worker. Known limit: a descendant that both leaves
-//! the group and clears its environment is not recognised. Another: when the gate itself is killed
-//! with SIGKILL nothing sweeps; orphans then go to init (see `crate::process`).
+//! the group and clears its environment is not recognised. When the gate itself is killed with
+//! SIGKILL nothing here runs: the orphans go to init, and the guard (`guard.rs`) stops them.
 
 use std::collections::BTreeMap;
 use std::sync::Once;
@@ -29,14 +29,36 @@ const GRACE: Duration = Duration::from_secs(1);
 /// sleep (a stuck read) may take longer; it is then left, and ends when its I/O does.
 const REAP: Duration = Duration::from_secs(2);
 
-/// A token no other worker of this gate has, nor a worker of another gate.
+/// A token no other worker of this gate has, nor a worker of another gate: [`gate_lineage`], a
+/// dash and a count.
 pub fn new_lineage() -> String {
     static NEXT: AtomicU64 = AtomicU64::new(0);
     format!(
         "{}-{}",
-        std::process::id(),
+        gate_lineage(),
         NEXT.fetch_add(1, Ordering::Relaxed)
     )
+}
+
+/// What every worker token of this gate starts with: its pid and when it first asked, so that a
+/// later gate given the same pid has other tokens.
+pub fn gate_lineage() -> &'static str {
+    static PREFIX: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    PREFIX.get_or_init(|| {
+        let since_epoch = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default();
+        format!("{}.{}", std::process::id(), since_epoch.as_nanos())
+    })
+}
+
+/// Every process whose environment has an entry starting with `prefix`, this one left out.
+pub fn carrying(prefix: &str) -> Vec<u32> {
+    let me = std::process::id();
+    processes()
+        .into_keys()
+        .filter(|&pid| pid != me && env_starts_with(pid, prefix))
+        .collect()
 }
 
 /// Makes this process a child subreaper, once. Orphans of other commands the gate starts are
@@ -116,11 +138,16 @@ fn read_stat(pid: u32) -> Option<Stat> {
 }
 
 fn has_env(pid: u32, marker: &str) -> bool {
-    std::fs::read(format!("/proc/{pid}/environ")).is_ok_and(|environ| {
-        environ
-            .split(|&byte| byte == 0)
-            .any(|entry| entry == marker.as_bytes())
-    })
+    env_any(pid, |entry| entry == marker.as_bytes())
+}
+
+fn env_starts_with(pid: u32, prefix: &str) -> bool {
+    env_any(pid, |entry| entry.starts_with(prefix.as_bytes()))
+}
+
+fn env_any(pid: u32, mut check: impl FnMut(&[u8]) -> bool) -> bool {
+    std::fs::read(format!("/proc/{pid}/environ"))
+        .is_ok_and(|environ| environ.split(|&byte| byte == 0).any(&mut check))
 }
 
 /// `root` and every process under it, parents first.
