@@ -34,6 +34,7 @@ fn main() -> ExitCode {
         _ => {
             // Workers, probes and benches run in this binary.
             if let Ok(exe) = std::env::current_exe() {
+                gds_gate::process::set_guard_program(exe.clone());
                 gds_gate::job::set_worker_program(exe);
             }
             // Errors are printed here, once, and end in their exit code.

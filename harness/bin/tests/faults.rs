@@ -1,5 +1,5 @@
 //! Fault drills against the real gate binary: two gates on one `--out`, Ctrl-C, SIGTERM and
-//! SIGKILL of the gate while a worker runs, inputs that can fail before the first trial, and a
+//! SIGKILL of the gate while a worker (and a child of it in a session of its own) runs, inputs that can fail before the first trial, and a
 //! mistyped subcommand. The worker that must hang is a **stand-in**: a shell script named by
 //! `GDS_GATE_WORKER` that writes its pid and sleeps (probes still go to the real binary).
 
@@ -179,6 +179,36 @@ fn a_gate_killed_outright_takes_its_worker_with_it() {
     assert!(
         wait_for(Duration::from_secs(5), || (!running(worker)).then_some(())).is_some(),
         "the worker outlived a SIGKILLed gate"
+    );
+}
+
+/// A worker's child in a session of its own (a Python worker's helper under `setsid`) does not
+/// outlive a gate killed outright either: the worker dies with the gate, its child by the guard.
+#[test]
+fn a_gate_killed_outright_takes_its_workers_children_with_it() {
+    let drill = Drill::new(TWO_TRIALS);
+    fs::write(
+        drill.path("stand-in-worker"),
+        format!(
+            "#!/bin/sh\ncase \"$2\" in --job) exec {GATE} \"$@\";; esac\nsetsid sleep 300 &\necho $! > \"$(dirname \"$0\")/child.pid\"\necho $$ > \"$(dirname \"$0\")/worker.pid\"\nexec sleep 60\n"
+        ),
+    )
+    .unwrap();
+    let (gate, worker) = drill.start_hanging();
+    let child: u32 = fs::read_to_string(drill.path("child.pid"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(running(child));
+    signal(&gate, libc::SIGKILL);
+    finish(gate);
+    assert!(
+        wait_for(Duration::from_secs(5), || {
+            (!running(worker) && !running(child)).then_some(())
+        })
+        .is_some(),
+        "the worker's child {child} outlived a SIGKILLed gate"
     );
 }
 

@@ -155,6 +155,13 @@ pub enum Command {
         #[arg(long)]
         result: PathBuf,
     },
+    /// Stop what the gate's workers left once the gate is gone (started by the gate; not for
+    /// people).
+    #[command(hide = true)]
+    Guard {
+        #[arg(long)]
+        lineage: String,
+    },
     /// Measure the gate's own costs: data generation, writing, CPU verification.
     Bench {
         /// File size, e.g. `4GiB`.
@@ -377,7 +384,8 @@ pub fn command() -> clap::Command {
     })
 }
 
-/// The subcommands people type (not the hidden `worker`), for "did you mean" on a mistyped one.
+/// The subcommands people type (not the hidden `worker` and `guard`), for "did you mean" on a
+/// mistyped one.
 pub fn subcommand_names() -> Vec<String> {
     use clap::CommandFactory;
     Cli::command()

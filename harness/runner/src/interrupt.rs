@@ -5,7 +5,8 @@
 //! its group, a grace period, SIGKILL: [`crate::process`]), trials not yet started are reported
 //! as not run, and the reports of what did run are written before the gate exits with
 //! [`crate::exit::interrupted`]. A second signal ends the gate at once; its workers follow it, since each is
-//! started with `PR_SET_PDEATHSIG` (as is every worker when the gate is killed with SIGKILL).
+//! started with `PR_SET_PDEATHSIG` (as is every worker when the gate is killed with SIGKILL), and
+//! what they started is stopped by the gate's guard ([`crate::process`]).
 
 use std::sync::atomic::{AtomicI32, Ordering};
 

@@ -3,6 +3,8 @@
 //! SIGKILL to the whole group, and the way it ended told apart (exit code, signal, timeout).
 //! A worker never outlives the gate: it is stopped the same way when the gate is interrupted
 //! ([`crate::interrupt`]), and killed by the kernel when the gate dies (`PR_SET_PDEATHSIG`).
+//! What it leaves outside its group (a child under `setsid`) is stopped once it ends
+//! ([`sweep`]), or by the [`guard`] when the gate is killed with SIGKILL.
 
 use std::ffi::OsString;
 use std::fs::File;
@@ -13,6 +15,11 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use gds_model::record::Ending;
+
+mod guard;
+mod sweep;
+
+pub use guard::{serve as serve_guard, set_program as set_guard_program};
 
 /// How long a worker gets between SIGTERM and SIGKILL.
 const GRACE: Duration = Duration::from_secs(5);
@@ -53,10 +60,14 @@ pub fn run(job: &Job) -> io::Result<Finished> {
 pub fn run_watching(job: &Job, mut watch: impl FnMut(u32, Duration)) -> io::Result<Finished> {
     let stdout = job.dir.join("stdout.log");
     let stderr = job.dir.join("stderr.log");
+    sweep::become_subreaper();
+    guard::start();
+    let lineage = sweep::new_lineage();
     let mut command = Command::new(&job.program);
     command
         .args(&job.args)
         .envs(job.env.iter().map(|(k, v)| (k, v)))
+        .env(sweep::LINEAGE_VAR, &lineage)
         .stdin(Stdio::null())
         .stdout(File::create(&stdout)?)
         .stderr(File::create(&stderr)?)
@@ -96,6 +107,8 @@ pub fn run_watching(job: &Job, mut watch: impl FnMut(u32, Duration)) -> io::Resu
     // Whatever the worker left running in its group (helper threads are gone with it, but a
     // spawned tool might not be) must not outlive the trial.
     kill_group(pgid, libc::SIGKILL);
+    // Nor what left the group: those are the gate's children now, the gate being a subreaper.
+    sweep::sweep(pgid, &lineage);
     Ok(Finished {
         ending,
         elapsed: start.elapsed(),
@@ -210,6 +223,76 @@ mod tests {
         );
         assert!(finished.ending.to_string().contains("SIGABRT"));
         assert_eq!(finished.tail(1), "dying");
+    }
+
+    /// A script for `sh` that starts `child` in the background and writes its pid to the file
+    /// it returns, in a folder of its own.
+    fn leaving(child: &str, then: &str) -> (tempfile::TempDir, PathBuf, String) {
+        let dir = tempfile::tempdir().unwrap();
+        let pid_file = dir.path().join("child.pid");
+        let script = format!("{child} & echo $! > '{}'; {then}", pid_file.display());
+        (dir, pid_file, script)
+    }
+
+    fn pid_in(file: &Path) -> u32 {
+        std::fs::read_to_string(file)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap()
+    }
+
+    /// Gone, reaped too: no zombie left behind either.
+    fn gone(pid: u32) -> bool {
+        !Path::new(&format!("/proc/{pid}")).exists()
+    }
+
+    #[test]
+    fn a_child_in_a_session_of_its_own_ends_with_the_worker() {
+        let (_pids, pid_file, script) = leaving("setsid sleep 300", "exit 1");
+        let (_dir, finished) = sh(&script, Duration::from_secs(10));
+        assert_eq!(finished.ending, Ending::Exited { code: 1 });
+        let child = pid_in(&pid_file);
+        std::thread::sleep(Duration::from_secs(5));
+        assert!(gone(child), "the worker's child {child} outlived it");
+    }
+
+    #[test]
+    fn a_child_that_ignores_sigterm_ends_with_a_timed_out_worker() {
+        let (_pids, pid_file, script) =
+            leaving("setsid sh -c \"trap '' TERM; exec sleep 300\"", "sleep 30");
+        let (_dir, finished) = sh(&script, Duration::from_millis(300));
+        assert_eq!(finished.ending, Ending::TimedOut { after_seconds: 0 });
+        let child = pid_in(&pid_file);
+        assert!(gone(child), "the worker's child {child} outlived it");
+    }
+
+    /// Two workers of one trial (one per GPU): the first to end leaves the other's children alone.
+    #[test]
+    fn a_worker_that_ends_leaves_another_workers_children_alone() {
+        let (_pids, pid_file, script) = leaving("setsid sleep 300", "sleep 3; exit 0");
+        let other = std::thread::spawn(move || sh(&script, Duration::from_secs(30)));
+        let child = wait_for_pid(&pid_file);
+        let (_dir, finished) = sh("exit 0", Duration::from_secs(10));
+        assert_eq!(finished.ending, Ending::Exited { code: 0 });
+        assert!(running(child), "another worker's child was stopped");
+        let (_dir, finished) = other.join().unwrap();
+        assert_eq!(finished.ending, Ending::Exited { code: 0 });
+        assert!(gone(child), "the worker's child {child} outlived it");
+    }
+
+    fn wait_for_pid(file: &Path) -> u32 {
+        let end = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < end {
+            if let Some(pid) = std::fs::read_to_string(file)
+                .ok()
+                .and_then(|text| text.trim().parse().ok())
+            {
+                return pid;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        panic!("no pid in {}", file.display());
     }
 
     #[test]

@@ -109,6 +109,7 @@ pub fn dispatch(cli: Cli, argv: Vec<String>) -> Result<u8, Error> {
         Some(Command::Worker { .. }) => Err(Error::Usage(
             "`worker` runs in the gds-gate binary, not in the gate library".into(),
         )),
+        Some(Command::Guard { lineage }) => Ok(crate::process::serve_guard(&lineage)),
     }
 }
 
