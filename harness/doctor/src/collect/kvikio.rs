@@ -68,13 +68,42 @@ pub(super) fn kvikio(opts: &DoctorOptions) -> KvikioFacts {
         };
     }
     let timeout = Duration::from_secs(if opts.quick { 30 } else { 90 });
-    let probe = match run_tool(
-        Path::new(&python),
+    let probe = probe(&python, timeout, &std::env::temp_dir());
+    KvikioFacts {
+        python,
+        python_from,
+        probed: true,
+        probe,
+    }
+}
+
+/// Runs [`KVIKIO_PROBE`] in `python`, unless that very interpreter hung at it before: a probe
+/// that ran into `timeout` is remembered in `memory_dir` by the interpreter's identity (see
+/// [`hung_marker`]), so that an interpreter that hangs costs the timeout once, not on every run.
+/// Any change to the interpreter or to `PYTHONPATH`, or deleting the marker, probes again. The
+/// probe only informs the doctor's forecast: the KvikIO trials still run and are judged.
+pub fn probe(python: &str, timeout: Duration, memory_dir: &Path) -> Fact<KvikioProbe> {
+    let marker = hung_marker(python, memory_dir);
+    if let Some(marker) = marker.as_ref().filter(|marker| marker.exists()) {
+        return Fact::Unknown(format!(
+            "not probed: `{python}` hung at the KvikIO probe of an earlier run (more than {} s); delete `{}` to probe it again",
+            timeout.as_secs(),
+            marker.display()
+        ));
+    }
+    match run_tool(
+        Path::new(python),
         &["-c", KVIKIO_PROBE],
         Vec::new(),
         timeout,
     ) {
         Ok(output) => {
+            if let (gds_model::record::Ending::TimedOut { .. }, Some(marker)) =
+                (&output.ending, &marker)
+            {
+                // Best effort: without the marker the next run waits again, nothing worse.
+                let _ = std::fs::write(marker, python.as_bytes());
+            }
             let json = output.stdout.lines().rev().find(|l| l.starts_with('{'));
             match json.map(parse_probe) {
                 Some(Ok(probe)) => Fact::Known(probe),
@@ -94,13 +123,37 @@ pub(super) fn kvikio(opts: &DoctorOptions) -> KvikioFacts {
             }
         }
         Err(error) => Fact::Unknown(error),
-    };
-    KvikioFacts {
-        python,
-        python_from,
-        probed: true,
-        probe,
     }
+}
+
+/// Where a hang of `python` at the probe is remembered: a file in `dir` named by a hash of the
+/// interpreter's real path, size and modification time and of `PYTHONPATH` (what decides what
+/// the probe imports). `None` when the interpreter cannot be found.
+fn hung_marker(python: &str, dir: &Path) -> Option<std::path::PathBuf> {
+    let found = if python.contains('/') {
+        std::path::PathBuf::from(python)
+    } else {
+        gds_runner::tools::find_program(python, &[])?
+    };
+    let real = std::fs::canonicalize(&found).ok()?;
+    let meta = std::fs::metadata(&real).ok()?;
+    let modified = meta
+        .modified()
+        .ok()?
+        .duration_since(std::time::UNIX_EPOCH)
+        .ok()?
+        .as_nanos();
+    let identity = format!(
+        "{}\0{}\0{modified}\0{}",
+        real.display(),
+        meta.len(),
+        std::env::var("PYTHONPATH").unwrap_or_default()
+    );
+    // FNV-1a: only has to tell interpreters apart, stably across runs.
+    let hash = identity.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+    });
+    Some(dir.join(format!("gds-gate-kvikio-probe-hung-{hash:016x}")))
 }
 
 pub fn parse_probe(json: &str) -> Result<KvikioProbe, String> {
@@ -146,4 +199,47 @@ pub fn parse_probe(json: &str) -> Result<KvikioProbe, String> {
         find_library: raw.find_library,
         errors: raw.errors,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    /// An interpreter that hangs costs the timeout once: the next probe of the same interpreter
+    /// answers at once, and a changed interpreter is probed again.
+    #[test]
+    fn an_interpreter_that_hung_at_the_probe_is_not_waited_for_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let python = dir.path().join("python3");
+        std::fs::write(&python, "#!/bin/sh\nexec sleep 30\n").unwrap();
+        std::fs::set_permissions(&python, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let python = python.display().to_string();
+        let memory = dir.path().join("memory");
+        std::fs::create_dir(&memory).unwrap();
+        let timeout = Duration::from_millis(500);
+
+        let first = probe(&python, timeout, &memory);
+        assert!(
+            matches!(&first, Fact::Unknown(why) if why.contains("did not finish")),
+            "{first:?}"
+        );
+        let started = std::time::Instant::now();
+        let second = probe(&python, timeout, &memory);
+        assert!(
+            started.elapsed() < Duration::from_millis(400),
+            "waited again"
+        );
+        assert!(
+            matches!(&second, Fact::Unknown(why) if why.starts_with("not probed:") && why.contains("hung")),
+            "{second:?}"
+        );
+        // Another interpreter at the same path (reinstalled): probed again.
+        std::fs::write(&python, "#!/bin/sh\necho '{}'\n").unwrap();
+        let third = probe(&python, timeout, &memory);
+        assert!(
+            matches!(&third, Fact::Unknown(why) if !why.starts_with("not probed:")),
+            "{third:?}"
+        );
+    }
 }
