@@ -424,7 +424,8 @@ mod shipped {
     /// test machine.
     const SHIPPED: &str = include_str!("../tests/fixtures/cufile/h200-etc-cufile.json");
 
-    fn leaves(prefix: &str, value: &Value, out: &mut Vec<String>) {
+    /// Every leaf of `value` with its dotted key.
+    fn leaves(prefix: &str, value: &Value, out: &mut Vec<(String, Value)>) {
         match value {
             Value::Object(map) => {
                 for (key, value) in map {
@@ -436,7 +437,7 @@ mod shipped {
                     leaves(&path, value, out);
                 }
             }
-            _ => out.push(prefix.to_string()),
+            _ => out.push((prefix.to_string(), value.clone())),
         }
     }
 
@@ -446,7 +447,7 @@ mod shipped {
         let mut keys = Vec::new();
         leaves("", &Value::Object(map.clone()), &mut keys);
         assert!(keys.len() > 30, "{keys:?}");
-        for key in &keys {
+        for (key, _) in &keys {
             assert!(
                 check_key(key).is_ok(),
                 "shipped key `{key}` is not in KNOWN_KEYS"
@@ -469,25 +470,10 @@ mod shipped {
     /// (mount tables are commented out there) passes the check a suite's override goes through.
     #[test]
     fn every_value_of_the_shipped_file_has_its_kind() {
-        fn values(prefix: &str, value: &Value, out: &mut Vec<(String, Value)>) {
-            match value {
-                Value::Object(map) => {
-                    for (key, value) in map {
-                        let path = if prefix.is_empty() {
-                            key.clone()
-                        } else {
-                            format!("{prefix}.{key}")
-                        };
-                        values(&path, value, out);
-                    }
-                }
-                _ => out.push((prefix.to_string(), value.clone())),
-            }
-        }
         let map = parse(Path::new("/etc/cufile.json"), SHIPPED).unwrap();
-        let mut leaves = Vec::new();
-        values("", &Value::Object(map), &mut leaves);
-        for (key, value) in &leaves {
+        let mut found = Vec::new();
+        leaves("", &Value::Object(map), &mut found);
+        for (key, value) in &found {
             if let Err(error) = check(key, value) {
                 panic!("shipped `{key}: {value}` is refused: {error}");
             }
