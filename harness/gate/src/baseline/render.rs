@@ -5,6 +5,7 @@ use std::fmt::Write;
 use std::path::Path;
 
 use super::compare::Comparison;
+use super::decision::Throughput;
 use super::fingerprint::{self, ChangeKind};
 use super::judgement::{Judgement, Severity};
 use super::message::{bless_command, change, number, threshold};
@@ -64,12 +65,8 @@ pub fn console(comparison: &Comparison) -> String {
         .filter(|(n, _)| *n > 0)
         .map(|(n, what)| format!("{n} {what}"))
         .collect();
-    let blind: Vec<f64> = comparison
-        .trials
-        .iter()
-        .filter_map(|trial| trial.judgement.throughput())
-        .filter(|t| t.spread_exceeds_tolerance() || t.spread.is_none())
-        .map(|t| 1.0 - t.slower_below())
+    let blind: Vec<f64> = blind(comparison)
+        .map(|(_, t)| 1.0 - t.slower_below())
         .collect();
     let sensitivity = if blind.is_empty() {
         String::new()
@@ -104,14 +101,19 @@ fn cleared(comparison: &Comparison) -> impl Iterator<Item = String> + '_ {
     })
 }
 
-/// Trials whose tolerance this runner's spread cannot honour (or whose spread is unknown): the
-/// gate says what it can detect instead of failing or passing silently.
-fn insensitive(comparison: &Comparison) -> impl Iterator<Item = String> + '_ {
+/// Trials whose tolerance this runner's spread cannot honour (or whose spread is unknown), with
+/// their throughput comparison.
+fn blind(comparison: &Comparison) -> impl Iterator<Item = (&str, &Throughput)> + '_ {
     comparison.trials.iter().filter_map(|trial| {
         let t = trial.judgement.throughput()?;
-        (t.spread_exceeds_tolerance() || t.spread.is_none())
-            .then(|| format!("{}: {}", trial.trial, threshold(t)))
+        (t.spread_exceeds_tolerance() || t.spread.is_none()).then_some((trial.trial.as_str(), t))
     })
+}
+
+/// [`blind`] trials in words: the gate says what each can detect instead of failing or passing
+/// silently.
+fn insensitive(comparison: &Comparison) -> impl Iterator<Item = String> + '_ {
+    blind(comparison).map(|(trial, t)| format!("{trial}: {}", threshold(t)))
 }
 
 fn count(comparison: &Comparison, test: impl Fn(&Judgement) -> bool) -> usize {

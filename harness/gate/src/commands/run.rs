@@ -234,6 +234,7 @@ pub fn run_trials(
     // Baseline trials no suite defines any more fail on lines of their own, as trials do; those
     // the selection leaves out are not part of the run.
     let mut defined: BTreeSet<String> = specs.iter().map(|spec| spec.name.clone()).collect();
+    let mut undefined = 0;
     for (name, message) in against.map_or_else(Vec::new, |a| a.undefined(&defined)) {
         let trial = Trial::test(name.clone(), move || Err(Failed::from(terminal(&message))))
             .with_kind("missing");
@@ -241,6 +242,7 @@ pub fn run_trials(
             defined.insert(name);
         } else {
             trials.push(trial);
+            undefined += 1;
         }
     }
     crate::progress::begin(
@@ -280,7 +282,6 @@ pub fn run_trials(
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner()),
     );
-    let undefined = judged_undefined(against, &defined);
     let totals = Totals::of(&trials, undefined, specs.len() - selected.len());
     let notes = notes(&trials, args.require_gpu);
     let report = Report {
@@ -549,12 +550,6 @@ fn unavailable(spec: &TrialSpec, host: &HostFacts) -> Option<String> {
         | Reader::Kvikio
         | Reader::Torch => None,
     }
-}
-
-/// Baseline trials no suite defines and the selection did not leave out: missing, without a
-/// record.
-fn judged_undefined(against: Option<&baseline::Against>, defined: &BTreeSet<String>) -> usize {
-    against.map_or(0, |a| a.undefined(defined).len())
 }
 
 /// Plain sentences for what did not run, grouped by reason, so a green run on a host without a GPU
