@@ -246,33 +246,44 @@ fn annotations_carry_the_baseline_failures_at_the_scenario_or_the_baseline_file(
         value["trials"][0]["status"] = "checksum-changed".into();
         let baseline = &mut value["baseline"];
         baseline["baseline_found"] = true.into();
+        let expected = serde_json::json!({
+            "median_gbps": 2.0,
+            "run_medians_gbps": [1.9, 2.0, 2.1],
+            "path": "host",
+            "blessed_at": "2026-03-01T00:00:00Z"
+        });
+        // Judgements as data: the words are rendered from them when a sink writes.
         baseline["trials"] = serde_json::json!([
             {
                 "trial": "tiny::gone",
                 "judgement": { "kind": "missing-trial", "cause": { "why": "not-defined" } },
-                "headline": "no suite defines it",
-                "message": "tiny::gone: in the baseline, but no suite defines it"
+                "expected": expected
             },
             {
                 "trial": "tiny::read",
-                "judgement": { "kind": "checksum-changed", "from": null, "to": null },
-                "headline": "checksum changed",
-                "message": "tiny::read: the bytes read changed\n  next: find out why"
+                "judgement": { "kind": "checksum-changed", "from": "0x0000000000000001", "to": "0x0000000000000002" },
+                "expected": expected
             },
             {
                 "trial": "tiny::new",
-                "judgement": { "kind": "new-trial" },
-                "headline": "new trial",
-                "message": "not in the baseline yet"
+                "judgement": { "kind": "new-trial" }
             }
         ]);
     });
     let lines = github_annotations_in(&read(&dir), Some(scratch.0.path()));
-    assert_eq!(
-        lines,
-        [
-            "::error file=suite.yaml,line=3,title=tiny%3A%3Aread::tiny::read: the bytes read changed%0A  next: find out why",
-            "::error file=baselines/a.yaml,title=tiny%3A%3Agone::tiny::gone: in the baseline, but no suite defines it",
-        ]
+    assert_eq!(lines.len(), 2, "{lines:#?}");
+    assert!(
+        lines[0].starts_with(
+            "::error file=suite.yaml,line=3,title=tiny%3A%3Aread::tiny::read: the bytes read are not the bytes the baseline measured: checksum 0x0000000000000001 → 0x0000000000000002%0A  expected: checksum 0x0000000000000001 (the files measured at the bless of 2026-03-01T00:00:00Z)"
+        ),
+        "{}",
+        lines[0]
+    );
+    assert!(
+        lines[1].starts_with(
+            "::error file=baselines/a.yaml,title=tiny%3A%3Agone::tiny::gone: in the baseline, but no suite defines it any more%0A  expected: the trial of the baseline: 2.00 GB/s, path `host` (3 blessed run(s), run medians 1.90–2.10"
+        ),
+        "{}",
+        lines[1]
     );
 }

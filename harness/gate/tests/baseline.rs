@@ -6,6 +6,7 @@ use std::path::Path;
 
 use gds_gate::baseline::Severity;
 use gds_gate::baseline::bless::TrialChange;
+use gds_gate::baseline::message::Explainer;
 use gds_gate::baseline::{
     self, BlessOptions, Filter, Fingerprint, Judgement, Loaded, Provenance, RunResults, file,
     history, render,
@@ -100,16 +101,25 @@ fn bless_then_compare_then_history_and_plots() {
             .iter()
             .all(|t| matches!(t.judgement, Judgement::Regression { .. }))
     );
-    assert!(
-        render::console(&comparison).contains("): 2 slower;"),
-        "{}",
-        render::console(&comparison)
-    );
+    let explainer = Explainer {
+        comparison: &comparison,
+        records: &later,
+        fingerprint: Some(&fingerprint),
+    };
+    let console = render::console(&explainer);
+    assert!(console.contains("): 2 slower;"), "{console}");
     // report.json can carry the comparison (floats round-trip to within JSON's precision).
     let json = serde_json::to_string(&comparison).unwrap();
     let back: baseline::Comparison = serde_json::from_str(&json).unwrap();
     assert_eq!(back.worst(), comparison.worst());
-    assert_eq!(back.trials[1].message, comparison.trials[1].message);
+    let reread = Explainer {
+        comparison: &back,
+        ..explainer
+    };
+    assert_eq!(
+        reread.words(&back.trials[1]),
+        explainer.words(&comparison.trials[1])
+    );
 
     let out = dir.path().join("out");
     let history_path = dir.path().join("history.jsonl");
@@ -133,7 +143,7 @@ fn bless_then_compare_then_history_and_plots() {
     );
     // The summary draws each trial's runs where GitHub shows it, and names the SVG without a
     // link that would lead nowhere there.
-    let summary = render::markdown(&comparison, &report.plots, &out);
+    let summary = render::markdown(&explainer, &report.plots, &out);
     assert!(summary.contains("| `plots/api__read"), "{summary}");
     assert!(!summary.contains("](plots/"), "{summary}");
     assert!(summary.contains("```mermaid\nxychart-beta\n"), "{summary}");

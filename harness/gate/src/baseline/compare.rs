@@ -1,5 +1,6 @@
-//! One run against its runner's baseline: a judgement per trial, each with a one-screen message,
-//! and the fingerprint changes shown as the likely cause of any difference.
+//! One run against its runner's baseline: a judgement per trial, as data, with what the
+//! baseline expected and the fingerprint changes that are the likely cause of any difference.
+//! [`super::message`] words them when a report is written.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -10,8 +11,7 @@ use super::cpu::CpuCost;
 use super::decision::{Throughput, Verdict};
 use super::file::{Loaded, TrialBaseline};
 use super::fingerprint::{self, FieldChange, Fingerprint};
-use super::judgement::{Judgement, Missing, Severity};
-use super::message::{self, Context};
+use super::judgement::{Expected, Judgement, Missing, Severity};
 use crate::control::ControlReading;
 use gds_model::record::{Measurement, Status, TrialRecord};
 
@@ -35,10 +35,10 @@ pub struct RunResults<'a> {
 pub struct TrialJudgement {
     pub trial: String,
     pub judgement: Judgement,
-    /// One line, for the summary table and next to `ok` / `FAILED`.
-    pub headline: String,
-    /// One screen: what was expected, what was seen, the likely cause, what to do.
-    pub message: String,
+    /// The baseline's entry for the trial, as the judgement's words quote it; absent for a
+    /// trial the baseline does not have.
+    #[serde(default)]
+    pub expected: Option<Expected>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -82,12 +82,6 @@ pub fn compare(loaded: &Loaded, path: &Path, runner: &str, run: &RunResults<'_>)
     let fingerprint_changes = baseline
         .map(|b| fingerprint::diff(&b.fingerprint, run.fingerprint))
         .unwrap_or_default();
-    let context = Context {
-        runner,
-        baseline_path: path,
-        changes: &fingerprint_changes,
-        fingerprint: run.fingerprint,
-    };
     let records: BTreeMap<&str, &TrialRecord> =
         run.records.iter().map(|r| (r.name.as_str(), r)).collect();
     let mut judged: BTreeMap<String, (Judgement, Option<&TrialBaseline>)> = BTreeMap::new();
@@ -120,15 +114,10 @@ pub fn compare(loaded: &Loaded, path: &Path, runner: &str, run: &RunResults<'_>)
     }
     let trials = judged
         .into_iter()
-        .map(|(trial, (judgement, entry))| {
-            let record = records.get(trial.as_str()).copied();
-            let (headline, message) = message::explain(&context, &trial, entry, record, &judgement);
-            TrialJudgement {
-                trial,
-                judgement,
-                headline,
-                message,
-            }
+        .map(|(trial, (judgement, entry))| TrialJudgement {
+            trial,
+            judgement,
+            expected: entry.map(TrialBaseline::expected),
         })
         .collect();
     Comparison {

@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use super::error::BaselineError;
 use super::fingerprint::Fingerprint;
+use super::judgement::Expected;
 use super::stats::{Summary, median};
 use crate::control::ControlBaseline;
 use gds_model::numbers::{positive_rates, round_rate};
@@ -87,6 +88,16 @@ pub struct TrialBaseline {
 }
 
 impl TrialBaseline {
+    /// What a judgement against this entry quotes of it.
+    pub fn expected(&self) -> Expected {
+        Expected {
+            median_gbps: self.median_gbps,
+            run_medians_gbps: self.run_medians_gbps.clone(),
+            path: self.path.clone(),
+            blessed_at: self.blessed_at.clone(),
+        }
+    }
+
     /// From the measurements of the blessed runs, in the order they ran: at least one, all with
     /// passes, path and checksum as the first's (bless checks that).
     pub fn from_runs(measurements: &[&Measurement], provenance: &Provenance) -> TrialBaseline {

@@ -1,6 +1,6 @@
 //! A trial's judgement against its baseline, as data: what was compared and found, and how
-//! much it matters. Its words are [`super::message`]'s; the comparison that makes it is
-//! [`super::compare`].
+//! much it matters. Its words are [`super::message`]'s, rendered when a report is written; the
+//! comparison that makes it is [`super::compare`].
 
 use serde::{Deserialize, Serialize};
 
@@ -56,6 +56,16 @@ pub enum Missing {
     NotDefined,
     /// It is not among this run's trials (what defines them is unknown).
     NotRun,
+}
+
+/// What the baseline expected of a trial, as far as a judgement's words quote it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Expected {
+    pub median_gbps: f64,
+    /// Each blessed run's median, in the order the runs ran.
+    pub run_medians_gbps: Vec<f64>,
+    pub path: String,
+    pub blessed_at: String,
 }
 
 /// How much a judgement matters to the exit status.

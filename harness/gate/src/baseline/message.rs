@@ -1,14 +1,15 @@
 //! The words of a judgement: a one-line headline and a one-screen message with what was
-//! expected, what was seen, the likely cause and the exact command to run next.
+//! expected, what was seen, the likely cause and the exact command to run next. Rendered when a
+//! sink writes them ([`Explainer`]), never stored beside the judgement.
 
 use std::fmt::Write;
 use std::path::Path;
 use std::sync::OnceLock;
 
+use super::compare::{Comparison, TrialJudgement};
 use super::decision::{BLESS_RUNS, Throughput};
-use super::file::TrialBaseline;
 use super::fingerprint::{self, FieldChange, Fingerprint};
-use super::judgement::{Judgement, Missing};
+use super::judgement::{Expected, Judgement, Missing};
 use super::stats::Summary;
 use crate::control::describe;
 use gds_model::hex;
@@ -18,7 +19,44 @@ pub struct Context<'a> {
     pub runner: &'a str,
     pub baseline_path: &'a Path,
     pub changes: &'a [FieldChange],
-    pub fingerprint: &'a Fingerprint,
+    /// Whether nvidia-fs was loaded for the run; `true` when unknown, so that no hint blames it.
+    pub nvidia_fs_loaded: bool,
+}
+
+/// A judgement in words.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Words {
+    /// One line, for the summary table and next to `ok` / `FAILED`.
+    pub headline: String,
+    /// One screen: what was expected, what was seen, the likely cause, what to do.
+    pub message: String,
+}
+
+/// Words a whole comparison's judgements, with the run's records and fingerprint it quotes.
+#[derive(Clone, Copy)]
+pub struct Explainer<'a> {
+    pub comparison: &'a Comparison,
+    pub records: &'a [TrialRecord],
+    pub fingerprint: Option<&'a Fingerprint>,
+}
+
+impl Explainer<'_> {
+    pub fn words(&self, judged: &TrialJudgement) -> Words {
+        let context = Context {
+            runner: &self.comparison.runner,
+            baseline_path: &self.comparison.baseline_path,
+            changes: &self.comparison.fingerprint_changes,
+            nvidia_fs_loaded: self.fingerprint.is_none_or(|f| f.nvidia_fs_loaded),
+        };
+        let record = self.records.iter().find(|r| r.name == judged.trial);
+        explain(
+            &context,
+            &judged.trial,
+            judged.expected.as_ref(),
+            record,
+            &judged.judgement,
+        )
+    }
 }
 
 impl Context<'_> {
@@ -131,7 +169,7 @@ fn percent(fraction: f64) -> String {
 }
 
 /// `5 blessed run(s), run medians 1.16–1.41, blessed 2026-03-01T12:00:00Z in `baselines/r1.yaml``
-fn baseline_figures(entry: &TrialBaseline, file: &Path) -> String {
+fn baseline_figures(entry: &Expected, file: &Path) -> String {
     let medians = Summary::of(&entry.run_medians_gbps);
     format!(
         "{} blessed run(s), run medians {}–{}, blessed {} in `{}`",
@@ -258,11 +296,22 @@ pub fn label(judgement: &Judgement) -> String {
     }
 }
 
-/// `(headline, message)` for one trial's judgement.
+/// One trial's judgement in words.
 pub fn explain(
     ctx: &Context<'_>,
     trial: &str,
-    entry: Option<&TrialBaseline>,
+    entry: Option<&Expected>,
+    record: Option<&TrialRecord>,
+    judgement: &Judgement,
+) -> Words {
+    let (headline, message) = explain_parts(ctx, trial, entry, record, judgement);
+    Words { headline, message }
+}
+
+fn explain_parts(
+    ctx: &Context<'_>,
+    trial: &str,
+    entry: Option<&Expected>,
     record: Option<&TrialRecord>,
     judgement: &Judgement,
 ) -> (String, String) {
@@ -408,7 +457,7 @@ pub fn explain(
         ) => {
             let headline = format!("path changed from the baseline: {from} → {to}");
             let mut likely = ctx.fingerprint_cause();
-            if to.contains("posix") && !ctx.fingerprint.nvidia_fs_loaded {
+            if to.contains("posix") && !ctx.nvidia_fs_loaded {
                 let hint = "nvidia-fs is not loaded on this runner, so cuFile reads through POSIX and host bounce buffers (its compat mode)";
                 likely = Some(likely.map_or(hint.to_string(), |c| format!("{c}; {hint}")));
             }
@@ -472,9 +521,10 @@ pub fn explain(
             let headline = format!("not compared with the baseline: {reason}");
             (headline.clone(), format!("{trial}: {headline}"))
         }
-        // Every judgement that needs a baseline entry is only made with one.
+        // Every judgement that needs a baseline entry is made with one; only a hand-edited
+        // report lacks it.
         (judgement, None) => {
-            let headline = format!("{judgement:?}");
+            let headline = label(judgement);
             (headline.clone(), format!("{trial}: {headline}"))
         }
     }
@@ -483,7 +533,7 @@ pub fn explain(
 fn missing(
     ctx: &Context<'_>,
     trial: &str,
-    entry: Option<&TrialBaseline>,
+    entry: Option<&Expected>,
     why: &Missing,
 ) -> (String, String) {
     let expected = entry.map_or_else(String::new, |entry| {

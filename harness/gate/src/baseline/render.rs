@@ -8,14 +8,15 @@ use super::compare::Comparison;
 use super::decision::Throughput;
 use super::fingerprint::{self, ChangeKind};
 use super::judgement::{Judgement, Severity};
-use super::message::{bless_command, change, number, threshold};
+use super::message::{Explainer, bless_command, change, number, threshold};
 use super::plot::PlotFile;
 
 /// The console text, short: libtest has already shown each failure's message on its own.
 /// One line with the baseline and its counts, the runner's changes when it changed, one line per
 /// slow run its confirmation cleared. The trials that cannot see a drop as small as their
 /// tolerance are counted on the first line; summary.md lists each.
-pub fn console(comparison: &Comparison) -> String {
+pub fn console(explainer: &Explainer<'_>) -> String {
+    let comparison = explainer.comparison;
     let mut out = String::new();
     let file = comparison.baseline_path.display();
     if !comparison.baseline_found {
@@ -85,7 +86,7 @@ pub fn console(comparison: &Comparison) -> String {
         counts.join(", ")
     );
     out.push_str(&fingerprint_block(comparison));
-    for line in cleared(comparison) {
+    for line in cleared(explainer) {
         let _ = writeln!(out, "warning: {line}");
     }
     out
@@ -93,11 +94,11 @@ pub fn console(comparison: &Comparison) -> String {
 
 /// Trials whose first run looked slower and whose confirmation run did not: passed, but worth
 /// seeing, since a run that is often cleared this way is a runner getting noisier.
-fn cleared(comparison: &Comparison) -> impl Iterator<Item = String> + '_ {
-    comparison.trials.iter().filter_map(|trial| {
+fn cleared<'a>(explainer: &'a Explainer<'a>) -> impl Iterator<Item = String> + 'a {
+    explainer.comparison.trials.iter().filter_map(|trial| {
         let t = trial.judgement.throughput()?;
         t.cleared_by_confirmation()
-            .then(|| format!("{}: {}", trial.trial, trial.headline))
+            .then(|| format!("{}: {}", trial.trial, explainer.words(trial).headline))
     })
 }
 
@@ -166,8 +167,9 @@ fn fingerprint_block(comparison: &Comparison) -> String {
 
 /// The `summary.md` section: the fingerprint changes, a table with one row per judged trial, and
 /// a link to each trial's plot (paths relative to `summary_dir`, where summary.md is written).
-pub fn markdown(comparison: &Comparison, plots: &[PlotFile], summary_dir: &Path) -> String {
+pub fn markdown(explainer: &Explainer<'_>, plots: &[PlotFile], summary_dir: &Path) -> String {
     use crate::escape::{markdown as text, markdown_block, markdown_code as code};
+    let comparison = explainer.comparison;
     let mut out = String::new();
     let file = code(&comparison.baseline_path.display().to_string());
     let _ = writeln!(out, "### Baseline {}\n", code(&comparison.runner));
@@ -232,7 +234,7 @@ pub fn markdown(comparison: &Comparison, plots: &[PlotFile], summary_dir: &Path)
             text(&super::message::label(&trial.judgement))
         );
     }
-    for line in cleared(comparison).chain(insensitive(comparison)) {
+    for line in cleared(explainer).chain(insensitive(comparison)) {
         let _ = writeln!(out, "\n> **Warning:** {}", text(&line));
     }
     let failing: Vec<_> = comparison
@@ -242,7 +244,7 @@ pub fn markdown(comparison: &Comparison, plots: &[PlotFile], summary_dir: &Path)
         .collect();
     if !failing.is_empty() {
         out.push_str("\n<details><summary>What to do</summary>\n\n");
-        let messages: Vec<&str> = failing.iter().map(|t| t.message.as_str()).collect();
+        let messages: Vec<String> = failing.iter().map(|t| explainer.words(t).message).collect();
         out.push_str(&markdown_block("text", &messages.join("\n\n")));
         out.push_str("\n</details>\n");
     }

@@ -32,8 +32,8 @@ pub fn github_annotations_in(report: &Report, workspace: Option<&Path>) -> Vec<S
     for trial in &report.trials {
         let file = workspace_relative(&trial.spec.source_file, workspace);
         let line = trial.spec.source_line;
-        if let Some((_, message)) = report.failure_of(trial) {
-            lines.push(command("error", &file, line, &trial.name, &message));
+        if let Some(words) = report.failure_of(trial) {
+            lines.push(command("error", &file, line, &trial.name, &words.message));
         }
         for warning in &trial.warnings {
             lines.push(command("warning", &file, line, &trial.name, warning));
@@ -42,27 +42,17 @@ pub fn github_annotations_in(report: &Report, workspace: Option<&Path>) -> Vec<S
             .baseline
             .as_ref()
             .and_then(|c| c.get(&trial.name))
-            .filter(|judged| matches!(judged.judgement, Judgement::Faster { .. }));
-        if let Some(judged) = faster {
-            lines.push(command(
-                "notice",
-                &file,
-                line,
-                &trial.name,
-                &judged.headline,
-            ));
+            .filter(|judged| matches!(judged.judgement, Judgement::Faster { .. }))
+            .and_then(|judged| report.words(judged));
+        if let Some(words) = faster {
+            lines.push(command("notice", &file, line, &trial.name, &words.headline));
         }
     }
     if let Some(comparison) = &report.baseline {
         let baseline_file = workspace_relative(&comparison.baseline_path, workspace);
         for judged in report.missing_without_record() {
-            lines.push(command(
-                "error",
-                &baseline_file,
-                0,
-                &judged.trial,
-                &judged.message,
-            ));
+            let message = report.words(judged).map(|w| w.message).unwrap_or_default();
+            lines.push(command("error", &baseline_file, 0, &judged.trial, &message));
         }
     }
     lines

@@ -175,11 +175,19 @@ fn every_sink_tells_each_trials_outcome_the_totals_and_the_exit_code_alike() {
     let dir = tempfile::tempdir().unwrap();
     let (report, expected) = judged_run(dir.path());
 
-    // report.json: the outcome is the trial's status; the totals count each once.
-    let json: serde_json::Value = serde_json::to_value(&report).unwrap();
+    // report.json: the outcome is the trial's status; the totals count each once; each
+    // judgement carries the words the other sinks show.
+    let json = super::with_words(&report);
     for trial in json["trials"].as_array().unwrap() {
         let name = trial["name"].as_str().unwrap();
         assert_eq!(trial["status"], expected[name].key(), "{name}");
+    }
+    let comparison = report.baseline.as_ref().unwrap();
+    for judged in json["baseline"]["trials"].as_array().unwrap() {
+        let name = judged["trial"].as_str().unwrap();
+        let words = report.words(comparison.get(name).unwrap()).unwrap();
+        assert_eq!(judged["headline"], words.headline.as_str(), "{name}");
+        assert_eq!(judged["message"], words.message.as_str(), "{name}");
     }
     let totals = report.totals;
     for outcome in Outcome::ALL {
@@ -197,7 +205,7 @@ fn every_sink_tells_each_trials_outcome_the_totals_and_the_exit_code_alike() {
     // libtest: the failing outcomes fail, ignored is ignored, passed passes.
     let mut libtest_failed = 0;
     for trial in &report.trials {
-        let failure = report.failure_of(trial).map(|(_, message)| message);
+        let failure = report.failure_of(trial).map(|words| words.message);
         let result = crate::outcome::libtest_result(trial, failure);
         match expected[trial.name.as_str()] {
             Outcome::Passed => assert!(matches!(result, Ok(libtest_mimic::Completion::Completed))),

@@ -43,7 +43,8 @@ pub fn render(report: &Report) -> String {
                 status
             }
             (outcome, failing) => {
-                let (message, description) = failing.unwrap_or_default();
+                let (message, description) =
+                    failing.map(|w| (w.headline, w.message)).unwrap_or_default();
                 failure(outcome, message, description)
             }
         };
@@ -63,11 +64,9 @@ pub fn render(report: &Report) -> String {
     }
     // Baseline trials no suite defines any more: failures in a suite of their own.
     for judged in report.missing_without_record() {
-        let status = failure(
-            Outcome::Missing,
-            judged.headline.clone(),
-            judged.message.clone(),
-        );
+        let words = report.words(judged);
+        let (headline, message) = words.map(|w| (w.headline, w.message)).unwrap_or_default();
+        let status = failure(Outcome::Missing, headline, message);
         suites
             .entry("baseline")
             .or_insert_with(|| TestSuite::new("baseline"))

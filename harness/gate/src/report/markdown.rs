@@ -118,7 +118,7 @@ fn trial_table(report: &Report) -> String {
             .as_ref()
             .map_or_else(Default::default, cost);
         let note = match report.failure_of(trial) {
-            Some((headline, _)) => text(&headline),
+            Some(words) => text(&words.headline),
             None => text(trial.reason.as_deref().unwrap_or("")),
         };
         let _ = writeln!(

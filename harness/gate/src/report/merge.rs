@@ -302,7 +302,12 @@ impl MergedReport {
         summary.push_str(&markdown::render(&self.report));
         for run in &self.runs {
             if let Some(comparison) = &run.baseline {
-                summary.push_str(&baseline::render::markdown(comparison, &[], out));
+                let explainer = baseline::message::Explainer {
+                    comparison,
+                    records: &[],
+                    fingerprint: run.fingerprint.as_ref(),
+                };
+                summary.push_str(&baseline::render::markdown(&explainer, &[], out));
                 summary.push('\n');
             }
         }

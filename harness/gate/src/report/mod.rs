@@ -18,6 +18,8 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::baseline::compare::TrialJudgement;
+use crate::baseline::message::{Explainer, Words};
 use crate::host::HostFacts;
 pub use crate::outcome::Totals;
 use crate::prepare::PreparedFile;
@@ -90,39 +92,47 @@ impl From<&PreparedFile> for PreparedFileRecord {
 }
 
 impl Report {
-    /// Why a trial's outcome fails the run, as a headline and the whole message: its own reason
-    /// and details when its own checks failed, else its baseline judgement's; `None` for a
-    /// trial that does not fail. Every sink words a failure with this.
-    pub fn failure_of(&self, trial: &TrialRecord) -> Option<(String, String)> {
+    /// The words of this run's baseline judgements, when it was compared with a baseline.
+    pub fn explainer(&self) -> Option<Explainer<'_>> {
+        Some(Explainer {
+            comparison: self.baseline.as_ref()?,
+            records: &self.trials,
+            fingerprint: self.fingerprint.as_ref(),
+        })
+    }
+
+    /// A baseline trial's judgement in words.
+    pub fn words(&self, judged: &TrialJudgement) -> Option<Words> {
+        Some(self.explainer()?.words(judged))
+    }
+
+    /// Why a trial's outcome fails the run, in words: its own reason and details when its own
+    /// checks failed, else its baseline judgement's; `None` for a trial that does not fail.
+    /// Every sink words a failure with this.
+    pub fn failure_of(&self, trial: &TrialRecord) -> Option<Words> {
         if !trial.status.is_failure() {
             return None;
         }
         let judged = self.baseline.as_ref().and_then(|c| c.get(&trial.name));
-        match judged {
-            Some(judged) if trial.status != crate::outcome::Outcome::Failed => {
-                let message = if judged.message.trim().is_empty() {
-                    judged.headline.clone()
-                } else {
-                    judged.message.clone()
-                };
-                Some((judged.headline.clone(), message))
-            }
+        match judged.and_then(|judged| self.words(judged)) {
+            Some(words) if trial.status != crate::outcome::Outcome::Failed => Some(words),
             _ => {
                 let reason = trial.reason.clone().unwrap_or_else(|| "failed".into());
                 let message = match trial.details.as_deref().filter(|d| !d.trim().is_empty()) {
                     Some(details) => format!("{reason}\n{details}"),
                     None => reason.clone(),
                 };
-                Some((reason, message))
+                Some(Words {
+                    headline: reason,
+                    message,
+                })
             }
         }
     }
 
     /// Baseline trials that no record of this run has and that fail it (no suite defines them
     /// any more): counted as `missing`, shown under the baseline.
-    pub fn missing_without_record(
-        &self,
-    ) -> impl Iterator<Item = &crate::baseline::compare::TrialJudgement> {
+    pub fn missing_without_record(&self) -> impl Iterator<Item = &TrialJudgement> {
         self.baseline
             .iter()
             .flat_map(|c| &c.trials)
@@ -147,7 +157,7 @@ pub struct ReportError {
 /// Markdown summary (the baseline comparison and plot links).
 pub fn write_all(out: &Path, report: &Report, extra: &str) -> Result<Vec<PathBuf>, ReportError> {
     let summary = markdown::render(report) + extra;
-    let json = to_json(report).map_err(|error| ReportError {
+    let json = to_json(&with_words(report)).map_err(|error| ReportError {
         path: out.join("report.json"),
         source: error.into(),
     })?;
@@ -157,6 +167,24 @@ pub fn write_all(out: &Path, report: &Report, extra: &str) -> Result<Vec<PathBuf
         ("summary.md", summary.clone()),
     ];
     write_report_files(out, files, &summary)
+}
+
+/// The report as JSON, each baseline judgement with its `headline` and `message` for readers
+/// of the file (reading it back ignores them: they are rendered from the judgement).
+fn with_words(report: &Report) -> serde_json::Value {
+    let mut value = serde_json::to_value(report).unwrap_or_default();
+    let judged = value
+        .pointer_mut("/baseline/trials")
+        .and_then(serde_json::Value::as_array_mut);
+    if let (Some(judged), Some(comparison)) = (judged, &report.baseline) {
+        for (value, trial) in judged.iter_mut().zip(&comparison.trials) {
+            if let (Some(object), Some(words)) = (value.as_object_mut(), report.words(trial)) {
+                object.insert("headline".into(), words.headline.into());
+                object.insert("message".into(), words.message.into());
+            }
+        }
+    }
+    value
 }
 
 /// A report as its JSON file holds it: pretty, with no raw control character (see

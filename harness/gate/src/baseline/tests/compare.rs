@@ -3,9 +3,8 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use super::{blessed, judge_one, run, scratch};
-use crate::baseline::compare::{RunResults, compare};
-use crate::baseline::file;
+use super::{Judged, blessed, judge, judge_one, run, scratch};
+use crate::baseline::compare::RunResults;
 use crate::baseline::fingerprint::Fingerprint;
 use crate::baseline::fixtures::{self, BASE, CHECKSUM, FAST, NOISE, SLOW};
 use crate::baseline::judgement::{Judgement, Missing, Severity};
@@ -70,12 +69,7 @@ fn noise_only_passes() {
     // When the suites are unknown, a baseline trial absent from the run is missing.
     let records = [fixtures::passed("s::a", &NOISE, "nvfs", CHECKSUM)];
     let fp = fixtures::fingerprint();
-    let comparison = compare(
-        &file::read(&s.path).unwrap(),
-        &s.path,
-        "r1",
-        &run(&records, &fp),
-    );
+    let comparison = judge(&s.path, &run(&records, &fp));
     assert!(matches!(
         comparison.get("s::b").unwrap().judgement,
         Judgement::MissingTrial {
@@ -86,7 +80,7 @@ fn noise_only_passes() {
 
 /// Trial `s::a` judged against a fresh baseline: a first run at `SLOW`, a confirmation run at
 /// `confirmation`, and what the runner's control said before it, if anything.
-fn slow_then(confirmation: &[f64], runner: Option<RunnerCheck>) -> crate::baseline::Comparison {
+fn slow_then(confirmation: &[f64], runner: Option<RunnerCheck>) -> Judged {
     let s = scratch();
     blessed(&s.path);
     let mut record = fixtures::passed("s::a", &SLOW, "nvfs", CHECKSUM);
@@ -201,7 +195,7 @@ fn a_trial_that_vanished_fails() {
         fingerprint: &fp,
         control: None,
     };
-    let comparison = compare(&file::read(&s.path).unwrap(), &s.path, "r1", &results);
+    let comparison = judge(&s.path, &results);
     assert_eq!(comparison.worst(), Severity::Failure);
     let gpu = comparison.get("s::gpu").unwrap();
     assert!(
@@ -322,7 +316,7 @@ fn a_changed_fingerprint_is_the_likely_cause_and_is_shown_even_when_all_pass() {
         fixtures::passed("s::a", &NOISE, "nvfs", CHECKSUM),
         &upgraded,
     );
-    let text = render::console(&comparison);
+    let text = render::console(&comparison.explainer());
     assert!(
         text.contains("the runner changed since the baseline was blessed"),
         "{text}"
@@ -332,7 +326,7 @@ fn a_changed_fingerprint_is_the_likely_cause_and_is_shown_even_when_all_pass() {
         text.contains("not observed in this run (kept from the baseline): kvikio"),
         "{text}"
     );
-    let markdown = render::markdown(&comparison, &[], Path::new("target/gds-gate"));
+    let markdown = render::markdown(&comparison.explainer(), &[], Path::new("target/gds-gate"));
     assert!(
         markdown.contains("**The runner changed since the baseline**"),
         "{markdown}"
@@ -353,7 +347,9 @@ fn no_baseline_and_new_trials_are_notices() {
         Judgement::NoBaseline
     ));
     assert!(comparison.worst() <= Severity::Notice);
-    assert!(render::console(&comparison).contains("cargo xtask gds-gate bless --runner r1"));
+    assert!(
+        render::console(&comparison.explainer()).contains("cargo xtask gds-gate bless --runner r1")
+    );
     blessed(&s.path);
     let comparison = judge_one(
         &s.path,
@@ -418,7 +414,7 @@ fn the_same_speed_at_twice_the_cpu_is_a_regression_with_exit_3() {
     ] {
         assert!(a.message.contains(needle), "{needle}\n{}", a.message);
     }
-    assert!(render::console(&comparison).contains(": 1 costlier in CPU"));
+    assert!(render::console(&comparison.explainer()).contains(": 1 costlier in CPU"));
     // The same CPU cost passes; a baseline without CPU figures does not compare them.
     let same = fixtures::with_cpu(fixtures::passed("s::a", &NOISE, "nvfs", CHECKSUM), &CPU);
     let comparison = judge_one(&s.path, same, &fixtures::fingerprint());

@@ -7,10 +7,12 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use super::bless::{BlessOptions, Filter, bless};
-use super::compare::{RunResults, compare};
+use super::compare::{Comparison, RunResults, compare};
 use super::file::{self, Provenance};
 use super::fingerprint::Fingerprint;
 use super::fixtures::{self, BASE, CHECKSUM};
+use super::judgement::Judgement;
+use super::message::{Explainer, Words};
 use gds_model::record::TrialRecord;
 
 struct Scratch {
@@ -77,9 +79,64 @@ fn blessed(path: &Path) {
     assert!(outcome.written);
 }
 
+/// A comparison with the run it judged, so that tests read each judgement with its words as a
+/// report renders them.
+struct Judged {
+    comparison: Comparison,
+    records: Vec<TrialRecord>,
+    fingerprint: Fingerprint,
+}
+
+/// One trial's judgement and its words.
+#[derive(Debug)]
+struct Shown {
+    judgement: Judgement,
+    headline: String,
+    message: String,
+}
+
+impl Judged {
+    fn new(comparison: Comparison, run: &RunResults<'_>) -> Judged {
+        Judged {
+            comparison,
+            records: run.records.to_vec(),
+            fingerprint: run.fingerprint.clone(),
+        }
+    }
+
+    fn explainer(&self) -> Explainer<'_> {
+        Explainer {
+            comparison: &self.comparison,
+            records: &self.records,
+            fingerprint: Some(&self.fingerprint),
+        }
+    }
+
+    fn get(&self, trial: &str) -> Option<Shown> {
+        let judged = self.comparison.get(trial)?;
+        let Words { headline, message } = self.explainer().words(judged);
+        Some(Shown {
+            judgement: judged.judgement.clone(),
+            headline,
+            message,
+        })
+    }
+}
+
+impl std::ops::Deref for Judged {
+    type Target = Comparison;
+    fn deref(&self) -> &Comparison {
+        &self.comparison
+    }
+}
+
+/// Compares the run with the baseline at `path`, as runner `r1`.
+fn judge(path: &Path, run: &RunResults<'_>) -> Judged {
+    Judged::new(compare(&file::read(path).unwrap(), path, "r1", run), run)
+}
+
 /// Compares one record; the baseline's other trials count as filtered out.
-fn judge_one(path: &Path, record: TrialRecord, fingerprint: &Fingerprint) -> super::Comparison {
-    let loaded = file::read(path).unwrap();
+fn judge_one(path: &Path, record: TrialRecord, fingerprint: &Fingerprint) -> Judged {
     let defined: BTreeSet<String> = ["s::a", "s::b", "s::gpu", "s::new"]
         .map(String::from)
         .into();
@@ -91,5 +148,5 @@ fn judge_one(path: &Path, record: TrialRecord, fingerprint: &Fingerprint) -> sup
         fingerprint,
         control: None,
     };
-    compare(&loaded, path, "r1", &results)
+    judge(path, &results)
 }

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use crate::baseline::compare;
 use crate::baseline::error::BaselineError;
+use crate::baseline::file::TrialBaseline;
 use crate::baseline::fingerprint::{self, FieldChange};
 use crate::baseline::judgement::Missing;
 use crate::baseline::{
@@ -140,14 +141,14 @@ impl Against {
     /// The one-screen message of the trial's judgement, as libtest shows it on the trial's line.
     pub fn explain(&self, record: &TrialRecord, judgement: &Judgement) -> String {
         let entry = self.baseline().and_then(|b| b.trials.get(&record.name));
-        let (_, message) = message::explain(
+        message::explain(
             &self.context(),
             &record.name,
-            entry,
+            entry.map(TrialBaseline::expected).as_ref(),
             Some(record),
             judgement,
-        );
-        message
+        )
+        .message
     }
 
     /// Baseline trials that no suite in `defined` has, each with the message of its failure.
@@ -163,9 +164,14 @@ impl Against {
             .iter()
             .filter(|(name, _)| !defined.contains(*name))
             .map(|(name, entry)| {
-                let (_, message) =
-                    message::explain(&self.context(), name, Some(entry), None, &judgement);
-                (name.clone(), message)
+                let words = message::explain(
+                    &self.context(),
+                    name,
+                    Some(&entry.expected()),
+                    None,
+                    &judgement,
+                );
+                (name.clone(), words.message)
             })
             .collect()
     }
@@ -175,7 +181,7 @@ impl Against {
             runner: &self.runner,
             baseline_path: &self.path,
             changes: &self.changes,
-            fingerprint: &self.fingerprint,
+            nvidia_fs_loaded: self.fingerprint.nvidia_fs_loaded,
         }
     }
 }
@@ -198,8 +204,6 @@ pub fn finish_run(args: &RunArgs, mut output: RunOutput, against: &Against) -> R
         judged: Some(&output.judged),
     };
     let comparison = baseline::compare(loaded, path, runner, &run);
-    eprint!("{}", terminal(&render::console(&comparison)));
-
     let history_line = history::HistoryLine::new(
         output.report.started_at.clone(),
         runner,
@@ -207,21 +211,27 @@ pub fn finish_run(args: &RunArgs, mut output: RunOutput, against: &Against) -> R
         &fingerprint,
         &output.report.trials,
     );
-    let mut extra = String::new();
+    let explainer = message::Explainer {
+        comparison: &comparison,
+        records: &output.report.trials,
+        fingerprint: Some(&fingerprint),
+    };
+    eprint!("{}", terminal(&render::console(&explainer)));
+
     let path = &args.baselines.history;
-    match adopt_history(path, &args.out)
+    let plots = adopt_history(path, &args.out)
         .and_then(|()| history::append(path, &history_line))
-        .and_then(|()| baseline::plots_for_report(&args.out, path, loaded, runner))
-    {
-        Ok(plots) => extra.push_str(&render::markdown(&comparison, &plots.plots, &args.out)),
+        .and_then(|()| baseline::plots_for_report(&args.out, path, loaded, runner));
+    let extra = match plots {
+        Ok(plots) => render::markdown(&explainer, &plots.plots, &args.out),
         Err(error) => {
             eprintln!(
                 "warning: no history or plots this run: {}",
                 terminal(&error_chain(&error))
             );
-            extra.push_str(&render::markdown(&comparison, &[], &args.out));
+            render::markdown(&explainer, &[], &args.out)
         }
-    }
+    };
     output.report.runner = Some(runner.clone());
     output.report.fingerprint = Some(fingerprint);
     output.report.baseline = Some(comparison);
