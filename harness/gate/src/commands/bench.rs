@@ -43,7 +43,7 @@ fn stats(source: &Path) -> Result<u8, Error> {
     super::run::baseline::adopt_history(source, out)?;
     let history = crate::baseline::history::read(source)?;
     for skipped in &history.skipped {
-        eprintln!("warning: {skipped}");
+        crate::console::warning(skipped);
     }
     let (text, targets_met) = crate::baseline::simulate::bench_stats(&history, source);
     println!("{text}");

@@ -113,13 +113,13 @@ pub fn run(request: BlessRequest, command: Vec<String>) -> Result<u8, Error> {
         else {
             return Ok(exit::PASSED);
         };
-        eprintln!(
+        crate::console::say(&format!(
             "bless: run {round} of {}{waited}: {} in {:.1} s ({})",
             request.runs,
             outcome.report.totals.counts(),
             outcome.report.duration_seconds,
             quiet.libtest_log.display()
-        );
+        ));
         outcomes.push(outcome);
     }
     let fingerprints: Vec<Fingerprint> = outcomes
@@ -146,7 +146,7 @@ pub fn run(request: BlessRequest, command: Vec<String>) -> Result<u8, Error> {
     if let Some(last) = outcomes.last()
         && let Err(error) = report::write_all(&args.out, &last.report, &charts)
     {
-        eprintln!("warning: {}", error_chain(&error));
+        crate::console::warning(&error_chain(&error));
     }
     // A bless cut short records nothing: its runs are not the ones that were asked for.
     if let Some(signal) = crate::interrupt::received() {

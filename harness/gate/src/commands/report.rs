@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use super::run::baseline::runner_and_path;
 use crate::baseline;
 use crate::cli::BaselineArgs;
+use crate::console;
 use crate::error::Error;
 use crate::exit;
 use crate::report::merge::merge_dirs;
@@ -23,17 +24,12 @@ pub fn run(merge_inputs: &[PathBuf], out: &Path, baselines: &BaselineArgs) -> Re
 /// ran), or 4 when a report cannot be read or written.
 pub fn merge(inputs: &[PathBuf], out: &Path) -> Result<u8, Error> {
     let merged = merge_dirs(inputs, out)?;
-    eprintln!(
+    console::say(&format!(
         "merged {} run(s): {}",
         merged.report.runs.len(),
         merged.report.report.totals.counts()
-    );
-    let names: Vec<String> = merged
-        .written
-        .iter()
-        .map(|path| path.display().to_string())
-        .collect();
-    eprintln!("reports: {}", names.join(", "));
+    ));
+    console::reports(&merged.written);
     Ok(merged.report.exit_code())
 }
 
@@ -45,7 +41,7 @@ fn plots(out: &Path, args: &BaselineArgs) -> Result<u8, Error> {
     let loaded = baseline::file::read(&path)?;
     let plots = baseline::plots_for_report(out, &args.history, &loaded, &runner)?;
     for note in &plots.skipped {
-        eprintln!("note: {note}");
+        console::note(note);
     }
     for plot in &plots.plots {
         println!("plot: {}", plot.path.display());

@@ -10,6 +10,7 @@ use libtest_mimic::{Failed, FormatSetting, Trial};
 
 use crate::baseline::Judgement;
 use crate::cli::RunArgs;
+use crate::console;
 use crate::error::Error;
 use crate::exit;
 
@@ -146,14 +147,11 @@ pub fn run_trials(
     match &host.gpu_unavailable {
         _ if quiet.is_some_and(|q| !q.doctor) => {}
         Some(reason) if !args.require_gpu && !args.doctor => {
-            eprintln!(
-                "{}",
-                terminal(&crate::doctor::cpu_only_line(&preflight, reason))
-            );
+            console::say(&crate::doctor::cpu_only_line(&preflight, reason));
         }
         _ => {
             for line in &doctor {
-                eprintln!("{}", terminal(line));
+                console::say(line);
             }
         }
     }
@@ -221,7 +219,7 @@ pub fn run_trials(
                     print!("{} ", terminal(&record.summary()));
                     let _ = std::io::stdout().flush();
                 }
-                let outcome = crate::outcome::libtest_result(&record, failure);
+                let outcome = crate::report::libtest::result(&record, failure);
                 records
                     .lock()
                     .unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -316,7 +314,7 @@ pub fn run_trials(
     };
     if quiet.is_none() {
         for note in &report.notes {
-            eprintln!("note: {}", terminal(note));
+            console::note(note);
         }
     }
     Ok(Some(RunOutput {

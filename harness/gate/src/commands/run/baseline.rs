@@ -14,8 +14,8 @@ use crate::baseline::{
     self, Baseline, Fingerprint, Judgement, Loaded, RunResults, file, history, message, render,
 };
 use crate::cli::{BaselineArgs, RunArgs};
+use crate::console;
 use crate::error::Error;
-use crate::escape::terminal;
 use crate::exit;
 use crate::host::HostFacts;
 use crate::report;
@@ -216,7 +216,7 @@ pub fn finish_run(args: &RunArgs, mut output: RunOutput, against: &Against) -> R
         records: &output.report.trials,
         fingerprint: Some(&fingerprint),
     };
-    eprint!("{}", terminal(&render::console(&explainer)));
+    console::say(&render::console(&explainer));
 
     let path = &args.baselines.history;
     let plots = adopt_history(path, &args.out)
@@ -225,10 +225,10 @@ pub fn finish_run(args: &RunArgs, mut output: RunOutput, against: &Against) -> R
     let extra = match plots {
         Ok(plots) => render::markdown(&explainer, &plots.plots, &args.out),
         Err(error) => {
-            eprintln!(
-                "warning: no history or plots this run: {}",
-                terminal(&error_chain(&error))
-            );
+            console::warning(&format!(
+                "no history or plots this run: {}",
+                error_chain(&error)
+            ));
             render::markdown(&explainer, &[], &args.out)
         }
     };
@@ -236,11 +236,7 @@ pub fn finish_run(args: &RunArgs, mut output: RunOutput, against: &Against) -> R
     output.report.fingerprint = Some(fingerprint);
     output.report.baseline = Some(comparison);
     let paths = report::write_all(&args.out, &output.report, &extra)?;
-    let names: Vec<String> = paths
-        .iter()
-        .map(|path| path.display().to_string())
-        .collect();
-    eprintln!("reports: {}", names.join(", "));
+    console::reports(&paths);
     // In GitHub Actions: point at the scenario line of each failed or slower trial.
     if std::env::var("GITHUB_ACTIONS").as_deref() == Ok("true") {
         for line in report::annotations::github_annotations(&output.report) {
@@ -258,7 +254,7 @@ pub fn finish_run(args: &RunArgs, mut output: RunOutput, against: &Against) -> R
     }
     let code = output.report.totals.exit_code();
     if code == exit::NOTHING_RAN {
-        eprintln!("no trial ran: a gate that ran nothing has not passed");
+        console::say("no trial ran: a gate that ran nothing has not passed");
     }
     Ok(code)
 }
@@ -267,7 +263,7 @@ pub fn finish_run(args: &RunArgs, mut output: RunOutput, against: &Against) -> R
 /// [`history::adopt_from_out`]), saying so on stderr.
 pub fn adopt_history(history: &Path, out: &Path) -> Result<(), BaselineError> {
     if let Some(note) = history::adopt_from_out(history, out)? {
-        eprintln!("{}", terminal(&note));
+        console::say(&note);
     }
     Ok(())
 }

@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use crate::baseline::Baseline;
 use crate::cli::RunArgs;
+use crate::console;
 use crate::control::{Control, ControlReading, Settler, describe};
-use crate::escape::terminal;
 use gds_model::error_chain;
 use gds_model::record::RunnerCheck;
 
@@ -42,10 +42,10 @@ pub(super) fn start(
     // Said only when it matters to this run's figures: the runner starts below its blessed
     // level. report.json keeps every reading.
     if let Some(c) = condition.filter(|c| c.below_level()) {
-        eprintln!(
+        console::say(&format!(
             "control: {}: the runner starts this run below its level",
-            terminal(&describe(c.disk, c.cpu, c.cpu_share))
-        );
+            describe(c.disk, c.cpu, c.cpu_share)
+        ));
     }
     let settler = blessed.map(|blessed| {
         Settler::new(
@@ -59,10 +59,9 @@ pub(super) fn start(
 }
 
 fn warn(why: &str) {
-    eprintln!(
-        "warning: no control read this run ({}): a trial that looks slower is confirmed without waiting for the runner",
-        terminal(why)
-    );
+    console::warning(&format!(
+        "no control read this run ({why}): a trial that looks slower is confirmed without waiting for the runner"
+    ));
 }
 
 /// Waits for the runner before a confirmation run. Silent, so that the trial's libtest line is

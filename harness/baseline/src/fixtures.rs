@@ -114,34 +114,3 @@ pub const BASE: [f64; 5] = [2.00, 2.05, 1.97, 2.02, 1.99];
 pub const SLOW: [f64; 5] = [1.60, 1.63, 1.58, 1.61, 1.65];
 pub const NOISE: [f64; 5] = [2.03, 1.96, 2.01, 1.98, 2.04];
 pub const FAST: [f64; 5] = [2.60, 2.50, 2.55, 2.62, 2.58];
-
-/// A report of `trials` on a made-up host, with no baseline: the renderers' input.
-pub fn report(trials: Vec<TrialRecord>) -> crate::report::Report {
-    let totals = crate::outcome::Totals::of(&trials, 0, 0);
-    crate::report::Report {
-        schema_version: crate::report::SCHEMA_VERSION,
-        gate_version: "0.0.0".into(),
-        started_at: "2026-01-01T00:00:00Z".into(),
-        duration_seconds: 1.0,
-        command: vec!["gds-gate".into()],
-        host: crate::host::HostFacts {
-            hostname: "gpu01".into(),
-            kernel: "6.8.0".into(),
-            cpus: 2,
-            memory_bytes: None,
-            gpu_unavailable: None,
-            nvidia_driver_version: None,
-        },
-        data_dir: "data".into(),
-        suites: Vec::new(),
-        data: Vec::new(),
-        trials,
-        totals,
-        notes: Vec::new(),
-        doctor: Vec::new(),
-        runner: None,
-        fingerprint: None,
-        baseline: None,
-        control: None,
-    }
-}

@@ -6,14 +6,14 @@ use std::time::Duration;
 use quick_junit::{NonSuccessKind, TestCase, TestCaseStatus, TestSuite};
 
 use super::Report;
-use crate::outcome::Outcome;
+use gds_baseline::outcome::Outcome;
 
 /// Text for the XML: control characters shown escaped, since XML 1.0 cannot hold most C0
 /// characters even as references and quick-junit would silently drop them (and whole ANSI
 /// sequences), leaving a reason that no longer says what the worker printed. Line breaks and
 /// tabs are legal and kept.
 fn xml(text: &str) -> String {
-    crate::escape::controls(text, &['\n', '\t'])
+    gds_runner::escape::controls(text, &['\n', '\t'])
 }
 
 /// A failing outcome as JUnit says it. The type tells CI test views a slow disk (`regression`)

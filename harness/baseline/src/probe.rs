@@ -6,18 +6,18 @@
 use std::path::{Path, PathBuf};
 
 use super::fingerprint::{Fingerprint, hash_bytes};
-use crate::host::HostFacts;
+use gds_runner::host::HostFacts;
 
 /// What this host says; the caller adds the workers' facts (`cuda`, `libcufile`, `kvikio`, and a
 /// better `gpu_model` if it has one).
 pub fn probe(host: &HostFacts, data_dir: &Path) -> Fingerprint {
     let (gpu_model, gpu_count) = gpus(Path::new("/proc/driver/nvidia/gpus"));
-    let mount = crate::mounts::mount_holding(data_dir).ok();
+    let mount = gds_runner::mounts::mount_holding(data_dir).ok();
     Fingerprint {
         gpu_model,
         gpu_count,
-        nvidia_fs_loaded: crate::host::gds().nvidia_fs_loaded,
-        nvidia_fs_version: crate::host::gds().nvidia_fs_version.clone(),
+        nvidia_fs_loaded: gds_runner::host::gds().nvidia_fs_loaded,
+        nvidia_fs_version: gds_runner::host::gds().nvidia_fs_version.clone(),
         data_dir_fs: mount.as_ref().map(|m| m.fs_type.clone()),
         data_dir_device: mount.map(|m| m.source),
         cufile_json_hash: gds_model::cufile_config::host_config_path()
@@ -65,9 +65,9 @@ mod tests {
 
     #[test]
     fn the_longest_mount_point_wins() {
-        let entries = crate::mounts::parse_mountinfo(MOUNTINFO);
+        let entries = gds_runner::mounts::parse_mountinfo(MOUNTINFO);
         let at = |path: &str| {
-            let mount = crate::mounts::find_mount(&entries, Path::new(path)).unwrap();
+            let mount = gds_runner::mounts::find_mount(&entries, Path::new(path)).unwrap();
             (mount.fs_type.clone(), mount.source.clone())
         };
         let pair = |fs: &str, source: &str| (fs.to_string(), source.to_string());

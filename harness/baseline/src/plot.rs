@@ -255,9 +255,9 @@ mod tests {
     use std::collections::BTreeMap;
 
     use super::*;
-    use crate::baseline::file::{Provenance, SCHEMA_VERSION};
-    use crate::baseline::fixtures::{self, BASE, CHECKSUM, SLOW};
-    use crate::baseline::history::HistoryLine;
+    use crate::file::{Provenance, SCHEMA_VERSION};
+    use crate::fixtures::{self, BASE, CHECKSUM, SLOW};
+    use crate::history::HistoryLine;
 
     #[test]
     fn one_svg_per_trial_with_the_band_and_the_runs() {

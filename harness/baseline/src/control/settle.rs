@@ -69,7 +69,7 @@ impl Settler {
             let pause = self.poll.min(self.max_wait - waited);
             sleep(pause);
             waited += pause;
-            if crate::interrupt::received().is_some() {
+            if gds_runner::interrupt::received().is_some() {
                 break;
             }
             last = condition()?;

@@ -1,14 +1,17 @@
-//! Baselines: per-runner throughput statistics stored in `baselines/<runner>.yaml`, the comparison
-//! of a run against them, bless, the run history and its plots.
+//! gds-baseline: how a trial is judged. Per-runner throughput statistics stored in
+//! `baselines/<runner>.yaml`, the comparison of a run against them and its words, the runner
+//! control that tells a slow runner from a slow trial, each trial's [`outcome`] (its own checks
+//! and its judgement together) and the run's exit code, bless, the run history and its plots.
 //!
 //! The gate uses it in four places: after the trials, [`read`](file::read) the runner's baseline
 //! (a damaged file stops the gate), [`compare`](compare::compare) the records and print
-//! [`render::console`]; [`history::append`] one line; `bless` calls [`bless::bless`] (or
-//! [`crate::report::saved::bless_from_report`]); `report` calls [`plots_for_report`].
+//! [`render::console`]; [`history::append`] one line; `bless` calls [`bless::bless`] (or, from a
+//! saved report, `gds-report`'s `saved::bless_from_report`); `report` calls [`plots_for_report`].
 
 pub mod bless;
 pub mod chart;
 pub mod compare;
+pub mod control;
 pub mod cpu;
 pub mod decision;
 pub mod error;
@@ -18,14 +21,15 @@ pub mod history;
 pub mod judgement;
 pub mod message;
 pub mod noise;
+pub mod outcome;
 pub mod plot;
 pub mod probe;
 pub mod render;
 pub mod simulate;
 pub mod stats;
 
-#[cfg(test)]
-pub(crate) mod fixtures;
+#[cfg(any(test, feature = "fixtures"))]
+pub mod fixtures;
 #[cfg(test)]
 mod tests;
 

@@ -10,8 +10,8 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use super::{ControlReading, SEED};
-use crate::data::direct::{AlignedBuf, clear_direct, direct_refused, open_maybe_direct};
-use crate::data::{self, DataError, GeneratedFile};
+use gds_runner::data::direct::{AlignedBuf, clear_direct, direct_refused, open_maybe_direct};
+use gds_runner::data::{self, DataError, GeneratedFile};
 
 /// Reads per reading: the median of three is not moved by one disturbed read.
 const READS: usize = 3;

@@ -4,11 +4,11 @@ use std::collections::BTreeSet;
 use std::path::Path;
 
 use super::{Judged, blessed, judge, judge_one, run, scratch};
-use crate::baseline::compare::RunResults;
-use crate::baseline::fingerprint::Fingerprint;
-use crate::baseline::fixtures::{self, BASE, CHECKSUM, FAST, NOISE, SLOW};
-use crate::baseline::judgement::{Judgement, Missing, Severity};
-use crate::baseline::render;
+use crate::compare::RunResults;
+use crate::fingerprint::Fingerprint;
+use crate::fixtures::{self, BASE, CHECKSUM, FAST, NOISE, SLOW};
+use crate::judgement::{Judgement, Missing, Severity};
+use crate::render;
 use gds_model::record::RunnerCheck;
 
 #[test]
@@ -378,8 +378,8 @@ fn blessed_with_cpu(path: &Path) {
         })
         .collect();
     let runs: Vec<RunResults> = rounds.iter().map(|records| run(records, &fp)).collect();
-    let filter = crate::baseline::Filter::default();
-    let outcome = crate::baseline::bless(&runs, &super::options(path, &filter)).unwrap();
+    let filter = crate::Filter::default();
+    let outcome = crate::bless(&runs, &super::options(path, &filter)).unwrap();
     assert!(outcome.written);
 }
 

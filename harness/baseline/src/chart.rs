@@ -52,14 +52,14 @@ pub fn markdown(trends: &[Trend]) -> String {
         gds_model::units::shown().label()
     );
     for trend in drawn {
-        let name = crate::escape::markdown_code(&trend.trial);
+        let name = gds_runner::escape::markdown_code(&trend.trial);
         let svg = trend
             .svg
             .as_deref()
             .map(|svg| {
                 format!(
                     " (every pass: {} in the run's artifact)",
-                    crate::escape::markdown_code(svg)
+                    gds_runner::escape::markdown_code(svg)
                 )
             })
             .unwrap_or_default();

@@ -101,8 +101,8 @@ impl fmt::Display for FittedNoise {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::baseline::fixtures;
-    use crate::baseline::history::HistoryLine;
+    use crate::fixtures;
+    use crate::history::HistoryLine;
 
     fn history(runs: &[&[f64]]) -> History {
         History {

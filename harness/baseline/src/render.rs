@@ -168,7 +168,7 @@ fn fingerprint_block(comparison: &Comparison) -> String {
 /// The `summary.md` section: the fingerprint changes, a table with one row per judged trial, and
 /// a link to each trial's plot (paths relative to `summary_dir`, where summary.md is written).
 pub fn markdown(explainer: &Explainer<'_>, plots: &[PlotFile], summary_dir: &Path) -> String {
-    use crate::escape::{markdown as text, markdown_block, markdown_code as code};
+    use gds_runner::escape::{markdown as text, markdown_block, markdown_code as code};
     let comparison = explainer.comparison;
     let mut out = String::new();
     let file = code(&comparison.baseline_path.display().to_string());

@@ -496,7 +496,7 @@ mod tests {
     use std::time::{Duration, Instant};
 
     use super::*;
-    use crate::baseline::fixtures::{self, BASE, CHECKSUM};
+    use crate::fixtures::{self, BASE, CHECKSUM};
 
     pub(crate) fn provenance() -> Provenance {
         Provenance {
@@ -843,12 +843,11 @@ mod tests {
         let (dir, path) = scratch();
         let old = sample("gpu-runner-1");
         write(&path, &old).unwrap();
+        // This test's name as libtest knows it: its module path without the crate's name.
+        let (_, module) = module_path!().split_once("::").unwrap();
+        let name = format!("{module}::a_bless_killed_mid_write_leaves_the_old_file_intact");
         let mut child = std::process::Command::new(std::env::current_exe().unwrap())
-            .args([
-                "baseline::file::tests::a_bless_killed_mid_write_leaves_the_old_file_intact",
-                "--exact",
-                "--test-threads=1",
-            ])
+            .args([name.as_str(), "--exact", "--test-threads=1"])
             .env(CHILD, &path)
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::null())

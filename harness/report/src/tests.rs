@@ -3,7 +3,7 @@
 //! them as its format does.
 
 use super::{annotations, junit, markdown};
-use crate::baseline::fixtures::{self, BASE, CHECKSUM};
+use gds_baseline::fixtures::{self, BASE, CHECKSUM};
 use gds_model::record::TrialRecord;
 
 /// Every C0 byte, DEL and every C1 code point, then the escape sequences that recolour, retitle
@@ -36,7 +36,7 @@ fn report() -> super::Report {
     let passed = named(fixtures::passed("p", &BASE, "nvfs", CHECKSUM), "passed");
     let mut ignored = named(fixtures::ignored("i"), "ignored");
     ignored.reason = Some(format!("reason {bad}"));
-    let mut report = fixtures::report(vec![failed, passed, ignored]);
+    let mut report = crate::test_support::report(vec![failed, passed, ignored]);
     report.notes = vec![format!("note {bad}")];
     report.host.hostname = format!("host{bad}");
     report

@@ -3,12 +3,11 @@
 use std::collections::BTreeSet;
 
 use super::{blessed, options, run, scratch};
-use crate::baseline::bless::{BlessError, Filter, TrialChange, bless};
-use crate::baseline::compare::RunResults;
-use crate::baseline::file::{self, Loaded};
-use crate::baseline::fingerprint::Fingerprint;
-use crate::baseline::fixtures::{self, BASE, CHECKSUM, FAST, NOISE, SLOW};
-use crate::report::saved;
+use crate::bless::{BlessError, Filter, TrialChange, bless};
+use crate::compare::RunResults;
+use crate::file::{self, Loaded};
+use crate::fingerprint::Fingerprint;
+use crate::fixtures::{self, BASE, CHECKSUM, FAST, NOISE, SLOW};
 
 #[test]
 fn bless_refuses_a_failing_run_and_writes_nothing() {
@@ -283,68 +282,4 @@ fn bless_never_overwrites_a_corrupt_or_newer_baseline() {
         assert!(matches!(error, BlessError::Baseline(_)), "{error}");
         assert_eq!(std::fs::read_to_string(&s.path).unwrap(), text);
     }
-}
-
-#[test]
-fn bless_from_a_saved_report() {
-    let s = scratch();
-    let records = vec![
-        fixtures::passed("s::a", &BASE, "nvfs", CHECKSUM),
-        fixtures::ignored("s::gpu"),
-    ];
-    let host = crate::host::HostFacts::probe();
-    let report = serde_json::json!({
-        "schema_version": crate::report::SCHEMA_VERSION,
-        "gate_version": "0.1.0",
-        "started_at": "2026-03-01T12:00:00Z",
-        "duration_seconds": 12.5,
-        "command": ["gds-gate"],
-        "host": host,
-        "data_dir": "target/gds-gate/data",
-        "suites": [],
-        "data": [],
-        "trials": &records,
-        "totals": crate::outcome::Totals::of(&records, 0, 0),
-        "notes": [],
-        "runner": "r1",
-    });
-    let report_path = s.path.with_file_name("report.json");
-    std::fs::create_dir_all(report_path.parent().unwrap()).unwrap();
-    std::fs::write(&report_path, serde_json::to_string_pretty(&report).unwrap()).unwrap();
-    let saved = saved::load_report(&report_path).unwrap();
-    assert_eq!(saved.runner.as_deref(), Some("r1"));
-    assert_eq!(
-        saved.fingerprint.kernel.as_deref(),
-        Some(host.kernel.as_str())
-    );
-    let filter = Filter::default();
-    let outcome = saved::bless_from_report(&report_path, &options(&s.path, &filter)).unwrap();
-    assert!(outcome.written, "{outcome}");
-    let Loaded::Present(baseline) = file::read(&s.path).unwrap() else {
-        panic!()
-    };
-    assert_eq!(baseline.trials.keys().collect::<Vec<_>>(), ["s::a"]);
-    assert_eq!(baseline.provenance.revision.as_deref(), Some("abc1234"));
-    // A report from a newer gate, and a file that is not a report, are clear errors.
-    let newer = report.to_string().replace(
-        &format!("\"schema_version\":{}", crate::report::SCHEMA_VERSION),
-        "\"schema_version\":9",
-    );
-    std::fs::write(&report_path, newer).unwrap();
-    let shown = saved::load_report(&report_path).unwrap_err().to_string();
-    assert!(shown.contains("report has schema_version 9"), "{shown}");
-    // JSON cannot spell NaN or infinity, and a number past f64 is refused where it stands: a
-    // saved report's figures are finite by the time a bless uses them.
-    let pretty = serde_json::to_string_pretty(&report).unwrap();
-    let line = pretty.lines().position(|l| l.contains("2.05")).unwrap() + 1;
-    std::fs::write(&report_path, pretty.replacen("2.05", "2.05e999", 1)).unwrap();
-    let shown = saved::load_report(&report_path).unwrap_err().to_string();
-    assert!(
-        shown.contains(&format!("report.json:{line}:")) && shown.contains("number out of range"),
-        "{shown}"
-    );
-    std::fs::write(&report_path, "{\"schema_version\": 2,\n \"trials\": 3}").unwrap();
-    let shown = saved::load_report(&report_path).unwrap_err().to_string();
-    assert!(shown.contains("report.json:"), "{shown}");
-    assert!(shown.contains("not a usable gds-gate report"), "{shown}");
 }

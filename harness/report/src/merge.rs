@@ -13,8 +13,8 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::{Report, ReportError, SCHEMA_VERSION, Totals, junit, markdown};
-use crate::baseline::{self, Comparison, Fingerprint};
-use crate::host::HostFacts;
+use gds_baseline::{self as baseline, Comparison, Fingerprint};
+use gds_runner::host::HostFacts;
 
 pub const MERGED_JSON: &str = "merged.json";
 pub const MERGED_JUNIT: &str = "merged-junit.xml";
@@ -277,7 +277,7 @@ impl MergedReport {
 
     /// `merged-summary.md`: the runs, the combined trial table, then each run's baseline.
     pub fn markdown(&self, out: &Path) -> String {
-        use crate::escape::{markdown as text, markdown_code as code};
+        use gds_runner::escape::{markdown as text, markdown_code as code};
         let mut summary = String::new();
         let _ = writeln!(summary, "## gds-gate: {} runs merged\n", self.runs.len());
         let _ = writeln!(

@@ -9,7 +9,7 @@
 use std::path::{Component, Path, PathBuf};
 
 use super::Report;
-use crate::baseline::Judgement;
+use gds_baseline::Judgement;
 
 /// In report order: one `::error` per trial whose outcome fails the run (its own failure, or
 /// its failure against the baseline), one `::warning` per trial warning, one `::notice` per
@@ -76,7 +76,7 @@ fn command(kind: &str, file: &str, line: usize, title: &str, message: &str) -> S
 /// (the runner prints the message into the log, where an escape sequence would act), then `%`,
 /// CR and LF percent-encoded, which the runner decodes.
 pub fn escape_data(text: &str) -> String {
-    crate::escape::controls(text, &['\t', '\r', '\n'])
+    gds_runner::escape::controls(text, &['\t', '\r', '\n'])
         .replace('%', "%25")
         .replace('\r', "%0D")
         .replace('\n', "%0A")

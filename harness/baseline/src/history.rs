@@ -200,7 +200,7 @@ pub fn read(path: &Path) -> Result<History, BaselineError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::baseline::fixtures::{self, BASE, CHECKSUM};
+    use crate::fixtures::{self, BASE, CHECKSUM};
 
     fn line(time: &str) -> HistoryLine {
         let records = [

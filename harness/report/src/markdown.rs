@@ -3,11 +3,11 @@
 use std::fmt::Write;
 
 use super::Report;
-use crate::baseline::stats::Summary;
-use crate::escape::{markdown as text, markdown_code as code};
-use crate::outcome::Outcome;
+use gds_baseline::outcome::Outcome;
+use gds_baseline::stats::Summary;
 use gds_model::hex;
 use gds_model::record::{Measurement, Status, TrialRecord};
+use gds_runner::escape::{markdown as text, markdown_code as code};
 
 pub fn render(report: &Report) -> String {
     let totals = report.totals;
@@ -233,7 +233,7 @@ fn section_head(out: &mut String, title: &str, intro: &str, columns: &str, align
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::baseline::fixtures;
+    use gds_baseline::fixtures;
     use gds_model::record::GpuShardResult;
 
     fn measurement(gbps: f64) -> Measurement {
@@ -248,7 +248,10 @@ mod tests {
     fn start_up_has_its_own_column_beside_the_throughput() {
         let mut started = trial("s::cufile", 2.0);
         started.measurement.as_mut().unwrap().startup_seconds = Some(0.929);
-        let summary = trial_table(&fixtures::report(vec![started, trial("s::old", 1.0)]));
+        let summary = trial_table(&crate::test_support::report(vec![
+            started,
+            trial("s::old", 1.0),
+        ]));
         assert!(
             summary.contains(
                 "| `s::cufile` | ok | 2.00 | 2.00–2.00 | nvfs |  |  |  | 0x0000000000000007 | 929 ms |  |"
@@ -285,7 +288,7 @@ mod tests {
             p999_us: None,
             max_us: None,
         });
-        let summary = trial_table(&fixtures::report(vec![costly, kvikio]));
+        let summary = trial_table(&crate::test_support::report(vec![costly, kvikio]));
         assert!(
             summary.contains("| nvfs | 0.400 | 477 | 1.00 ms / 8.98 ms |"),
             "{summary}"

@@ -10,13 +10,13 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
 use super::{Report, annotations, junit, markdown, merge};
-use crate::baseline::bless::{BlessOptions, Filter, bless};
-use crate::baseline::compare::{RunResults, compare};
-use crate::baseline::file::{self, Provenance};
-use crate::baseline::fixtures::{self, BASE, CHECKSUM, NOISE, SLOW};
-use crate::exit;
-use crate::outcome::{self, Outcome, Totals};
+use gds_baseline::bless::{BlessOptions, Filter, bless};
+use gds_baseline::compare::{RunResults, compare};
+use gds_baseline::file::{self, Provenance};
+use gds_baseline::fixtures::{self, BASE, CHECKSUM, NOISE, SLOW};
+use gds_baseline::outcome::{self, Outcome, Totals};
 use gds_model::record::TrialRecord;
+use gds_runner::exit;
 
 const CPU: [f64; 5] = [0.4; 5];
 
@@ -131,7 +131,7 @@ fn judged_run(dir: &std::path::Path) -> (Report, BTreeMap<&'static str, Outcome>
         let judgement = comparison.get(&record.name).map(|j| &j.judgement);
         outcome::settle(record, judgement);
     }
-    let mut report = fixtures::report(records);
+    let mut report = crate::test_support::report(records);
     report.runner = Some("r1".into());
     report.baseline = Some(comparison);
     let undefined = report.missing_without_record().count();
@@ -206,7 +206,7 @@ fn every_sink_tells_each_trials_outcome_the_totals_and_the_exit_code_alike() {
     let mut libtest_failed = 0;
     for trial in &report.trials {
         let failure = report.failure_of(trial).map(|words| words.message);
-        let result = crate::outcome::libtest_result(trial, failure);
+        let result = crate::libtest::result(trial, failure);
         match expected[trial.name.as_str()] {
             Outcome::Passed => assert!(matches!(result, Ok(libtest_mimic::Completion::Completed))),
             Outcome::Ignored => assert!(matches!(

@@ -4,11 +4,10 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::baseline::Judgement;
-use crate::escape::terminal;
-use crate::exit;
+use crate::Judgement;
 pub use gds_model::outcome::Outcome;
 use gds_model::record::{Status, TrialRecord};
+use gds_runner::exit;
 
 /// A trial's outcome: a failure of its own checks explains everything after it; else the
 /// baseline's judgement, where it found a difference that fails the run; else its own checks.
@@ -37,26 +36,6 @@ pub fn decide(checks: Status, judgement: Option<&Judgement>) -> Outcome {
 /// Sets the record's outcome from its checks and `judgement`.
 pub fn settle(record: &mut TrialRecord, judgement: Option<&Judgement>) {
     record.status = decide(record.checks, judgement);
-}
-
-/// libtest's result for a trial, from its outcome: a failure against the baseline with that
-/// comparison's message, a failure of its own checks with its reason and details.
-pub fn libtest_result(
-    record: &TrialRecord,
-    baseline_failure: Option<String>,
-) -> Result<libtest_mimic::Completion, libtest_mimic::Failed> {
-    match (record.status, baseline_failure) {
-        (Outcome::Passed, _) => Ok(libtest_mimic::Completion::Completed),
-        (Outcome::Ignored, _) => Ok(libtest_mimic::Completion::ignored_with(terminal(
-            record.reason.as_deref().unwrap_or_default(),
-        ))),
-        (_, Some(message)) => Err(libtest_mimic::Failed::from(terminal(&message))),
-        (_, None) => Err(libtest_mimic::Failed::from(terminal(&format!(
-            "{}\n{}",
-            record.reason.as_deref().unwrap_or("failed"),
-            record.details.as_deref().unwrap_or("")
-        )))),
-    }
 }
 
 /// How many trials ended in each outcome. Each trial of the run is counted once; a baseline
@@ -180,8 +159,8 @@ impl Totals {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::baseline::decision::Throughput;
-    use crate::baseline::judgement::Missing;
+    use crate::decision::Throughput;
+    use crate::judgement::Missing;
 
     fn throughput() -> Throughput {
         Throughput::measure(&vec![vec![1.0; 5]; 6], &[1.0; 5], 0.1)

@@ -6,7 +6,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use crate::host::HostFacts;
+use gds_runner::host::HostFacts;
 
 /// Every fact may be unknown: a CPU-only run learns nothing about KvikIO, a container may hide
 /// `/proc/driver/nvidia`. The gate fills what it can from the host ([`super::probe`]) and the

@@ -1,15 +1,20 @@
-//! Reports of a run under the output directory: `report.json` (the record, versioned),
-//! `junit.xml` (for CI test views) and `summary.md` (for people; also appended to
-//! `$GITHUB_STEP_SUMMARY`). Every file is written atomically.
+//! gds-report: what a run tells. Its reports under the output directory: `report.json` (the
+//! record, versioned), `junit.xml` (for CI test views) and `summary.md` (for people; also
+//! appended to `$GITHUB_STEP_SUMMARY`), each written atomically; GitHub annotations; the merge
+//! of many runs' reports into one; a saved report read back for bless. Every sink tells each
+//! trial's outcome as `gds-baseline` decided it.
 
 pub mod annotations;
 mod junit;
+pub mod libtest;
 mod markdown;
 pub mod merge;
 pub mod saved;
 
 #[cfg(test)]
 mod conformance;
+#[cfg(test)]
+mod test_support;
 #[cfg(test)]
 mod tests;
 
@@ -18,13 +23,13 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::baseline::compare::TrialJudgement;
-use crate::baseline::message::{Explainer, Words};
-use crate::host::HostFacts;
-pub use crate::outcome::Totals;
-use crate::prepare::PreparedFile;
+use gds_baseline::compare::TrialJudgement;
+use gds_baseline::message::{Explainer, Words};
+pub use gds_baseline::outcome::Totals;
 use gds_model::fsutil::write_atomically;
 use gds_model::record::TrialRecord;
+use gds_runner::host::HostFacts;
+use gds_runner::prepare::PreparedFile;
 
 /// Bump when a field changes meaning or disappears; readers refuse other versions.
 /// 2: a trial's `status` is its outcome (`passed`, `failed`, `slower`, `costlier`,
@@ -57,13 +62,13 @@ pub struct Report {
     pub runner: Option<String>,
     /// What the runner is: GPU, driver, CUDA, libcufile, KvikIO, nvidia-fs, kernel, data dir.
     #[serde(default)]
-    pub fingerprint: Option<crate::baseline::Fingerprint>,
+    pub fingerprint: Option<gds_baseline::Fingerprint>,
     /// The comparison with the runner's baseline.
     #[serde(default)]
-    pub baseline: Option<crate::baseline::Comparison>,
+    pub baseline: Option<gds_baseline::Comparison>,
     /// The runner's control read at the start of the run (see `control`); a bless records it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub control: Option<crate::control::ControlReading>,
+    pub control: Option<gds_baseline::control::ControlReading>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -115,7 +120,7 @@ impl Report {
         }
         let judged = self.baseline.as_ref().and_then(|c| c.get(&trial.name));
         match judged.and_then(|judged| self.words(judged)) {
-            Some(words) if trial.status != crate::outcome::Outcome::Failed => Some(words),
+            Some(words) if trial.status != gds_baseline::outcome::Outcome::Failed => Some(words),
             _ => {
                 let reason = trial.reason.clone().unwrap_or_else(|| "failed".into());
                 let message = match trial.details.as_deref().filter(|d| !d.trim().is_empty()) {
@@ -139,7 +144,7 @@ impl Report {
             .filter(|judged| {
                 matches!(
                     judged.judgement,
-                    crate::baseline::Judgement::MissingTrial { .. }
+                    gds_baseline::Judgement::MissingTrial { .. }
                 ) && !self.trials.iter().any(|t| t.name == judged.trial)
             })
     }
@@ -188,9 +193,9 @@ fn with_words(report: &Report) -> serde_json::Value {
 }
 
 /// A report as its JSON file holds it: pretty, with no raw control character (see
-/// [`crate::escape::json`]).
+/// [`gds_runner::escape::json`]).
 pub(crate) fn to_json(value: &impl Serialize) -> serde_json::Result<String> {
-    serde_json::to_string_pretty(value).map(|text| crate::escape::json(&text))
+    serde_json::to_string_pretty(value).map(|text| gds_runner::escape::json(&text))
 }
 
 /// Writes each `(name, contents)` into `out` atomically and appends `summary` to
