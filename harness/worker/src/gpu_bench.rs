@@ -9,7 +9,7 @@ use std::process::Command;
 
 use gds_model::plan::ReadPlan;
 use gds_model::protocol::{
-    GpuBenchResult, GpuBenchSpec, KernelRates, PROTOCOL_VERSION, StorageRates,
+    GpuBenchResult, GpuBenchSpec, KernelRates, PROTOCOL_VERSION, StorageRates, Unavailable,
 };
 use gds_model::scenario::{BufferKind, Pattern};
 
@@ -31,8 +31,10 @@ pub fn run(spec: GpuBenchSpec) -> GpuBenchResult {
         Err(error) => return failed(error.to_string()),
     };
     let kernels =
-        kernels(&mut gpu, spec.size, spec.runs).map_err(|error| gds_model::error_chain(&error));
-    let storage = kernels.is_ok().then(|| storage(&mut gpu, &spec));
+        kernels(&mut gpu, spec.size, spec.runs).map_err(|error| Unavailable::chain(&error));
+    let storage = kernels
+        .is_ok()
+        .then(|| storage(&mut gpu, &spec).map_err(Unavailable::from));
     GpuBenchResult {
         protocol: PROTOCOL_VERSION,
         gpu: Ok(gpu.name.clone()),

@@ -42,7 +42,7 @@ pub fn facts_of(probe: &gds_model::protocol::CufileProbe) -> CufileFacts {
                 version: library.version.clone(),
                 entry_points: probe.entry_points.clone(),
             }),
-            Err(why) => Fact::Unknown(why.clone()),
+            Err(why) => Fact::Unknown(why.0.clone()),
         },
         driver_open: match &probe.driver {
             DriverProbe::NotAttempted(why) => Fact::Unknown(why.clone()),

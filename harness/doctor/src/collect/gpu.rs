@@ -49,7 +49,7 @@ pub(super) fn driver(host: &HostFacts, nvidia_smi: Option<&str>) -> DriverFacts 
     };
     let nvrtc = match gds_runner::job::probe::host().nvrtc.clone() {
         Some(Ok(name)) => Fact::Known(name),
-        Some(Err(why)) => Fact::Unknown(why),
+        Some(Err(why)) => Fact::Unknown(why.into()),
         None => Fact::Unknown("the worker did not say".into()),
     };
     DriverFacts {

@@ -5,7 +5,9 @@
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use gds_model::protocol::{CufileProbeDepth, PROTOCOL_VERSION, ProbeResult, ProbeSpec};
+use gds_model::protocol::{
+    CufileProbeDepth, PROTOCOL_VERSION, ProbeResult, ProbeSpec, Unavailable,
+};
 
 /// A probe needs no I/O of note; a minute means it hangs.
 const TIMEOUT: Duration = Duration::from_secs(60);
@@ -31,8 +33,8 @@ pub fn host() -> &'static ProbeResult {
 
 /// The GPUs CUDA numbers here (`cuDeviceGetCount`, which initialises CUDA: asked only when a
 /// trial needs it), once per process.
-pub fn gpu_count() -> Result<u32, String> {
-    static COUNT: OnceLock<Result<u32, String>> = OnceLock::new();
+pub fn gpu_count() -> Result<u32, Unavailable> {
+    static COUNT: OnceLock<Result<u32, Unavailable>> = OnceLock::new();
     COUNT
         .get_or_init(|| {
             probe(false, true, CufileProbeDepth::None)
