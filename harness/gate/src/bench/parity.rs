@@ -210,7 +210,7 @@ pub fn run(setting: &Setting, runs: usize, dir: &Path, out: &mut String) -> Resu
         .ok_or("the parity bench has no file to write")?;
     let scratch = tempfile::tempdir().map_err(|error| error.to_string())?;
     let launcher = Launcher {
-        gate: crate::job::worker_program()?,
+        gate: crate::job::worker_program().map_err(|error| gds_model::error_chain(&error))?,
         trials_dir: scratch.path().to_path_buf(),
         strict: false,
         timeout: None,

@@ -39,7 +39,7 @@ pub fn run(runs: usize, dir: &Path, out: &mut String) -> Result<(), String> {
     let data = DataSet::prepare(dir, &trials);
     let scratch = tempfile::tempdir().map_err(|error| error.to_string())?;
     let launcher = Launcher {
-        gate: crate::job::worker_program()?,
+        gate: crate::job::worker_program().map_err(|error| gds_model::error_chain(&error))?,
         trials_dir: scratch.path().to_path_buf(),
         strict: false,
         timeout: Some(Duration::from_secs(120)),

@@ -164,7 +164,8 @@ pub fn run_trials(
     let data = DataSet::prepare(&args.inputs.data_dir, runnable);
     let gate = crate::job::worker_program().map_err(|error| {
         Error::Setup(format!(
-            "cannot find the gate's own binary to start workers: {error}"
+            "cannot find the gate's own binary to start workers: {}",
+            gds_model::error_chain(&error)
         ))
     })?;
     let launcher = Launcher {

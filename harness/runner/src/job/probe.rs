@@ -20,8 +20,10 @@ pub fn probe(cuda_version: bool, gpu_count: bool, cufile: CufileProbeDepth) -> P
         gpu_count,
         cufile,
     };
-    super::run("probe", &spec, TIMEOUT)
-        .unwrap_or_else(|why| ProbeResult::failed(&spec, &format!("the probe failed: {why}")))
+    super::run("probe", &spec, TIMEOUT).unwrap_or_else(|why| {
+        let why = gds_model::error_line(&why);
+        ProbeResult::failed(&spec, &format!("the probe failed: {why}"))
+    })
 }
 
 /// What every run asks once: whether libcuda loads, the CUDA version, and libcufile loaded (its
