@@ -51,7 +51,9 @@ pub fn run(runs: usize, dir: &Path, out: &mut String) -> Result<(), String> {
     // Round-robin, so that a slow moment of the host is shared by every reader.
     for _ in 0..runs {
         for ((spec, records), steps) in trials.iter().zip(&mut records).zip(&mut driver_steps) {
-            let files = data.files_for(spec)?;
+            let files = data
+                .files_for(spec)
+                .map_err(|error| gds_model::error_chain(&error))?;
             let plan = ReadPlan::new(files, &spec.pattern);
             records.push(launcher.run_trial(spec.clone(), plan));
             let log = cufile_log::read_logs(&launcher.trials_dir.join(slug(&spec.name)));

@@ -137,7 +137,8 @@ pub fn run_trials(
     if selected.is_empty() {
         return Err(nothing_selected(args, specs.len()));
     }
-    crate::prepare::check_data_dir(&args.inputs.data_dir).map_err(Error::Setup)?;
+    crate::prepare::check_data_dir(&args.inputs.data_dir)
+        .map_err(|error| Error::Setup(gds_model::error_chain(&error)))?;
     // The doctor's short form first, so that a host that cannot do GDS says so before the trials.
     let selected_specs: Vec<TrialSpec> = selected.iter().map(|spec| (*spec).clone()).collect();
     let preflight =
@@ -447,7 +448,7 @@ impl Executor {
                     );
                     TrialRecord::failed(
                         spec,
-                        format!("test data unavailable: {error}"),
+                        format!("test data unavailable: {}", gds_model::error_chain(&error)),
                         details,
                         None,
                     )
