@@ -23,7 +23,7 @@ pub(super) fn data_dir(configured: &Path) -> DataDirFacts {
     let probed = mounts::nearest_existing(&absolute);
     let mount = match &probed {
         Ok(dir) => mount_of(dir),
-        Err(why) => Fact::Unknown(why.clone()),
+        Err(why) => Fact::because(why),
     };
     let block = match &mount {
         Fact::Known(mount) => block_device(mount),
@@ -41,14 +41,14 @@ pub(super) fn data_dir(configured: &Path) -> DataDirFacts {
     };
     let (o_direct, free_bytes) = match &probed {
         Ok(dir) => (direct_io(dir), Fact::from_result(free_space(dir))),
-        Err(why) => (Fact::Unknown(why.clone()), Fact::Unknown(why.clone())),
+        Err(why) => (Fact::because(why), Fact::because(why)),
     };
     DataDirFacts {
         path: display(configured),
         exists,
         probed: match probed {
             Ok(dir) => Fact::Known(display(&dir)),
-            Err(why) => Fact::Unknown(why),
+            Err(why) => Fact::because(&why),
         },
         mount,
         block,
@@ -74,7 +74,7 @@ fn mount_of(dir: &Path) -> Fact<Mount> {
             options: entry.options,
             super_options: entry.super_options,
         }),
-        Err(why) => Fact::Unknown(why),
+        Err(why) => Fact::because(&why),
     }
 }
 
