@@ -53,10 +53,10 @@ impl<T> Fact<T> {
         Fact::Unknown(gds_model::error_line(error))
     }
 
-    pub fn from_result<E: std::fmt::Display>(result: Result<T, E>) -> Fact<T> {
+    pub fn from_result<E: std::error::Error>(result: Result<T, E>) -> Fact<T> {
         match result {
             Ok(value) => Fact::Known(value),
-            Err(error) => Fact::Unknown(error.to_string()),
+            Err(error) => Fact::because(&error),
         }
     }
 }

@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 
 use super::display;
 use crate::facts::{BlockDevice, DataDirFacts, DirectIo, Fact, Mount, UdevRecord};
+use gds_runner::data::DataError;
 use gds_runner::mounts;
 
 pub(super) fn data_dir(configured: &Path) -> DataDirFacts {
@@ -211,9 +212,11 @@ fn udev_record(device: &str) -> UdevRecord {
     }
 }
 
-fn free_space(dir: &Path) -> Result<u64, String> {
-    gds_runner::data::free_space(dir)
-        .map_err(|error| format!("statvfs({}) failed: {error}", dir.display()))
+fn free_space(dir: &Path) -> Result<u64, DataError> {
+    gds_runner::data::free_space(dir).map_err(|source| DataError::FreeSpace {
+        dir: dir.to_path_buf(),
+        source,
+    })
 }
 
 /// Generated files (`gds-gate-s<seed>-<size>.bin`) already in the data dir, with their sizes.
