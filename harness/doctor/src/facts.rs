@@ -48,10 +48,15 @@ impl<T> Fact<T> {
         }
     }
 
-    pub fn from_result<E: std::fmt::Display>(result: Result<T, E>) -> Fact<T> {
+    /// Unknown because of `error`, its causes on the same line: a fact's reason is one line.
+    pub fn because(error: &dyn std::error::Error) -> Fact<T> {
+        Fact::Unknown(gds_model::error_line(error))
+    }
+
+    pub fn from_result<E: std::error::Error>(result: Result<T, E>) -> Fact<T> {
         match result {
             Ok(value) => Fact::Known(value),
-            Err(error) => Fact::Unknown(error.to_string()),
+            Err(error) => Fact::because(&error),
         }
     }
 }

@@ -395,7 +395,7 @@ pub fn subcommand_names() -> Vec<String> {
         .collect()
 }
 
-fn parse_size(text: &str) -> Result<u64, String> {
+fn parse_size(text: &str) -> Result<u64, gds_model::scenario::size::SizeError> {
     gds_model::scenario::size::ByteSize::parse(text).map(|size| size.0)
 }
 

@@ -9,37 +9,79 @@ use crate::protocol::WorkerSpec;
 use crate::record::Measurement;
 use crate::scenario::{Integrity, Reader};
 
-/// `Ok` when `m` is a complete answer to `asked`; otherwise what is missing or wrong, as a
-/// fragment for "the worker's result is incomplete: …".
-pub fn check(asked: &WorkerSpec, m: &Measurement) -> Result<(), String> {
+/// What is missing or wrong in a worker's answer, as a fragment for "the worker's result is
+/// incomplete: …".
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum Incomplete {
+    #[error("the plan reads no bytes, so nothing was measured")]
+    NothingPlanned,
+    #[error(
+        "it reports {reported_bytes} bytes per pass of {reported_files} file(s), the plan reads {planned_bytes} of {planned_files}"
+    )]
+    OtherPlan {
+        reported_bytes: u64,
+        reported_files: usize,
+        planned_bytes: u64,
+        planned_files: usize,
+    },
+    #[error("it reports {reported} {what}, the spec asked {asked}")]
+    Count {
+        what: &'static str,
+        reported: usize,
+        asked: u32,
+    },
+    #[error("it reports a pass time or throughput of {0}, expected a positive number")]
+    NotPositive(f64),
+    #[error("its median throughput {0:?} is not the median of its passes")]
+    Median(Option<f64>),
+    #[error("it verified with `{done}`, the spec asked `{asked}`")]
+    Method { done: String, asked: String },
+    #[error(
+        "its verification compared against {compared:?}, not the expected checksum {expected:#018x}, or computed none"
+    )]
+    Checksum {
+        compared: Option<u64>,
+        expected: u64,
+    },
+    #[error(
+        "its verification found {bad_words} bad word(s) and checksum {checksum:?}, yet it reported no failure"
+    )]
+    Unreported {
+        bad_words: u64,
+        checksum: Option<u64>,
+    },
+    #[error("it does not report {what}, which reader `{reader}` must")]
+    Evidence {
+        what: &'static str,
+        reader: &'static str,
+    },
+}
+
+/// `Ok` when `m` is a complete answer to `asked`; otherwise what is missing or wrong.
+pub fn check(asked: &WorkerSpec, m: &Measurement) -> Result<(), Incomplete> {
     let trial = &asked.trial;
     let bytes = asked.plan.total_bytes();
     if bytes == 0 {
-        return Err("the plan reads no bytes, so nothing was measured".into());
+        return Err(Incomplete::NothingPlanned);
     }
     if m.bytes_per_repetition != bytes || m.files != asked.plan.files {
-        return Err(format!(
-            "it reports {} bytes per pass of {} file(s), the plan reads {bytes} of {}",
-            m.bytes_per_repetition,
-            m.files.len(),
-            asked.plan.files.len()
-        ));
+        return Err(Incomplete::OtherPlan {
+            reported_bytes: m.bytes_per_repetition,
+            reported_files: m.files.len(),
+            planned_bytes: bytes,
+            planned_files: asked.plan.files.len(),
+        });
     }
     count("warm-up passes", m.warmup_seconds.len(), trial.warmup)?;
     count("measured passes", m.seconds.len(), trial.repetitions)?;
     count("throughputs", m.gbps.len(), trial.repetitions)?;
     let timed = m.warmup_seconds.iter().chain(&m.seconds).chain(&m.gbps);
     if let Some(bad) = timed.copied().find(|v| !(v.is_finite() && *v > 0.0)) {
-        return Err(format!(
-            "it reports a pass time or throughput of {bad}, expected a positive number"
-        ));
+        return Err(Incomplete::NotPositive(bad));
     }
     let agrees = |reported: f64| (reported - median(&m.gbps)).abs() <= 1e-9 * reported;
     if !m.median_gbps.is_some_and(agrees) {
-        return Err(format!(
-            "its median throughput {:?} is not the median of its passes",
-            m.median_gbps
-        ));
+        return Err(Incomplete::Median(m.median_gbps));
     }
     verification(
         &m.integrity,
@@ -49,47 +91,48 @@ pub fn check(asked: &WorkerSpec, m: &Measurement) -> Result<(), String> {
     evidence(trial.reader, m)
 }
 
-fn count(what: &str, reported: usize, asked: u32) -> Result<(), String> {
+fn count(what: &'static str, reported: usize, asked: u32) -> Result<(), Incomplete> {
     if u64::try_from(reported) == Ok(u64::from(asked)) {
         return Ok(());
     }
-    Err(format!(
-        "it reports {reported} {what}, the spec asked {asked}"
-    ))
+    Err(Incomplete::Count {
+        what,
+        reported,
+        asked,
+    })
 }
 
 /// The verification asked for, done, and passed: a worker that reports no failure must have
 /// checked every byte the way the spec says, against the checksum the gate computed.
-fn verification(done: &IntegrityResult, asked: Integrity, expected: u64) -> Result<(), String> {
+fn verification(done: &IntegrityResult, asked: Integrity, expected: u64) -> Result<(), Incomplete> {
     let name = |method: Integrity| format!("{method:?}").to_lowercase();
     if done.method != asked {
-        return Err(format!(
-            "it verified with `{}`, the spec asked `{}`",
-            name(done.method),
-            name(asked)
-        ));
+        return Err(Incomplete::Method {
+            done: name(done.method),
+            asked: name(asked),
+        });
     }
     if asked == Integrity::None {
         return Ok(());
     }
     if done.expected_checksum != Some(expected) || done.checksum.is_none() {
-        return Err(format!(
-            "its verification compared against {:?}, not the expected checksum {expected:#018x}, or computed none",
-            done.expected_checksum
-        ));
+        return Err(Incomplete::Checksum {
+            compared: done.expected_checksum,
+            expected,
+        });
     }
     if !done.passed() {
-        return Err(format!(
-            "its verification found {} bad word(s) and checksum {:?}, yet it reported no failure",
-            done.bad_words, done.checksum
-        ));
+        return Err(Incomplete::Unreported {
+            bad_words: done.bad_words,
+            checksum: done.checksum,
+        });
     }
     Ok(())
 }
 
 /// What each reader must report besides its timing: the GPU it read into, and for cuFile and
 /// KvikIO their own account of the path, without which the path verdict has nothing to judge.
-fn evidence(reader: Reader, m: &Measurement) -> Result<(), String> {
+fn evidence(reader: Reader, m: &Measurement) -> Result<(), Incomplete> {
     let missing = match reader {
         _ if reader.uses_gpu() && m.gpu.is_none() => Some("the GPU it read into"),
         _ if reader.native_cufile() && m.cufile.is_none() => {
@@ -102,10 +145,10 @@ fn evidence(reader: Reader, m: &Measurement) -> Result<(), String> {
         _ => None,
     };
     match missing {
-        Some(what) => Err(format!(
-            "it does not report {what}, which reader `{}` must",
-            reader.name()
-        )),
+        Some(what) => Err(Incomplete::Evidence {
+            what,
+            reader: reader.name(),
+        }),
         None => Ok(()),
     }
 }
@@ -215,7 +258,7 @@ mod tests {
             let mut m = complete(&asked);
             assert_eq!(check(&asked, &m), Ok(()));
             spoil(&mut m);
-            let problem = check(&asked, &m).expect_err(needle);
+            let problem = check(&asked, &m).expect_err(needle).to_string();
             assert!(problem.contains(needle), "`{needle}` not in: {problem}");
         }
         // `integrity: none` asked is `none` done, and needs no checksum.

@@ -46,6 +46,19 @@ pub fn error_chain(error: &dyn std::error::Error) -> String {
     text
 }
 
+/// `error` and its causes on one line (`what: cause: cause`), for a reason that is recorded as
+/// one line (a probe's answer, a doctor's fact); [`error_chain`] is for printing.
+pub fn error_line(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
 /// The text of a caught panic (`panic!` with a message, or a plain string), or nothing.
 pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
     payload
@@ -53,4 +66,24 @@ pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
         .cloned()
         .or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string()))
         .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    #[derive(Debug, thiserror::Error)]
+    #[error("cannot start `worker`")]
+    struct Start(#[source] std::io::Error);
+
+    #[test]
+    fn a_chain_prints_a_line_per_cause_and_a_reason_keeps_one_line() {
+        let error = Start(std::io::Error::other("no such file"));
+        assert_eq!(
+            super::error_chain(&error),
+            "cannot start `worker`\n  caused by: no such file"
+        );
+        assert_eq!(
+            super::error_line(&error),
+            "cannot start `worker`: no such file"
+        );
+    }
 }

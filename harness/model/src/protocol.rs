@@ -186,6 +186,40 @@ pub struct WorkerFailure {
     pub missing: Option<String>,
 }
 
+/// Why a part of an answer could not be learnt or measured, as the worker words it: the reason
+/// in the `Err` of a probe's or a bench's `Result`. On the wire it is that text alone
+/// (`{"Err": "…"}`), exactly as when these parts were `Result<_, String>`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
+#[serde(transparent)]
+#[error("{0}")]
+pub struct Unavailable(pub String);
+
+impl Unavailable {
+    /// Why, in `error`'s words and its causes' (one `caused by:` line each).
+    pub fn chain(error: &dyn std::error::Error) -> Unavailable {
+        Unavailable(crate::error_chain(error))
+    }
+}
+
+impl From<String> for Unavailable {
+    fn from(why: String) -> Unavailable {
+        Unavailable(why)
+    }
+}
+
+impl From<&str> for Unavailable {
+    fn from(why: &str) -> Unavailable {
+        Unavailable(why.to_string())
+    }
+}
+
+/// The reason as text, for the reports and facts that record it as such.
+impl From<Unavailable> for String {
+    fn from(why: Unavailable) -> String {
+        why.0
+    }
+}
+
 pub fn now_unix_ns() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -223,15 +257,15 @@ pub enum CufileProbeDepth {
 pub struct ProbeResult {
     pub protocol: u32,
     /// Whether `libcuda.so.1` loads: GPU work needs it, and KvikIO needs it even for host reads.
-    pub libcuda: Result<(), String>,
+    pub libcuda: Result<(), Unavailable>,
     /// `major.minor` of the CUDA version the driver supports.
-    pub cuda_version: Option<Result<String, String>>,
-    pub gpu_count: Option<Result<u32, String>>,
+    pub cuda_version: Option<Result<String, Unavailable>>,
+    pub gpu_count: Option<Result<u32, Unavailable>>,
     pub cufile: Option<CufileProbe>,
     /// The NVRTC library that loads (GPU verification compiles its kernels with it), or why none
     /// does; `None` from a worker that did not ask.
     #[serde(default)]
-    pub nvrtc: Option<Result<String, String>>,
+    pub nvrtc: Option<Result<String, Unavailable>>,
 }
 
 impl ProbeResult {
@@ -239,16 +273,16 @@ impl ProbeResult {
     pub fn failed(spec: &ProbeSpec, why: &str) -> ProbeResult {
         ProbeResult {
             protocol: PROTOCOL_VERSION,
-            libcuda: Err(format!("cannot tell whether libcuda.so.1 loads: {why}")),
-            cuda_version: spec.cuda_version.then(|| Err(why.to_string())),
-            gpu_count: spec.gpu_count.then(|| Err(why.to_string())),
+            libcuda: Err(format!("cannot tell whether libcuda.so.1 loads: {why}").into()),
+            cuda_version: spec.cuda_version.then(|| Err(why.into())),
+            gpu_count: spec.gpu_count.then(|| Err(why.into())),
             cufile: (spec.cufile != CufileProbeDepth::None).then(|| CufileProbe {
                 searched: Vec::new(),
-                library: Err(why.to_string()),
+                library: Err(why.into()),
                 driver: DriverProbe::NotAttempted(format!("not attempted: {why}")),
                 entry_points: None,
             }),
-            nvrtc: Some(Err(format!("cannot tell whether NVRTC loads: {why}"))),
+            nvrtc: Some(Err(format!("cannot tell whether NVRTC loads: {why}").into())),
         }
     }
 }
@@ -258,7 +292,7 @@ impl ProbeResult {
 pub struct CufileProbe {
     /// Where it looked, in order (`GDS_GATE_LIBCUFILE` alone when that is set).
     pub searched: Vec<String>,
-    pub library: Result<LoadedCufile, String>,
+    pub library: Result<LoadedCufile, Unavailable>,
     pub driver: DriverProbe,
     /// Which of the optional entry points the readers use the library exports (by `dlsym`);
     /// `None` from workers of older gates or when no library loaded.
@@ -274,7 +308,7 @@ pub enum DriverProbe {
     /// Why `cuFileDriverOpen` was not called.
     NotAttempted(String),
     Opened {
-        properties: Result<crate::cufile_abi::DriverProperties, String>,
+        properties: Result<crate::cufile_abi::DriverProperties, Unavailable>,
     },
     Failed {
         error: String,
@@ -300,10 +334,10 @@ pub struct GpuBenchSpec {
 pub struct GpuBenchResult {
     pub protocol: u32,
     /// The GPU, by name; or why none could be opened, when nothing was measured.
-    pub gpu: Result<String, String>,
+    pub gpu: Result<String, Unavailable>,
     /// TB/s per run of each kernel, or why they could not run.
-    pub kernels: Option<Result<KernelRates, String>>,
-    pub storage: Option<Result<StorageRates, String>>,
+    pub kernels: Option<Result<KernelRates, Unavailable>>,
+    pub storage: Option<Result<StorageRates, Unavailable>>,
 }
 
 impl GpuBenchResult {
@@ -311,7 +345,7 @@ impl GpuBenchResult {
     pub fn failed(why: String) -> GpuBenchResult {
         GpuBenchResult {
             protocol: PROTOCOL_VERSION,
-            gpu: Err(why),
+            gpu: Err(why.into()),
             kernels: None,
             storage: None,
         }
@@ -421,5 +455,50 @@ mod tests {
         let old: WorkerResult = serde_json::from_value(old).unwrap();
         let m = old.measurement.unwrap();
         assert!(m.costs.is_empty() && m.latency.is_none() && m.cost_line().is_empty());
+    }
+
+    /// Probe and bench answers as the worker wrote them while their reasons were
+    /// `Result<_, String>` (each line verbatim from that serializer) read back, and are written
+    /// again byte for byte: a gate and a worker of either side of the change understand each other.
+    #[test]
+    fn reasons_keep_their_wire_format() {
+        let probe = r#"{"protocol":4,"libcuda":{"Ok":null},"cuda_version":{"Ok":"13.0"},"gpu_count":{"Err":"cuDeviceGetCount failed (CUDA_ERROR_NO_DEVICE)"},"cufile":{"searched":["libcufile.so.0"],"library":{"Ok":{"path":"/usr/lib/libcufile.so.0","version":"1.16"}},"driver":{"opened":{"properties":{"Err":"cuFileDriverGetProperties failed"}}},"entry_points":["cuFileReadAsync"]},"nvrtc":{"Err":"NVRTC not found (looked for libnvrtc.so and 3 other names)"}}"#;
+        let failed = r#"{"protocol":4,"libcuda":{"Err":"cannot tell whether libcuda.so.1 loads: the probe failed: x"},"cuda_version":{"Err":"the probe failed: x"},"gpu_count":{"Err":"the probe failed: x"},"cufile":{"searched":[],"library":{"Err":"the probe failed: x"},"driver":{"not_attempted":"not attempted: the probe failed: x"},"entry_points":null},"nvrtc":{"Err":"cannot tell whether NVRTC loads: the probe failed: x"}}"#;
+        let bench = r#"{"protocol":4,"gpu":{"Ok":"NVIDIA H200"},"kernels":{"Ok":{"plain_read":[3.5],"exact_compare":[2.25],"checksum":[3.0]}},"storage":{"Err":"dd failed: exit status: 1"}}"#;
+        let bench_failed = r#"{"protocol":4,"gpu":{"Err":"no GPU"},"kernels":null,"storage":null}"#;
+
+        let read: ProbeResult = serde_json::from_str(probe).unwrap();
+        assert_eq!(
+            read.gpu_count,
+            Some(Err(Unavailable(
+                "cuDeviceGetCount failed (CUDA_ERROR_NO_DEVICE)".into()
+            )))
+        );
+        assert_eq!(serde_json::to_string(&read).unwrap(), probe);
+
+        let read: ProbeResult = serde_json::from_str(failed).unwrap();
+        let spec = ProbeSpec {
+            protocol: 4,
+            cuda_version: true,
+            gpu_count: true,
+            cufile: CufileProbeDepth::Load,
+        };
+        let made = ProbeResult {
+            protocol: 4,
+            ..ProbeResult::failed(&spec, "the probe failed: x")
+        };
+        assert_eq!(read, made);
+        assert_eq!(serde_json::to_string(&made).unwrap(), failed);
+
+        let read: GpuBenchResult = serde_json::from_str(bench).unwrap();
+        assert_eq!(read.gpu, Ok("NVIDIA H200".to_string()));
+        assert_eq!(serde_json::to_string(&read).unwrap(), bench);
+        let made = GpuBenchResult {
+            protocol: 4,
+            ..GpuBenchResult::failed("no GPU".into())
+        };
+        assert_eq!(serde_json::to_string(&made).unwrap(), bench_failed);
+        let read: GpuBenchResult = serde_json::from_str(bench_failed).unwrap();
+        assert_eq!(read.gpu, Err(Unavailable("no GPU".into())));
     }
 }

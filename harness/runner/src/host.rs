@@ -30,7 +30,11 @@ impl HostFacts {
                     .unwrap_or_else(|| "unknown".into()),
                 cpus: std::thread::available_parallelism().map_or(1, usize::from),
                 memory_bytes: gds_model::meminfo::total_memory(),
-                gpu_unavailable: crate::job::probe::host().libcuda.clone().err(),
+                gpu_unavailable: crate::job::probe::host()
+                    .libcuda
+                    .clone()
+                    .err()
+                    .map(String::from),
                 nvidia_driver_version: read_trimmed("/proc/driver/nvidia/version")
                     .and_then(|text| driver_version(&text)),
             })

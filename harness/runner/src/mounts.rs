@@ -1,7 +1,25 @@
 //! Which mount holds a path, from `/proc/self/mountinfo`: the doctor's data-dir row and the
 //! baseline fingerprint both ask.
 
+use std::io;
 use std::path::{Path, PathBuf};
+
+/// Why the mount holding a path is not known.
+#[derive(Debug, thiserror::Error)]
+pub enum MountError {
+    #[error("cannot resolve {}", path.display())]
+    Resolve {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    #[error("no existing directory above {}", .0.display())]
+    NoExistingDir(PathBuf),
+    #[error("cannot read /proc/self/mountinfo")]
+    MountInfo(#[source] io::Error),
+    #[error("no mount in /proc/self/mountinfo holds {}", .0.display())]
+    NoMount(PathBuf),
+}
 
 /// One line of `/proc/self/mountinfo` (proc(5)).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -74,25 +92,28 @@ pub fn find_mount<'a>(entries: &'a [MountEntry], path: &Path) -> Option<&'a Moun
 }
 
 /// The directory itself or, when it does not exist yet, the ancestor it will be created in.
-pub fn nearest_existing(path: &Path) -> Result<PathBuf, String> {
+pub fn nearest_existing(path: &Path) -> Result<PathBuf, MountError> {
     let dir = path
         .ancestors()
         .find(|candidate| candidate.is_dir())
-        .ok_or_else(|| format!("no existing directory above {}", path.display()))?;
-    dir.canonicalize()
-        .map_err(|error| format!("cannot resolve {}: {error}", dir.display()))
+        .ok_or_else(|| MountError::NoExistingDir(path.to_path_buf()))?;
+    dir.canonicalize().map_err(|source| MountError::Resolve {
+        path: dir.to_path_buf(),
+        source,
+    })
 }
 
 /// The mount holding `path`, or its nearest existing ancestor when it does not exist yet.
-pub fn mount_holding(path: &Path) -> Result<MountEntry, String> {
-    let absolute = std::path::absolute(path)
-        .map_err(|error| format!("cannot resolve {}: {error}", path.display()))?;
+pub fn mount_holding(path: &Path) -> Result<MountEntry, MountError> {
+    let absolute = std::path::absolute(path).map_err(|source| MountError::Resolve {
+        path: path.to_path_buf(),
+        source,
+    })?;
     let dir = nearest_existing(&absolute)?;
-    let text = std::fs::read_to_string("/proc/self/mountinfo")
-        .map_err(|error| format!("cannot read /proc/self/mountinfo: {error}"))?;
+    let text = std::fs::read_to_string("/proc/self/mountinfo").map_err(MountError::MountInfo)?;
     find_mount(&parse_mountinfo(&text), &dir)
         .cloned()
-        .ok_or_else(|| format!("no mount in /proc/self/mountinfo holds {}", dir.display()))
+        .ok_or(MountError::NoMount(dir))
 }
 
 #[cfg(test)]

@@ -3,8 +3,9 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
-use crate::data::{self, GeneratedFile};
+use crate::data::{self, DataError, GeneratedFile};
 use crate::escape::terminal;
 use gds_model::plan::PlannedFile;
 use gds_model::scenario::{FileSet, TrialSpec};
@@ -31,11 +32,29 @@ impl FileKey {
     }
 }
 
+/// What to do about a `--data-dir` that cannot be a folder.
+const DATA_DIR_FIX: &str =
+    "point --data-dir (GDS_GATE_DATA_DIR) at a folder for the test data, or move the file away";
+
+/// `--data-dir` is a file, or lies under one.
+#[derive(Debug, thiserror::Error)]
+pub enum DataDirError {
+    #[error("--data-dir `{}` is a file, not a folder; {FIX}", .0.display(), FIX = DATA_DIR_FIX)]
+    IsAFile(PathBuf),
+    #[error(
+        "--data-dir `{}` cannot be made: `{}` is a file, not a folder; {FIX}",
+        data_dir.display(),
+        file.display(),
+        FIX = DATA_DIR_FIX
+    )]
+    UnderAFile { data_dir: PathBuf, file: PathBuf },
+}
+
 /// Checks that `data_dir` is a folder or can become one: the folder itself, or the nearest of its
 /// parents that exists, is not a file. A file there would fail every trial's data with the same
 /// error, so the run stops as a setup error before any trial (the error, `Err`, names the path
 /// and the fix).
-pub fn check_data_dir(data_dir: &Path) -> Result<(), String> {
+pub fn check_data_dir(data_dir: &Path) -> Result<(), DataDirError> {
     let Some(existing) = data_dir
         .ancestors()
         .find(|path| !path.as_os_str().is_empty() && std::fs::metadata(path).is_ok())
@@ -45,25 +64,40 @@ pub fn check_data_dir(data_dir: &Path) -> Result<(), String> {
     if existing.is_dir() {
         return Ok(());
     }
-    let what = if existing == data_dir {
-        format!(
-            "--data-dir `{}` is a file, not a folder",
-            data_dir.display()
-        )
+    Err(if existing == data_dir {
+        DataDirError::IsAFile(data_dir.to_path_buf())
     } else {
-        format!(
-            "--data-dir `{}` cannot be made: `{}` is a file, not a folder",
-            data_dir.display(),
-            existing.display()
-        )
-    };
-    Err(format!(
-        "{what}; point --data-dir (GDS_GATE_DATA_DIR) at a folder for the test data, or move the file away"
-    ))
+        DataDirError::UnderAFile {
+            data_dir: data_dir.to_path_buf(),
+            file: existing.to_path_buf(),
+        }
+    })
 }
 
-/// A prepared file, or why it could not be prepared (the text every dependent trial fails with).
-pub type Prepared = Result<PlannedFile, String>;
+/// Why a trial has no data: the error every trial that needs the file fails with (shared, hence
+/// the `Arc`).
+#[derive(Clone, Debug, thiserror::Error)]
+pub enum PrepareError {
+    #[error(transparent)]
+    Data(Arc<DataError>),
+    #[error(
+        "`op: {op}` cannot write a file of yours (internal error: the suite validation refuses it)"
+    )]
+    WritesUserFile { op: &'static str },
+    #[error(
+        "{key:?} was not prepared (internal error: the trial was not selected when data was prepared)"
+    )]
+    NotPrepared { key: FileKey },
+}
+
+impl From<DataError> for PrepareError {
+    fn from(error: DataError) -> PrepareError {
+        PrepareError::Data(Arc::new(error))
+    }
+}
+
+/// A prepared file, or why it could not be prepared.
+pub type Prepared = Result<PlannedFile, PrepareError>;
 
 /// What happened to each file, for the console and the report.
 #[derive(Clone, Debug, serde::Serialize)]
@@ -78,7 +112,7 @@ pub struct PreparedFile {
 pub struct DataSet {
     data_dir: PathBuf,
     /// Why the data dir could not be made for the writing trials, if it could not.
-    write_dir: Option<String>,
+    write_dir: Option<PrepareError>,
     files: BTreeMap<FileKey, Prepared>,
     pub log: Vec<PreparedFile>,
 }
@@ -97,11 +131,11 @@ impl DataSet {
         let (writing, reading): (Vec<&TrialSpec>, Vec<&TrialSpec>) =
             trials.into_iter().partition(|trial| trial.op.writes());
         if !writing.is_empty() {
-            set.write_dir = std::fs::create_dir_all(data_dir).err().map(|error| {
-                format!(
-                    "cannot create the data dir `{}` for the written files: {error}",
-                    data_dir.display()
-                )
+            set.write_dir = std::fs::create_dir_all(data_dir).err().map(|source| {
+                PrepareError::from(DataError::CreateDir {
+                    dir: data_dir.to_path_buf(),
+                    source,
+                })
             });
         }
         for trial in reading {
@@ -123,7 +157,9 @@ impl DataSet {
                         set.log.push(record.clone());
                     }
                     Ok((_, record)) => set.log.push(record.clone()),
-                    Err(error) => eprintln!("error: {}", terminal(error)),
+                    Err(error) => {
+                        eprintln!("error: {}", terminal(&gds_model::error_chain(error)))
+                    }
                 }
                 set.files.insert(key, prepared.map(|(file, _)| file));
             }
@@ -134,31 +170,32 @@ impl DataSet {
     /// The trial's files in read order, or the first reason one is missing. A writing trial's
     /// are the files it writes, in the data dir under their own names
     /// ([`gds_model::write::written_files`]).
-    pub fn files_for(&self, trial: &TrialSpec) -> Result<Vec<PlannedFile>, String> {
+    pub fn files_for(&self, trial: &TrialSpec) -> Result<Vec<PlannedFile>, PrepareError> {
         if trial.op.writes() {
             if let Some(error) = &self.write_dir {
                 return Err(error.clone());
             }
-            return gds_model::write::written_files(&self.data_dir, &trial.files).ok_or_else(|| {
-                format!(
-                    "`op: {}` cannot write a file of yours (internal error: the suite validation refuses it)",
-                    trial.op.name()
-                )
-            });
+            return gds_model::write::written_files(&self.data_dir, &trial.files).ok_or(
+                PrepareError::WritesUserFile {
+                    op: trial.op.name(),
+                },
+            );
         }
         FileKey::of(&trial.files)
             .iter()
             .map(|key| match self.files.get(key) {
                 Some(prepared) => prepared.clone(),
-                None => Err(format!("{key:?} was not prepared (internal error: the trial was not selected when data was prepared)")),
+                None => Err(PrepareError::NotPrepared { key: key.clone() }),
             })
             .collect()
     }
 }
 
-fn prepare_one(data_dir: &Path, key: &FileKey) -> Result<(PlannedFile, PreparedFile), String> {
+fn prepare_one(
+    data_dir: &Path,
+    key: &FileKey,
+) -> Result<(PlannedFile, PreparedFile), PrepareError> {
     let mut progress = data::stderr_progress();
-    let chain = |error: &dyn std::error::Error| gds_model::error_chain(error);
     match key {
         FileKey::Generated { seed, size } => {
             let prepared = data::ensure_generated(
@@ -168,8 +205,7 @@ fn prepare_one(data_dir: &Path, key: &FileKey) -> Result<(PlannedFile, PreparedF
                     size: *size,
                 },
                 progress.as_mut(),
-            )
-            .map_err(|error| chain(&error))?;
+            )?;
             let record = PreparedFile {
                 path: prepared.path.clone(),
                 size: prepared.size,
@@ -187,8 +223,7 @@ fn prepare_one(data_dir: &Path, key: &FileKey) -> Result<(PlannedFile, PreparedF
             ))
         }
         FileKey::User(path) => {
-            let user = data::ensure_user_checksum(data_dir, path, progress.as_mut())
-                .map_err(|error| chain(&error))?;
+            let user = data::ensure_user_checksum(data_dir, path, progress.as_mut())?;
             let record = PreparedFile {
                 path: user.path.clone(),
                 size: user.size,

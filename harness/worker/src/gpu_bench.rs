@@ -5,18 +5,20 @@
 //! Verification is judged against a kernel that only reads the same buffer: both are bound by
 //! memory bandwidth, so the ratio says how much the regeneration and mixing cost on top.
 
-use std::process::Command;
+use std::io;
+use std::path::PathBuf;
+use std::process::{Command, ExitStatus};
 
 use gds_model::plan::ReadPlan;
 use gds_model::protocol::{
-    GpuBenchResult, GpuBenchSpec, KernelRates, PROTOCOL_VERSION, StorageRates,
+    GpuBenchResult, GpuBenchSpec, KernelRates, PROTOCOL_VERSION, StorageRates, Unavailable,
 };
 use gds_model::scenario::{BufferKind, Pattern};
 
 use crate::gpu::{Gpu, GpuError, copy_to_device};
-use crate::libcufile::Cufile;
-use crate::reader::PlanReader;
+use crate::libcufile::{Cufile, CufileError};
 use crate::reader::cufile::CufileReader;
+use crate::reader::{PlanReader, ReaderError};
 
 pub fn run(spec: GpuBenchSpec) -> GpuBenchResult {
     let failed = GpuBenchResult::failed;
@@ -31,8 +33,10 @@ pub fn run(spec: GpuBenchSpec) -> GpuBenchResult {
         Err(error) => return failed(error.to_string()),
     };
     let kernels =
-        kernels(&mut gpu, spec.size, spec.runs).map_err(|error| gds_model::error_chain(&error));
-    let storage = kernels.is_ok().then(|| storage(&mut gpu, &spec));
+        kernels(&mut gpu, spec.size, spec.runs).map_err(|error| Unavailable::chain(&error));
+    let storage = kernels
+        .is_ok()
+        .then(|| storage(&mut gpu, &spec).map_err(|error| Unavailable::chain(&error)));
     GpuBenchResult {
         protocol: PROTOCOL_VERSION,
         gpu: Ok(gpu.name.clone()),
@@ -74,28 +78,52 @@ fn kernels(gpu: &mut Gpu, size: u64, runs: usize) -> Result<KernelRates, GpuErro
     })
 }
 
+/// Why the storage comparison stopped.
+#[derive(Debug, thiserror::Error)]
+enum StorageError {
+    #[error("cannot drop `{}` from the page cache", path.display())]
+    DropCache {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    #[error("cannot run dd; the storage comparison needs `dd` on PATH")]
+    StartDd(#[source] io::Error),
+    #[error("dd failed: {0}")]
+    Dd(ExitStatus),
+    #[error(transparent)]
+    Cufile(#[from] CufileError),
+    #[error(transparent)]
+    Reader(#[from] ReaderError),
+}
+
 /// The cufile reader and `dd iflag=direct bs=16M` on the same cold file, interleaved run by run
 /// (dd, then each reader setting) so that the disk's drift between runs hits both alike: on a
 /// shared virtual disk it moves by more than the 10% being judged.
-fn storage(gpu: &mut Gpu, spec: &GpuBenchSpec) -> Result<StorageRates, String> {
+fn storage(gpu: &mut Gpu, spec: &GpuBenchSpec) -> Result<StorageRates, StorageError> {
     let path = spec.file.path.clone();
     let size = spec.file.size;
-    let drop_cache = || gds_model::cache::drop_path(&path).map_err(|error| error.to_string());
-    let dd = || -> Result<f64, String> {
+    let drop_cache = || {
+        gds_model::cache::drop_path(&path).map_err(|source| StorageError::DropCache {
+            path: path.clone(),
+            source,
+        })
+    };
+    let dd = || -> Result<f64, StorageError> {
         drop_cache()?;
         let start = std::time::Instant::now();
         let status = Command::new("dd")
             .arg(format!("if={}", path.display()))
             .args(["of=/dev/null", "bs=16M", "iflag=direct", "status=none"])
             .status()
-            .map_err(|error| format!("cannot run dd: {error}"))?;
+            .map_err(StorageError::StartDd)?;
         if !status.success() {
-            return Err(format!("dd failed: {status}"));
+            return Err(StorageError::Dd(status));
         }
         Ok(size as f64 / start.elapsed().as_secs_f64() / 1e9)
     };
-    let library = Cufile::load().map_err(|error| error.to_string())?;
-    library.open_driver().map_err(|error| error.to_string())?;
+    let library = Cufile::load()?;
+    library.open_driver()?;
     let plan = ReadPlan::new(vec![spec.file.clone()], &Pattern::Whole);
     let mut reader = CufileReader::open(
         gpu,
@@ -103,8 +131,7 @@ fn storage(gpu: &mut Gpu, spec: &GpuBenchSpec) -> Result<StorageRates, String> {
         &plan,
         BufferKind::Unregistered,
         plan.total_bytes(),
-    )
-    .map_err(|error| gds_model::error_chain(&error))?;
+    )?;
     let mut rates = StorageRates {
         dd: Vec::new(),
         readers: vec![(Vec::new(), Vec::new()); spec.settings.len()],
@@ -114,12 +141,8 @@ fn storage(gpu: &mut Gpu, spec: &GpuBenchSpec) -> Result<StorageRates, String> {
         rates.dd.push(dd_rate);
         for (&(threads, task), (rates, ratios)) in spec.settings.iter().zip(&mut rates.readers) {
             drop_cache()?;
-            reader.prepare().map_err(|error| error.to_string())?;
-            let seconds = reader
-                .read(&plan, threads, task)
-                .map_err(|error| gds_model::error_chain(&error))?
-                .elapsed
-                .as_secs_f64();
+            reader.prepare()?;
+            let seconds = reader.read(&plan, threads, task)?.elapsed.as_secs_f64();
             let rate = size as f64 / seconds / 1e9;
             rates.push(rate);
             ratios.push(rate / dd_rate);

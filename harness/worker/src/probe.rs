@@ -5,9 +5,10 @@
 use cudarc::driver::sys;
 use gds_model::protocol::{
     CufileProbe, CufileProbeDepth, DriverProbe, LoadedCufile, PROTOCOL_VERSION, ProbeResult,
-    ProbeSpec,
+    ProbeSpec, Unavailable,
 };
 
+use crate::libcuda::LibcudaError;
 use crate::libcufile::{Cufile, CufileError};
 
 pub fn run(spec: ProbeSpec) -> ProbeResult {
@@ -33,36 +34,39 @@ pub fn run(spec: ProbeSpec) -> ProbeResult {
                 Err(why) => cufile(false, format!("not attempted: {why}")),
             }),
         },
-        libcuda,
-        nvrtc: Some(crate::libcuda::nvrtc()),
+        libcuda: libcuda.map_err(|why| Unavailable::chain(&why)),
+        nvrtc: Some(crate::libcuda::nvrtc().map_err(|why| Unavailable::chain(&why))),
     }
 }
 
 /// `question`, asked only when the driver library passed its check.
 fn after<T>(
-    libcuda: &Result<(), String>,
-    question: fn() -> Result<T, String>,
-) -> Result<T, String> {
-    libcuda.clone().and_then(|()| question())
+    libcuda: &Result<(), LibcudaError>,
+    question: fn() -> Result<T, Unavailable>,
+) -> Result<T, Unavailable> {
+    match libcuda {
+        Ok(()) => question(),
+        Err(why) => Err(Unavailable::chain(why)),
+    }
 }
 
 /// `cuDriverGetVersion` (no `cuInit` needed), as `major.minor`. Asked only once
 /// [`crate::libcuda::check`] found the library and the function: cudarc panics otherwise.
-fn cuda_version() -> Result<String, String> {
+fn cuda_version() -> Result<String, Unavailable> {
     let mut version = 0;
     // SAFETY: a valid out-pointer; the library and the function are present (checked first).
     let result = unsafe { sys::cuDriverGetVersion(&mut version) };
     if result != sys::CUresult::CUDA_SUCCESS || version <= 0 {
-        return Err(format!("cuDriverGetVersion failed: {result:?}"));
+        return Err(format!("cuDriverGetVersion failed: {result:?}").into());
     }
     Ok(format!("{}.{}", version / 1000, (version % 1000) / 10))
 }
 
 /// `cuDeviceGetCount`, or why it could not be asked; like [`cuda_version`], only after the check.
-fn gpu_count() -> Result<u32, String> {
+fn gpu_count() -> Result<u32, Unavailable> {
     match cudarc::driver::CudaContext::device_count() {
         Ok(count) => Ok(u32::try_from(count).unwrap_or(0)),
-        Err(error) => Err(format!("cuDeviceGetCount failed ({error})")),
+        Err(error) => Err(format!("cuDeviceGetCount failed ({error})").into()),
     }
 }
 
@@ -80,7 +84,7 @@ fn cufile(open: bool, not_opened: String) -> CufileProbe {
             return CufileProbe {
                 searched,
                 driver: DriverProbe::NotAttempted(format!("not attempted: {why}")),
-                library: Err(why),
+                library: Err(why.into()),
                 entry_points: None,
             };
         }
@@ -92,7 +96,9 @@ fn cufile(open: bool, not_opened: String) -> CufileProbe {
     let driver = if open {
         match cufile.open_driver() {
             Ok(()) => DriverProbe::Opened {
-                properties: cufile.properties().map_err(|error| error.to_string()),
+                properties: cufile
+                    .properties()
+                    .map_err(|error| Unavailable::chain(&error)),
             },
             Err(error) => DriverProbe::Failed {
                 error: error.to_string(),
@@ -121,7 +127,7 @@ mod tests {
             gpu_count: false,
             cufile: CufileProbeDepth::Load,
         });
-        let why = result.libcuda.unwrap_err();
+        let why = result.libcuda.unwrap_err().0;
         assert!(why.contains("rebuild the gate"), "{why}");
         assert!(result.cuda_version.unwrap().is_err());
         assert!(result.gpu_count.is_none());

@@ -79,10 +79,11 @@ impl Settings {
     }
 }
 
-pub(crate) fn gpu(facts: &Facts) -> Result<(), String> {
+/// Whether GPU trials can start: the NVIDIA driver library loads.
+pub(crate) fn gpu(facts: &Facts) -> Answer {
     match facts.driver.libcuda.why() {
-        Some(why) => Err(why.to_string()),
-        None => Ok(()),
+        Some(why) => no(why),
+        None => yes("the NVIDIA driver loads"),
     }
 }
 

@@ -195,7 +195,9 @@ fn predicted_path(
     if spec.reader == Reader::Posix {
         return Ok((Path::Host, "POSIX reads into host memory".into()));
     }
-    if let Err(why) = gpu(facts) {
+    let driver = gpu(facts);
+    if driver.can != Can::Yes {
+        let why = driver.why;
         return Err(match require_gpu {
             true => Outcome::Fail {
                 reason: format!("GPU trial could not run: {why} (--require-gpu)"),
@@ -331,7 +333,10 @@ fn gpu_verification_blocked(facts: &Facts, spec: &TrialSpec) -> Option<String> {
     let verifies = spec.expect.integrity != gds_model::scenario::Integrity::None;
     match &facts.driver.nvrtc {
         Fact::Unknown(why)
-            if on_gpu && verifies && gpu(facts).is_ok() && !why.starts_with("not collected") =>
+            if on_gpu
+                && verifies
+                && gpu(facts).can == Can::Yes
+                && !why.starts_with("not collected") =>
         {
             Some(why.clone())
         }
@@ -345,10 +350,7 @@ fn expectations(
     trials: &[TrialSpec],
     outlooks: &[TrialOutlook],
 ) -> Vec<Expectation> {
-    let gpu_answer = match gpu(facts) {
-        Ok(()) => yes("the NVIDIA driver loads"),
-        Err(why) => no(why),
-    };
+    let gpu_answer = gpu(facts);
     let register = registration(facts);
     let cufile_posix = match (libcufile(facts), &register, host.allow_compat) {
         (lib, _, _) if lib.can != Can::Yes => no(lib.why),

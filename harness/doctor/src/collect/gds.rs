@@ -42,7 +42,7 @@ pub fn facts_of(probe: &gds_model::protocol::CufileProbe) -> CufileFacts {
                 version: library.version.clone(),
                 entry_points: probe.entry_points.clone(),
             }),
-            Err(why) => Fact::Unknown(why.clone()),
+            Err(why) => Fact::Unknown(why.0.clone()),
         },
         driver_open: match &probe.driver {
             DriverProbe::NotAttempted(why) => Fact::Unknown(why.clone()),
@@ -98,8 +98,7 @@ pub fn config_facts() -> ConfigFacts {
         _ if !env_set => "the default, since CUFILE_ENV_PATH_JSON is unset".to_string(),
         other => other.to_string(),
     };
-    let text = std::fs::read_to_string(&path).map_err(|error| error.to_string());
-    parse_config(Some(&path), &why, Some(text))
+    parse_config(Some(&path), &why, Some(std::fs::read_to_string(&path)))
 }
 
 /// Judges a cufile.json's text: its syntax (JSONC, as cuFile reads it), the settings that
@@ -107,7 +106,7 @@ pub fn config_facts() -> ConfigFacts {
 pub fn parse_config(
     path: Option<&Path>,
     why: &str,
-    text: Option<Result<String, String>>,
+    text: Option<std::io::Result<String>>,
 ) -> ConfigFacts {
     let mut facts = ConfigFacts {
         path: path.map(|p| p.display().to_string()),
@@ -122,7 +121,9 @@ pub fn parse_config(
     let text = match text {
         Ok(text) => text,
         Err(error) => {
-            facts.status = ConfigStatus::Unreadable { error };
+            facts.status = ConfigStatus::Unreadable {
+                error: error.to_string(),
+            };
             return facts;
         }
     };

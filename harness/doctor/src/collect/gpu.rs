@@ -43,13 +43,13 @@ pub(super) fn driver(host: &HostFacts, nvidia_smi: Option<&str>) -> DriverFacts 
                 || Fact::Unknown(format!("{why}; and `nvidia-smi` printed no `CUDA Version`")),
                 Fact::Known,
             ),
-            Some(Err(error)) => Fact::Unknown(format!("{why}; {error}")),
+            Some(Err(error)) => Fact::Unknown(format!("{why}; {}", gds_model::error_line(&error))),
             None => Fact::Unknown(format!("{why}; and nvidia-smi is not installed")),
         },
     };
     let nvrtc = match gds_runner::job::probe::host().nvrtc.clone() {
         Some(Ok(name)) => Fact::Known(name),
-        Some(Err(why)) => Fact::Unknown(why),
+        Some(Err(why)) => Fact::Unknown(why.into()),
         None => Fact::Unknown("the worker did not say".into()),
     };
     DriverFacts {
@@ -81,7 +81,7 @@ pub(super) fn gpus(nvidia_smi: Option<&str>) -> Fact<Vec<Gpu>> {
     };
     let csv = match run_ok(smi, &[QUERY, "--format=csv"], TIMEOUT) {
         Ok(text) => text,
-        Err(error) => return Fact::Unknown(error),
+        Err(error) => return Fact::because(&error),
     };
     let mut gpus = match parse_query_csv(&csv) {
         Ok(gpus) => gpus,
@@ -102,14 +102,29 @@ pub(super) fn gpus(nvidia_smi: Option<&str>) -> Fact<Vec<Gpu>> {
     Fact::Known(gpus)
 }
 
+/// Why `nvidia-smi --query-gpu` output is not the CSV asked for.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum CsvError {
+    #[error("empty output")]
+    Empty,
+    #[error("no `name` column in the header")]
+    NoNameColumn,
+    #[error("line `{line}` has {fields} fields, the header {columns}")]
+    FieldCount {
+        line: String,
+        fields: usize,
+        columns: usize,
+    },
+}
+
 /// `nvidia-smi --query-gpu=... --format=csv`: a header of field names (with ` [units]` when
 /// `nounits` is not given), then one line per GPU. `[N/A]`, `[Not Supported]` and the like read
 /// as absent.
-pub fn parse_query_csv(text: &str) -> Result<Vec<Gpu>, String> {
+pub fn parse_query_csv(text: &str) -> Result<Vec<Gpu>, CsvError> {
     let mut lines = text.lines().filter(|line| !line.trim().is_empty());
     let header: Vec<String> = lines
         .next()
-        .ok_or("empty output")?
+        .ok_or(CsvError::Empty)?
         .split(',')
         .map(|name| {
             name.split('[')
@@ -120,16 +135,16 @@ pub fn parse_query_csv(text: &str) -> Result<Vec<Gpu>, String> {
         })
         .collect();
     let column = |name: &str| header.iter().position(|h| h == name);
-    let name_at = column("name").ok_or("no `name` column in the header")?;
+    let name_at = column("name").ok_or(CsvError::NoNameColumn)?;
     let mut gpus = Vec::new();
     for (row, line) in lines.enumerate() {
         let cells: Vec<&str> = line.split(',').map(str::trim).collect();
         if cells.len() != header.len() {
-            return Err(format!(
-                "line `{line}` has {} fields, the header {}",
-                cells.len(),
-                header.len()
-            ));
+            return Err(CsvError::FieldCount {
+                line: line.to_string(),
+                fields: cells.len(),
+                columns: header.len(),
+            });
         }
         let text = |name: &str| {
             column(name)

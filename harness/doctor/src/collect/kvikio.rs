@@ -107,7 +107,7 @@ pub fn probe(python: &str, timeout: Duration, memory_dir: &Path) -> Fact<KvikioP
             let json = output.stdout.lines().rev().find(|l| l.starts_with('{'));
             match json.map(parse_probe) {
                 Some(Ok(probe)) => Fact::Known(probe),
-                Some(Err(error)) => Fact::Unknown(error),
+                Some(Err(error)) => Fact::because(&error),
                 // Importing KvikIO can crash the interpreter (seen with a missing driver).
                 None => Fact::Unknown(format!(
                     "the KvikIO probe in `{python}` {} without an answer{}",
@@ -122,7 +122,7 @@ pub fn probe(python: &str, timeout: Duration, memory_dir: &Path) -> Fact<KvikioP
                 )),
             }
         }
-        Err(error) => Fact::Unknown(error),
+        Err(error) => Fact::because(&error),
     }
 }
 
@@ -156,7 +156,12 @@ fn hung_marker(python: &str, dir: &Path) -> Option<std::path::PathBuf> {
     Some(dir.join(format!("gds-gate-kvikio-probe-hung-{hash:016x}")))
 }
 
-pub fn parse_probe(json: &str) -> Result<KvikioProbe, String> {
+/// The KvikIO probe's last line is not the JSON it prints.
+#[derive(Debug, thiserror::Error)]
+#[error("the KvikIO probe printed unreadable JSON")]
+pub struct UnreadableProbe(#[source] serde_json::Error);
+
+pub fn parse_probe(json: &str) -> Result<KvikioProbe, UnreadableProbe> {
     #[derive(serde::Deserialize)]
     struct Raw {
         executable: String,
@@ -179,8 +184,7 @@ pub fn parse_probe(json: &str) -> Result<KvikioProbe, String> {
         version: Option<String>,
         error: Option<String>,
     }
-    let raw: Raw = serde_json::from_str(json)
-        .map_err(|error| format!("the KvikIO probe printed unreadable JSON: {error}"))?;
+    let raw: Raw = serde_json::from_str(json).map_err(UnreadableProbe)?;
     let module = |m: RawModule| crate::facts::Module {
         version: m.version,
         error: m.error,

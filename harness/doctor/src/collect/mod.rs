@@ -14,8 +14,8 @@ use std::path::Path;
 use std::time::Duration;
 
 pub use gds::{config_facts, facts_of, parse_config};
-pub use gpu::{parse_bar1, parse_query_csv};
-pub use kvikio::{KVIKIO_PROBE, parse_probe};
+pub use gpu::{CsvError, parse_bar1, parse_query_csv};
+pub use kvikio::{KVIKIO_PROBE, UnreadableProbe, parse_probe};
 pub use platform::{parse_acs, parse_cmdline_iommu};
 
 use super::DoctorOptions;
@@ -76,6 +76,35 @@ pub(crate) struct ToolOutput {
     pub ending: Ending,
 }
 
+/// Why a tool gave the doctor nothing to read.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum ToolError {
+    #[error("cannot create a temporary folder to run `{program}`")]
+    TempDir {
+        program: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("`{program}` not found")]
+    NotFound { program: String },
+    #[error("cannot run `{program}`")]
+    Start {
+        program: String,
+        #[source]
+        source: std::io::Error,
+    },
+    /// It ran but did not exit cleanly: the command, how it ended, and the first line it said.
+    #[error(
+        "`{command}` {ending}{}",
+        said.as_deref().map(|said| format!(": {said}")).unwrap_or_default()
+    )]
+    Failed {
+        command: String,
+        ending: Ending,
+        said: Option<String>,
+    },
+}
+
 /// Runs `program` with a timeout, stdin closed, in its own process group (the gate's worker
 /// runner), and returns what it printed; `Err` says why there is nothing to read.
 pub(crate) fn run_tool(
@@ -83,12 +112,15 @@ pub(crate) fn run_tool(
     args: &[&str],
     env: Vec<(String, String)>,
     timeout: Duration,
-) -> Result<ToolOutput, String> {
+) -> Result<ToolOutput, ToolError> {
     let shown = display(program);
     let dir = tempfile::Builder::new()
         .prefix("gds-gate-doctor-")
         .tempdir()
-        .map_err(|error| format!("cannot create a temporary folder to run `{shown}`: {error}"))?;
+        .map_err(|source| ToolError::TempDir {
+            program: shown.clone(),
+            source,
+        })?;
     let job = Job {
         program: program.to_path_buf(),
         args: args.iter().map(OsString::from).collect(),
@@ -96,9 +128,12 @@ pub(crate) fn run_tool(
         dir: dir.path().to_path_buf(),
         timeout,
     };
-    let finished = process::run(&job).map_err(|error| match error.kind() {
-        std::io::ErrorKind::NotFound => format!("`{shown}` not found"),
-        _ => format!("cannot run `{shown}`: {error}"),
+    let finished = process::run(&job).map_err(|source| match source.kind() {
+        std::io::ErrorKind::NotFound => ToolError::NotFound { program: shown },
+        _ => ToolError::Start {
+            program: shown,
+            source,
+        },
     })?;
     let read = |path: &Path| {
         std::fs::read(path)
@@ -114,7 +149,11 @@ pub(crate) fn run_tool(
 
 /// `run_tool`, insisting on a clean exit: the error names the command, how it ended, and the
 /// first line of what it said.
-pub(crate) fn run_ok(program: &Path, args: &[&str], timeout: Duration) -> Result<String, String> {
+pub(crate) fn run_ok(
+    program: &Path,
+    args: &[&str],
+    timeout: Duration,
+) -> Result<String, ToolError> {
     let output = run_tool(program, args, Vec::new(), timeout)?;
     if output.ending.is_clean() {
         return Ok(output.stdout);
@@ -124,14 +163,12 @@ pub(crate) fn run_ok(program: &Path, args: &[&str], timeout: Duration) -> Result
         .lines()
         .chain(output.stdout.lines())
         .find(|line| !line.trim().is_empty())
-        .map(|line| format!(": {}", line.trim()))
-        .unwrap_or_default();
-    Err(format!(
-        "`{} {}` {}{said}",
-        display(program),
-        args.join(" "),
-        output.ending
-    ))
+        .map(|line| line.trim().to_string());
+    Err(ToolError::Failed {
+        command: format!("{} {}", display(program), args.join(" ")),
+        ending: output.ending,
+        said,
+    })
 }
 
 pub(crate) fn display(path: &Path) -> String {

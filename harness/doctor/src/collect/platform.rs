@@ -38,7 +38,7 @@ pub(super) fn platform(tools: &ToolFacts, nvidia_smi: Option<&str>, quick: bool)
         (None, false) => Fact::Unknown("lspci is not installed (package `pciutils`)".into()),
         (Some(lspci), false) => match run_ok(Path::new(lspci), &["-vvv"], TIMEOUT) {
             Ok(text) => parse_acs(&text),
-            Err(error) => Fact::Unknown(error),
+            Err(error) => Fact::because(&error),
         },
     };
     let topology = match (nvidia_smi, quick) {
@@ -46,7 +46,7 @@ pub(super) fn platform(tools: &ToolFacts, nvidia_smi: Option<&str>, quick: bool)
         (None, false) => Fact::Unknown("nvidia-smi is not installed".into()),
         (Some(smi), false) => match run_ok(Path::new(smi), &["topo", "-m"], TIMEOUT) {
             Ok(text) => Fact::Known(strip_ansi(text.trim_end())),
-            Err(error) => Fact::Unknown(error),
+            Err(error) => Fact::because(&error),
         },
     };
     PlatformFacts {
@@ -140,7 +140,7 @@ pub(super) fn gdscheck(program: &Path) -> Fact<GdscheckFacts> {
             parsed: gdscheck::parse(&output.stdout),
             text: output.stdout,
         }),
-        Err(error) => Fact::Unknown(error),
+        Err(error) => Fact::because(&error),
     }
 }
 

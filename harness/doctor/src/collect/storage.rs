@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 
 use super::display;
 use crate::facts::{BlockDevice, DataDirFacts, DirectIo, Fact, Mount, UdevRecord};
+use gds_runner::data::DataError;
 use gds_runner::mounts;
 
 pub(super) fn data_dir(configured: &Path) -> DataDirFacts {
@@ -23,7 +24,7 @@ pub(super) fn data_dir(configured: &Path) -> DataDirFacts {
     let probed = mounts::nearest_existing(&absolute);
     let mount = match &probed {
         Ok(dir) => mount_of(dir),
-        Err(why) => Fact::Unknown(why.clone()),
+        Err(why) => Fact::because(why),
     };
     let block = match &mount {
         Fact::Known(mount) => block_device(mount),
@@ -41,14 +42,14 @@ pub(super) fn data_dir(configured: &Path) -> DataDirFacts {
     };
     let (o_direct, free_bytes) = match &probed {
         Ok(dir) => (direct_io(dir), Fact::from_result(free_space(dir))),
-        Err(why) => (Fact::Unknown(why.clone()), Fact::Unknown(why.clone())),
+        Err(why) => (Fact::because(why), Fact::because(why)),
     };
     DataDirFacts {
         path: display(configured),
         exists,
         probed: match probed {
             Ok(dir) => Fact::Known(display(&dir)),
-            Err(why) => Fact::Unknown(why),
+            Err(why) => Fact::because(&why),
         },
         mount,
         block,
@@ -74,7 +75,7 @@ fn mount_of(dir: &Path) -> Fact<Mount> {
             options: entry.options,
             super_options: entry.super_options,
         }),
-        Err(why) => Fact::Unknown(why),
+        Err(why) => Fact::because(&why),
     }
 }
 
@@ -211,9 +212,11 @@ fn udev_record(device: &str) -> UdevRecord {
     }
 }
 
-fn free_space(dir: &Path) -> Result<u64, String> {
-    gds_runner::data::free_space(dir)
-        .map_err(|error| format!("statvfs({}) failed: {error}", dir.display()))
+fn free_space(dir: &Path) -> Result<u64, DataError> {
+    gds_runner::data::free_space(dir).map_err(|source| DataError::FreeSpace {
+        dir: dir.to_path_buf(),
+        source,
+    })
 }
 
 /// Generated files (`gds-gate-s<seed>-<size>.bin`) already in the data dir, with their sizes.

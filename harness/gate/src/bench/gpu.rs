@@ -49,10 +49,10 @@ pub fn run(setting: &super::parity::Setting, runs: usize, dir: &Path) -> Result<
     // Generous: ten minutes, plus every read of every run at 50 MB/s.
     let reads = size * runs as u64 * (SETTINGS.len() as u64 + 1);
     let timeout = Duration::from_secs(600 + reads / 50_000_000);
-    let result: Result<GpuBenchResult, String> = crate::job::run("gpu-bench", &spec, timeout);
+    let result: Result<GpuBenchResult, _> = crate::job::run("gpu-bench", &spec, timeout);
     let _ = std::fs::remove_file(&path);
     let _ = std::fs::remove_file(path.with_extension("bin.id.json"));
-    let result = result?;
+    let result = result.map_err(|error| gds_model::error_chain(&error))?;
     let gpu = result.gpu?;
     let mut out = format!(
         "GPU {gpu} — buffer {}, {runs} runs, medians\n\n{startup}",

@@ -196,7 +196,8 @@ pub fn run(setting: &Setting, runs: usize, dir: &Path, out: &mut String) -> Resu
     let trials = gds_model::scenario::expand(&suite);
     let data = DataSet::prepare(dir, &trials);
     let file = data
-        .files_for(&trials[0])?
+        .files_for(&trials[0])
+        .map_err(|error| gds_model::error_chain(&error))?
         .pop()
         .ok_or("the parity bench has no file")?;
     let write_trial = trials
@@ -205,12 +206,13 @@ pub fn run(setting: &Setting, runs: usize, dir: &Path, out: &mut String) -> Resu
         .ok_or("the parity bench has no writing trial")?;
     // The file the writing trials write (and dd writes before them), beside the generated one.
     let written = data
-        .files_for(write_trial)?
+        .files_for(write_trial)
+        .map_err(|error| gds_model::error_chain(&error))?
         .pop()
         .ok_or("the parity bench has no file to write")?;
     let scratch = tempfile::tempdir().map_err(|error| error.to_string())?;
     let launcher = Launcher {
-        gate: crate::job::worker_program()?,
+        gate: crate::job::worker_program().map_err(|error| gds_model::error_chain(&error))?,
         trials_dir: scratch.path().to_path_buf(),
         strict: false,
         timeout: None,

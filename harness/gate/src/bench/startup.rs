@@ -39,7 +39,7 @@ pub fn run(runs: usize, dir: &Path, out: &mut String) -> Result<(), String> {
     let data = DataSet::prepare(dir, &trials);
     let scratch = tempfile::tempdir().map_err(|error| error.to_string())?;
     let launcher = Launcher {
-        gate: crate::job::worker_program()?,
+        gate: crate::job::worker_program().map_err(|error| gds_model::error_chain(&error))?,
         trials_dir: scratch.path().to_path_buf(),
         strict: false,
         timeout: Some(Duration::from_secs(120)),
@@ -51,7 +51,9 @@ pub fn run(runs: usize, dir: &Path, out: &mut String) -> Result<(), String> {
     // Round-robin, so that a slow moment of the host is shared by every reader.
     for _ in 0..runs {
         for ((spec, records), steps) in trials.iter().zip(&mut records).zip(&mut driver_steps) {
-            let files = data.files_for(spec)?;
+            let files = data
+                .files_for(spec)
+                .map_err(|error| gds_model::error_chain(&error))?;
             let plan = ReadPlan::new(files, &spec.pattern);
             records.push(launcher.run_trial(spec.clone(), plan));
             let log = cufile_log::read_logs(&launcher.trials_dir.join(slug(&spec.name)));

@@ -138,7 +138,8 @@ pub fn run_trials(
     if selected.is_empty() {
         return Err(nothing_selected(args, specs.len()));
     }
-    crate::prepare::check_data_dir(&args.inputs.data_dir).map_err(Error::Setup)?;
+    crate::prepare::check_data_dir(&args.inputs.data_dir)
+        .map_err(|error| Error::Setup(gds_model::error_chain(&error)))?;
     // The doctor's short form first, so that a host that cannot do GDS says so before the trials.
     let selected_specs: Vec<TrialSpec> = selected.iter().map(|spec| (*spec).clone()).collect();
     let preflight =
@@ -162,7 +163,8 @@ pub fn run_trials(
     let data = DataSet::prepare(&args.inputs.data_dir, runnable);
     let gate = crate::job::worker_program().map_err(|error| {
         Error::Setup(format!(
-            "cannot find the gate's own binary to start workers: {error}"
+            "cannot find the gate's own binary to start workers: {}",
+            gds_model::error_chain(&error)
         ))
     })?;
     let launcher = Launcher {
@@ -444,7 +446,7 @@ impl Executor {
                     );
                     TrialRecord::failed(
                         spec,
-                        format!("test data unavailable: {error}"),
+                        format!("test data unavailable: {}", gds_model::error_chain(&error)),
                         details,
                         None,
                     )

@@ -86,6 +86,20 @@ fn too_deep(text: &str) -> Option<(usize, usize)> {
     None
 }
 
+/// A pass past [`MAX_READS`] or [`MAX_TASKS`], and how to bring it under.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum PlanTooLarge {
+    #[error(
+        "one pass would make {reads} reads, at most {MAX_READS}: use larger `pattern.chunks`, a smaller `pattern.random.count`, or fewer or smaller files"
+    )]
+    Reads { reads: u64 },
+    #[error(
+        "one pass would split into {tasks} tasks of `task_size: {}`, at most {MAX_TASKS}: use a larger `task_size` (KvikIO's default is 4MiB) or smaller files",
+        ByteSize(*task_size)
+    )]
+    Tasks { tasks: u64, task_size: u64 },
+}
+
 /// The reads and tasks of one pass over files of `sizes`, each read `copies` times over (the
 /// `count` generated files of one size), against [`MAX_READS`] and [`MAX_TASKS`]: a problem and
 /// its fix, or nothing. Used for generated files while validating, and for a user's own file
@@ -95,19 +109,14 @@ pub fn check_plan(
     copies: u64,
     pattern: &Pattern,
     task_size: u64,
-) -> Result<(), String> {
+) -> Result<(), PlanTooLarge> {
     let reads = reads_per_pass(sizes, pattern).saturating_mul(copies);
     if reads > MAX_READS {
-        return Err(format!(
-            "one pass would make {reads} reads, at most {MAX_READS}: use larger `pattern.chunks`, a smaller `pattern.random.count`, or fewer or smaller files"
-        ));
+        return Err(PlanTooLarge::Reads { reads });
     }
     let tasks = tasks_per_pass(sizes, pattern, task_size).saturating_mul(copies);
     if tasks > MAX_TASKS {
-        return Err(format!(
-            "one pass would split into {tasks} tasks of `task_size: {}`, at most {MAX_TASKS}: use a larger `task_size` (KvikIO's default is 4MiB) or smaller files",
-            ByteSize(task_size)
-        ));
+        return Err(PlanTooLarge::Tasks { tasks, task_size });
     }
     Ok(())
 }
@@ -235,7 +244,7 @@ impl Validator<'_> {
             for &task_size in &s.task_sizes {
                 if let Err(problem) = check_plan(&[size], count.into(), &s.pattern, task_size) {
                     let key = match &s.pattern {
-                        _ if problem.contains("tasks") => "task_size",
+                        _ if matches!(problem, PlanTooLarge::Tasks { .. }) => "task_size",
                         Pattern::Whole => "files",
                         _ => "pattern",
                     };

@@ -17,8 +17,27 @@ const UNITS: [(&str, u64); 5] = [
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct ByteSize(pub u64);
 
+/// Why a size as written does not parse; each names the text and what to write instead.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum SizeError {
+    #[error("expected a size such as `4GiB`, `512MiB` or `4096`, found `{0}`")]
+    NotASize(String),
+    #[error("size `{0}` is too large")]
+    TooLarge(String),
+    #[error(
+        "unknown size unit `{unit}` in `{text}`; expected one of B, KiB, MiB, GiB, TiB{}",
+        suggestion.map(|name| format!(" (did you mean `{name}`? decimal units are not accepted)")).unwrap_or_default()
+    )]
+    UnknownUnit {
+        text: String,
+        unit: String,
+        /// The binary unit the user probably meant (`GiB` for `GB` or `g`).
+        suggestion: Option<&'static str>,
+    },
+}
+
 impl ByteSize {
-    pub fn parse(text: &str) -> Result<ByteSize, String> {
+    pub fn parse(text: &str) -> Result<ByteSize, SizeError> {
         let text = text.trim();
         let split = text
             .find(|c: char| !c.is_ascii_digit() && c != '_')
@@ -26,13 +45,11 @@ impl ByteSize {
         let (digits, unit) = (&text[..split], text[split..].trim());
         let digits: String = digits.chars().filter(|&c| c != '_').collect();
         if digits.is_empty() {
-            return Err(format!(
-                "expected a size such as `4GiB`, `512MiB` or `4096`, found `{text}`"
-            ));
+            return Err(SizeError::NotASize(text.to_string()));
         }
         let number: u64 = digits
             .parse()
-            .map_err(|_| format!("size `{text}` is too large"))?;
+            .map_err(|_| SizeError::TooLarge(text.to_string()))?;
         let multiplier = match UNITS.iter().find(|(name, _)| *name == unit) {
             Some((_, multiplier)) => *multiplier,
             None if unit.is_empty() => 1,
@@ -41,22 +58,24 @@ impl ByteSize {
         number
             .checked_mul(multiplier)
             .map(ByteSize)
-            .ok_or_else(|| format!("size `{text}` is too large"))
+            .ok_or_else(|| SizeError::TooLarge(text.to_string()))
     }
 }
 
-fn unknown_unit(text: &str, unit: &str) -> String {
-    let known = "B, KiB, MiB, GiB, TiB";
-    let hint = UNITS
+fn unknown_unit(text: &str, unit: &str) -> SizeError {
+    let suggestion = UNITS
         .iter()
         .find(|(name, _)| {
             name.eq_ignore_ascii_case(unit)
                 || name.replace('i', "").eq_ignore_ascii_case(unit)
                 || name[..1].eq_ignore_ascii_case(unit)
         })
-        .map(|(name, _)| format!(" (did you mean `{name}`? decimal units are not accepted)"))
-        .unwrap_or_default();
-    format!("unknown size unit `{unit}` in `{text}`; expected one of {known}{hint}")
+        .map(|(name, _)| *name);
+    SizeError::UnknownUnit {
+        text: text.to_string(),
+        unit: unit.to_string(),
+        suggestion,
+    }
 }
 
 impl fmt::Display for ByteSize {
@@ -195,14 +214,15 @@ mod tests {
 
     #[test]
     fn rejects_decimal_and_unknown_units_with_a_hint() {
-        let error = ByteSize::parse("4GB").unwrap_err();
+        let error = ByteSize::parse("4GB").unwrap_err().to_string();
         assert!(error.contains("did you mean `GiB`"), "{error}");
-        let error = ByteSize::parse("4 parsecs").unwrap_err();
+        let error = ByteSize::parse("4 parsecs").unwrap_err().to_string();
         assert!(error.contains("expected one of B, KiB"), "{error}");
         assert!(ByteSize::parse("GiB").is_err());
         assert!(
             ByteSize::parse("99999999999999TiB")
                 .unwrap_err()
+                .to_string()
                 .contains("too large")
         );
     }

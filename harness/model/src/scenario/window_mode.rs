@@ -52,17 +52,24 @@ impl WindowMode {
         (window < plan_bytes).then_some(window)
     }
 
-    /// Checks a size given in a scenario; the message names what to write instead.
-    pub fn check_size(bytes: u64) -> Result<(), String> {
+    /// Checks a size given in a scenario; the error names what to write instead.
+    pub fn check_size(bytes: u64) -> Result<(), BadWindow> {
         if bytes < MIN_WINDOW || !bytes.is_multiple_of(ALIGN) {
-            return Err(format!(
-                "window `{}` must be a multiple of 4KiB and at least {}, e.g. `window: 1GiB`",
-                ByteSize(bytes),
-                ByteSize(MIN_WINDOW)
-            ));
+            return Err(BadWindow { bytes });
         }
         Ok(())
     }
+}
+
+/// A `window` size a worker cannot cut windows of.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "window `{}` must be a multiple of 4KiB and at least {}, e.g. `window: 1GiB`",
+    ByteSize(*bytes),
+    ByteSize(MIN_WINDOW)
+)]
+pub struct BadWindow {
+    pub bytes: u64,
 }
 
 impl fmt::Display for WindowMode {

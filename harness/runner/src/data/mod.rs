@@ -236,7 +236,7 @@ pub fn ensure_generated(
 
     let reason = match reuse::check_reusable(&path, &sidecar_path, spec) {
         Ok(checksum) => return Ok(prepared(checksum, Action::Reused)),
-        Err(reason) => reason,
+        Err(distrust) => distrust.to_string(),
     };
 
     // The sidecar goes first: from here until the new one is written, nothing vouches for

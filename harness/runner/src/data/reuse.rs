@@ -13,37 +13,63 @@ use gds_model::verify::{exact_compare_serial, expected_file_checksum, mix64};
 /// Blocks at seed-derived offsets in the spot check, besides the first and the last.
 const SPOT_RANDOM_BLOCKS: u64 = 6;
 
+/// Why a generated file on disk is not trusted: a fragment for "regenerating because …". It is
+/// recorded as one line of the report, so a cause is part of the text, not a source.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum Distrust {
+    #[error("no data file")]
+    NoFile,
+    #[error("cannot stat the data file ({0})")]
+    Stat(io::Error),
+    #[error(transparent)]
+    Sidecar(#[from] sidecar::Unreadable),
+    #[error("no identity sidecar")]
+    NoSidecar,
+    #[error("generator version {0} != {current}", current = GENERATOR_VERSION)]
+    GeneratorVersion(u32),
+    #[error("identity sidecar describes seed {seed} size {size}")]
+    OtherFile { seed: u64, size: u64 },
+    #[error("file size changed ({now} != {expected})")]
+    Size { now: u64, expected: u64 },
+    #[error("file changed since generation ({0})")]
+    Changed(&'static str),
+    #[error("identity sidecar checksum {recorded:#018x} != {expected:#018x}")]
+    Checksum { recorded: u64, expected: u64 },
+    #[error("cannot open for the spot check ({0})")]
+    SpotOpen(io::Error),
+    #[error("spot check could not read byte {offset} ({error})")]
+    SpotRead { offset: u64, error: io::Error },
+    #[error("spot check failed at byte {0}")]
+    SpotMismatch(u64),
+}
+
 /// The checksum of the file at `path` when it can be trusted, else why not.
 pub(super) fn check_reusable(
     path: &Path,
     sidecar_path: &Path,
     spec: GeneratedFile,
-) -> Result<u64, String> {
+) -> Result<u64, Distrust> {
     let meta = match fs::metadata(path) {
         Ok(meta) => meta,
-        Err(err) if err.kind() == io::ErrorKind::NotFound => return Err("no data file".into()),
-        Err(err) => return Err(format!("cannot stat the data file ({err})")),
+        Err(err) if err.kind() == io::ErrorKind::NotFound => return Err(Distrust::NoFile),
+        Err(err) => return Err(Distrust::Stat(err)),
     };
-    let identity: GeneratedIdentity =
-        sidecar::read(sidecar_path)?.ok_or_else(|| "no identity sidecar".to_owned())?;
+    let identity: GeneratedIdentity = sidecar::read(sidecar_path)?.ok_or(Distrust::NoSidecar)?;
     if identity.generator_version != GENERATOR_VERSION {
-        return Err(format!(
-            "generator version {} != {GENERATOR_VERSION}",
-            identity.generator_version
-        ));
+        return Err(Distrust::GeneratorVersion(identity.generator_version));
     }
     if (identity.seed, identity.size) != (spec.seed, spec.size) {
-        return Err(format!(
-            "identity sidecar describes seed {} size {}",
-            identity.seed, identity.size
-        ));
+        return Err(Distrust::OtherFile {
+            seed: identity.seed,
+            size: identity.size,
+        });
     }
     let stamp = Stamp::of(&meta);
     if stamp.size != spec.size {
-        return Err(format!(
-            "file size changed ({} != {})",
-            stamp.size, spec.size
-        ));
+        return Err(Distrust::Size {
+            now: stamp.size,
+            expected: spec.size,
+        });
     }
     for (field, now, then) in [
         ("mtime", stamp.mtime_ns as u64, identity.mtime_ns as u64),
@@ -53,15 +79,15 @@ pub(super) fn check_reusable(
         ("ctime", stamp.ctime_ns as u64, identity.ctime_ns as u64),
     ] {
         if now != then {
-            return Err(format!("file changed since generation ({field})"));
+            return Err(Distrust::Changed(field));
         }
     }
     let expected = expected_file_checksum(spec.seed, spec.size);
     if identity.checksum != expected {
-        return Err(format!(
-            "identity sidecar checksum {:#018x} != {expected:#018x}",
-            identity.checksum
-        ));
+        return Err(Distrust::Checksum {
+            recorded: identity.checksum,
+            expected,
+        });
     }
     spot_check(path, spec)?;
     Ok(expected)
@@ -83,15 +109,15 @@ pub fn spot_check_offsets(seed: u64, size: u64) -> Vec<u64> {
     offsets
 }
 
-fn spot_check(path: &Path, spec: GeneratedFile) -> Result<(), String> {
-    let file = File::open(path).map_err(|err| format!("cannot open for the spot check ({err})"))?;
+fn spot_check(path: &Path, spec: GeneratedFile) -> Result<(), Distrust> {
+    let file = File::open(path).map_err(Distrust::SpotOpen)?;
     let mut buf = vec![0u8; SPOT_BLOCK as usize];
     for offset in spot_check_offsets(spec.seed, spec.size) {
         let len = SPOT_BLOCK.min(spec.size - offset) as usize;
         file.read_exact_at(&mut buf[..len], offset)
-            .map_err(|err| format!("spot check could not read byte {offset} ({err})"))?;
+            .map_err(|error| Distrust::SpotRead { offset, error })?;
         if let Some(bad) = exact_compare_serial(spec.seed, offset, &buf[..len]).first_bad_offset {
-            return Err(format!("spot check failed at byte {bad}"));
+            return Err(Distrust::SpotMismatch(bad));
         }
     }
     Ok(())

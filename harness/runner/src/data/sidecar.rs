@@ -73,17 +73,26 @@ pub struct UserIdentity {
 pub const GENERATED_BY: &str =
     "gds-gate (identity of a data file; do not edit, delete it to force recomputation)";
 
-/// Reads a sidecar. `Ok(None)` when there is none; `Err(reason)` when it cannot be used, the
-/// reason being a fragment for "regenerating because …".
-pub fn read<T: DeserializeOwned>(path: &Path) -> Result<Option<T>, String> {
+/// A sidecar that exists but cannot be used: a fragment for "regenerating because …". It is
+/// recorded as one line of the report, so the cause is part of the text, not a source.
+#[derive(Debug, thiserror::Error)]
+pub enum Unreadable {
+    #[error("identity sidecar unreadable ({0})")]
+    Read(io::Error),
+    #[error("identity sidecar unreadable ({0})")]
+    Parse(serde_json::Error),
+}
+
+/// Reads a sidecar. `Ok(None)` when there is none; `Err` when it cannot be used.
+pub fn read<T: DeserializeOwned>(path: &Path) -> Result<Option<T>, Unreadable> {
     let text = match fs::read(path) {
         Ok(text) => text,
         Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(None),
-        Err(err) => return Err(format!("identity sidecar unreadable ({err})")),
+        Err(err) => return Err(Unreadable::Read(err)),
     };
     serde_json::from_slice(&text)
         .map(Some)
-        .map_err(|err| format!("identity sidecar unreadable ({err})"))
+        .map_err(Unreadable::Parse)
 }
 
 /// Writes `value` to `path` so that a reader sees the old sidecar, no sidecar, or the complete

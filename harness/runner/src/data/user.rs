@@ -109,7 +109,7 @@ pub fn ensure_user_checksum(
 
     let reason = match sidecar::read::<UserIdentity>(&cache_path) {
         Ok(None) => "no cached checksum".to_owned(),
-        Err(reason) => reason,
+        Err(unreadable) => unreadable.to_string(),
         Ok(Some(cached)) => match changed_field(&cached, &canonical, &stamp) {
             None => return Ok(done(cached.checksum, Action::Reused)),
             Some(field) => format!("file changed since its checksum was cached ({field})"),

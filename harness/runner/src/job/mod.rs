@@ -6,14 +6,61 @@
 pub mod probe;
 
 use std::ffi::OsString;
+use std::io;
 use std::path::PathBuf;
 use std::sync::OnceLock;
 use std::time::Duration;
 
+use gds_model::record::Ending;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use crate::process::{self, Job};
+
+/// Why a worker job has no answer: its program could not be found or started, or it ended
+/// without a readable result.
+#[derive(Debug, thiserror::Error)]
+pub enum JobError {
+    #[error("cannot read the path of this program (/proc/self/exe)")]
+    CurrentExe(#[source] io::Error),
+    #[error(
+        "`{}` is not the gds-gate binary, which runs the workers; set GDS_GATE_WORKER to the gds-gate binary",
+        .0.display()
+    )]
+    NotTheGate(PathBuf),
+    #[error("cannot create a temporary folder for a worker")]
+    TempDir(#[source] io::Error),
+    #[error("cannot write `{}`", path.display())]
+    WriteSpec {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    #[error("cannot start `{}`", program.display())]
+    Start {
+        program: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    #[error("the {job} worker's answer is not a valid result")]
+    InvalidResult {
+        job: String,
+        #[source]
+        source: serde_json::Error,
+    },
+    #[error(
+        "the {job} worker `{}` {ending} without a result{}",
+        program.display(),
+        said.as_deref().map(|said| format!(": {said}")).unwrap_or_default()
+    )]
+    NoResult {
+        job: String,
+        program: PathBuf,
+        ending: Ending,
+        /// The last line it printed, if any.
+        said: Option<String>,
+    },
+}
 
 static PROGRAM: OnceLock<PathBuf> = OnceLock::new();
 
@@ -26,21 +73,18 @@ pub fn set_worker_program(path: PathBuf) {
 /// The binary that runs workers: `GDS_GATE_WORKER` (a stand-in worker in the fault drills, or a
 /// wrapper that ends in `gds-gate worker "$@"`), else the one set with [`set_worker_program`],
 /// else this process when it is the gds-gate binary.
-pub fn worker_program() -> Result<PathBuf, String> {
+pub fn worker_program() -> Result<PathBuf, JobError> {
     if let Some(program) = std::env::var_os("GDS_GATE_WORKER").filter(|path| !path.is_empty()) {
         return Ok(PathBuf::from(program));
     }
     if let Some(program) = PROGRAM.get() {
         return Ok(program.clone());
     }
-    let exe = std::env::current_exe().map_err(|error| error.to_string())?;
+    let exe = std::env::current_exe().map_err(JobError::CurrentExe)?;
     if exe.file_name().is_some_and(|name| name == "gds-gate") {
         Ok(exe)
     } else {
-        Err(format!(
-            "`{}` is not the gds-gate binary, which runs the workers",
-            exe.display()
-        ))
+        Err(JobError::NotTheGate(exe))
     }
 }
 
@@ -50,17 +94,19 @@ pub fn run<S: Serialize, R: DeserializeOwned>(
     job: &str,
     spec: &S,
     timeout: Duration,
-) -> Result<R, String> {
+) -> Result<R, JobError> {
     let program = worker_program()?;
     let dir = tempfile::Builder::new()
         .prefix("gds-gate-worker-")
         .tempdir()
-        .map_err(|error| format!("cannot create a temporary folder for a worker: {error}"))?;
+        .map_err(JobError::TempDir)?;
     let spec_path = dir.path().join("spec.json");
     let result_path = dir.path().join("result.json");
     let text = serde_json::to_string_pretty(spec).unwrap_or_default();
-    std::fs::write(&spec_path, text)
-        .map_err(|error| format!("cannot write `{}`: {error}", spec_path.display()))?;
+    std::fs::write(&spec_path, text).map_err(|source| JobError::WriteSpec {
+        path: spec_path.clone(),
+        source,
+    })?;
     let args: Vec<OsString> = vec![
         "worker".into(),
         "--job".into(),
@@ -82,22 +128,24 @@ pub fn run<S: Serialize, R: DeserializeOwned>(
         dir: dir.path().to_path_buf(),
         timeout,
     })
-    .map_err(|error| format!("cannot start `{}`: {error}", program.display()))?;
+    .map_err(|source| JobError::Start {
+        program: program.clone(),
+        source,
+    })?;
     match std::fs::read_to_string(&result_path) {
-        Ok(text) => serde_json::from_str(&text)
-            .map_err(|error| format!("the {job} worker's answer is not a valid result: {error}")),
+        Ok(text) => serde_json::from_str(&text).map_err(|source| JobError::InvalidResult {
+            job: job.to_string(),
+            source,
+        }),
         Err(_) => {
             let said = finished.tail(1);
-            Err(format!(
-                "the {job} worker `{}` {} without a result{}",
-                program.display(),
-                finished.ending,
-                if said.trim().is_empty() {
-                    String::new()
-                } else {
-                    format!(": {}", said.trim())
-                }
-            ))
+            let said = said.trim();
+            Err(JobError::NoResult {
+                job: job.to_string(),
+                program,
+                ending: finished.ending,
+                said: (!said.is_empty()).then(|| said.to_string()),
+            })
         }
     }
 }

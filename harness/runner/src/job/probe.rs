@@ -5,7 +5,9 @@
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use gds_model::protocol::{CufileProbeDepth, PROTOCOL_VERSION, ProbeResult, ProbeSpec};
+use gds_model::protocol::{
+    CufileProbeDepth, PROTOCOL_VERSION, ProbeResult, ProbeSpec, Unavailable,
+};
 
 /// A probe needs no I/O of note; a minute means it hangs.
 const TIMEOUT: Duration = Duration::from_secs(60);
@@ -18,8 +20,10 @@ pub fn probe(cuda_version: bool, gpu_count: bool, cufile: CufileProbeDepth) -> P
         gpu_count,
         cufile,
     };
-    super::run("probe", &spec, TIMEOUT)
-        .unwrap_or_else(|why| ProbeResult::failed(&spec, &format!("the probe failed: {why}")))
+    super::run("probe", &spec, TIMEOUT).unwrap_or_else(|why| {
+        let why = gds_model::error_line(&why);
+        ProbeResult::failed(&spec, &format!("the probe failed: {why}"))
+    })
 }
 
 /// What every run asks once: whether libcuda loads, the CUDA version, and libcufile loaded (its
@@ -31,8 +35,8 @@ pub fn host() -> &'static ProbeResult {
 
 /// The GPUs CUDA numbers here (`cuDeviceGetCount`, which initialises CUDA: asked only when a
 /// trial needs it), once per process.
-pub fn gpu_count() -> Result<u32, String> {
-    static COUNT: OnceLock<Result<u32, String>> = OnceLock::new();
+pub fn gpu_count() -> Result<u32, Unavailable> {
+    static COUNT: OnceLock<Result<u32, Unavailable>> = OnceLock::new();
     COUNT
         .get_or_init(|| {
             probe(false, true, CufileProbeDepth::None)

@@ -23,8 +23,8 @@ pub const KERNELS: &str = include_str!("kernels.cu");
 #[derive(Debug, thiserror::Error)]
 pub enum GpuError {
     /// No driver library, or one without the functions cudarc calls first.
-    #[error("{0}")]
-    NoDriver(String),
+    #[error(transparent)]
+    NoDriver(#[from] crate::libcuda::LibcudaError),
     #[error(
         "NVRTC (libnvrtc.so) not found; install the CUDA toolkit's NVRTC, which the GPU verification compiles its kernels with"
     )]
@@ -75,7 +75,7 @@ struct Kernels {
 
 impl Gpu {
     pub fn open(ordinal: u32) -> Result<Gpu, GpuError> {
-        crate::libcuda::check().map_err(GpuError::NoDriver)?;
+        crate::libcuda::check()?;
         let ctx = CudaContext::new(ordinal as usize).context(|| format!("open GPU {ordinal}"))?;
         let name = ctx.name().context(|| "read the GPU name".into())?;
         let stream = ctx.default_stream();
