@@ -20,7 +20,7 @@ passes beside cuFile's own mean of the same calls (its statistics' read latency 
 per-GPU read count, taken as the measured passes begin and end): the same calls at the same
 time, so no drift between the two, round by round.
 
-    python3 harness/drills/latency_agreement.py --gate target/release/gds-gate \\
+    python3 tools/drills/latency_agreement.py --gate target/release/gds-gate \\
         --suite scenarios/default.yaml --filter random-1MiB --rounds 3 --work target/latency
 """
 

@@ -12,10 +12,10 @@
 # the target (it overshoots for the gate: on the smoke suite the gate then saw a 70-80% drop).
 #
 # CPU host, from the repository root (builds the gate when --gate is not given):
-#   harness/drills/throughput.sh --clean 10 --throttled 2 --work /var/tmp/drill
-#   harness/drills/throughput.sh --gate target/release/gds-gate --bless-runs 3 --clean 2 -- posix
+#   tools/drills/throughput.sh --clean 10 --throttled 2 --work /var/tmp/drill
+#   tools/drills/throughput.sh --gate target/release/gds-gate --bless-runs 3 --clean 2 -- posix
 # GPU runner (copy a release build of the gate there, run from a checkout of the repository):
-#   harness/drills/throughput.sh --gate ./gds-gate --suite scenarios/drill.yaml --clean 5 \
+#   tools/drills/throughput.sh --gate ./gds-gate --suite scenarios/drill.yaml --clean 5 \
 #       --data-dir /mnt/nvme/gds-drill
 # Where one sitting is too short for the spaced-out bless, the phases can run apart on one runner:
 #   throughput.sh ... --clean 5 --throttled 0 --work /var/tmp/drill-a

@@ -19,7 +19,7 @@ latency percentiles, the mean, IOPS and GB/s per pass. How it reads (`--how`):
            over the pass and KvikIO's own mean per operation (its SummaryMonitor), as the gate
            reports them; no percentiles (KvikIO keeps none)
 
-    python3 harness/drills/replay_latency.py target/gds-gate/trials/<trial>/spec.json --how cufile
+    python3 tools/drills/replay_latency.py target/gds-gate/trials/<trial>/spec.json --how cufile
 
 `--json` prints one JSON object per pass instead of the table (latency_agreement.py reads it).
 """

@@ -26,7 +26,7 @@ Each `--config` (a cufile.json, such as a trial's from the gate's reports) runs 
 again with cuFile configured by it (CUFILE_ENV_PATH_JSON), beside the host's own configuration:
 the gate's workers and the replay run with the trial's file (statistics at level 3, a log folder).
 
-    python3 harness/drills/cufile_teardown.py --dir /var/tmp/gw --processes 10 \
+    python3 tools/drills/cufile_teardown.py --dir /var/tmp/gw --processes 10 \
         --config target/gds-gate/trials/<trial>/cufile.json
 """
 

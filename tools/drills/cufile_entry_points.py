@@ -24,7 +24,7 @@ left alone). Parameters of the stream-ordered calls live in ctypes objects kept 
 is synchronised, as cufile.h requires. The parameters cuFile used and each GetStatus answer are
 printed with `-v`.
 
-    cd "$(mktemp -d)" && python3 /path/to/harness/drills/cufile_entry_points.py --dir /var/tmp/gw -v
+    cd "$(mktemp -d)" && python3 /path/to/tools/drills/cufile_entry_points.py --dir /var/tmp/gw -v
 
 cuFile writes cufile.log in the current folder (its `cufio_async` and batch lines are the
 library's own account). Needs an NVIDIA GPU, cupy and libcufile (`--libcufile`, default

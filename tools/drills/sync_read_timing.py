@@ -18,7 +18,7 @@ cache is dropped before each read (the file is opened O_DIRECT, as cuFile needs,
 the order of the variants is reversed every other round, since a virtual disk reads a file
 faster the second time.
 
-    python3 harness/drills/sync_read_timing.py --gate target/release/gds-gate --dir /var/tmp/sync \\
+    python3 tools/drills/sync_read_timing.py --gate target/release/gds-gate --dir /var/tmp/sync \\
         --libcufile .../nvidia/cu13/lib/libcufile.so.0 --size 512MiB --rounds 4
 
 Prints GB/s per variant and round, then each variant's median and its ratio to KvikIO's pread,

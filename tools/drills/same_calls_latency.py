@@ -20,7 +20,7 @@ cuFileRead's task with one pread into its bounce buffer, so the ratio is the cal
 (what cuFileRead adds around it, the copy to the GPU among it); KvikIO's POSIX path reads a task with one pread, and the gate's
 figure is KvikIO's own mean per operation, its Python call included.
 
-    python3 harness/drills/same_calls_latency.py --gate target/release/gds-gate \\
+    python3 tools/drills/same_calls_latency.py --gate target/release/gds-gate \\
         --suite scenarios/default.yaml --filter 'random-1MiB' --work target/same-calls
 """
 
