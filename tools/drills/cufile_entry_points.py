@@ -99,35 +99,15 @@ class Cufile:
                                                ctypes.POINTER(IoEvent), ctypes.POINTER(Timespec)]
         lib.cuFileBatchIOCancel.argtypes = [ctypes.c_void_p]
         lib.cuFileBatchIODestroy.argtypes = [ctypes.c_void_p]
-        lib.cuFileRead.restype = ctypes.c_ssize_t
-        lib.cuFileRead.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int64, ctypes.c_int64]
-        if hasattr(lib, "cuFileSetStatsLevel"):  # not in older libcufile
-            lib.cuFileSetStatsLevel.restype = Error
-            lib.cuFileSetStatsLevel.argtypes = [ctypes.c_int]
-        for name in ["cuFileStatsStart", "cuFileStatsStop", "cuFileDriverClose_v2", "cuFileDriverClose"]:
-            if hasattr(lib, name):
-                getattr(lib, name).restype = Error
         self.lib = lib
 
     def open_driver(self):
         self.check("cuFileDriverOpen", self.lib.cuFileDriverOpen())
         return self
 
-    def start_stats(self):
-        """Level-3 statistics started through the API, as the gate's workers start them."""
-        self.check("cuFileSetStatsLevel", self.lib.cuFileSetStatsLevel(3))
-        self.check("cuFileStatsStart", self.lib.cuFileStatsStart())
-
     def check(self, call, error):
         if error.err != 0:
             raise RuntimeError("%s failed: err %d, cu_err %d" % (call, error.err, error.cu_err))
-
-    def read(self, handle, base, length, offset, buffer_offset):
-        """One cuFileRead of `length` bytes at `offset` into the buffer at `base` (a device
-        pointer), `buffer_offset` into it; a short or failed read raises."""
-        done = self.lib.cuFileRead(handle, ctypes.c_void_p(base), length, offset, buffer_offset)
-        if done != length:
-            raise OSError("cuFileRead at %d returned %d of %d" % (offset, done, length))
 
     def handle(self, fd):
         descr = Descr(type=1, fd=fd)  # CU_FILE_HANDLE_TYPE_OPAQUE_FD
