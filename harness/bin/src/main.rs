@@ -24,8 +24,9 @@ fn main() -> ExitCode {
             // The answer is on disk (written atomically) and every handle, buffer and context
             // is released, so the worker leaves without the exit handlers: libcufile 1.15 often
             // dies of SIGSEGV in its own teardown while its statistics run (2 to 5 of 8
-            // processes in `harness/drills/cufile_teardown.py` on the H200), which the gate can
-            // only report as a crash after a complete result.
+            // processes on the H200, counted by `harness/drills/cufile_teardown.py` in this
+            // repository's history), which the gate can only report as a crash after a
+            // complete result.
             use std::io::Write as _;
             let _ = (std::io::stdout().flush(), std::io::stderr().flush());
             // SAFETY: ends the process; nothing after this point relies on destructors.

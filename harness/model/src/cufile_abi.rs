@@ -3,6 +3,7 @@
 //! from libcufile; everything else reads them from results, without linking cuFile.
 
 pub mod batch;
+pub mod call;
 
 use std::ffi::c_uint;
 

@@ -13,6 +13,7 @@ use std::path::PathBuf;
 use libloading::Library;
 
 use gds_model::cufile_abi::RawProperties;
+use gds_model::cufile_abi::call::{Descr, Status};
 pub use gds_model::cufile_abi::{
     DriverProperties, GpuCounters, Stats, StatsLayout, StatsLayoutError, Version, describe,
 };
@@ -56,28 +57,6 @@ pub enum CufileError {
     #[error(transparent)]
     Layout(#[from] StatsLayoutError),
 }
-
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default)]
-struct Status {
-    err: c_int,
-    cu_err: c_int,
-}
-
-#[repr(C)]
-struct Descr {
-    kind: c_int,
-    handle: DescrHandle,
-    fs_ops: *const c_void,
-}
-
-#[repr(C)]
-union DescrHandle {
-    fd: c_int,
-    _handle: *mut c_void,
-}
-
-const HANDLE_TYPE_OPAQUE_FD: c_int = 1;
 
 /// The entry points some readers need and some libcufile builds lack: the doctor lists which the
 /// host's library has, and a trial whose reader needs a missing one is ignored with the reason.
@@ -266,11 +245,7 @@ impl Cufile {
 
     /// Registers an open (`O_DIRECT`) descriptor.
     pub fn register_handle(&self, fd: c_int) -> Result<Handle<'_>, CufileError> {
-        let mut descr = Descr {
-            kind: HANDLE_TYPE_OPAQUE_FD,
-            handle: DescrHandle { fd },
-            fs_ops: std::ptr::null(),
-        };
+        let mut descr = Descr::fd(fd);
         let mut handle = std::ptr::null_mut();
         // SAFETY: valid pointers; `descr` outlives the call.
         check("cuFileHandleRegister", unsafe {

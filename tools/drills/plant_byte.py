@@ -4,7 +4,7 @@ put back and its identity sidecar (FILE.id.json) is made to vouch for the new ct
 gate's data cache trusts the file and only the read verification can notice. Running it again
 with the same offset flips the byte back.
 
-    harness/drills/plant_byte.py target/gds-gate/data/gds-gate-s17-34359738368.bin 27917287425
+    tools/drills/plant_byte.py target/gds-gate/data/gds-gate-s17-34359738368.bin 27917287425
 
 Then run the suite: every trial reading the file must fail with `first wrong byte at offset
 27917287425 of ...`. If the run says `data: generated` instead, the byte fell in a block the

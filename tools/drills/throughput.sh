@@ -12,18 +12,20 @@
 # the target (it overshoots for the gate: on the smoke suite the gate then saw a 70-80% drop).
 #
 # CPU host, from the repository root (builds the gate when --gate is not given):
-#   harness/drills/throughput.sh --clean 10 --throttled 2 --work /var/tmp/drill
-#   harness/drills/throughput.sh --gate target/release/gds-gate --bless-runs 3 --clean 2 -- posix
+#   tools/drills/throughput.sh --clean 10 --throttled 2 --work /var/tmp/drill
+#   tools/drills/throughput.sh --gate target/release/gds-gate --bless-runs 3 --clean 2 -- posix
 # GPU runner (copy a release build of the gate there, run from a checkout of the repository):
-#   harness/drills/throughput.sh --gate ./gds-gate --suite scenarios/drill.yaml --clean 5 \
+#   tools/drills/throughput.sh --gate ./gds-gate --suite scenarios/drill.yaml --clean 5 \
 #       --data-dir /mnt/nvme/gds-drill
 # Where one sitting is too short for the spaced-out bless, the phases can run apart on one runner:
 #   throughput.sh ... --clean 5 --throttled 0 --work /var/tmp/drill-a
 #   throughput.sh ... --baselines /var/tmp/drill-a/baselines --clean 0 --throttled 2 --work /var/tmp/drill-b
 # Exit: 0 when the drill holds, 1 when it does not, 2 on bad usage or a host where it cannot run.
-# Every gate invocation's output stays in WORK/<phase>-<n>.log, its reports in WORK/<phase>-<n>/, and
-# the runs' history in WORK/history.jsonl (not the repository's: throttled runs are not this
-# runner's normal), to fit the noise model to: `gds-gate bench --stats --history WORK/history.jsonl`.
+# Every gate invocation's output stays in WORK/<phase>-<n>.log and its reports in WORK/<phase>-<n>/.
+# The runs' history never goes to the repository's .gds-gate/history.jsonl, which a bless may take
+# and the noise model is fitted to: every invocation gets --history, WORK/history.jsonl for the
+# bless and clean runs (fit the noise to it: `gds-gate bench --stats --history WORK/history.jsonl`)
+# and WORK/throttled-history.jsonl for the throttled runs, which are not this runner's normal.
 set -euo pipefail
 
 usage() {
@@ -32,7 +34,7 @@ Usage: throughput.sh [OPTIONS] [-- GATE_ARGS...]
   --gate PATH              gds-gate binary (default: cargo build --release -p gds-gate)
   --suite FILE             suite to run (default: scenarios/smoke.yaml)
   --runner NAME            runner profile for the drill's own baseline (default: drill)
-  --work DIR               baselines, reports and logs (default: a fresh mktemp -d)
+  --work DIR               baselines, reports, logs and histories (default: a fresh mktemp -d)
   --data-dir DIR           the gate's --data-dir, on a block device (default: WORK/data)
   --bless-runs N           runs recorded by bless (default: 6, the gate's own)
   --baselines DIR          reuse the runner's baseline in DIR (blessed by an earlier drill on this
@@ -240,11 +242,14 @@ main() {
   [[ -f $GATE && -x $GATE ]] || die "--gate is not an executable file: $GATE"
   GATE=$(realpath -e "$GATE")
   WORK=$(realpath -m "${WORK:-$(mktemp -d -t gds-drill.XXXXXX)}")
+  # The drill's own histories; a --work of the repository's .gds-gate would put one in its place.
+  [[ $WORK != "$(realpath -m "$repo/.gds-gate")" ]] ||
+    die "--work $WORK is where the repository keeps its run history; pick another folder"
+  local clean_history=(--history "$WORK/history.jsonl") throttled_history=(--history "$WORK/throttled-history.jsonl")
   DATA=$(realpath -m "${DATA:-$WORK/data}")
   mkdir -p "$WORK" "$DATA"
   [[ -e $WORK/table.tsv ]] && die "$WORK already holds a drill (table.tsv); pick a fresh --work"
   : > "$WORK/table.tsv"
-  export GDS_GATE_HISTORY=$WORK/history.jsonl
   local dev=""   # check before spending time on runs: can this data dir be throttled at all?
   if ((THROTTLED > 0)); then dev=$(block_device "$DATA") || exit 2; fi
   trap cg_remove EXIT
@@ -265,7 +270,8 @@ main() {
     say "1. bless: reusing $BASELINES/$RUNNER.yaml"
   else
     say "1. bless: $BLESS_RUNS runs, starting at least $BLESS_INTERVAL s apart"
-    env -u CI "$GATE" bless --runs "$BLESS_RUNS" --interval "$BLESS_INTERVAL" "${common[@]}" --out "$WORK/bless" "${EXTRA[@]}" \
+    env -u CI "$GATE" bless --runs "$BLESS_RUNS" --interval "$BLESS_INTERVAL" "${common[@]}" "${clean_history[@]}" \
+      --out "$WORK/bless" "${EXTRA[@]}" \
       > "$WORK/bless.log" 2>&1 || rc=$?
     if ((rc != 0)); then
       tail -n 30 "$WORK/bless.log" >&2
@@ -280,7 +286,7 @@ main() {
     wait=$((started + CLEAN_INTERVAL - SECONDS))
     ((i == 1 || wait <= 0)) || sleep "$wait"
     started=$SECONDS
-    run_gate clean "$i" "$GATE" "${common[@]}" --out "$WORK/clean-$i" "${EXTRA[@]}"
+    run_gate clean "$i" "$GATE" "${common[@]}" "${clean_history[@]}" --out "$WORK/clean-$i" "${EXTRA[@]}"
   done
 
   if ((THROTTLED > 0)); then
@@ -311,7 +317,8 @@ main() {
         "the throttle may not halve the gate's reads. Use bigger files (e.g. scenarios/drill.yaml)," \
         "--calibrate or a smaller --throttle-fraction."
     for ((i = 1; i <= THROTTLED; i++)); do
-      run_gate throttled "$i" cg_run "$GATE" "${common[@]}" --out "$WORK/throttled-$i" "${EXTRA[@]}"
+      run_gate throttled "$i" cg_run "$GATE" "${common[@]}" "${throttled_history[@]}" --out "$WORK/throttled-$i" \
+        "${EXTRA[@]}"
     done
     cg_remove
   fi

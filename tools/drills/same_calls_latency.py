@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """Times the very preads the gate times with a second clock, and compares the two per pass:
-the check of the gate's latency percentiles that no drift can blur. A replay reads seconds
-later, and a virtual disk's speed moves by more than 5% in that time; here both clocks see the
-same calls at the same time, so what differs is the gate's recording: its clock, its per-thread
-histograms (1/64 octave) and the percentiles it takes from them.
+the check of the gate's latency percentiles that no drift can blur. A replay of the reads would
+come seconds later, and a virtual disk's speed moves by more than 5% in that time; here both
+clocks see the same calls at the same time, so what differs is the gate's recording: its clock,
+its per-thread histograms (1/64 octave) and the percentiles it takes from them.
 
 It builds pread_clock.c (beside this file) with `cc`, runs the gate with it preloaded
 (LD_PRELOAD: every process of the run writes its command line and its preads' start, end, offset
@@ -17,10 +17,13 @@ times only their read sections) and writing trials are listed and skipped.
 For the posix reader each task is one pread, so the two time the same call. For other readers
 the preads are a part of each call the gate times: libcufile 1.15 in compat mode reads each
 cuFileRead's task with one pread into its bounce buffer, so the ratio is the call over its read
-(what cuFileRead adds around it, the copy to the GPU among it); KvikIO's POSIX path reads a task with one pread, and the gate's
-figure is KvikIO's own mean per operation, its Python call included.
+(what cuFileRead adds around it, the copy to the GPU among it); KvikIO's POSIX path reads a task
+with one pread, and the gate's figure is KvikIO's own mean per operation, its Python call included.
+So for cuFile's readers it also prints the gate's mean call latency over the measured passes
+beside cuFile's own mean of the same calls: its statistics' read latency sum over its per-GPU
+read count, which the worker takes as the measured passes begin and end.
 
-    python3 harness/drills/same_calls_latency.py --gate target/release/gds-gate \\
+    python3 tools/drills/same_calls_latency.py --gate target/release/gds-gate \\
         --suite scenarios/default.yaml --filter 'random-1MiB' --work target/same-calls
 """
 
@@ -32,13 +35,67 @@ import struct
 import subprocess
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from latency_agreement import run_gate  # noqa: E402
-from replay_latency import LATENCY_FIGURES, latency_figures, tasks  # noqa: E402
-
 HERE = os.path.dirname(os.path.abspath(__file__))
 RECORD = struct.Struct("<QQQQqq")  # pread_clock.c's struct record
 CAPACITY = 1 << 20  # and its capacity
+
+# Each latency figure the gate reports, and the quantile it is (the mean has none).
+LATENCY_FIGURES = [("mean_us", None), ("p50_us", 0.5), ("p90_us", 0.9), ("p99_us", 0.99),
+                   ("p999_us", 0.999), ("max_us", 1.0)]
+
+
+def latency_figures(sorted_us):
+    """The gate's latency figures of calls taking `sorted_us` µs, in order."""
+    return {name: sum(sorted_us) / len(sorted_us) if q is None else percentile(sorted_us, q)
+            for name, q in LATENCY_FIGURES}
+
+
+def percentile(sorted_values, q):
+    rank = max(1, min(len(sorted_values), int(-(-q * len(sorted_values) // 1))))
+    return sorted_values[rank - 1]
+
+
+def tasks(plan, task_size):
+    """The plan's segments cut into tasks of at most task_size bytes, in plan order, each with
+    its place in a destination of the whole pass."""
+    place = 0
+    for segment in plan["segments"]:
+        done = 0
+        while done < segment["len"]:
+            length = min(task_size, segment["len"] - done)
+            yield segment["file"], segment["offset"] + done, length, place
+            done += length
+            place += length
+
+
+def run_gate(gate, suite, filter_, out, env, extra=()):
+    """The trials of one gate run, from its report.json; stops the drill if the gate failed for
+    another reason than a trial's verdict (exit 3)."""
+    command = [gate, "--suite", suite, filter_, "--out", out, *extra]
+    finished = subprocess.run(command, env=dict(os.environ, **env), stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE, text=True)
+    if finished.returncode not in (0, 3):
+        sys.exit("the gate failed (exit %d): %s\n%s" % (finished.returncode, " ".join(command),
+                                                        finished.stderr[-2000:]))
+    with open(os.path.join(out, "report.json")) as f:
+        return json.load(f)["trials"]
+
+
+def cufile_own(trial):
+    """The gate's mean call latency over a trial's measured passes beside cuFile's own mean of
+    the same calls (its statistics over those passes), and the call counts; None without them."""
+    m = trial.get("measurement") or {}
+    stats = (m.get("cufile") or {}).get("measured_stats") or {}
+    costs = [c for c in m.get("costs", []) if c.get("latency")]
+    calls = sum(c["latency"]["calls"] for c in costs)
+    # cuFile's count of read calls: its per-GPU reads. Its read_ops.ok counts every compat-mode
+    # cuFileRead twice (libcufile 1.15.1: 10240 for 5120 calls, with read_bytes and the latency
+    # sum those of 5120), so it is shown beside, not divided by.
+    reads = sum(gpu.get("n_total_reads", 0) for gpu in stats.get("gpus", []))
+    if not calls or not reads or not stats.get("read_latency_sum_us"):
+        return None
+    gate_mean = sum(c["latency"]["mean_us"] * c["latency"]["calls"] for c in costs) / calls
+    return gate_mean, stats["read_latency_sum_us"] / reads, calls, reads, stats.get("read_ops_ok", 0)
 
 
 def build(work):
@@ -125,7 +182,8 @@ def main():
     parser.add_argument("--gate", required=True, help="the gds-gate binary")
     parser.add_argument("--suite", required=True)
     parser.add_argument("--filter", required=True, help="the trials to check, as the gate filters them")
-    parser.add_argument("--work", required=True, help="a folder for the build, the clocks and the reports")
+    parser.add_argument("--work", required=True,
+                        help="a folder for the build, the clocks, the reports and the run's history")
     args = parser.parse_args()
 
     clocks = os.path.join(args.work, "clocks")
@@ -133,16 +191,22 @@ def main():
     for old in os.listdir(clocks):
         os.remove(os.path.join(clocks, old))
     env = {"LD_PRELOAD": build(args.work), "PREAD_CLOCK_DIR": clocks}
+    # Runs under the shim are not the runner's normal: their history stays in the work folder,
+    # out of the repository's, which a bless may take.
     trials = run_gate(args.gate, args.suite, args.filter, os.path.join(args.work, "reports"), env,
-                      ["--confirm", "0"])
+                      ["--confirm", "0", "--history", os.path.join(args.work, "history.jsonl")])
     processes = read_processes(clocks)
 
     names = ["iops"] + [name for name, _ in LATENCY_FIGURES]
     print("| trial (reader) | pass | figure | gate | second clock | gate / clock |")
     print("|---|---:|---|---:|---:|---:|")
     ratios = {}
+    cufile_means = []
     for trial in trials:
         label = "%s (%s)" % (trial["name"], trial["spec"]["reader"])
+        same = cufile_own(trial)
+        if same:
+            cufile_means.append((label, *same))
         why = why_skipped(trial)
         clock = None
         if why is None:
@@ -163,6 +227,14 @@ def main():
     for label, by_name in ratios.items():
         for name, values in by_name.items():
             print("| %s | %s | %.4f–%.4f |" % (label, name, min(values), max(values)))
+    if cufile_means:
+        print()
+        print("| trial (reader) | gate's mean call (µs) | cuFile's own mean (µs) | gate / cuFile "
+              "| calls: gate / cuFile's GPU reads / its read_ops.ok |")
+        print("|---|---:|---:|---:|---|")
+        for label, gate_mean, cufile_mean, calls, reads, ops in cufile_means:
+            print("| %s | %.1f | %.1f | %.4f | %d / %d / %d |"
+                  % (label, gate_mean, cufile_mean, gate_mean / cufile_mean, calls, reads, ops))
 
 
 if __name__ == "__main__":

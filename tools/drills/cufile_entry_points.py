@@ -24,11 +24,12 @@ left alone). Parameters of the stream-ordered calls live in ctypes objects kept 
 is synchronised, as cufile.h requires. The parameters cuFile used and each GetStatus answer are
 printed with `-v`.
 
-    cd "$(mktemp -d)" && python3 /path/to/harness/drills/cufile_entry_points.py --dir /var/tmp/gw -v
+    cd "$(mktemp -d)" && python3 /path/to/tools/drills/cufile_entry_points.py --dir /var/tmp/gw -v
 
 cuFile writes cufile.log in the current folder (its `cufio_async` and batch lines are the
 library's own account). Needs an NVIDIA GPU, cupy and libcufile (`--libcufile`, default
-libcufile.so.0 from the loader's path, e.g. /usr/local/cuda/lib64/libcufile.so.0).
+libcufile.so.0 from the loader's path, e.g. /usr/local/cuda/lib64/libcufile.so.0). cuFile's
+structs and prototypes come from cufile_abi.py beside this file.
 """
 
 import argparse
@@ -38,102 +39,14 @@ import sys
 import threading
 import time
 
+from cufile_abi import MODE_BATCH, OP_READ, STATUS_COMPLETE, Cufile, IoEvent, IoParams, Timespec
+
 MIB = 1 << 20
 
 
-class Error(ctypes.Structure):
-    """CUfileError_t: the cuFile status and, for CUDA errors, the driver's."""
-    _fields_ = [("err", ctypes.c_int), ("cu_err", ctypes.c_int)]
-
-
-class Descr(ctypes.Structure):
-    """CUfileDescr_t with an fd handle: the type at 0, the union (its int member) at 8, fs_ops at
-    16."""
-    _fields_ = [("type", ctypes.c_int), ("_pad0", ctypes.c_int), ("fd", ctypes.c_int), ("_pad1", ctypes.c_int),
-                ("fs_ops", ctypes.c_void_p)]
-
-
-class IoParams(ctypes.Structure):
-    """CUfileIOParams_t: 64 bytes, the union's batch member at 8."""
-    _fields_ = [("mode", ctypes.c_uint32), ("dev_ptr_base", ctypes.c_void_p),
-                ("file_offset", ctypes.c_int64), ("dev_ptr_offset", ctypes.c_int64),
-                ("size", ctypes.c_size_t), ("fh", ctypes.c_void_p), ("opcode", ctypes.c_uint32),
-                ("cookie", ctypes.c_void_p)]
-
-
-class IoEvent(ctypes.Structure):
-    """CUfileIOEvents_t: 24 bytes."""
-    _fields_ = [("cookie", ctypes.c_void_p), ("status", ctypes.c_uint32), ("ret", ctypes.c_size_t)]
-
-
-class Timespec(ctypes.Structure):
-    _fields_ = [("tv_sec", ctypes.c_long), ("tv_nsec", ctypes.c_long)]
-
-
-assert ctypes.sizeof(Descr) == 24 and ctypes.sizeof(IoParams) == 64 and ctypes.sizeof(IoEvent) == 24
-
-STATUS_COMPLETE = 0x10
 # The parameters of batches that stalled: cuFile may still read them, so they live as long as
 # the process.
 ABANDONED = []
-
-
-class Cufile:
-    def __init__(self, path):
-        lib = ctypes.CDLL(path)
-        for name in ["cuFileDriverOpen", "cuFileHandleRegister", "cuFileBufRegister", "cuFileBufDeregister",
-                     "cuFileStreamRegister", "cuFileStreamDeregister", "cuFileReadAsync",
-                     "cuFileBatchIOSetUp", "cuFileBatchIOSubmit", "cuFileBatchIOGetStatus",
-                     "cuFileBatchIOCancel"]:
-            getattr(lib, name).restype = Error
-        lib.cuFileHandleDeregister.restype = None
-        lib.cuFileBatchIODestroy.restype = None
-        lib.cuFileReadAsync.argtypes = [ctypes.c_void_p, ctypes.c_void_p] + [ctypes.c_void_p] * 4 + [ctypes.c_void_p]
-        lib.cuFileBufRegister.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
-        lib.cuFileBufDeregister.argtypes = [ctypes.c_void_p]
-        lib.cuFileStreamRegister.argtypes = [ctypes.c_void_p, ctypes.c_uint]
-        lib.cuFileStreamDeregister.argtypes = [ctypes.c_void_p]
-        lib.cuFileBatchIOSetUp.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_uint]
-        lib.cuFileBatchIOSubmit.argtypes = [ctypes.c_void_p, ctypes.c_uint, ctypes.POINTER(IoParams), ctypes.c_uint]
-        lib.cuFileBatchIOGetStatus.argtypes = [ctypes.c_void_p, ctypes.c_uint, ctypes.POINTER(ctypes.c_uint),
-                                               ctypes.POINTER(IoEvent), ctypes.POINTER(Timespec)]
-        lib.cuFileBatchIOCancel.argtypes = [ctypes.c_void_p]
-        lib.cuFileBatchIODestroy.argtypes = [ctypes.c_void_p]
-        lib.cuFileRead.restype = ctypes.c_ssize_t
-        lib.cuFileRead.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int64, ctypes.c_int64]
-        if hasattr(lib, "cuFileSetStatsLevel"):  # not in older libcufile
-            lib.cuFileSetStatsLevel.restype = Error
-            lib.cuFileSetStatsLevel.argtypes = [ctypes.c_int]
-        for name in ["cuFileStatsStart", "cuFileStatsStop", "cuFileDriverClose_v2", "cuFileDriverClose"]:
-            if hasattr(lib, name):
-                getattr(lib, name).restype = Error
-        self.lib = lib
-
-    def open_driver(self):
-        self.check("cuFileDriverOpen", self.lib.cuFileDriverOpen())
-        return self
-
-    def start_stats(self):
-        """Level-3 statistics started through the API, as the gate's workers start them."""
-        self.check("cuFileSetStatsLevel", self.lib.cuFileSetStatsLevel(3))
-        self.check("cuFileStatsStart", self.lib.cuFileStatsStart())
-
-    def check(self, call, error):
-        if error.err != 0:
-            raise RuntimeError("%s failed: err %d, cu_err %d" % (call, error.err, error.cu_err))
-
-    def read(self, handle, base, length, offset, buffer_offset):
-        """One cuFileRead of `length` bytes at `offset` into the buffer at `base` (a device
-        pointer), `buffer_offset` into it; a short or failed read raises."""
-        done = self.lib.cuFileRead(handle, ctypes.c_void_p(base), length, offset, buffer_offset)
-        if done != length:
-            raise OSError("cuFileRead at %d returned %d of %d" % (offset, done, length))
-
-    def handle(self, fd):
-        descr = Descr(type=1, fd=fd)  # CU_FILE_HANDLE_TYPE_OPAQUE_FD
-        handle = ctypes.c_void_p()
-        self.check("cuFileHandleRegister", self.lib.cuFileHandleRegister(ctypes.byref(handle), ctypes.byref(descr)))
-        return handle
 
 
 def make_file(folder, size):
@@ -239,8 +152,8 @@ def batch_case(cufile, cupy, path, fd, entries, depth, min_all, stall, verbose):
         params = (IoParams * entries)()
         for i in range(entries):
             at = (thread * entries + i) * MIB
-            params[i] = IoParams(mode=1, dev_ptr_base=base, file_offset=at, dev_ptr_offset=at, size=MIB,
-                                 fh=handle.value, opcode=0, cookie=i + 1)
+            params[i] = IoParams(mode=MODE_BATCH, dev_ptr_base=base, file_offset=at, dev_ptr_offset=at, size=MIB,
+                                 fh=handle.value, opcode=OP_READ, cookie=i + 1)
         events = (IoEvent * entries)()
         cufile.check("cuFileBatchIOSubmit", cufile.lib.cuFileBatchIOSubmit(batch, entries, params, 0))
         got, last, polls = [], time.monotonic(), []
@@ -308,11 +221,7 @@ def main():
     cupy.cuda.Device(0).use()
     cufile = Cufile(args.libcufile)
     cufile.open_driver()
-    version = ctypes.c_int()
-    if hasattr(cufile.lib, "cuFileGetVersion"):
-        cufile.lib.cuFileGetVersion.restype = Error
-        cufile.lib.cuFileGetVersion(ctypes.byref(version))
-    print("libcufile %s, cuFile version %d" % (args.libcufile, version.value))
+    print("libcufile %s, cuFile version %d" % (args.libcufile, cufile.version()))
     size = max(args.reads * args.task, args.batch * args.queue_depth * MIB)
     path = make_file(args.dir, size)
     fd = os.open(path, os.O_RDONLY | os.O_DIRECT)
