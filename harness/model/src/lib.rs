@@ -27,6 +27,7 @@ pub mod scenario;
 pub mod shard;
 pub mod stuck;
 pub mod suggest;
+pub mod timing;
 pub mod units;
 pub mod verdict;
 pub mod verify;

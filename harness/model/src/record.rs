@@ -38,6 +38,10 @@ pub struct TrialRecord {
     /// disk and the CPU were at their blessed level when the trial was measured again.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub runner_checks: Vec<RunnerCheck>,
+    /// The gate's clock around the whole trial: its worker, confirmation runs and waits for the
+    /// runner. Where it went is [`crate::timing::TrialTime`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wall_seconds: Option<f64>,
 }
 
 /// What the gate's control read (a fixed file on the data dir's disk, read and checked by the gate
@@ -388,6 +392,7 @@ impl TrialRecord {
             worker: None,
             confirmations: Vec::new(),
             runner_checks: Vec::new(),
+            wall_seconds: None,
         }
     }
 
@@ -404,6 +409,7 @@ impl TrialRecord {
             worker: None,
             confirmations: Vec::new(),
             runner_checks: Vec::new(),
+            wall_seconds: None,
         }
     }
 
@@ -425,6 +431,7 @@ impl TrialRecord {
             worker: None,
             confirmations: Vec::new(),
             runner_checks: Vec::new(),
+            wall_seconds: None,
         }
     }
 

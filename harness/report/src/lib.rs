@@ -28,6 +28,7 @@ use gds_baseline::message::{Explainer, Words};
 pub use gds_baseline::outcome::Totals;
 use gds_model::fsutil::write_atomically;
 use gds_model::record::TrialRecord;
+use gds_model::timing::RunTime;
 use gds_runner::host::HostFacts;
 use gds_runner::prepare::PreparedFile;
 
@@ -44,6 +45,9 @@ pub struct Report {
     pub gate_version: String,
     pub started_at: String,
     pub duration_seconds: f64,
+    /// Where the wall time went, trial by trial, and the gate's share of it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time: Option<RunTime>,
     pub command: Vec<String>,
     pub host: HostFacts,
     pub data_dir: PathBuf,

@@ -27,6 +27,60 @@ pub fn render(report: &Report) -> String {
     out.push('\n');
     out.push_str(&per_gpu(&report.trials));
     out.push_str(&memory(&report.trials));
+    out.push_str(&time(report));
+    out
+}
+
+/// Where the run's wall time went, per trial and in all: what it held the runner for and what of
+/// that the gate itself added. Empty for a report without the figures.
+fn time(report: &Report) -> String {
+    let Some(time) = &report.time else {
+        return String::new();
+    };
+    let mut out = String::new();
+    let s = |seconds: f64| format!("{seconds:.1}");
+    let share = |seconds: f64| {
+        if time.wall > 0.0 {
+            format!("{:.0}%", 100.0 * seconds / time.wall)
+        } else {
+            "-".into()
+        }
+    };
+    let t = &time.trials;
+    section_head(
+        &mut out,
+        "Time",
+        &format!(
+            "The runner was held {} s: I/O {} s ({}), the libraries' start-up {} s ({}), verification {} s ({}), waiting for the runner {} s, the gate {} s ({}: preparing passes, workers, judging, and {} s before and after the trials). Seconds per trial:",
+            s(time.wall),
+            s(t.io),
+            share(t.io),
+            s(t.startup),
+            share(t.startup),
+            s(t.verification),
+            share(t.verification),
+            s(t.runner_wait),
+            s(time.gate()),
+            share(time.gate()),
+            s(time.outside_trials)
+        ),
+        "| trial | wall | start-up | I/O | verification | runner wait | gate |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    );
+    for (name, t) in &time.by_trial {
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {} | {} | {} |",
+            code(name),
+            s(t.wall),
+            s(t.startup),
+            s(t.io),
+            s(t.verification),
+            s(t.runner_wait),
+            s(t.gate)
+        );
+    }
+    out.push('\n');
     out
 }
 
@@ -265,6 +319,31 @@ mod tests {
             ),
             "{summary}"
         );
+    }
+
+    #[test]
+    fn the_time_section_splits_the_runners_time_and_names_the_gates_share() {
+        // Fixture: one pass of 1 GiB in 0.5 s, 0.1 s verifying, in a trial the gate timed at
+        // 2 s, in a run of 3 s.
+        let mut timed = trial("s::a", 2.147_483_648);
+        timed.wall_seconds = Some(2.0);
+        let mut report = crate::test_support::report(vec![timed, trial("s::untimed", 1.0)]);
+        report.time = Some(gds_model::timing::RunTime::of(&report.trials, 3.0));
+        let section = time(&report);
+        assert!(
+            section.contains(
+                "The runner was held 3.0 s: I/O 1.0 s (33%), the libraries' start-up 0.0 s (0%), verification 0.1 s (3%), waiting for the runner 0.0 s, the gate 1.9 s (63%: preparing passes, workers, judging, and 1.0 s before and after the trials)"
+            ),
+            "{section}"
+        );
+        assert!(
+            section.contains("| `s::a` | 2.0 | 0.0 | 1.0 | 0.1 | 0.0 | 0.9 |"),
+            "{section}"
+        );
+        assert!(!section.contains("s::untimed"), "{section}");
+        // A report without the figures (an older one) has no section rather than zeros.
+        report.time = None;
+        assert_eq!(time(&report), "");
     }
 
     #[test]

@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{Report, ReportError, SCHEMA_VERSION, Totals, junit, markdown};
 use gds_baseline::{self as baseline, Comparison, Fingerprint};
+use gds_model::timing::RunTime;
 use gds_runner::host::HostFacts;
 
 pub const MERGED_JSON: &str = "merged.json";
@@ -253,6 +254,11 @@ pub fn merge(reports: &[(PathBuf, Report)]) -> Result<MergedReport, MergeError> 
         gate_version: env!("CARGO_PKG_VERSION").to_string(),
         started_at,
         duration_seconds,
+        // The fleet's runner time: each run's, summed (runs overlap, the span does not tell it).
+        time: Some(RunTime::of(
+            &trials,
+            reports.iter().map(|(_, r)| r.duration_seconds).sum(),
+        )),
         command,
         host: merged_host(reports),
         suites,

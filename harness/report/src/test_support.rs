@@ -10,6 +10,7 @@ pub fn report(trials: Vec<TrialRecord>) -> crate::Report {
         gate_version: "0.0.0".into(),
         started_at: "2026-01-01T00:00:00Z".into(),
         duration_seconds: 1.0,
+        time: None,
         command: vec!["gds-gate".into()],
         host: gds_runner::host::HostFacts {
             hostname: "gpu01".into(),

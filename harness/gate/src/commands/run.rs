@@ -26,6 +26,7 @@ use gds_model::plan::{PlannedFile, ReadPlan};
 use gds_model::record::{Status, TrialRecord};
 use gds_model::scenario::Reader;
 use gds_model::scenario::{self, GpuSet, Suite, TrialSpec};
+use gds_model::timing::RunTime;
 
 /// Loads every suite; the error holds every one that does not load.
 pub fn load_suites(paths: &[std::path::PathBuf]) -> Result<Vec<Suite>, Error> {
@@ -212,9 +213,11 @@ pub fn run_trials(
                 if runs {
                     crate::progress::trial_started();
                 }
+                let started = Instant::now();
                 let mut record = executor.execute_and_confirm(spec);
                 if runs {
                     crate::progress::trial_finished();
+                    record.wall_seconds = Some(started.elapsed().as_secs_f64());
                 }
                 let failure = executor.judge(&mut record);
                 if show_summary && record.checks != Status::Ignored {
@@ -284,11 +287,13 @@ pub fn run_trials(
     );
     let totals = Totals::of(&trials, undefined, specs.len() - selected.len());
     let notes = notes(&trials, args.require_gpu);
+    let duration_seconds = started.elapsed().as_secs_f64();
     let report = Report {
         schema_version: report::SCHEMA_VERSION,
         gate_version: env!("CARGO_PKG_VERSION").into(),
         started_at: humantime::format_rfc3339_seconds(started_at).to_string(),
-        duration_seconds: started.elapsed().as_secs_f64(),
+        duration_seconds,
+        time: Some(RunTime::of(&trials, duration_seconds)),
         command,
         host,
         data_dir: args.inputs.data_dir.clone(),
