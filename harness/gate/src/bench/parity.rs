@@ -14,13 +14,14 @@
 //!   write`, verified on the disk as in the gate), each run's cufile writer over its KvikIO row.
 
 use std::fmt::Write as _;
+use std::io;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
 mod progress;
 
-use progress::{Progress, progress_line, row_limit, run_bounded};
+use progress::{BoundedError, Progress, progress_line, row_limit, run_bounded};
 
 use crate::launch::Launcher;
 use crate::prepare::DataSet;
@@ -306,7 +307,10 @@ pub fn run(setting: &Setting, runs: usize, dir: &Path, out: &mut String) -> Resu
                     (position, in_run),
                     &label,
                     Progress::Done(
-                        outcome.as_ref().map(|m| m.gbps).map_err(String::as_str),
+                        outcome
+                            .as_ref()
+                            .map(|m| m.gbps)
+                            .map_err(|why| why as &dyn std::error::Error),
                         elapsed
                     )
                 )
@@ -339,11 +343,12 @@ pub fn run(setting: &Setting, runs: usize, dir: &Path, out: &mut String) -> Resu
                 }
                 Err(reason) if stuck[index] => {
                     sample.failure = Some(format!(
-                        "{reason} (in run {} of {runs}; not started again)",
+                        "{} (in run {} of {runs}; not started again)",
+                        gds_model::error_line(&reason),
                         run + 1
                     ))
                 }
-                Err(reason) => sample.failure = Some(reason),
+                Err(reason) => sample.failure = Some(gds_model::error_line(&reason)),
             }
         }
         for (sample, ratio) in samples.iter_mut().zip(run_ratios(&rates)) {
@@ -377,6 +382,23 @@ fn run_ratios(rates: &[Option<f64>; ROWS.len()]) -> [Option<f64>; ROWS.len()] {
     ratios
 }
 
+/// Why a row has no figure in one run; the row's cell and its progress line give it on one line.
+#[derive(Debug, thiserror::Error)]
+enum RowError {
+    #[error("cannot drop `{}` from the page cache", path.display())]
+    DropCache {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    /// `dd` could not run, failed, or ran past the row's limit.
+    #[error(transparent)]
+    Dd(#[from] BoundedError),
+    /// The worker's trial did not pass with a measurement: its reason.
+    #[error("{}", .0.reason.as_deref().unwrap_or("no measurement"))]
+    Trial(Box<TrialRecord>),
+}
+
 /// One row's figures of one run.
 #[derive(Default)]
 struct Measured {
@@ -387,16 +409,10 @@ struct Measured {
 }
 
 /// GB/s of a trial's one pass, the libcufile it loaded, its CPU s/GiB and mean call latency.
-fn measured(record: TrialRecord) -> Result<Measured, String> {
-    let reason = || {
-        record
-            .reason
-            .clone()
-            .unwrap_or_else(|| "no measurement".into())
-    };
+fn measured(record: TrialRecord) -> Result<Measured, RowError> {
     let m = match (&record.checks, &record.measurement) {
         (Status::Passed, Some(m)) if !m.gbps.is_empty() => m,
-        _ => return Err(reason()),
+        _ => return Err(RowError::Trial(Box::new(record))),
     };
     let cpu = m.cpu_per_gib();
     Ok(Measured {
@@ -410,7 +426,7 @@ fn measured(record: TrialRecord) -> Result<Measured, String> {
 /// `dd oflag=direct bs=16M` writing `file`'s size (rounded up to 16 MiB) of zeros to its path,
 /// which the writing rows then write: the disk's own write speed in this run. The file is removed
 /// after, as the writing trials remove theirs.
-fn dd_write_rate(file: &PlannedFile, limit: Duration) -> Result<f64, String> {
+fn dd_write_rate(file: &PlannedFile, limit: Duration) -> Result<f64, RowError> {
     const BLOCK: u64 = 16 << 20;
     let blocks = file.size.div_ceil(BLOCK).max(1);
     let start = Instant::now();
@@ -436,8 +452,11 @@ fn dd_write_args(path: &Path, blocks: u64) -> Vec<String> {
 }
 
 /// `dd iflag=direct bs=16M` over the cold file: the disk's own speed in this run.
-fn dd_rate(file: &PlannedFile, limit: Duration) -> Result<f64, String> {
-    gds_model::cache::drop_path(&file.path).map_err(|error| error.to_string())?;
+fn dd_rate(file: &PlannedFile, limit: Duration) -> Result<f64, RowError> {
+    gds_model::cache::drop_path(&file.path).map_err(|source| RowError::DropCache {
+        path: file.path.clone(),
+        source,
+    })?;
     let start = Instant::now();
     run_bounded(
         Command::new("dd")
