@@ -14,7 +14,11 @@ use std::process::{Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::data::{self, DataError, GeneratedFile, NoProgress};
+use crate::job::JobError;
+use crate::prepare::PrepareError;
 use gds_model::numbers::median;
+use gds_model::protocol::Unavailable;
+use gds_model::scenario::ScenarioError;
 use gds_model::units::format_bytes;
 use gds_model::verify;
 
@@ -32,7 +36,8 @@ pub struct BenchOptions {
 /// Fewest runs whose median means something.
 pub const MIN_RUNS: usize = 5;
 
-/// Bench failures, each with the fix.
+/// Bench failures, each with the fix where there is one; the benches on workers (`--gpu`,
+/// `--parity`) keep the worker's or the data's error as the cause.
 #[derive(Debug, thiserror::Error)]
 pub enum BenchError {
     #[error(
@@ -53,6 +58,27 @@ pub enum BenchError {
         "the {what} over freshly generated data found {bad} bad words; the generator and the verifier disagree, which is a bug in gds-gate"
     )]
     SelfCheck { what: &'static str, bad: u64 },
+    /// A bench's own suite (the start-up or parity bench's) did not parse.
+    #[error(transparent)]
+    Suite(#[from] ScenarioError),
+    /// A bench's trial has no data file.
+    #[error(transparent)]
+    Prepare(#[from] PrepareError),
+    #[error("cannot create a temporary folder for the bench's workers")]
+    TempDir(#[source] io::Error),
+    /// The worker could not be found or started, or gave no readable answer.
+    #[error(transparent)]
+    Job(#[from] JobError),
+    /// What the GPU bench needs and the host or its worker could not give, in the worker's
+    /// words: libcuda, the GPU, a measurement.
+    #[error(transparent)]
+    Unavailable(#[from] Unavailable),
+    #[error("the parity bench has no file")]
+    NoParityFile,
+    #[error("the parity bench has no writing trial")]
+    NoWritingTrial,
+    #[error("the parity bench has no file to write")]
+    NoFileToWrite,
 }
 
 /// Why the `dd` reference row of the CPU bench has no figure; the table says it in its place.
@@ -375,6 +401,15 @@ mod tests {
             "{table}"
         );
         assert!(table.contains("not measured (no dd)"), "{table}");
+    }
+
+    #[test]
+    fn a_worker_bench_error_prints_its_cause_once() {
+        let error = crate::error::Error::from(BenchError::TempDir(io::Error::other("read-only")));
+        assert_eq!(
+            crate::error::report(&error),
+            "error: cannot create a temporary folder for the bench's workers\n  caused by: read-only"
+        );
     }
 
     #[test]

@@ -23,6 +23,7 @@ mod progress;
 
 use progress::{BoundedError, Progress, progress_line, row_limit, run_bounded};
 
+use super::BenchError;
 use crate::launch::Launcher;
 use crate::prepare::DataSet;
 use gds_model::cost::RECORD_ENV;
@@ -191,29 +192,26 @@ struct Samples {
     failure: Option<String>,
 }
 
-pub fn run(setting: &Setting, runs: usize, dir: &Path, out: &mut String) -> Result<(), String> {
-    let suite = gds_model::scenario::parse(Path::new("<parity bench>"), &suite(setting))
-        .map_err(|error| error.to_string())?;
+pub fn run(setting: &Setting, runs: usize, dir: &Path, out: &mut String) -> Result<(), BenchError> {
+    let suite = gds_model::scenario::parse(Path::new("<parity bench>"), &suite(setting))?;
     let trials = gds_model::scenario::expand(&suite);
     let data = DataSet::prepare(dir, &trials);
     let file = data
-        .files_for(&trials[0])
-        .map_err(|error| gds_model::error_chain(&error))?
+        .files_for(&trials[0])?
         .pop()
-        .ok_or("the parity bench has no file")?;
+        .ok_or(BenchError::NoParityFile)?;
     let write_trial = trials
         .iter()
         .find(|t| t.op.writes())
-        .ok_or("the parity bench has no writing trial")?;
+        .ok_or(BenchError::NoWritingTrial)?;
     // The file the writing trials write (and dd writes before them), beside the generated one.
     let written = data
-        .files_for(write_trial)
-        .map_err(|error| gds_model::error_chain(&error))?
+        .files_for(write_trial)?
         .pop()
-        .ok_or("the parity bench has no file to write")?;
-    let scratch = tempfile::tempdir().map_err(|error| error.to_string())?;
+        .ok_or(BenchError::NoFileToWrite)?;
+    let scratch = tempfile::tempdir().map_err(BenchError::TempDir)?;
     let launcher = Launcher {
-        gate: crate::job::worker_program().map_err(|error| gds_model::error_chain(&error))?,
+        gate: crate::job::worker_program()?,
         trials_dir: scratch.path().to_path_buf(),
         strict: false,
         timeout: None,
