@@ -4,6 +4,8 @@
 use std::io;
 use std::path::PathBuf;
 
+use plotters::drawing::DrawingAreaErrorKind;
+
 #[derive(Debug, thiserror::Error)]
 pub enum BaselineError {
     #[error("cannot read baseline `{}`; check its permissions, or point --baselines at the folder that holds it", path.display())]
@@ -81,6 +83,22 @@ pub enum BaselineError {
         #[source]
         source: io::Error,
     },
-    #[error("cannot write plot `{}`: {message}", path.display())]
-    Plot { path: PathBuf, message: String },
+    #[error("cannot write plot `{}`", path.display())]
+    Plot {
+        path: PathBuf,
+        #[source]
+        source: PlotError,
+    },
+}
+
+/// Why plotters could not draw a plot. It draws into a string, so this is a bug (ours or its).
+pub type DrawError = DrawingAreaErrorKind<io::Error>;
+
+/// Why one plot was not written: drawing it, or saving the file.
+#[derive(Debug, thiserror::Error)]
+pub enum PlotError {
+    #[error(transparent)]
+    Draw(DrawError),
+    #[error(transparent)]
+    Write(io::Error),
 }

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use plotters::prelude::*;
 
 use super::chart::Trend;
-use super::error::BaselineError;
+use super::error::{BaselineError, DrawError, PlotError};
 use super::file::{Baseline, TrialBaseline};
 use super::fingerprint::hash_bytes;
 use super::history::{History, HistoryLine};
@@ -56,16 +56,15 @@ pub fn write_plots(
     for trial in trials {
         let path = dir.join(format!("{}.svg", file_stem(trial)));
         let entry = baseline.and_then(|b| b.trials.get(trial));
-        let svg = render(trial, runner, runs, entry).map_err(|message| BaselineError::Plot {
-            path: path.clone(),
-            message,
-        })?;
-        gds_model::fsutil::write_atomically(&path, svg.as_bytes()).map_err(|source| {
-            BaselineError::Plot {
+        render(trial, runner, runs, entry)
+            .map_err(PlotError::Draw)
+            .and_then(|svg| {
+                gds_model::fsutil::write_atomically(&path, svg.as_bytes()).map_err(PlotError::Write)
+            })
+            .map_err(|source| BaselineError::Plot {
                 path: path.clone(),
-                message: source.to_string(),
-            }
-        })?;
+                source,
+            })?;
         let trend = Trend {
             trial: trial.to_string(),
             medians: runs
@@ -114,7 +113,7 @@ pub fn render(
     runner: &str,
     runs: &[&HistoryLine],
     baseline: Option<&TrialBaseline>,
-) -> Result<String, String> {
+) -> Result<String, DrawError> {
     // Drawn in the unit the user reads (`--units`); the history keeps GB/s.
     let rate = gds_model::units::shown();
     let points: Vec<Point> = runs
@@ -147,19 +146,16 @@ pub fn render(
         .iter()
         .map(|run| run.time.get(..10).unwrap_or(&run.time).to_string())
         .collect();
-    let error = |e: &dyn std::fmt::Display| e.to_string();
-
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, (760, 360)).into_drawing_area();
-        root.fill(&WHITE).map_err(|e| error(&e))?;
+        root.fill(&WHITE)?;
         let mut chart = ChartBuilder::on(&root)
             .caption(format!("{trial} on {runner}"), ("sans-serif", 16))
             .margin(12)
             .x_label_area_size(36)
             .y_label_area_size(56)
-            .build_cartesian_2d(-0.5f64..x_max, 0f64..y_max)
-            .map_err(|e| error(&e))?;
+            .build_cartesian_2d(-0.5f64..x_max, 0f64..y_max)?;
         let format_x = |x: &f64| {
             let index = x.round();
             if (x - index).abs() > 1e-6 || index < 0.0 {
@@ -174,8 +170,7 @@ pub fn render(
             .x_labels(runs.len().clamp(2, 8))
             .x_label_formatter(&format_x)
             .light_line_style(WHITE)
-            .draw()
-            .map_err(|e| error(&e))?;
+            .draw()?;
         let band_color = RGBColor(46, 160, 67);
         if let Some((median, tol)) = band {
             let (low, high) = (median * (1.0 - tol), median * (1.0 + tol));
@@ -183,8 +178,7 @@ pub fn render(
                 .draw_series(std::iter::once(Rectangle::new(
                     [(-0.5, low), (x_max, high)],
                     band_color.mix(0.15).filled(),
-                )))
-                .map_err(|e| error(&e))?
+                )))?
                 .label(format!(
                     "baseline {median:.2} {} ± {:.0}%",
                     rate.label(),
@@ -193,43 +187,35 @@ pub fn render(
                 .legend(move |(x, y)| {
                     Rectangle::new([(x, y - 5), (x + 16, y + 5)], band_color.mix(0.3).filled())
                 });
-            chart
-                .draw_series(LineSeries::new(
-                    [(-0.5, median), (x_max, median)],
-                    band_color.stroke_width(1),
-                ))
-                .map_err(|e| error(&e))?;
+            chart.draw_series(LineSeries::new(
+                [(-0.5, median), (x_max, median)],
+                band_color.stroke_width(1),
+            ))?;
         }
-        chart
-            .draw_series(points.iter().flat_map(|p| {
-                p.samples
-                    .iter()
-                    .map(move |&s| Circle::new((p.x, s), 2, BLACK.mix(0.35).filled()))
-            }))
-            .map_err(|e| error(&e))?;
+        chart.draw_series(points.iter().flat_map(|p| {
+            p.samples
+                .iter()
+                .map(move |&s| Circle::new((p.x, s), 2, BLACK.mix(0.35).filled()))
+        }))?;
         let medians: Vec<(f64, f64)> = points
             .iter()
             .filter_map(|p| p.median.map(|m| (p.x, m)))
             .collect();
         chart
-            .draw_series(LineSeries::new(medians, BLUE.stroke_width(2)))
-            .map_err(|e| error(&e))?
+            .draw_series(LineSeries::new(medians, BLUE.stroke_width(2)))?
             .label("median of the run")
             .legend(|(x, y)| PathElement::new([(x, y), (x + 16, y)], BLUE.stroke_width(2)));
-        chart
-            .draw_series(points.iter().filter_map(|p| {
-                let color = if p.failed { RED } else { BLUE };
-                p.median.map(|m| Circle::new((p.x, m), 4, color.filled()))
-            }))
-            .map_err(|e| error(&e))?;
+        chart.draw_series(points.iter().filter_map(|p| {
+            let color = if p.failed { RED } else { BLUE };
+            p.median.map(|m| Circle::new((p.x, m), 4, color.filled()))
+        }))?;
         chart
             .configure_series_labels()
             .position(SeriesLabelPosition::LowerRight)
             .background_style(WHITE.mix(0.85))
             .border_style(BLACK.mix(0.3))
-            .draw()
-            .map_err(|e| error(&e))?;
-        root.present().map_err(|e| error(&e))?;
+            .draw()?;
+        root.present()?;
     }
     Ok(svg)
 }
@@ -321,6 +307,28 @@ mod tests {
             "{charts}"
         );
         assert!(charts.contains("```mermaid\nxychart-beta\n"), "{charts}");
+    }
+
+    #[test]
+    fn a_plot_that_cannot_be_saved_names_the_file_and_gives_the_cause_once() {
+        let record = fixtures::passed("s::a", &BASE, "nvfs", CHECKSUM);
+        let line = HistoryLine::new(
+            "2026-03-01T00:00:00Z".into(),
+            "r1",
+            "h",
+            &fixtures::fingerprint(),
+            &[record],
+        );
+        let history = History {
+            lines: vec![line],
+            skipped: Vec::new(),
+        };
+        // A file where the plots' folder should be.
+        let file = tempfile::NamedTempFile::new().unwrap();
+        let error = write_plots(&history, "r1", None, file.path()).unwrap_err();
+        let chain = gds_model::error_chain(&error);
+        assert!(chain.starts_with("cannot write plot `"), "{chain}");
+        assert_eq!(chain.matches("caused by:").count(), 1, "{chain}");
     }
 
     #[test]

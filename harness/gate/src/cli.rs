@@ -399,9 +399,34 @@ fn parse_size(text: &str) -> Result<u64, gds_model::scenario::size::SizeError> {
     gds_model::scenario::size::ByteSize::parse(text).map(|size| size.0)
 }
 
+/// `--expect` given a word that names no path; holds that word.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "`{0}` is not a path; expected one of nvfs, p2p, gds, cufile-posix, kvikio-posix, host, bounce, any"
+)]
+struct NotAPath(String);
+
 /// `--expect`: a path as suites spell it (`gds`, `nvfs`, `p2p`, `cufile-posix`, ...).
-fn parse_expected(text: &str) -> Result<gds_model::scenario::ExpectedPath, String> {
-    yaml_serde::from_str::<gds_model::scenario::ExpectedPath>(text).map_err(|_| {
-        format!("`{text}` is not a path; expected one of nvfs, p2p, gds, cufile-posix, kvikio-posix, host, bounce, any")
-    })
+fn parse_expected(text: &str) -> Result<gds_model::scenario::ExpectedPath, NotAPath> {
+    yaml_serde::from_str::<gds_model::scenario::ExpectedPath>(text)
+        .map_err(|_| NotAPath(text.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    #[test]
+    fn an_expected_path_that_is_none_is_refused_with_the_paths_there_are() {
+        let error = super::Cli::try_parse_from(["gds-gate", "explain", "--expect", "fast"])
+            .err()
+            .map(|error| error.to_string())
+            .unwrap_or_default();
+        assert!(
+            error.contains(
+                "`fast` is not a path; expected one of nvfs, p2p, gds, cufile-posix, kvikio-posix, host, bounce, any"
+            ),
+            "{error}"
+        );
+    }
 }

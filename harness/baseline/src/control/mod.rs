@@ -23,7 +23,7 @@ mod read;
 mod settle;
 
 pub use read::Control;
-pub use settle::Settler;
+pub use settle::{SettleError, Settler};
 
 use serde::{Deserialize, Serialize};
 

@@ -11,6 +11,19 @@ use gds_model::record::RunnerCheck;
 
 use super::{ControlBaseline, ControlReading};
 
+/// Why the control could not say how the runner is doing.
+#[derive(Debug, thiserror::Error)]
+pub enum SettleError {
+    /// The control could not be read; its error names the file and what went wrong.
+    #[error(transparent)]
+    Read(#[from] io::Error),
+    /// A changed `--control-size`: readings of another size cannot be compared.
+    #[error(
+        "the control read {read} bytes and its baseline {blessed}: bless again to record the control at this size"
+    )]
+    OtherSize { read: u64, blessed: u64 },
+}
+
 /// Reads the control once.
 pub type ReadControl = Box<dyn Fn() -> io::Result<ControlReading> + Send + Sync>;
 
@@ -44,15 +57,15 @@ impl Settler {
     /// Waits (with `sleep`) until the runner is at its level, the limit is reached, or an earlier
     /// wait of this run already ran out; returns what the control said. `Err` when the control
     /// cannot be read or compared: the confirmation then runs as it would without a control.
-    pub fn settle(&self, sleep: &dyn Fn(Duration)) -> Result<RunnerCheck, String> {
+    pub fn settle(&self, sleep: &dyn Fn(Duration)) -> Result<RunnerCheck, SettleError> {
         let condition = || {
-            let reading = (self.read)().map_err(|error| error.to_string())?;
-            self.baseline.condition(&reading).ok_or_else(|| {
-                format!(
-                    "the control read {} bytes and its baseline {}: bless again to record the control at this size",
-                    reading.size, self.baseline.size
-                )
-            })
+            let reading = (self.read)()?;
+            self.baseline
+                .condition(&reading)
+                .ok_or(SettleError::OtherSize {
+                    read: reading.size,
+                    blessed: self.baseline.size,
+                })
         };
         let first = condition()?;
         let mut last = first;
@@ -172,6 +185,16 @@ mod tests {
     fn a_control_of_another_size_is_an_error_not_a_wait() {
         let settler = settler_of(Box::new(|| Ok(reading(128, 0.5))));
         let error = settler.settle(&no_sleep).unwrap_err();
-        assert!(error.contains("bless again"), "{error}");
+        assert!(
+            matches!(
+                error,
+                SettleError::OtherSize {
+                    read: 128,
+                    blessed: 64
+                }
+            ),
+            "{error:?}"
+        );
+        assert!(error.to_string().contains("bless again"), "{error}");
     }
 }

@@ -10,6 +10,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 use std::time::Duration;
 
+use super::BenchError;
 use crate::baseline::stats::Summary;
 use crate::data::{self, GeneratedFile, NoProgress};
 use gds_model::numbers::{median, median_interval_95};
@@ -21,18 +22,21 @@ use gds_model::protocol::{
 /// Reader settings of the storage table, each `(threads, task size)`.
 const SETTINGS: [(u32, u64); 4] = [(1, 16 << 20), (4, 16 << 20), (8, 4 << 20), (8, 16 << 20)];
 
-pub fn run(setting: &super::parity::Setting, runs: usize, dir: &Path) -> Result<String, String> {
+pub fn run(
+    setting: &super::parity::Setting,
+    runs: usize,
+    dir: &Path,
+) -> Result<String, BenchError> {
     let size = setting.size;
     if runs < super::MIN_RUNS {
-        return Err(super::BenchError::TooFewRuns(runs).to_string());
+        return Err(BenchError::TooFewRuns(runs));
     }
     // Start-up first, on workers of their own.
     let mut startup = String::new();
     super::startup::run(runs, dir, &mut startup)?;
     // No file of `size` for a host that cannot open a GPU.
     crate::job::probe::host().libcuda.clone()?;
-    let prepared = data::ensure_generated(dir, GeneratedFile { seed: 77, size }, &mut NoProgress)
-        .map_err(|error| gds_model::error_chain(&error))?;
+    let prepared = data::ensure_generated(dir, GeneratedFile { seed: 77, size }, &mut NoProgress)?;
     let path = prepared.path.clone();
     let spec = GpuBenchSpec {
         protocol: PROTOCOL_VERSION,
@@ -52,7 +56,7 @@ pub fn run(setting: &super::parity::Setting, runs: usize, dir: &Path) -> Result<
     let result: Result<GpuBenchResult, _> = crate::job::run("gpu-bench", &spec, timeout);
     let _ = std::fs::remove_file(&path);
     let _ = std::fs::remove_file(path.with_extension("bin.id.json"));
-    let result = result.map_err(|error| gds_model::error_chain(&error))?;
+    let result = result?;
     let gpu = result.gpu?;
     let mut out = format!(
         "GPU {gpu} — buffer {}, {runs} runs, medians\n\n{startup}",
@@ -78,9 +82,9 @@ pub fn parity_only(
     setting: &super::parity::Setting,
     runs: usize,
     dir: &Path,
-) -> Result<String, String> {
+) -> Result<String, BenchError> {
     if runs < super::MIN_RUNS {
-        return Err(super::BenchError::TooFewRuns(runs).to_string());
+        return Err(BenchError::TooFewRuns(runs));
     }
     let mut out = String::new();
     super::parity::run(setting, runs, dir, &mut out)?;

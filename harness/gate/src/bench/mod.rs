@@ -10,11 +10,15 @@ use std::fmt;
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::{Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::data::{self, DataError, GeneratedFile, NoProgress};
+use crate::job::JobError;
+use crate::prepare::PrepareError;
 use gds_model::numbers::median;
+use gds_model::protocol::Unavailable;
+use gds_model::scenario::ScenarioError;
 use gds_model::units::format_bytes;
 use gds_model::verify;
 
@@ -32,7 +36,8 @@ pub struct BenchOptions {
 /// Fewest runs whose median means something.
 pub const MIN_RUNS: usize = 5;
 
-/// Bench failures, each with the fix.
+/// Bench failures, each with the fix where there is one; the benches on workers (`--gpu`,
+/// `--parity`) keep the worker's or the data's error as the cause.
 #[derive(Debug, thiserror::Error)]
 pub enum BenchError {
     #[error(
@@ -53,6 +58,42 @@ pub enum BenchError {
         "the {what} over freshly generated data found {bad} bad words; the generator and the verifier disagree, which is a bug in gds-gate"
     )]
     SelfCheck { what: &'static str, bad: u64 },
+    /// A bench's own suite (the start-up or parity bench's) did not parse.
+    #[error(transparent)]
+    Suite(#[from] ScenarioError),
+    /// A bench's trial has no data file.
+    #[error(transparent)]
+    Prepare(#[from] PrepareError),
+    #[error("cannot create a temporary folder for the bench's workers")]
+    TempDir(#[source] io::Error),
+    /// The worker could not be found or started, or gave no readable answer.
+    #[error(transparent)]
+    Job(#[from] JobError),
+    /// What the GPU bench needs and the host or its worker could not give, in the worker's
+    /// words: libcuda, the GPU, a measurement.
+    #[error(transparent)]
+    Unavailable(#[from] Unavailable),
+    #[error("the parity bench has no file")]
+    NoParityFile,
+    #[error("the parity bench has no writing trial")]
+    NoWritingTrial,
+    #[error("the parity bench has no file to write")]
+    NoFileToWrite,
+}
+
+/// Why the `dd` reference row of the CPU bench has no figure; the table says it in its place.
+#[derive(Debug, thiserror::Error)]
+pub enum DdError {
+    #[error("`dd` not found on PATH")]
+    NotFound,
+    #[error("`dd` could not start")]
+    Start(#[source] io::Error),
+    #[error("`dd` failed ({status}): {said}")]
+    Failed {
+        status: ExitStatus,
+        /// Its stderr, trimmed.
+        said: String,
+    },
 }
 
 /// One measured operation.
@@ -85,14 +126,14 @@ impl BenchRow {
 }
 
 /// Result of [`run`]; its `Display` is the Markdown report.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug)]
 pub struct BenchReport {
     pub options: BenchOptions,
     /// Rayon threads used by the CPU rows.
     pub cores: usize,
     pub rows: Vec<BenchRow>,
     /// `dd` writing the same size with `O_DIRECT`, or why it could not run.
-    pub dd: Result<BenchRow, String>,
+    pub dd: Result<BenchRow, DdError>,
 }
 
 impl BenchReport {
@@ -214,7 +255,7 @@ fn remove_generated(dir: &Path, spec: GeneratedFile) {
 
 /// Times `dd` writing `size` bytes (rounded up to 16 MiB blocks) the way the reference
 /// command does; an error says why it could not run, for the table.
-fn run_dd(dir: &Path, size: u64) -> Result<Duration, String> {
+fn run_dd(dir: &Path, size: u64) -> Result<Duration, DdError> {
     const BS: u64 = 16 << 20;
     let target = dir.join("dd.bin");
     let started = Instant::now();
@@ -232,13 +273,12 @@ fn run_dd(dir: &Path, size: u64) -> Result<Duration, String> {
     let elapsed = started.elapsed();
     let _ = fs::remove_file(&target);
     match output {
-        Err(err) if err.kind() == io::ErrorKind::NotFound => Err("`dd` not found on PATH".into()),
-        Err(err) => Err(format!("`dd` could not start: {err}")),
-        Ok(out) if !out.status.success() => Err(format!(
-            "`dd` failed ({}): {}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr).trim()
-        )),
+        Err(err) if err.kind() == io::ErrorKind::NotFound => Err(DdError::NotFound),
+        Err(err) => Err(DdError::Start(err)),
+        Ok(out) if !out.status.success() => Err(DdError::Failed {
+            status: out.status,
+            said: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+        }),
         // dd wrote whole blocks; rate it on what it wrote.
         Ok(_) => Ok(elapsed.mul_f64(size as f64 / (size.div_ceil(BS) * BS) as f64)),
     }
@@ -263,8 +303,7 @@ impl fmt::Display for BenchReport {
             "| measurement | median {unit} | min–max {unit} | median {unit} per core | median time |"
         )?;
         writeln!(f, "|---|---:|---:|---:|---:|")?;
-        let dd = self.dd.as_ref().ok().cloned();
-        for row in self.rows.iter().chain(dd.as_ref()) {
+        for row in self.rows.iter().chain(self.dd.as_ref().ok()) {
             let rates = row.rates();
             let (lo, hi) = (rates.first().copied(), rates.last().copied());
             let per_core = if row.cpu_bound {
@@ -286,6 +325,7 @@ impl fmt::Display for BenchReport {
             )?;
         }
         if let Err(why) = &self.dd {
+            let why = gds_model::error_line(why);
             writeln!(f, "| `dd` reference | {why} | | | |")?;
         }
         writeln!(f)?;
@@ -341,6 +381,35 @@ mod tests {
             "bench must leave the lock file, and nothing else"
         );
         Ok(())
+    }
+
+    #[test]
+    fn a_dd_that_could_not_run_says_why_in_its_row() {
+        let report = BenchReport {
+            options: BenchOptions {
+                size: 1,
+                runs: MIN_RUNS,
+                dir: PathBuf::from("unused"),
+            },
+            cores: 1,
+            rows: Vec::new(),
+            dd: Err(DdError::Start(io::Error::other("permission denied"))),
+        };
+        let table = report.to_string();
+        assert!(
+            table.contains("| `dd` reference | `dd` could not start: permission denied | | | |"),
+            "{table}"
+        );
+        assert!(table.contains("not measured (no dd)"), "{table}");
+    }
+
+    #[test]
+    fn a_worker_bench_error_prints_its_cause_once() {
+        let error = crate::error::Error::from(BenchError::TempDir(io::Error::other("read-only")));
+        assert_eq!(
+            crate::error::report(&error),
+            "error: cannot create a temporary folder for the bench's workers\n  caused by: read-only"
+        );
     }
 
     #[test]

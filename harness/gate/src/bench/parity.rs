@@ -14,14 +14,16 @@
 //!   write`, verified on the disk as in the gate), each run's cufile writer over its KvikIO row.
 
 use std::fmt::Write as _;
+use std::io;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
 mod progress;
 
-use progress::{Progress, progress_line, row_limit, run_bounded};
+use progress::{BoundedError, Progress, progress_line, row_limit, run_bounded};
 
+use super::BenchError;
 use crate::launch::Launcher;
 use crate::prepare::DataSet;
 use gds_model::cost::RECORD_ENV;
@@ -190,29 +192,26 @@ struct Samples {
     failure: Option<String>,
 }
 
-pub fn run(setting: &Setting, runs: usize, dir: &Path, out: &mut String) -> Result<(), String> {
-    let suite = gds_model::scenario::parse(Path::new("<parity bench>"), &suite(setting))
-        .map_err(|error| error.to_string())?;
+pub fn run(setting: &Setting, runs: usize, dir: &Path, out: &mut String) -> Result<(), BenchError> {
+    let suite = gds_model::scenario::parse(Path::new("<parity bench>"), &suite(setting))?;
     let trials = gds_model::scenario::expand(&suite);
     let data = DataSet::prepare(dir, &trials);
     let file = data
-        .files_for(&trials[0])
-        .map_err(|error| gds_model::error_chain(&error))?
+        .files_for(&trials[0])?
         .pop()
-        .ok_or("the parity bench has no file")?;
+        .ok_or(BenchError::NoParityFile)?;
     let write_trial = trials
         .iter()
         .find(|t| t.op.writes())
-        .ok_or("the parity bench has no writing trial")?;
+        .ok_or(BenchError::NoWritingTrial)?;
     // The file the writing trials write (and dd writes before them), beside the generated one.
     let written = data
-        .files_for(write_trial)
-        .map_err(|error| gds_model::error_chain(&error))?
+        .files_for(write_trial)?
         .pop()
-        .ok_or("the parity bench has no file to write")?;
-    let scratch = tempfile::tempdir().map_err(|error| error.to_string())?;
+        .ok_or(BenchError::NoFileToWrite)?;
+    let scratch = tempfile::tempdir().map_err(BenchError::TempDir)?;
     let launcher = Launcher {
-        gate: crate::job::worker_program().map_err(|error| gds_model::error_chain(&error))?,
+        gate: crate::job::worker_program()?,
         trials_dir: scratch.path().to_path_buf(),
         strict: false,
         timeout: None,
@@ -306,7 +305,10 @@ pub fn run(setting: &Setting, runs: usize, dir: &Path, out: &mut String) -> Resu
                     (position, in_run),
                     &label,
                     Progress::Done(
-                        outcome.as_ref().map(|m| m.gbps).map_err(String::as_str),
+                        outcome
+                            .as_ref()
+                            .map(|m| m.gbps)
+                            .map_err(|why| why as &dyn std::error::Error),
                         elapsed
                     )
                 )
@@ -339,11 +341,12 @@ pub fn run(setting: &Setting, runs: usize, dir: &Path, out: &mut String) -> Resu
                 }
                 Err(reason) if stuck[index] => {
                     sample.failure = Some(format!(
-                        "{reason} (in run {} of {runs}; not started again)",
+                        "{} (in run {} of {runs}; not started again)",
+                        gds_model::error_line(&reason),
                         run + 1
                     ))
                 }
-                Err(reason) => sample.failure = Some(reason),
+                Err(reason) => sample.failure = Some(gds_model::error_line(&reason)),
             }
         }
         for (sample, ratio) in samples.iter_mut().zip(run_ratios(&rates)) {
@@ -377,6 +380,23 @@ fn run_ratios(rates: &[Option<f64>; ROWS.len()]) -> [Option<f64>; ROWS.len()] {
     ratios
 }
 
+/// Why a row has no figure in one run; the row's cell and its progress line give it on one line.
+#[derive(Debug, thiserror::Error)]
+enum RowError {
+    #[error("cannot drop `{}` from the page cache", path.display())]
+    DropCache {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    /// `dd` could not run, failed, or ran past the row's limit.
+    #[error(transparent)]
+    Dd(#[from] BoundedError),
+    /// The worker's trial did not pass with a measurement: its reason.
+    #[error("{}", .0.reason.as_deref().unwrap_or("no measurement"))]
+    Trial(Box<TrialRecord>),
+}
+
 /// One row's figures of one run.
 #[derive(Default)]
 struct Measured {
@@ -387,16 +407,10 @@ struct Measured {
 }
 
 /// GB/s of a trial's one pass, the libcufile it loaded, its CPU s/GiB and mean call latency.
-fn measured(record: TrialRecord) -> Result<Measured, String> {
-    let reason = || {
-        record
-            .reason
-            .clone()
-            .unwrap_or_else(|| "no measurement".into())
-    };
+fn measured(record: TrialRecord) -> Result<Measured, RowError> {
     let m = match (&record.checks, &record.measurement) {
         (Status::Passed, Some(m)) if !m.gbps.is_empty() => m,
-        _ => return Err(reason()),
+        _ => return Err(RowError::Trial(Box::new(record))),
     };
     let cpu = m.cpu_per_gib();
     Ok(Measured {
@@ -410,7 +424,7 @@ fn measured(record: TrialRecord) -> Result<Measured, String> {
 /// `dd oflag=direct bs=16M` writing `file`'s size (rounded up to 16 MiB) of zeros to its path,
 /// which the writing rows then write: the disk's own write speed in this run. The file is removed
 /// after, as the writing trials remove theirs.
-fn dd_write_rate(file: &PlannedFile, limit: Duration) -> Result<f64, String> {
+fn dd_write_rate(file: &PlannedFile, limit: Duration) -> Result<f64, RowError> {
     const BLOCK: u64 = 16 << 20;
     let blocks = file.size.div_ceil(BLOCK).max(1);
     let start = Instant::now();
@@ -436,8 +450,11 @@ fn dd_write_args(path: &Path, blocks: u64) -> Vec<String> {
 }
 
 /// `dd iflag=direct bs=16M` over the cold file: the disk's own speed in this run.
-fn dd_rate(file: &PlannedFile, limit: Duration) -> Result<f64, String> {
-    gds_model::cache::drop_path(&file.path).map_err(|error| error.to_string())?;
+fn dd_rate(file: &PlannedFile, limit: Duration) -> Result<f64, RowError> {
+    gds_model::cache::drop_path(&file.path).map_err(|source| RowError::DropCache {
+        path: file.path.clone(),
+        source,
+    })?;
     let start = Instant::now();
     run_bounded(
         Command::new("dd")

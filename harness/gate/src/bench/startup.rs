@@ -12,6 +12,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 use std::time::Duration;
 
+use super::BenchError;
 use crate::launch::{Launcher, slug};
 use crate::prepare::DataSet;
 use gds_model::evidence::cufile_log;
@@ -32,14 +33,13 @@ scenarios:
     cufile: { logging.level: INFO, properties.force_compat_mode: true }
 ";
 
-pub fn run(runs: usize, dir: &Path, out: &mut String) -> Result<(), String> {
-    let suite = gds_model::scenario::parse(Path::new("<start-up bench>"), SUITE)
-        .map_err(|error| error.to_string())?;
+pub fn run(runs: usize, dir: &Path, out: &mut String) -> Result<(), BenchError> {
+    let suite = gds_model::scenario::parse(Path::new("<start-up bench>"), SUITE)?;
     let trials = gds_model::scenario::expand(&suite);
     let data = DataSet::prepare(dir, &trials);
-    let scratch = tempfile::tempdir().map_err(|error| error.to_string())?;
+    let scratch = tempfile::tempdir().map_err(BenchError::TempDir)?;
     let launcher = Launcher {
-        gate: crate::job::worker_program().map_err(|error| gds_model::error_chain(&error))?,
+        gate: crate::job::worker_program()?,
         trials_dir: scratch.path().to_path_buf(),
         strict: false,
         timeout: Some(Duration::from_secs(120)),
@@ -51,9 +51,7 @@ pub fn run(runs: usize, dir: &Path, out: &mut String) -> Result<(), String> {
     // Round-robin, so that a slow moment of the host is shared by every reader.
     for _ in 0..runs {
         for ((spec, records), steps) in trials.iter().zip(&mut records).zip(&mut driver_steps) {
-            let files = data
-                .files_for(spec)
-                .map_err(|error| gds_model::error_chain(&error))?;
+            let files = data.files_for(spec)?;
             let plan = ReadPlan::new(files, &spec.pattern);
             records.push(launcher.run_trial(spec.clone(), plan));
             let log = cufile_log::read_logs(&launcher.trials_dir.join(slug(&spec.name)));
@@ -111,6 +109,11 @@ fn add_steps(steps: &mut DriverSteps, run: Option<Vec<(String, f64)>>) {
     }
 }
 
+/// A run that measured no start-up, which fails its row: its words are the trial's reason.
+#[derive(Debug, thiserror::Error)]
+#[error("{}", .0.reason.as_deref().unwrap_or("no start-up"))]
+struct NoStartup<'a>(&'a TrialRecord);
+
 /// Medians over runs, in seconds. The worker opens the CUDA context and then the cuFile driver,
 /// so the rest is the total less both.
 struct Startup {
@@ -121,16 +124,13 @@ struct Startup {
 }
 
 impl Startup {
-    fn of(records: &[TrialRecord]) -> Result<Startup, String> {
+    fn of(records: &[TrialRecord]) -> Result<Startup, NoStartup<'_>> {
         let mut totals = Vec::new();
         let (mut contexts, mut drivers, mut rests) = (Vec::new(), Vec::new(), Vec::new());
         for record in records {
             let measured = record.measurement.as_ref();
             let Some(total) = measured.and_then(|m| m.startup_seconds) else {
-                return Err(record
-                    .reason
-                    .clone()
-                    .unwrap_or_else(|| "no start-up".into()));
+                return Err(NoStartup(record));
             };
             let phase = |prefix: &str| {
                 measured?
@@ -199,7 +199,7 @@ mod tests {
             cufile_run(0.65, 0.3, 0.6),
             fixtures::ignored("startup::cufile"),
         ];
-        let reason = Startup::of(&runs).err().unwrap();
+        let reason = Startup::of(&runs).err().unwrap().to_string();
         assert!(reason.contains("libcuda.so.1"), "{reason}");
     }
 

@@ -26,7 +26,7 @@ pub fn run(size: u64, runs: usize, dir: &Path, mode: Mode<'_>) -> Result<u8, Err
         Mode::Cpu => None,
     };
     if let Some(table) = table {
-        println!("{}", table.map_err(Error::Setup)?);
+        println!("{}", table?);
         return Ok(exit::PASSED);
     }
     let report = bench::run(&bench::BenchOptions {

@@ -516,7 +516,7 @@ impl Executor {
         launcher: &Launcher,
     ) -> TrialRecord {
         use crate::launch::multi::{Resolved, host_gpu_count, resolve};
-        match resolve(set, &host_gpu_count()) {
+        match resolve(set, host_gpu_count()) {
             Resolved::Gpus(gpus) => launcher.run_multi(spec, plan, &gpus),
             Resolved::NoGpu(reason) if self.require_gpu => {
                 let details = format!(

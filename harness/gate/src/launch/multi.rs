@@ -20,6 +20,7 @@
 //! - `/proc/driver/nvidia-fs/stats` is system-wide, so each GPU's delta includes the reads of the
 //!   others that ran at the same time; cuFile's own counters are per process, hence per GPU.
 
+use std::io;
 use std::path::Path;
 use std::sync::OnceLock;
 
@@ -30,6 +31,7 @@ use gds_model::evidence::KvikioBackends;
 use gds_model::integrity::IntegrityResult;
 use gds_model::numbers::median;
 use gds_model::plan::ReadPlan;
+use gds_model::protocol::Unavailable;
 use gds_model::record::{
     CufileEvidence, Ending, GpuShardResult, KvikioEvidence, Measurement, MemoryPeak, Status,
     TrialRecord, WorkerRun,
@@ -47,15 +49,28 @@ pub enum Resolved {
     Invalid(String),
 }
 
+/// Why this host's GPUs could not be counted: CUDA's probe did not say, and the driver's list of
+/// GPUs could not be read.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot count the GPUs: {cuda}, and /proc/driver/nvidia/gpus")]
+pub struct GpuCountError {
+    /// Why the probe did not count them.
+    pub cuda: Unavailable,
+    #[source]
+    pub proc: io::Error,
+}
+
 /// Resolves the set against the host's GPU count (`Err`: why it is unknown).
-pub fn resolve(set: &GpuSet, count: &Result<u32, String>) -> Resolved {
+pub fn resolve(set: &GpuSet, count: &Result<u32, GpuCountError>) -> Resolved {
     match (set, count) {
         (GpuSet::All, Ok(0)) => Resolved::NoGpu(
             "`gpus: all` found no GPU on this host (CUDA and /proc/driver/nvidia/gpus list none)"
                 .into(),
         ),
         (GpuSet::All, Ok(count)) => Resolved::Gpus((0..*count).collect()),
-        (GpuSet::All, Err(why)) => Resolved::NoGpu(format!("`gpus: all`: {why}")),
+        (GpuSet::All, Err(why)) => {
+            Resolved::NoGpu(format!("`gpus: all`: {}", gds_model::error_line(why)))
+        }
         (GpuSet::List(list), Ok(count)) => match list.iter().find(|gpu| **gpu >= *count) {
             Some(missing) => Resolved::Invalid(format!(
                 "`gpus: {set}` names GPU {missing}, but this host has {count} GPU(s){}",
@@ -75,22 +90,18 @@ pub fn resolve(set: &GpuSet, count: &Result<u32, String>) -> Resolved {
 /// The GPUs CUDA numbers on this host: cuDeviceGetCount, asked in a worker (it honours
 /// `CUDA_VISIBLE_DEVICES`, as the workers' ordinals do), else the entries of
 /// `/proc/driver/nvidia/gpus`. Counted once per process.
-pub fn host_gpu_count() -> Result<u32, String> {
-    static COUNT: OnceLock<Result<u32, String>> = OnceLock::new();
-    COUNT
-        .get_or_init(|| {
-            let cuda = match crate::job::probe::gpu_count() {
-                Ok(count) => return Ok(count),
-                Err(why) => why,
-            };
-            match std::fs::read_dir("/proc/driver/nvidia/gpus") {
-                Ok(entries) => Ok(entries.flatten().count() as u32),
-                Err(error) => Err(format!(
-                    "cannot count the GPUs: {cuda}, and /proc/driver/nvidia/gpus: {error}"
-                )),
-            }
-        })
-        .clone()
+pub fn host_gpu_count() -> &'static Result<u32, GpuCountError> {
+    static COUNT: OnceLock<Result<u32, GpuCountError>> = OnceLock::new();
+    COUNT.get_or_init(|| {
+        let cuda = match crate::job::probe::gpu_count() {
+            Ok(count) => return Ok(count),
+            Err(why) => why,
+        };
+        match std::fs::read_dir("/proc/driver/nvidia/gpus") {
+            Ok(entries) => Ok(entries.flatten().count() as u32),
+            Err(proc) => Err(GpuCountError { cuda, proc }),
+        }
+    })
 }
 
 impl Launcher {

@@ -2,7 +2,8 @@
 //! it, and the progress line each row prints on stderr as it starts and ends, so that a long
 //! or stuck bench shows where it stands.
 
-use std::process::Command;
+use std::io;
+use std::process::{Command, ExitStatus};
 use std::time::{Duration, Instant};
 
 /// The longest a row may take: half a minute to start, plus its pass at 50 MB/s (a writing row
@@ -15,7 +16,7 @@ pub(super) fn row_limit(size: u64, writes: bool) -> Duration {
 /// Where one row of one run stands, for the progress lines on stderr.
 pub(super) enum Progress<'a> {
     Started,
-    Done(Result<f64, &'a str>, Duration),
+    Done(Result<f64, &'a dyn std::error::Error>, Duration),
     /// Stuck in an earlier run: not started again.
     Skipped,
 }
@@ -42,34 +43,55 @@ pub(super) fn progress_line(
             gds_model::units::rate(gbps),
             took.as_secs_f64()
         ),
-        Progress::Done(Err(reason), took) => {
-            format!("{at}: failed after {:.1} s: {reason}", took.as_secs_f64())
-        }
+        Progress::Done(Err(reason), took) => format!(
+            "{at}: failed after {:.1} s: {}",
+            took.as_secs_f64(),
+            gds_model::error_line(reason)
+        ),
         Progress::Skipped => format!("{at}: skipped, it ran past its time in an earlier run"),
     }
 }
 
+/// Why a command run by [`run_bounded`] did not succeed; `name` is its program.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum BoundedError {
+    #[error("cannot run {name}")]
+    Start {
+        name: String,
+        #[source]
+        source: io::Error,
+    },
+    #[error("{name} failed: {status}")]
+    Failed { name: String, status: ExitStatus },
+    #[error("{name} did not finish within {} s and was killed", limit.as_secs())]
+    TimedOut { name: String, limit: Duration },
+    #[error("cannot wait for {name}")]
+    Wait {
+        name: String,
+        #[source]
+        source: io::Error,
+    },
+}
+
 /// Runs `command` to its end or until `limit`, when it is killed: no row waits for ever.
-pub(super) fn run_bounded(command: &mut Command, limit: Duration) -> Result<(), String> {
+pub(super) fn run_bounded(command: &mut Command, limit: Duration) -> Result<(), BoundedError> {
     let name = command.get_program().to_string_lossy().into_owned();
-    let mut child = command
-        .spawn()
-        .map_err(|error| format!("cannot run {name}: {error}"))?;
+    let mut child = match command.spawn() {
+        Ok(child) => child,
+        Err(source) => return Err(BoundedError::Start { name, source }),
+    };
     let start = Instant::now();
     loop {
         match child.try_wait() {
             Ok(Some(status)) if status.success() => return Ok(()),
-            Ok(Some(status)) => return Err(format!("{name} failed: {status}")),
+            Ok(Some(status)) => return Err(BoundedError::Failed { name, status }),
             Ok(None) if start.elapsed() >= limit => {
                 let _ = child.kill();
                 let _ = child.wait();
-                return Err(format!(
-                    "{name} did not finish within {} s and was killed",
-                    limit.as_secs()
-                ));
+                return Err(BoundedError::TimedOut { name, limit });
             }
             Ok(None) => std::thread::sleep(Duration::from_millis(20)),
-            Err(error) => return Err(format!("cannot wait for {name}: {error}")),
+            Err(source) => return Err(BoundedError::Wait { name, source }),
         }
     }
 }
@@ -96,12 +118,13 @@ mod tests {
             done.ends_with(&format!("{label}: 1.50 GB/s in 2.1 s")),
             "{done}"
         );
+        let why = io::Error::other("the worker did not finish");
         let failed = progress_line(
             0,
             8,
             (0, 3),
             label,
-            Progress::Done(Err("the worker did not finish"), Duration::from_secs(51)),
+            Progress::Done(Err(&why), Duration::from_secs(51)),
         );
         assert!(
             failed.ends_with("failed after 51.0 s: the worker did not finish"),
@@ -121,14 +144,31 @@ mod tests {
     #[test]
     fn a_command_past_its_limit_is_killed() {
         let start = Instant::now();
-        let failed =
-            run_bounded(Command::new("sleep").arg("30"), Duration::from_millis(200)).unwrap_err();
+        let failed = run_bounded(Command::new("sleep").arg("30"), Duration::from_millis(200));
         assert!(start.elapsed() < Duration::from_secs(10));
-        assert!(failed.contains("did not finish within"), "{failed}");
-        assert_eq!(
-            run_bounded(&mut Command::new("true"), Duration::from_secs(10)),
-            Ok(())
+        assert!(
+            matches!(&failed, Err(BoundedError::TimedOut { name, .. }) if name == "sleep"),
+            "{failed:?}"
         );
-        assert!(run_bounded(&mut Command::new("false"), Duration::from_secs(10)).is_err());
+        assert_eq!(
+            failed.err().map(|error| error.to_string()).as_deref(),
+            Some("sleep did not finish within 0 s and was killed")
+        );
+        assert!(run_bounded(&mut Command::new("true"), Duration::from_secs(10)).is_ok());
+        assert!(matches!(
+            run_bounded(&mut Command::new("false"), Duration::from_secs(10)),
+            Err(BoundedError::Failed { .. })
+        ));
+        let missing = run_bounded(
+            &mut Command::new("gds-gate-no-such-program"),
+            Duration::from_secs(10),
+        )
+        .err()
+        .map(|error| gds_model::error_line(&error))
+        .unwrap_or_default();
+        assert!(
+            missing.starts_with("cannot run gds-gate-no-such-program: "),
+            "{missing}"
+        );
     }
 }

@@ -70,7 +70,7 @@ pub(super) fn settle(settler: &Settler) -> Option<RunnerCheck> {
     match settler.settle(&crate::interrupt::sleep) {
         Ok(check) => Some(check),
         Err(why) => {
-            warn(&why);
+            warn(&gds_model::error_line(&why));
             None
         }
     }

@@ -400,9 +400,13 @@ fn gpus_all_resolves_to_the_hosts_gpus() {
     assert!(
         matches!(resolve(&GpuSet::All, &Ok(0)), Resolved::NoGpu(reason) if reason.contains("found no GPU"))
     );
+    let unknown = Err(GpuCountError {
+        cuda: Unavailable("libcuda.so.1 not found".into()),
+        proc: std::io::Error::from(std::io::ErrorKind::NotFound),
+    });
     assert!(matches!(
-        resolve(&GpuSet::All, &Err("libcuda.so.1 not found".into())),
-        Resolved::NoGpu(reason) if reason.contains("libcuda.so.1 not found")
+        resolve(&GpuSet::All, &unknown),
+        Resolved::NoGpu(reason) if reason.starts_with("`gpus: all`: cannot count the GPUs: libcuda.so.1 not found, and /proc/driver/nvidia/gpus: ")
     ));
     assert_eq!(
         resolve(&GpuSet::List(vec![1, 0]), &Ok(2)),
