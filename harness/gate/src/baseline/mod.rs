@@ -7,6 +7,7 @@
 //! [`crate::report::saved::bless_from_report`]); `report` calls [`plots_for_report`].
 
 pub mod bless;
+pub mod changes;
 pub mod chart;
 pub mod compare;
 pub mod cpu;
