@@ -43,10 +43,13 @@
 //! told apart from its neighbour leaves the latest segment mixing two levels, which is why the
 //! gate answers later than the change point is flagged.
 
+pub mod series;
 pub mod simulate;
 pub mod split;
 
 use serde::{Deserialize, Serialize};
+
+pub use series::series;
 
 /// Family-wise significance a split must reach (see the module documentation).
 pub const ALPHA: f64 = 0.005;
