@@ -23,10 +23,10 @@
 //!   kept at p ≤ [`ALPHA`] = 0.5%: 0.3–0.5% of simulated stationary histories of 200 runs show
 //!   any change point, half the ≤ 1% target, leaving room for runs that are not quite
 //!   independent (a drifting runner), which the simulation does not have.
-//! - **Minimum segment [`MIN_SEGMENT`] = 5 runs**, so a change point can be seen five runs after it
-//!   (a halved disk is a t of 10 there), but it is only **confirmed** once the new level held for
-//!   [`CONFIRM_RUNS`] = 10 runs, as Perfherder waits for a fore window of 12: before that it is
-//!   shown, marked tentative, and fails nothing.
+//! - **Minimum segment [`MIN_SEGMENT`] = 5 runs**, so a change point can be seen five runs after
+//!   it (a halved disk five runs on is a t above 10), but it is only **confirmed** once the new
+//!   level held for [`CONFIRM_RUNS`] = 10 runs, as Perfherder waits for a fore window of 12:
+//!   before that it is shown, marked tentative, and fails nothing.
 //! - **Robust to a wild run.** Each segment's logs are winsorized at [`WINSOR`] = 3 robust standard
 //!   deviations (1.4826 × MAD) from its median before the means are taken, so a run slowed by a
 //!   neighbour's burst counts as one unusual run rather than a level; the levels reported are the
