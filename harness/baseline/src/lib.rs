@@ -9,6 +9,7 @@
 //! saved report, `gds-report`'s `saved::bless_from_report`); `report` calls [`plots_for_report`].
 
 pub mod bless;
+pub mod changes;
 pub mod chart;
 pub mod compare;
 pub mod control;

@@ -205,8 +205,9 @@ pub enum Command {
         /// ratio whose rows did not run is left out.
         #[arg(long, value_enum, value_delimiter = ',', value_name = "ROW")]
         rows: Vec<crate::bench::parity::Row>,
-        /// Simulate the baseline comparison: false alarms and detected drops, for a noise model
-        /// fitted to this runner's history when it has one.
+        /// Simulate the baseline comparison and the change-point search over history: false
+        /// alarms and detected drops, also for a noise model fitted to this runner's history
+        /// when it has one.
         #[arg(long)]
         stats: bool,
         /// The history the noise model is fitted to.

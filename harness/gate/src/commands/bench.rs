@@ -1,6 +1,7 @@
 //! `gds-gate bench`: the gate's own costs (CPU), `--gpu` (worker start-up, GPU verification, the
 //! cufile reader against dd and KvikIO), `--parity` (reader parity and what recording latency and
-//! CPU costs), `--stats` (the baseline comparison's false alarms and detection).
+//! CPU costs), `--stats` (the false alarms and detection of the baseline comparison and of the
+//! change points over history).
 
 use std::path::Path;
 
@@ -47,7 +48,9 @@ fn stats(source: &Path) -> Result<u8, Error> {
     }
     let (text, targets_met) = crate::baseline::simulate::bench_stats(&history, source);
     println!("{text}");
-    Ok(if targets_met {
+    let (changes, changes_met) = crate::baseline::changes::simulate::bench_stats(&history);
+    println!("{changes}");
+    Ok(if targets_met && changes_met {
         exit::PASSED
     } else {
         exit::TRIAL_FAILED

@@ -1,0 +1,334 @@
+//! Change points over a trial's history: where the level of its run medians shifted on one runner,
+//! and whether the shifts added up to a creep below its baseline that no single run shows.
+//!
+//! Each run is judged against the baseline alone (`decision`), so three upgrades that each cost 5%
+//! stay inside a 14–24% noise band and never fail, yet together cost 15%. The history sees them.
+//!
+//! **Method: E-Divisive means**, as MongoDB's and Apache Otava's performance CI run it (Daly et al.,
+//! ICPE 2020; Fleming et al., "Hunter", ICPE 2023): hierarchical (binary) segmentation of the
+//! whole history. A segment is split where the two sides' means differ most (E-Divisive's
+//! divergence with exponent 2 is the difference of means weighted by `nm/(n+m)`, the two-sample
+//! statistic), and the split is kept when it is significant; then each side is searched again.
+//! - **Log scale.** Throughput noise is multiplicative, so the values are the logs of the run
+//!   medians (as in `decision`): a level shift of −5% is the same step at 1 GB/s and at 20 GB/s.
+//! - **The run is the sample.** Run medians of an unchanged system move by 7.5–18.6% CV on the
+//!   H200 runner while passes agree to 2–8%, so only run medians go in.
+//! - **Significance pays for the search.** The best of ~190 splits of pure noise is far more
+//!   extreme than one split chosen beforehand, and by how much depends on the history's length,
+//!   so a fixed per-split threshold cannot hold a false-alarm rate. The p-value of the best split
+//!   is family-wise over every split searched: Student's t (Hunter's replacement for E-Divisive's
+//!   permutations: deterministic, O(n)) turned into the z with the same tail, then the
+//!   approximation of James, James & Siegmund (1987) for the maximum of the standardized
+//!   statistic over all splits, with Siegmund's discrete-time correction ([`split`]). A split is
+//!   kept at p ≤ [`ALPHA`] = 0.5%: 0.3–0.5% of simulated stationary histories of 200 runs show
+//!   any change point, half the ≤ 1% target, leaving room for runs that are not quite
+//!   independent (a drifting runner), which the simulation does not have.
+//! - **Minimum segment [`MIN_SEGMENT`] = 5 runs**, so a change point can be seen five runs after
+//!   it (a halved disk five runs on is a t above 10), but it is only **confirmed** once the new
+//!   level held for [`CONFIRM_RUNS`] = 10 runs, as Perfherder waits for a fore window of 12:
+//!   before that it is shown, marked tentative, and fails nothing.
+//! - **Robust to a wild run.** Each segment's logs are winsorized at [`WINSOR`] = 3 robust standard
+//!   deviations (1.4826 × MAD) from its median before the means are taken, so a run slowed by a
+//!   neighbour's burst counts as one unusual run rather than a level; the levels reported are the
+//!   same winsorized geometric means.
+//!
+//! [`creep`] answers the gate's question: is the level after the latest confirmed change point
+//! (up to the next one or the latest run) below the baseline's level by more than the trial's
+//! tolerance? A single shift inside the tolerance does not fail; shifts that add up past it do.
+//!
+//! What it can see is set by the runner's run-to-run spread, not by the tolerance; from
+//! `cargo xtask bench --stats` ([`simulate`]), three −5% steps 20 runs apart, 10 runs after the
+//! third: at 7.5% CV all are flagged; at 12%, 93% (the gate fails on 68% then against the true
+//! level, on 90% after 30 runs); at 18.6%, 47% (90% after 40 runs). A step too small to be
+//! told apart from its neighbour leaves the latest segment mixing two levels, which is why the
+//! gate answers later than the change point is flagged.
+
+pub mod series;
+pub mod simulate;
+pub mod split;
+
+use serde::{Deserialize, Serialize};
+
+pub use series::series;
+
+/// Family-wise significance a split must reach (see the module documentation).
+pub const ALPHA: f64 = 0.005;
+
+/// The fewest runs a split may leave on either side.
+pub const MIN_SEGMENT: usize = 5;
+
+/// Runs a new level must hold before its change point is confirmed and may fail the gate.
+pub const CONFIRM_RUNS: usize = 10;
+
+/// Robust standard deviations beyond which a run's log level is pulled in before means are taken.
+pub const WINSOR: f64 = 3.0;
+
+/// Runs either side of a change point within which a change on the runner is attached to it: the
+/// search cannot place a change point more finely than its minimum segment.
+pub const NEAR_RUNS: usize = MIN_SEGMENT;
+
+/// One run of one trial on one runner, in the order the runs happened.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Run {
+    /// When the run started (RFC 3339, as `history.jsonl` keeps it).
+    pub time: String,
+    /// The run's median, GB/s.
+    pub median_gbps: f64,
+    /// What changed on the runner at this run against the one before it, one line each
+    /// (`driver: 570.86 → 580.159`); empty when nothing did.
+    pub changes: Vec<String>,
+}
+
+/// The search's knobs; [`Options::default`] is what the gate uses and `bench --stats` measures.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Options {
+    pub alpha: f64,
+    pub min_segment: usize,
+    pub confirm_runs: usize,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            alpha: ALPHA,
+            min_segment: MIN_SEGMENT,
+            confirm_runs: CONFIRM_RUNS,
+        }
+    }
+}
+
+/// A run left out of the search, with why.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Skipped {
+    /// Index into the runs given to [`find`].
+    pub index: usize,
+    pub time: String,
+    pub reason: String,
+}
+
+/// A change on the runner near a change point.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct NearbyChange {
+    /// Index of the run it was first seen at, into the runs given to [`find`].
+    pub index: usize,
+    pub time: String,
+    pub change: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ChangePoint {
+    /// The first run at the new level, as an index into the runs given to [`find`].
+    pub index: usize,
+    /// That run's time.
+    pub time: String,
+    /// Level of the runs since the previous change point (winsorized geometric mean), GB/s.
+    pub before: f64,
+    /// Level of the runs up to the next change point, GB/s.
+    pub after: f64,
+    /// `after / before` (0.95 = 5% slower).
+    pub ratio: f64,
+    /// The chance that the segment it was found in, without any shift, shows a split this strong
+    /// somewhere (family-wise over every split searched).
+    pub p_value: f64,
+    /// Runs at the new level: up to the next change point, or to the latest run.
+    pub runs_after: usize,
+    /// The new level held for [`CONFIRM_RUNS`] runs.
+    pub confirmed: bool,
+    /// Changes on the runner within [`NEAR_RUNS`] runs of it (each to its nearest change point).
+    pub runner_changes: Vec<NearbyChange>,
+}
+
+/// What [`find`] saw in a history.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Changes {
+    /// In run order.
+    pub change_points: Vec<ChangePoint>,
+    /// Runs the search left out.
+    pub skipped: Vec<Skipped>,
+    /// Runs the search used.
+    pub runs: usize,
+    /// Why no change point could be looked for, when the history is too short.
+    pub too_short: Option<String>,
+}
+
+/// Finds the level shifts in `runs` (one trial on one runner, in time order) with the default
+/// [`Options`]. Runs whose median is not a positive finite number are left out, each with a reason.
+pub fn find(runs: &[Run]) -> Changes {
+    find_with(runs, &Options::default())
+}
+
+pub fn find_with(runs: &[Run], options: &Options) -> Changes {
+    let mut skipped = Vec::new();
+    // Indices (into `runs`) and logs of the usable runs.
+    let mut kept: Vec<usize> = Vec::with_capacity(runs.len());
+    let mut logs: Vec<f64> = Vec::with_capacity(runs.len());
+    for (index, run) in runs.iter().enumerate() {
+        let m = run.median_gbps;
+        if m.is_finite() && m > 0.0 && m.ln().is_finite() {
+            kept.push(index);
+            logs.push(m.ln());
+        } else {
+            skipped.push(Skipped {
+                index,
+                time: run.time.clone(),
+                reason: format!("median {m} GB/s is not a positive finite rate; left out"),
+            });
+        }
+    }
+    let min_segment = options.min_segment.max(2);
+    let needed = 2 * min_segment;
+    if logs.len() < needed {
+        return Changes {
+            change_points: Vec::new(),
+            skipped,
+            runs: logs.len(),
+            too_short: Some(format!(
+                "{} usable run(s); a change point needs {min_segment} runs on each side, so {needed} at least",
+                logs.len()
+            )),
+        };
+    }
+    let splits = segment(&logs, min_segment, options.alpha);
+    let mut bounds: Vec<usize> = vec![0];
+    bounds.extend(splits.iter().map(|(at, _)| *at));
+    bounds.push(logs.len());
+    let levels: Vec<f64> = bounds
+        .windows(2)
+        .map(|w| split::robust_mean(&logs[w[0]..w[1]], WINSOR).exp())
+        .collect();
+    let mut change_points: Vec<ChangePoint> = splits
+        .iter()
+        .enumerate()
+        .map(|(i, &(at, p_value))| {
+            let runs_after = bounds[i + 2] - at;
+            let index = kept[at];
+            ChangePoint {
+                index,
+                time: runs[index].time.clone(),
+                before: levels[i],
+                after: levels[i + 1],
+                ratio: levels[i + 1] / levels[i],
+                p_value,
+                runs_after,
+                confirmed: runs_after >= options.confirm_runs,
+                runner_changes: Vec::new(),
+            }
+        })
+        .collect();
+    attach_runner_changes(runs, &mut change_points);
+    Changes {
+        change_points,
+        skipped,
+        runs: logs.len(),
+        too_short: None,
+    }
+}
+
+/// Binary segmentation: the significant splits of `logs`, as (position, p-value), in order.
+fn segment(logs: &[f64], min_segment: usize, alpha: f64) -> Vec<(usize, f64)> {
+    let mut found = Vec::new();
+    let mut pending = vec![(0, logs.len())];
+    while let Some((start, end)) = pending.pop() {
+        let Some(best) = split::best_split(&logs[start..end], min_segment, WINSOR) else {
+            continue;
+        };
+        if best.p_value <= alpha {
+            let at = start + best.at;
+            found.push((at, best.p_value));
+            pending.push((start, at));
+            pending.push((at, end));
+        }
+    }
+    found.sort_by_key(|&(at, _)| at);
+    found
+}
+
+/// Gives each change on the runner to the nearest change point within [`NEAR_RUNS`] runs (the
+/// earlier one on a tie).
+fn attach_runner_changes(runs: &[Run], change_points: &mut [ChangePoint]) {
+    for (index, run) in runs.iter().enumerate() {
+        if run.changes.is_empty() {
+            continue;
+        }
+        let nearest = change_points
+            .iter()
+            .enumerate()
+            .map(|(i, cp)| (cp.index.abs_diff(index), i))
+            .filter(|&(distance, _)| distance <= NEAR_RUNS)
+            .min();
+        if let Some((_, i)) = nearest {
+            change_points[i]
+                .runner_changes
+                .extend(run.changes.iter().map(|change| NearbyChange {
+                    index,
+                    time: run.time.clone(),
+                    change: change.clone(),
+                }));
+        }
+    }
+}
+
+/// A creep: the level since a confirmed change point is below the baseline by more than the
+/// tolerance.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Creep {
+    /// The latest confirmed change point, whose level is the one judged.
+    pub change_point: ChangePoint,
+    /// Its level over the baseline's (0.85 = 15% slower).
+    pub ratio: f64,
+    pub baseline_level: f64,
+    pub tolerance: f64,
+}
+
+impl Creep {
+    /// The drop below the baseline as a positive fraction (0.15 = 15% slower).
+    pub fn drop(&self) -> f64 {
+        1.0 - self.ratio
+    }
+}
+
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum CreepError {
+    #[error(
+        "a baseline level of {0} GB/s cannot be compared with; it must be a positive finite rate (bless the trial again)"
+    )]
+    BaselineLevel(f64),
+    #[error(
+        "a tolerance of {0} cannot be compared with; it must be a fraction from 0 up to 1 (`expect.tolerance`)"
+    )]
+    Tolerance(f64),
+}
+
+/// The gate's question: is there a confirmed change point whose level (the latest confirmed one,
+/// up to the next change point or the latest run) is below `baseline_level` (GB/s, the baseline's
+/// geometric mean of blessed run medians) by more than `tolerance` (0.10 = 10%)?
+///
+/// A later tentative change point does not move the answer until it is confirmed: a dip of a few
+/// runs does not fail the gate, and neither does an unconfirmed recovery clear it. A history
+/// without a confirmed change point never creeps, however far below the baseline it is: that is the
+/// run-by-run decision's to judge.
+pub fn creep(
+    changes: &Changes,
+    baseline_level: f64,
+    tolerance: f64,
+) -> Result<Option<Creep>, CreepError> {
+    if !(baseline_level.is_finite() && baseline_level > 0.0) {
+        return Err(CreepError::BaselineLevel(baseline_level));
+    }
+    if !(0.0..1.0).contains(&tolerance) {
+        return Err(CreepError::Tolerance(tolerance));
+    }
+    let Some(latest) = changes.change_points.iter().rev().find(|cp| cp.confirmed) else {
+        return Ok(None);
+    };
+    let ratio = latest.after / baseline_level;
+    Ok((ratio < 1.0 - tolerance).then(|| Creep {
+        change_point: latest.clone(),
+        ratio,
+        baseline_level,
+        tolerance,
+    }))
+}
+
+#[cfg(test)]
+mod tests;
