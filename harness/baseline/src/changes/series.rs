@@ -55,8 +55,8 @@ pub fn series(history: &History, runner: &str, trial: &str) -> Vec<Run> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::baseline::fixtures;
-    use crate::baseline::history::HistoryLine;
+    use crate::fixtures;
+    use crate::history::HistoryLine;
 
     fn line(runner: &str, driver: &str, records: &[gds_model::record::TrialRecord]) -> HistoryLine {
         let fingerprint = Fingerprint {
