@@ -1,6 +1,7 @@
 //! `cargo xtask docs [--check]`: the generated documents (`docs/report.schema.json` from
-//! report.json's types) rewritten, or with `--check` only compared. That is the binary's
-//! `generated` test, which `cargo test` runs too, so CI fails on a stale one.
+//! report.json's types, `docs/reference/cli.md` from the gate's `--help`) rewritten, or with
+//! `--check` only compared. That is the binary's `generated` test, which `cargo test` runs too,
+//! so CI fails on a stale one.
 
 use anyhow::{Context, Result};
 use xshell::{Shell, cmd};

@@ -42,7 +42,7 @@ enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<OsString>,
     },
-    /// Regenerate docs/report.schema.json (`--check`: only compare).
+    /// Regenerate docs/report.schema.json and docs/reference/cli.md (`--check`: only compare).
     Docs {
         /// Fail when a generated document is stale instead of rewriting it.
         #[arg(long)]
