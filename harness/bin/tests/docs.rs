@@ -466,3 +466,27 @@ pages! {
     reference_report: "docs/reference/report.md",
     reference_suite: "docs/reference/suite.md",
 }
+
+/// README.md stays a first screen: at most 150 lines, none over 200 characters outside code blocks.
+#[test]
+fn readme_is_short() {
+    let readme = fs::read_to_string(repo().join("README.md")).unwrap();
+    assert!(
+        readme.lines().count() <= 150,
+        "README.md has {} lines",
+        readme.lines().count()
+    );
+    let mut in_code = false;
+    for (number, line) in readme.lines().enumerate() {
+        if line.starts_with("```") {
+            in_code = !in_code;
+        } else if !in_code {
+            let length = line.chars().count();
+            assert!(
+                length <= 200,
+                "README.md:{}: {length} characters",
+                number + 1
+            );
+        }
+    }
+}
