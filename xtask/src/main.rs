@@ -1,5 +1,8 @@
 //! `cargo xtask`: the commands people type. Each builds the gate with optimisations (it moves
-//! gigabytes) and hands over to it, so the exit status is the gate's own.
+//! gigabytes) and hands over to it, so the exit status is the gate's own; `docs` regenerates the
+//! generated documents.
+
+mod docs;
 
 use std::ffi::OsString;
 use std::os::unix::process::CommandExt;
@@ -39,6 +42,12 @@ enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<OsString>,
     },
+    /// Regenerate docs/report.schema.json and docs/reference/cli.md (`--check`: only compare).
+    Docs {
+        /// Fail when a generated document is stale instead of rewriting it.
+        #[arg(long)]
+        check: bool,
+    },
 }
 
 fn main() -> Result<()> {
@@ -50,6 +59,7 @@ fn main() -> Result<()> {
         Command::GdsGate { args } => (None, args),
         Command::Bench { args } => (Some("bench"), args),
         Command::Doctor { args } => (Some("doctor"), args),
+        Command::Docs { check } => return docs::run(&sh, check),
     };
     cmd!(
         sh,

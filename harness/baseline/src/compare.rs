@@ -31,7 +31,7 @@ pub struct RunResults<'a> {
     pub judged: Option<&'a BTreeMap<String, Judgement>>,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct TrialJudgement {
     pub trial: String,
     pub judgement: Judgement,
@@ -41,7 +41,7 @@ pub struct TrialJudgement {
     pub expected: Option<Expected>,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Comparison {
     pub runner: String,
     pub baseline_path: PathBuf,

@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use super::decision::{Throughput, Verdict};
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CpuCost {
     /// The decision over GiB per CPU second (the reciprocals of the passes' CPU s/GiB).
     pub efficiency: Throughput,

@@ -43,7 +43,7 @@ pub const MIN_RUNS: usize = 3;
 pub const BLESS_RUNS: u16 = 6;
 
 /// What one run (and its confirmations) says about a trial's speed against its baseline.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Throughput {
     /// The blessed runs' medians, GB/s.
     pub baseline: Summary,

@@ -11,7 +11,7 @@ use gds_runner::host::HostFacts;
 /// Every fact may be unknown: a CPU-only run learns nothing about KvikIO, a container may hide
 /// `/proc/driver/nvidia`. The gate fills what it can from the host ([`super::probe`]) and the
 /// workers (GPU model, CUDA, libcufile and KvikIO versions).
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct Fingerprint {
     pub gpu_model: Option<String>,
@@ -36,7 +36,7 @@ pub struct Fingerprint {
 }
 
 /// How a fact differs between the baseline and this run.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum ChangeKind {
     /// Known on both sides and different: the stack changed.
@@ -48,7 +48,7 @@ pub enum ChangeKind {
     Learned,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct FieldChange {
     pub field: String,
     pub from: Option<String>,

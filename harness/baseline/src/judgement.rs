@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use super::cpu::CpuCost;
 use super::decision::Throughput;
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "kind", rename_all = "kebab-case")]
 pub enum Judgement {
     /// Same path, same checksum, throughput within what the tolerance and the runner's
@@ -32,8 +32,10 @@ pub enum Judgement {
     /// The bytes read are not the bytes the baseline measured. A failure.
     ChecksumChanged {
         #[serde(with = "gds_model::hex::option")]
+        #[schemars(with = "Option<gds_model::hex::Hex>")]
         from: Option<u64>,
         #[serde(with = "gds_model::hex::option")]
+        #[schemars(with = "Option<gds_model::hex::Hex>")]
         to: Option<u64>,
     },
     /// The baseline has the trial, the run does not (a GPU or a mount that vanished). A failure.
@@ -47,7 +49,7 @@ pub enum Judgement {
     NotJudged { reason: String },
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "why", rename_all = "kebab-case")]
 pub enum Missing {
     /// It was selected but did not run.
@@ -59,7 +61,7 @@ pub enum Missing {
 }
 
 /// What the baseline expected of a trial, as far as a judgement's words quote it.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Expected {
     pub median_gbps: f64,
     /// Each blessed run's median, in the order the runs ran.

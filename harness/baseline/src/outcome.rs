@@ -41,7 +41,9 @@ pub fn settle(record: &mut TrialRecord, judgement: Option<&Judgement>) {
 /// How many trials ended in each outcome. Each trial of the run is counted once; a baseline
 /// trial that no suite defines any more (and that the selection did not leave out) counts as
 /// `missing` though it has no record.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
 pub struct Totals {
     pub passed: usize,
     pub failed: usize,

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 pub use gds_model::numbers::median;
 
 /// Median, spread and range of a set of samples.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Summary {
     pub median: f64,
     /// Median absolute deviation from the median (unscaled).

@@ -3,6 +3,8 @@
 //! mistyped subcommand. The worker that must hang is a **stand-in**: a shell script named by
 //! `GDS_GATE_WORKER` that writes its pid and sleeps (probes still go to the real binary).
 
+pub mod support;
+
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
@@ -384,4 +386,11 @@ fn ctrl_c_before_the_first_trial_does_not_say_ok() {
         report["trials"][0]["reason"],
         "not run: the gate was interrupted by SIGINT"
     );
+}
+
+/// Every report this test wrote matches the published schema.
+impl Drop for Drill {
+    fn drop(&mut self) {
+        support::validate_reports(self.dir.path());
+    }
 }

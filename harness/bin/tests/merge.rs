@@ -1,6 +1,8 @@
 //! `report --merge` over real reports (the gate run on a tiny posix suite as two runners), and the
 //! GitHub annotations of a report with a failed trial.
 
+pub mod support;
+
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -266,7 +268,8 @@ fn annotations_carry_the_baseline_failures_at_the_scenario_or_the_baseline_file(
             },
             {
                 "trial": "tiny::new",
-                "judgement": { "kind": "new-trial" }
+                "judgement": { "kind": "new-trial" },
+                "expected": null
             }
         ]);
     });
@@ -286,4 +289,11 @@ fn annotations_carry_the_baseline_failures_at_the_scenario_or_the_baseline_file(
         "{}",
         lines[1]
     );
+}
+
+/// Every report this test wrote matches the published schema.
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        support::validate_reports(self.0.path());
+    }
 }

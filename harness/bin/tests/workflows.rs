@@ -9,6 +9,8 @@
 //! GDS_GATE_OUT and GDS_GATE_DATA_DIR pointing into a scratch directory. A GPU run is proved by
 //! adding `--list` to it: every flag parses and the trials expand, and nothing needs a GPU.
 
+pub mod support;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -760,4 +762,11 @@ fn fleet_merge_command_merges_the_runners_reports() {
         merged.contains("a/tiny::read") && merged.contains("b/tiny::read"),
         "{merged}"
     );
+}
+
+/// Every report this test wrote matches the published schema.
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        support::validate_reports(self.0.path());
+    }
 }

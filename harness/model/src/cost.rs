@@ -111,7 +111,7 @@ impl Histogram {
 
 /// Latency of one read call (a task: one `pread`, one `cuFileRead`, or one bounce read and copy),
 /// in microseconds.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Latency {
     pub calls: u64,
     pub mean_us: f64,
@@ -124,7 +124,7 @@ pub struct Latency {
 }
 
 /// User and system CPU time of the worker process (every thread, cuFile's own included).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CpuTime {
     pub user_seconds: f64,
     pub system_seconds: f64,
@@ -155,7 +155,7 @@ impl CpuTime {
 const GIB: f64 = (1u64 << 30) as f64;
 
 /// What one measured pass cost.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PassCost {
     /// Read calls the reader made (tasks; for KvikIO its `pread` operations).
     pub read_calls: u64,

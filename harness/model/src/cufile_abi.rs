@@ -100,7 +100,7 @@ impl DriverProperties {
 }
 
 /// What `cuFileDriverGetProperties` says about the driver, as recorded in results.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct DriverProperties {
     /// nvidia-fs version as `major.minor`; `0.0` when the module is not loaded.
     pub nvfs_version: String,
@@ -254,7 +254,7 @@ pub fn describe(code: i32) -> String {
 
 /// Per-GPU read and write counters and the process totals. The write counters are absent
 /// (zero) in records of gates that predate writing trials.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Stats {
     /// `read_ops.ok`: libcufile 1.15.1 in compat mode counts every `cuFileRead` here twice
     /// (10240 for 5120 calls on the H200, where `read_bytes`, the latency sum and the per-GPU
@@ -277,7 +277,7 @@ pub struct Stats {
     pub gpus: Vec<GpuCounters>,
 }
 
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct GpuCounters {
     pub index: u32,
     pub uuid: String,

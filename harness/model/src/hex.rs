@@ -22,6 +22,23 @@ pub fn decode_bytes(text: &str) -> Option<Vec<u8>> {
         .collect()
 }
 
+/// The JSON Schema of a checksum as these functions write it: `#[schemars(with = "Hex")]` beside
+/// `#[serde(with = "hex")]` (and `Option<Hex>` beside `hex::option`).
+pub struct Hex;
+
+impl schemars::JsonSchema for Hex {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Hex".into()
+    }
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "description": "A 64-bit checksum as `0x` and 16 lowercase hex digits.",
+            "type": "string",
+            "pattern": "^0x[0-9a-f]{16}$"
+        })
+    }
+}
+
 pub fn serialize<S: Serializer>(value: &u64, serializer: S) -> Result<S::Ok, S::Error> {
     serializer.serialize_str(&format(*value))
 }

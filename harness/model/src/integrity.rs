@@ -10,13 +10,15 @@ use crate::plan::ReadPlan;
 use crate::scenario::Integrity;
 use crate::verify;
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct IntegrityResult {
     pub method: Integrity,
     /// The checksum of what was read (for a trial over several files, the wrapping sum of theirs).
     #[serde(with = "crate::hex::option")]
+    #[schemars(with = "Option<crate::hex::Hex>")]
     pub checksum: Option<u64>,
     #[serde(with = "crate::hex::option")]
+    #[schemars(with = "Option<crate::hex::Hex>")]
     pub expected_checksum: Option<u64>,
     /// 8-byte words that differ from the generator (exact compare only).
     pub bad_words: u64,
@@ -25,7 +27,7 @@ pub struct IntegrityResult {
 }
 
 /// Where the first wrong byte is, in file terms and in buffer terms.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct BadByte {
     pub file: PathBuf,
     pub file_offset: u64,

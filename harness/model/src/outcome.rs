@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 
 /// The result of a trial's own checks (its path, its bytes, its worker's run), before any
 /// baseline.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Status {
     Passed,
@@ -17,7 +17,19 @@ pub enum Status {
 
 /// Ordered from harmless to the failure that explains the most, so that the worst of a run is
 /// its maximum.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    Deserialize,
+    schemars::JsonSchema,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum Outcome {
     /// Its own checks passed and, where a baseline has it, it is as fast as the baseline (or

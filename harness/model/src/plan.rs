@@ -11,7 +11,7 @@ use crate::scenario::{Pattern, RandomReads};
 use crate::verify::mix64;
 
 /// A file as a trial reads it.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PlannedFile {
     pub path: PathBuf,
     pub size: u64,
@@ -19,6 +19,7 @@ pub struct PlannedFile {
     pub seed: Option<u64>,
     /// The whole-file checksum (from the identity sidecar).
     #[serde(with = "crate::hex")]
+    #[schemars(with = "crate::hex::Hex")]
     pub checksum: u64,
 }
 

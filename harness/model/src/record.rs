@@ -11,7 +11,7 @@ pub use crate::outcome::{Outcome, Status};
 use crate::plan::PlannedFile;
 use crate::scenario::TrialSpec;
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct TrialRecord {
     pub name: String,
     /// The trial's outcome: its own checks and its baseline judgement together, as every report
@@ -46,7 +46,7 @@ pub struct TrialRecord {
 
 /// What the gate's control read (a fixed file on the data dir's disk, read and checked by the gate
 /// itself) said before a confirmation run, as ratios to its blessed level (1.0 = usual).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RunnerCheck {
     /// The first control read after the slow run: the disk's and the CPU's condition then, and
     /// the share of a core the gate's check got (below 1: other processes held the CPU).
@@ -64,7 +64,7 @@ pub struct RunnerCheck {
     pub still_slow: bool,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct WorkerRun {
     /// The trial's folder: spec.json, result.json, stdout.log, stderr.log, cufile.json, cufile.log.
     pub dir: std::path::PathBuf,
@@ -73,7 +73,7 @@ pub struct WorkerRun {
 }
 
 /// How a worker process ended.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Ending {
     Exited {
@@ -127,7 +127,7 @@ impl std::fmt::Display for Ending {
     }
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Measurement {
     pub files: Vec<PlannedFile>,
     pub bytes_per_repetition: u64,
@@ -195,7 +195,7 @@ pub struct Measurement {
 
 /// What a writing trial measures besides its write section, per measured pass in the order of
 /// `Measurement::seconds`.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct WriteFigures {
     /// `fsync` of every written file after the writes: durability's cost, apart from the
     /// write throughput (the page cache can absorb a write that the disk has not seen).
@@ -216,7 +216,7 @@ pub const DROPPED_PHASE: &str = "page cache dropped";
 pub const CLEARED_PHASE: &str = "destination cleared";
 
 /// Peak memory of a worker over its trial: what bounds the file sizes a runner can read.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct MemoryPeak {
     /// Peak resident set of the worker process (`VmHWM`).
     pub host_rss_bytes: Option<u64>,
@@ -293,7 +293,7 @@ impl Measurement {
 }
 
 /// A libcufile as loaded: its real path (symlinks resolved) and `major.minor` version.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct LoadedCufile {
     pub path: PathBuf,
     /// `major.minor` from `cuFileGetVersion`.
@@ -302,7 +302,7 @@ pub struct LoadedCufile {
 
 /// One GPU's share of a trial over several GPUs: its worker's measurement (throughput, cuFile
 /// counters, path verdict, integrity of its shard), and how it was judged.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct GpuShardResult {
     pub gpu: u32,
     pub status: Status,
@@ -316,7 +316,7 @@ pub struct GpuShardResult {
 }
 
 /// cuFile's own account of a trial: which library, how its driver runs, and its counters.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CufileEvidence {
     pub library: PathBuf,
     pub version: String,
@@ -336,7 +336,7 @@ pub struct CufileEvidence {
 }
 
 /// KvikIO's own account of a trial (from inside the Python worker).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct KvikioEvidence {
     pub kvikio_version: String,
     pub cupy_version: String,
@@ -365,7 +365,7 @@ pub struct KvikioEvidence {
 /// The PyTorch that ran a `torch` trial (from inside the Python worker). Its `GdsFile` calls
 /// cuFile with no POSIX path of its own, so the path verdict rests on cuFile's counters; these
 /// say which build made the calls, for the baseline's provenance and a changed result's cause.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct TorchEvidence {
     /// `torch.__version__`, e.g. `2.11.0+cu130`.
     pub torch_version: String,

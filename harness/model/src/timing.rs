@@ -7,12 +7,13 @@
 
 use std::collections::BTreeMap;
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::record::{Measurement, TrialRecord};
 
 /// One trial's wall time, split. Every part is measured; `gate` is the wall time less the others.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct TrialTime {
     pub wall: f64,
     /// Worker start to the first byte, less the first pass's preparation.
@@ -81,7 +82,7 @@ fn verification(m: &Measurement) -> f64 {
 
 /// The whole run's wall time, split: the trials' parts summed, and the gate's time outside any
 /// trial counted as the gate's.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct RunTime {
     /// The run's wall time: what it held the runner for.
     pub wall: f64,

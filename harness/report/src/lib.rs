@@ -10,6 +10,7 @@ pub mod libtest;
 mod markdown;
 pub mod merge;
 pub mod saved;
+pub mod schema;
 
 #[cfg(test)]
 mod conformance;
@@ -21,6 +22,7 @@ mod tests;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use gds_baseline::compare::TrialJudgement;
@@ -39,7 +41,7 @@ use gds_runner::prepare::PreparedFile;
 /// `checksum_changed` and `missing`).
 pub const SCHEMA_VERSION: u32 = 2;
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 pub struct Report {
     pub schema_version: u32,
     pub gate_version: String,
@@ -75,13 +77,13 @@ pub struct Report {
     pub control: Option<gds_baseline::control::ControlReading>,
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 pub struct SuiteRef {
     pub name: String,
     pub path: PathBuf,
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 pub struct PreparedFileRecord {
     pub path: PathBuf,
     pub size: u64,

@@ -1,5 +1,5 @@
-//! Exit codes: one per outcome, so CI can tell a slow disk from a broken setup. README's table
-//! and `--help` say the same. A run's code comes from its totals
+//! Exit codes: one per outcome, so CI can tell a slow disk from a broken setup.
+//! `docs/reference/exit-codes.md` and `--help` say the same. A run's code comes from its totals
 //! (`gds_gate::outcome::Totals::exit_code`); which error of a command ends in which code is
 //! mapped in one place (`gds_gate::error::Error::exit_code`).
 

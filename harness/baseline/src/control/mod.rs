@@ -42,7 +42,7 @@ pub const DEFAULT_SIZE: u64 = 256 << 20;
 pub const DIPPED_BELOW: f64 = 0.85;
 
 /// One reading of the control: a few reads of the file, each timed.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ControlReading {
     /// Bytes of the control file.
     pub size: u64,

@@ -131,3 +131,110 @@ pub fn pin_baseline(path: &std::path::Path, gbps: f64) {
     }
     file::write(path, &baseline).unwrap();
 }
+
+/// The repository root, where the gate's tests run it.
+pub fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// Checks every `report.json` and `merged.json` under `dir` against the published schema
+/// (`docs/report.schema.json`), made strict: a property the schema does not describe fails too.
+/// `Scratch` calls it when a test is done with its folder, so every report the tests write is
+/// checked; tests with folders of their own call it themselves.
+pub fn validate_reports(dir: &std::path::Path) {
+    if std::thread::panicking() {
+        return;
+    }
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(dir) = pending.pop() {
+        let Ok(entries) = fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if entry.file_type().is_ok_and(|kind| kind.is_dir()) {
+                pending.push(path);
+            } else if path.file_name().is_some_and(|name| name == "report.json") {
+                validate_report(&path, reports::strict(true));
+            } else if path.file_name().is_some_and(|name| name == "merged.json") {
+                // A merged report is a report with each run's own facts beside it (`runs`).
+                validate_report(&path, reports::strict(false));
+            }
+        }
+    }
+}
+
+fn validate_report(path: &std::path::Path, validator: &jsonschema::Validator) {
+    let Ok(text) = fs::read_to_string(path) else {
+        return;
+    };
+    // A report cut short (a gate killed mid-write leaves none: reports are written atomically)
+    // or one a test wrote by hand to be refused is not the gate's: only parseable reports of
+    // this schema version are checked.
+    let Ok(report) = serde_json::from_str::<serde_json::Value>(&text) else {
+        return;
+    };
+    if report["schema_version"] != serde_json::json!(gds_gate::report::SCHEMA_VERSION) {
+        return;
+    }
+    let errors: Vec<String> = validator
+        .iter_errors(&report)
+        .map(|error| format!("  {} at {}", error, error.instance_path()))
+        .collect();
+    assert!(
+        errors.is_empty(),
+        "{} does not match {} (run `cargo xtask docs` if the types changed):\n{}",
+        path.display(),
+        gds_gate::report::schema::PATH,
+        errors.join("\n")
+    );
+}
+
+mod reports {
+    use std::sync::OnceLock;
+
+    use serde_json::Value;
+
+    /// The published schema with every object closed (`unevaluatedProperties: false`), the
+    /// root left open for a merged report's `runs` when `closed_root` is false.
+    pub fn strict(closed_root: bool) -> &'static jsonschema::Validator {
+        static CLOSED: OnceLock<jsonschema::Validator> = OnceLock::new();
+        static OPEN_ROOT: OnceLock<jsonschema::Validator> = OnceLock::new();
+        let cell = if closed_root { &CLOSED } else { &OPEN_ROOT };
+        cell.get_or_init(|| {
+            let path = super::repo().join(gds_gate::report::schema::PATH);
+            let text = std::fs::read_to_string(&path)
+                .unwrap_or_else(|error| panic!("cannot read {}: {error}", path.display()));
+            let mut schema: Value = serde_json::from_str(&text).unwrap();
+            close(&mut schema);
+            if !closed_root {
+                schema
+                    .as_object_mut()
+                    .unwrap()
+                    .remove("unevaluatedProperties");
+            }
+            jsonschema::draft202012::new(&schema)
+                .unwrap_or_else(|error| panic!("{} is not a schema: {error}", path.display()))
+        })
+    }
+
+    fn close(schema: &mut Value) {
+        match schema {
+            Value::Object(object) => {
+                if object.contains_key("properties") && !object.contains_key("additionalProperties")
+                {
+                    object.insert("unevaluatedProperties".into(), false.into());
+                }
+                object.values_mut().for_each(close);
+            }
+            Value::Array(items) => items.iter_mut().for_each(close),
+            _ => {}
+        }
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        validate_reports(self.dir.0.path());
+    }
+}

@@ -5,7 +5,7 @@
 /// `CUfileError_t` (8 bytes): cuFile's status `err` at 0 (0 is success, else a
 /// [`super::describe`] code) and the CUDA driver's `cu_err` at 4 when the failure was the driver's.
 #[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, schemars::JsonSchema)]
 pub struct Status {
     pub err: i32,
     pub cu_err: i32,

@@ -113,7 +113,9 @@ impl CufileGpuCounters {
 }
 
 /// One backend of KvikIO's `SummaryMonitor().get().by_backend`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
 pub struct BackendTotals {
     pub num_ops: u64,
     pub bytes_transferred: u64,
@@ -121,7 +123,7 @@ pub struct BackendTotals {
 
 /// KvikIO's own account (≥ 26.10). `GDS` only means "handed to cuFile": cuFile may still have
 /// read with POSIX (its compat mode), which only cuFile's counters show.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct KvikioBackends {
     /// Keys as KvikIO spells them: `POSIX`, `GDS`, `MMAP`, ...
     pub by_backend: BTreeMap<String, BackendTotals>,

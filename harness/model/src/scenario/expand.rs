@@ -16,7 +16,7 @@ use super::size::ByteSize;
 use super::{Scenario, Suite};
 
 /// Everything one trial needs, fully resolved. It is also what a worker process receives.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct TrialSpec {
     pub name: String,
     pub suite: String,
@@ -74,7 +74,7 @@ impl TrialSpec {
     }
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum FileSet {
     /// `count` files of `size` bytes with seeds `seed`, `seed + 1`, ...
@@ -88,7 +88,7 @@ pub enum FileSet {
     },
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Expectations {
     pub path: ExpectedPath,
     pub max_fallback_bytes: Option<u64>,

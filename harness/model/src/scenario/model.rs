@@ -78,7 +78,19 @@ pub struct Files {
     pub path: Option<PathBuf>,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Serialize,
+    Deserialize,
+    schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Reader {
     /// POSIX `pread` into host memory, KvikIO's task split: the CPU baseline.
@@ -152,7 +164,18 @@ impl Reader {
 
 /// What a trial does with its files.
 #[derive(
-    Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize,
+    Clone,
+    Copy,
+    Debug,
+    Default,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Serialize,
+    Deserialize,
+    schemars::JsonSchema,
 )]
 #[serde(rename_all = "lowercase")]
 pub enum Op {
@@ -211,7 +234,19 @@ impl Op {
 }
 
 /// `KVIKIO_COMPAT_MODE`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Serialize,
+    Deserialize,
+    schemars::JsonSchema,
+)]
 pub enum CompatMode {
     #[serde(alias = "on")]
     ON,
@@ -227,7 +262,19 @@ impl fmt::Display for CompatMode {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Serialize,
+    Deserialize,
+    schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Cache {
     /// The page cache is dropped before every repetition: the storage is measured.
@@ -238,7 +285,18 @@ pub enum Cache {
 
 /// Which KvikIO call the `kvikio` reader reads with.
 #[derive(
-    Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize,
+    Clone,
+    Copy,
+    Debug,
+    Default,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Serialize,
+    Deserialize,
+    schemars::JsonSchema,
 )]
 #[serde(rename_all = "lowercase")]
 pub enum KvikioApi {
@@ -260,7 +318,19 @@ impl KvikioApi {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Serialize,
+    Deserialize,
+    schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum BufferKind {
     /// `cuFileBufRegister`ed device buffer.
@@ -269,7 +339,7 @@ pub enum BufferKind {
 }
 
 /// How a file is cut into reads.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase", deny_unknown_fields)]
 pub enum Pattern {
     /// Each file in one read call (the reader splits it into tasks).
@@ -280,7 +350,7 @@ pub enum Pattern {
     Random(RandomReads),
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RandomReads {
     pub size: PositiveSize,
@@ -317,7 +387,7 @@ pub struct Expect {
 }
 
 /// The path the bytes are expected to take (judged by the path verdict).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum ExpectedPath {
     Nvfs,
@@ -331,7 +401,7 @@ pub enum ExpectedPath {
     Any,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Integrity {
     /// Regenerate every word and compare (generated files only).
@@ -371,6 +441,21 @@ impl Serialize for GpuSet {
             GpuSet::All => serializer.serialize_str("all"),
             GpuSet::List(gpus) => gpus.serialize(serializer),
         }
+    }
+}
+
+impl schemars::JsonSchema for GpuSet {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "GpuSet".into()
+    }
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "description": "`all`, or the GPU indices (CUDA ordinals) the trial reads into at once.",
+            "anyOf": [
+                { "const": "all" },
+                { "type": "array", "items": { "type": "integer", "minimum": 0 }, "minItems": 1 }
+            ]
+        })
     }
 }
 

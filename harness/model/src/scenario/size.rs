@@ -14,7 +14,7 @@ const UNITS: [(&str, u64); 5] = [
 
 /// A size in bytes. Binary units only: `4GB` is rejected rather than guessed, since GB vs GiB is a
 /// 7% difference that would silently skew every throughput figure.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, schemars::JsonSchema)]
 pub struct ByteSize(pub u64);
 
 /// Why a size as written does not parse; each names the text and what to write instead.
@@ -132,7 +132,9 @@ impl<'de> Deserialize<'de> for ByteSize {
 }
 
 /// A size that must be greater than zero (file sizes, chunk and task sizes).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, schemars::JsonSchema,
+)]
 #[serde(transparent)]
 pub struct PositiveSize(pub ByteSize);
 

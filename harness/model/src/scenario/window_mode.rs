@@ -92,6 +92,21 @@ impl Serialize for WindowMode {
     }
 }
 
+impl schemars::JsonSchema for WindowMode {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "WindowMode".into()
+    }
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "description": "`whole`, `auto`, or the window in bytes.",
+            "anyOf": [
+                { "enum": ["whole", "auto"] },
+                { "type": "integer", "minimum": 0 }
+            ]
+        })
+    }
+}
+
 impl<'de> Deserialize<'de> for WindowMode {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         #[derive(Deserialize)]
