@@ -81,6 +81,9 @@ pub struct HistoryTrial {
     pub checksum: Option<u64>,
     /// The tolerance the trial was judged with: the plot's baseline band.
     pub tolerance: f64,
+    /// The gate's wall clock around the trial: what `--budget` plans the next run with.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wall_seconds: Option<f64>,
 }
 
 impl HistoryLine {
@@ -103,6 +106,7 @@ impl HistoryLine {
                     path: m.map(|m| m.path.clone()),
                     checksum: m.and_then(|m| m.integrity.checksum),
                     tolerance: record.spec.expect.tolerance,
+                    wall_seconds: record.wall_seconds,
                 };
                 (record.name.clone(), trial)
             })

@@ -659,3 +659,41 @@ fn control_file_name() -> String {
     }
     .file_name()
 }
+
+#[test]
+fn a_budget_keeps_the_trials_that_fit_and_says_what_it_left_out() {
+    let scratch = Scratch::new();
+    let suite = scratch.suite(
+        "suite: b\nbudget: 1h\ndefaults: { files: { size: 1MiB }, warmup: 0, repetitions: 1 }\nscenarios:\n  - name: one\n  - name: two\n  - name: three\n",
+    );
+    let suite = suite.to_str().unwrap();
+    let run = scratch.gate(&["--suite", suite]);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(
+        run.stderr.contains("budget 1h: all 3 trials, about 10 s (3 estimated at 1 GB/s with no history of them here)"),
+        "{run:?}"
+    );
+    // The history now times each trial; a budget below the first one's time leaves every trial
+    // out, before the first starts: nothing ran, which is not a pass.
+    let run = scratch.gate(&["--suite", suite, "--budget", "1ms"]);
+    assert_eq!(run.code, 5, "{run:?}");
+    assert!(
+        run.stderr
+            .contains("budget 1ms: none of the 3 trials fits;")
+            && run.stderr.contains("left out 3 trial(s)")
+            && run
+                .stderr
+                .contains("b::one, b::two, b::three; they run with a larger --budget"),
+        "{run:?}"
+    );
+    let report = scratch.report();
+    assert_eq!(report["totals"]["filtered_out"], 3, "{report}");
+    assert_eq!(report["totals"]["passed"], 0, "{report}");
+    assert!(
+        report["notes"].as_array().unwrap().iter().any(|note| note
+            .as_str()
+            .unwrap()
+            .starts_with("budget 1ms: left out 3 trial(s)")),
+        "{report}"
+    );
+}

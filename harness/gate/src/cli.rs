@@ -309,6 +309,11 @@ pub struct RunArgs {
         default_value_t = 120
     )]
     pub runner_wait: u64,
+    /// The wall time the run should fit (`5m`, `90s`; default: the smallest `budget:` of the
+    /// suites): trials are kept in suite order while this runner's history (or an estimate at
+    /// 1 GB/s) says they fit, the rest left out, said before the first trial and in the reports.
+    #[arg(long, value_name = "DURATION", env = "GDS_GATE_BUDGET", value_parser = parse_budget)]
+    pub budget: Option<gds_model::scenario::size::Budget>,
     /// Seconds a trial's worker may run (default: a minute plus every pass at 50 MB/s); at least 1.
     #[arg(long, value_name = "SECONDS", env = "GDS_GATE_TIMEOUT",
           value_parser = clap::value_parser!(u64).range(1..))]
@@ -394,6 +399,12 @@ pub fn subcommand_names() -> Vec<String> {
         .filter(|command| !command.is_hide_set())
         .map(|command| command.get_name().to_string())
         .collect()
+}
+
+fn parse_budget(
+    text: &str,
+) -> Result<gds_model::scenario::size::Budget, gds_model::scenario::size::BudgetError> {
+    gds_model::scenario::size::Budget::parse(text)
 }
 
 fn parse_size(text: &str) -> Result<u64, gds_model::scenario::size::SizeError> {

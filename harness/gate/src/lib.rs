@@ -11,6 +11,7 @@
 
 pub mod assess;
 pub mod bench;
+pub mod budget;
 pub mod cli;
 pub mod commands;
 pub mod console;

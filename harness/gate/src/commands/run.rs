@@ -157,6 +157,22 @@ pub fn run_trials(
             }
         }
     }
+    // A run (not a bless, which needs every trial) planned to fit its budget, said up front.
+    let plan = against.and_then(|against| budget_plan(args, &suites, &selected, &host, against));
+    let selected: Vec<&TrialSpec> = match &plan {
+        Some(plan) => {
+            console::say(&plan.intro());
+            selected
+                .into_iter()
+                .filter(|spec| plan.kept.contains(&spec.name))
+                .collect()
+        }
+        None => selected,
+    };
+    let left_out = |spec: &TrialSpec| {
+        plan.as_ref()
+            .is_some_and(|plan| plan.left_out.iter().any(|(name, _)| *name == spec.name))
+    };
     let runnable = selected
         .iter()
         .copied()
@@ -203,6 +219,7 @@ pub fn run_trials(
         && matches!(libtest.format, None | Some(FormatSetting::Pretty));
     let mut trials: Vec<Trial> = specs
         .iter()
+        .filter(|spec| !left_out(spec))
         .map(|spec| {
             let (spec, executor, records) =
                 (spec.clone(), Arc::clone(&executor), Arc::clone(&records));
@@ -286,7 +303,8 @@ pub fn run_trials(
             .unwrap_or_else(|poisoned| poisoned.into_inner()),
     );
     let totals = Totals::of(&trials, undefined, specs.len() - selected.len());
-    let notes = notes(&trials, args.require_gpu);
+    let mut notes = notes(&trials, args.require_gpu);
+    notes.extend(plan.as_ref().and_then(crate::budget::Plan::note));
     let duration_seconds = started.elapsed().as_secs_f64();
     let report = Report {
         schema_version: report::SCHEMA_VERSION,
@@ -555,6 +573,34 @@ fn unavailable(spec: &TrialSpec, host: &HostFacts) -> Option<String> {
         | Reader::Kvikio
         | Reader::Torch => None,
     }
+}
+
+/// The plan that fits `--budget` (else the suites' smallest `budget:`), when there is one; the
+/// estimates come from `against`'s runner's history, which a run that cannot read it goes without.
+fn budget_plan(
+    args: &RunArgs,
+    suites: &[Suite],
+    selected: &[&TrialSpec],
+    host: &HostFacts,
+    against: &baseline::Against,
+) -> Option<crate::budget::Plan> {
+    let budget = args
+        .budget
+        .or_else(|| suites.iter().filter_map(|suite| suite.budget).min())?;
+    let history = crate::baseline::history::read(&args.baselines.history).unwrap_or_else(|error| {
+        console::warning(&format!(
+            "the budget is planned without this runner's history: {}",
+            gds_model::error_chain(&error)
+        ));
+        Default::default()
+    });
+    let walls = crate::budget::last_walls(&history, &against.runner);
+    Some(crate::budget::plan(
+        selected,
+        |spec| unavailable(spec, host).is_none(),
+        budget,
+        &walls,
+    ))
 }
 
 /// Plain sentences for what did not run, grouped by reason, so a green run on a host without a GPU

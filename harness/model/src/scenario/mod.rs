@@ -35,6 +35,7 @@ pub struct Suite {
     pub description: Option<String>,
     pub python: Option<String>,
     pub require_kvikio: bool,
+    pub budget: Option<size::Budget>,
     pub scenarios: Vec<Scenario>,
 }
 
@@ -219,6 +220,7 @@ impl Validator<'_> {
             description: file.description,
             python: file.python,
             require_kvikio: file.require_kvikio,
+            budget: file.budget,
             scenarios,
         };
         self.expansion_limits(&suite)?;

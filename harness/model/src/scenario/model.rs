@@ -23,6 +23,8 @@ pub struct SuiteFile {
     /// Fail KvikIO trials when python, kvikio or cupy is missing, instead of ignoring them.
     #[serde(default)]
     pub require_kvikio: bool,
+    /// The wall time a run of this suite should fit (`5m`): `--budget` when not given.
+    pub budget: Option<super::size::Budget>,
     #[serde(default)]
     pub defaults: ScenarioFields,
     pub scenarios: Vec<ScenarioFields>,

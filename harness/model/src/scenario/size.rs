@@ -160,6 +160,44 @@ impl fmt::Display for PositiveSize {
     }
 }
 
+/// A run time written as humantime reads it: `5m`, `90s`, `1h 30m`; more than zero.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Budget(pub std::time::Duration);
+
+impl Budget {
+    pub fn parse(text: &str) -> Result<Budget, BudgetError> {
+        let bad = |why: String| BudgetError {
+            text: text.to_string(),
+            why,
+        };
+        let duration = humantime::parse_duration(text.trim()).map_err(|e| bad(e.to_string()))?;
+        if duration.is_zero() {
+            return Err(bad("it is zero".into()));
+        }
+        Ok(Budget(duration))
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("`{text}` is not a time budget ({why}); write a duration such as `5m`, `90s` or `1h 30m`")]
+pub struct BudgetError {
+    text: String,
+    why: String,
+}
+
+impl<'de> Deserialize<'de> for Budget {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        Budget::parse(&text).map_err(de::Error::custom)
+    }
+}
+
+impl fmt::Display for Budget {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", humantime::format_duration(self.0))
+    }
+}
+
 /// A fraction written as `10%` or `0.1`.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 #[serde(transparent)]
