@@ -51,12 +51,14 @@ fn time(report: &Report) -> String {
         &mut out,
         "Time",
         &format!(
-            "The runner was held {} s: I/O {} s ({}), the libraries' start-up {} s ({}), verification {} s ({}), waiting for the runner {} s, the gate {} s ({}: preparing passes, workers, judging, and {} s before and after the trials). Seconds per trial:",
+            "The runner was held {} s: I/O {} s ({}), the libraries' start-up {} s ({}), the first passes' preparation {} s ({}), verification {} s ({}), waiting for the runner {} s, the gate {} s ({}: workers, later passes' preparation, judging, and {} s before and after the trials). Seconds per trial:",
             s(time.wall),
             s(t.io),
             share(t.io),
             s(t.startup),
             share(t.startup),
+            s(t.preparation),
+            share(t.preparation),
             s(t.verification),
             share(t.verification),
             s(t.runner_wait),
@@ -64,16 +66,17 @@ fn time(report: &Report) -> String {
             share(time.gate()),
             s(time.outside_trials)
         ),
-        "| trial | wall | start-up | I/O | verification | runner wait | gate |",
-        "|---|---:|---:|---:|---:|---:|---:|",
+        "| trial | wall | start-up | preparation | I/O | verification | runner wait | gate |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
     );
     for (name, t) in &time.by_trial {
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} |",
             code(name),
             s(t.wall),
             s(t.startup),
+            s(t.preparation),
             s(t.io),
             s(t.verification),
             s(t.runner_wait),
@@ -332,12 +335,12 @@ mod tests {
         let section = time(&report);
         assert!(
             section.contains(
-                "The runner was held 3.0 s: I/O 1.0 s (33%), the libraries' start-up 0.0 s (0%), verification 0.1 s (3%), waiting for the runner 0.0 s, the gate 1.9 s (63%: preparing passes, workers, judging, and 1.0 s before and after the trials)"
+                "The runner was held 3.0 s: I/O 1.0 s (33%), the libraries' start-up 0.0 s (0%), the first passes' preparation 0.0 s (0%), verification 0.1 s (3%), waiting for the runner 0.0 s, the gate 1.9 s (63%: workers, later passes' preparation, judging, and 1.0 s before and after the trials)"
             ),
             "{section}"
         );
         assert!(
-            section.contains("| `s::a` | 2.0 | 0.0 | 1.0 | 0.1 | 0.0 | 0.9 |"),
+            section.contains("| `s::a` | 2.0 | 0.0 | 0.0 | 1.0 | 0.1 | 0.0 | 0.9 |"),
             "{section}"
         );
         assert!(!section.contains("s::untimed"), "{section}");
