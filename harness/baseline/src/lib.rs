@@ -58,6 +58,8 @@ pub struct PlotReport {
     pub plots: Vec<plot::PlotFile>,
     /// The charts, for summary.md.
     pub markdown: String,
+    /// The level shifts of the history ([`changes::table`]), for summary.md.
+    pub changes: String,
     /// History lines that could not be read, one note each.
     pub skipped: Vec<String>,
 }
@@ -74,6 +76,7 @@ pub fn plots_for_report(
     let plots = plot::write_plots(&history, runner, baseline.present(), &plots_dir(out))?;
     Ok(PlotReport {
         markdown: plot::markdown_charts(&plots, out),
+        changes: changes::table::markdown(&history, runner),
         plots,
         skipped: history.skipped,
     })

@@ -46,6 +46,7 @@
 pub mod series;
 pub mod simulate;
 pub mod split;
+pub mod table;
 
 use serde::{Deserialize, Serialize};
 

@@ -47,7 +47,8 @@ fn plots(out: &Path, args: &BaselineArgs) -> Result<u8, Error> {
         println!("plot: {}", plot.path.display());
     }
     let summary = out.join("summary.md");
-    let text = std::fs::read_to_string(&summary).unwrap_or_default() + &plots.markdown;
+    let text =
+        std::fs::read_to_string(&summary).unwrap_or_default() + &plots.markdown + &plots.changes;
     gds_model::fsutil::write_atomically(&summary, text.as_bytes()).map_err(|source| {
         Error::File {
             path: summary,

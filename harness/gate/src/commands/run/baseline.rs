@@ -223,7 +223,7 @@ pub fn finish_run(args: &RunArgs, mut output: RunOutput, against: &Against) -> R
         .and_then(|()| history::append(path, &history_line))
         .and_then(|()| baseline::plots_for_report(&args.out, path, loaded, runner));
     let extra = match plots {
-        Ok(plots) => render::markdown(&explainer, &plots.plots, &args.out),
+        Ok(plots) => render::markdown(&explainer, &plots.plots, &args.out) + &plots.changes,
         Err(error) => {
             console::warning(&format!(
                 "no history or plots this run: {}",
