@@ -49,6 +49,10 @@ def main():
         spec = json.load(f)
     result = run(spec, os.path.dirname(os.path.abspath(__file__)))
     write_result(args.result, result)
+    # The answer is on disk: leave without the interpreter's teardown of KvikIO, cupy and PyTorch,
+    # as the Rust worker leaves with _exit. The gate waits for this process to end before the
+    # next trial, and a teardown is where libcufile has crashed at exit.
+    os._exit(0)
 
 
 def write_result(path, result):

@@ -200,7 +200,8 @@ pub struct WriteFigures {
     /// `fsync` of every written file after the writes: durability's cost, apart from the
     /// write throughput (the page cache can absorb a write that the disk has not seen).
     pub fsync_seconds: Vec<f64>,
-    /// Seconds of the independent `O_DIRECT` read that verified the files on the disk.
+    /// Seconds of the independent `O_DIRECT` read that verified the files on the disk (the
+    /// check of its bytes is in `verify_seconds`).
     pub verify_read_seconds: Vec<f64>,
     /// `roundtrip`: the read back through the reader under test, after the pages were dropped.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
