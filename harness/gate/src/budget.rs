@@ -153,14 +153,9 @@ impl Plan {
     }
 }
 
-/// `3 min 50 s`, to the nearest ten seconds (at least 10 s).
+/// `45 s`, `3 min 10 s`: as the live view says time left.
 fn duration(seconds: f64) -> String {
-    let rounded = Duration::from_secs((seconds / 10.0).round().max(1.0) as u64 * 10);
-    humantime::format_duration(rounded)
-        .to_string()
-        .replace("m ", " min ")
-        .replace('m', " min")
-        .replace('s', " s")
+    crate::progress::rounded(Duration::from_secs_f64(seconds.max(0.0)))
 }
 
 #[cfg(test)]
@@ -194,7 +189,7 @@ mod tests {
         assert_eq!(plan.from_history, 1);
         assert_eq!(
             plan.intro(),
-            "budget 25s: 2 of 3 trials, about 20 s (1 estimated at 1 GB/s with no history of them here); left out 1 trial(s) of about 10 s that would not fit: s::a[reader=torch]; they run with a larger --budget"
+            "budget 25s: 2 of 3 trials, about 21 s (1 estimated at 1 GB/s with no history of them here); left out 1 trial(s) of about 8 s that would not fit: s::a[reader=torch]; they run with a larger --budget"
         );
         assert!(
             plan.note()
@@ -225,7 +220,7 @@ mod tests {
         assert!(
             only_posix
                 .intro()
-                .starts_with("budget 10s: all 3 trials, about 10 s (by this runner's history)")
+                .starts_with("budget 10s: all 3 trials, about 5 s (by this runner's history)")
         );
     }
 

@@ -251,7 +251,7 @@ pub fn planned_bytes(spec: &gds_model::scenario::TrialSpec) -> Option<u64> {
 }
 
 /// `45 s`, `3 min 10 s`, `1 h 5 min`: as precise as an estimate deserves.
-fn rounded(left: Duration) -> String {
+pub(crate) fn rounded(left: Duration) -> String {
     let seconds = left.as_secs();
     match seconds {
         0..60 => format!("{} s", seconds.max(1)),

@@ -177,7 +177,7 @@ fn every_sink_tells_each_trials_outcome_the_totals_and_the_exit_code_alike() {
 
     // report.json: the outcome is the trial's status; the totals count each once; each
     // judgement carries the words the other sinks show.
-    let json = super::with_words(&report);
+    let json = super::with_words(&report).unwrap();
     for trial in json["trials"].as_array().unwrap() {
         let name = trial["name"].as_str().unwrap();
         assert_eq!(trial["status"], expected[name].key(), "{name}");

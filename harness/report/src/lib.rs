@@ -168,10 +168,12 @@ pub struct ReportError {
 /// Markdown summary (the baseline comparison and plot links).
 pub fn write_all(out: &Path, report: &Report, extra: &str) -> Result<Vec<PathBuf>, ReportError> {
     let summary = markdown::render(report) + extra;
-    let json = to_json(&with_words(report)).map_err(|error| ReportError {
-        path: out.join("report.json"),
-        source: error.into(),
-    })?;
+    let json = with_words(report)
+        .and_then(|value| to_json(&value))
+        .map_err(|error| ReportError {
+            path: out.join("report.json"),
+            source: error.into(),
+        })?;
     let files = [
         ("report.json", json + "\n"),
         ("junit.xml", junit::render(report)),
@@ -182,8 +184,8 @@ pub fn write_all(out: &Path, report: &Report, extra: &str) -> Result<Vec<PathBuf
 
 /// The report as JSON, each baseline judgement with its `headline` and `message` for readers
 /// of the file (reading it back ignores them: they are rendered from the judgement).
-fn with_words(report: &Report) -> serde_json::Value {
-    let mut value = serde_json::to_value(report).unwrap_or_default();
+fn with_words(report: &Report) -> serde_json::Result<serde_json::Value> {
+    let mut value = serde_json::to_value(report)?;
     let judged = value
         .pointer_mut("/baseline/trials")
         .and_then(serde_json::Value::as_array_mut);
@@ -195,7 +197,7 @@ fn with_words(report: &Report) -> serde_json::Value {
             }
         }
     }
-    value
+    Ok(value)
 }
 
 /// A report as its JSON file holds it: pretty, with no raw control character (see
