@@ -204,8 +204,14 @@ fn cost(m: &Measurement) -> (String, String, String) {
         .latency
         .as_ref()
         .map_or(String::new(), |l| match (l.p50_us, l.p99_us) {
-            (Some(p50), Some(p99)) => format!("{} / {}", format_micros(p50), format_micros(p99)),
-            _ => format!("mean {}", format_micros(l.mean_us)),
+            // How many calls a percentile rests on: with few passes, p99 is a handful of calls.
+            (Some(p50), Some(p99)) => format!(
+                "{} / {} of {} calls",
+                format_micros(p50),
+                format_micros(p99),
+                l.calls
+            ),
+            _ => format!("mean {} of {} calls", format_micros(l.mean_us), l.calls),
         });
     (cpu, iops, latency)
 }
@@ -351,8 +357,8 @@ mod tests {
 
     #[test]
     fn cpu_iops_and_latency_sit_beside_the_path() {
-        // Fixture: one pass of 1 GiB at 0.4 CPU s/GiB, 256 calls in 0.537 s, p50 1 ms, p99 9 ms
-        // (shown as the midpoint of its bucket, within 0.8%).
+        // Fixture: one pass of 1 GiB at 0.4 CPU s/GiB, 256 calls in 0.537 s, 100 of them timed,
+        // p50 1 ms, p99 9 ms (shown as the midpoint of its bucket, within 0.8%).
         let mut costly = fixtures::with_cpu(trial("s::cufile", 2.0), &[0.4]);
         let m = costly.measurement.as_mut().unwrap();
         let mut histogram = gds_model::cost::Histogram::default();
@@ -372,10 +378,13 @@ mod tests {
         });
         let summary = trial_table(&crate::test_support::report(vec![costly, kvikio]));
         assert!(
-            summary.contains("| nvfs | 0.400 | 477 | 1.00 ms / 8.98 ms |"),
+            summary.contains("| nvfs | 0.400 | 477 | 1.00 ms / 8.98 ms of 100 calls |"),
             "{summary}"
         );
-        assert!(summary.contains("| nvfs |  |  | mean 95 µs |"), "{summary}");
+        assert!(
+            summary.contains("| nvfs |  |  | mean 95 µs of 8192 calls |"),
+            "{summary}"
+        );
     }
 
     #[test]
@@ -445,7 +454,7 @@ mod tests {
         );
         // Each GPU's own cost and latency: percentiles of several workers do not add up.
         assert!(
-            table.contains("| nvfs | - | 0.400 | 477 | 1.00 ms / 3.00 ms |"),
+            table.contains("| nvfs | - | 0.400 | 477 | 1.00 ms / 3.00 ms of 10 calls |"),
             "{table}"
         );
         assert_eq!(table.matches("s::multi").count(), 2);
