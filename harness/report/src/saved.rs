@@ -85,21 +85,19 @@ fn upgrade_from_1(mut value: serde_json::Value) -> serde_json::Value {
     value
 }
 
-/// Blesses from a saved report. The suites that defined its trials are unknown, so trials whose
-/// scenario is gone are not removed here (run the gate to do that).
-pub fn bless_from_report(
-    path: &Path,
-    options: &BlessOptions<'_>,
-) -> Result<BlessOutcome, BlessError> {
-    let saved = load_report(path)?;
-    let run = RunResults {
-        judged: None,
-        records: &saved.report.trials,
-        defined: None,
-        fingerprint: &saved.fingerprint,
-        control: saved.report.control.as_ref(),
-    };
-    bless(std::slice::from_ref(&run), options)
+impl SavedRun {
+    /// Blesses from this saved run. The suites that defined its trials are unknown, so trials
+    /// whose scenario is gone are not removed here (run the gate to do that).
+    pub fn bless(&self, options: &BlessOptions<'_>) -> Result<BlessOutcome, BlessError> {
+        let run = RunResults {
+            judged: None,
+            records: &self.report.trials,
+            defined: None,
+            fingerprint: &self.fingerprint,
+            control: self.report.control.as_ref(),
+        };
+        bless(std::slice::from_ref(&run), options)
+    }
 }
 
 #[cfg(test)]
@@ -143,9 +141,8 @@ mod tests {
             Some(host.kernel.as_str())
         );
         let filter = Filter::default();
-        let outcome = bless_from_report(
-            &report_path,
-            &BlessOptions {
+        let outcome = run
+            .bless(&BlessOptions {
                 runner: "r1",
                 baseline_path: &baseline_path,
                 filter: &filter,
@@ -159,9 +156,8 @@ mod tests {
                     host: "gpu01".into(),
                     revision: Some("abc1234".into()),
                 },
-            },
-        )
-        .unwrap();
+            })
+            .unwrap();
         assert!(outcome.written, "{outcome}");
         let Loaded::Present(baseline) = file::read(&baseline_path).unwrap() else {
             panic!()

@@ -70,17 +70,7 @@ pub fn run(request: BlessRequest, command: Vec<String>) -> Result<u8, Error> {
         return report_bless(baseline::bless(std::slice::from_ref(&run), &options(true))?);
     }
     if let Some(saved) = saved {
-        let run = RunResults {
-            judged: None,
-            records: &saved.report.trials,
-            defined: None,
-            fingerprint: &saved.fingerprint,
-            control: saved.report.control.as_ref(),
-        };
-        return report_bless(baseline::bless(
-            std::slice::from_ref(&run),
-            &options(false),
-        )?);
+        return report_bless(saved.bless(&options(false))?);
     }
     // Everything that can fail without a trial fails before the first one: the baseline that
     // will be rewritten must be readable, and the reports folder ours and writable.
