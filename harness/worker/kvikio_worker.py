@@ -343,7 +343,8 @@ class KvikioIo:
         self.write_calls = sum(-(-s["len"] // self.task_size) for s in segments)
 
     def open_for_write(self, paths):
-        self.writing = [self.kvikio.CuFile(path, "w") for path in paths]  # "w" empties the file
+        # "r+": the pass loop blanked the files, and "w" would truncate them (a TRIM on `discard`).
+        self.writing = [self.kvikio.CuFile(path, "r+") for path in paths]
         if self.path_of is not None and self.async_path is None:
             self.async_path = self.path_of(self.writing)
 

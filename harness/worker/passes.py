@@ -6,6 +6,8 @@ worker says them.
 """
 
 import contextlib
+import ctypes
+import errno
 import faulthandler
 import os
 import resource
@@ -19,6 +21,7 @@ PROGRESS_ENV = "GDS_GATE_PROGRESS"  # harness/model/src/progress.rs: ENV
 # Rust worker judges its batch and stream waits (harness/worker/src/reader/batch.rs, watch.rs).
 STUCK_BASE_SECONDS = 15.0
 SLOWEST_BYTES_PER_SECOND = 50e6
+FALLOC_FL_ZERO_RANGE = 0x10  # linux/falloc.h
 
 
 def stuck_line(what, detail, stuck_for, bound):
@@ -124,6 +127,7 @@ def read_passes(spec, io, cupy, device, buffer, verifier, windows, m, state):
     fail = None
     cached_after_drop = None
     for p in range(passes):
+        prepared = time.perf_counter()
         if trial["cache"] == "cold":
             for f in plan["files"]:
                 resident = io.drop(f["path"])
@@ -132,6 +136,8 @@ def read_passes(spec, io, cupy, device, buffer, verifier, windows, m, state):
         # The whole buffer, or the first window (streamed_pass clears each later one).
         buffer.fill(0xA5)
         device.synchronize()
+        if p > 0:  # the first pass's preparation is part of the start-up
+            add_preparation(m, time.perf_counter() - prepared)
         if p == trial["warmup"]:
             io.measured_from()
         if p == 0:
@@ -172,7 +178,7 @@ def write_passes(spec, io, cupy, device, buffer, verifier, m, phase):
     """A writing trial (`op: write` or `roundtrip`), as the Rust worker runs one
     (harness/worker/src/trial/write.rs), through `io` (KvikioIo or the torch reader's
     TorchIo): the generator's bytes made in `buffer` by the fill kernel, written (timed; the
-    files opened for writing, which empties them, before and closed after), fsync timed apart, the
+    files blanked and opened for writing before, closed after), fsync timed apart, the
     pages dropped; then `write` reads the files back with O_DIRECT (never through the library
     under test) into a second device buffer and verifies it, and `roundtrip` reads them back
     through the library and verifies that."""
@@ -195,6 +201,11 @@ def write_passes(spec, io, cupy, device, buffer, verifier, m, phase):
     m["write"] = figures
     fail = None
     for p in range(passes):
+        prepared = time.perf_counter()
+        for f in plan["files"]:
+            blank(f["path"], f["size"])
+        if p > 0:  # the first pass's preparation is part of the start-up
+            add_preparation(m, time.perf_counter() - prepared)
         io.open_for_write(paths)
         if p == trial["warmup"]:
             io.measured_from()
@@ -215,8 +226,10 @@ def write_passes(spec, io, cupy, device, buffer, verifier, m, phase):
             finally:
                 os.close(fd)
         fsync = time.perf_counter() - t1
+        dropping = time.perf_counter()
         for path in paths:
             io.drop(path)
+        add_preparation(m, time.perf_counter() - dropping)
         if written != total:
             fail = failure("%s wrote %d bytes of %d in pass %d" % (io.library, written, total, p + 1),
                            "check the data dir's free space and the storage (dmesg)")
@@ -230,9 +243,11 @@ def write_passes(spec, io, cupy, device, buffer, verifier, m, phase):
                 m["costs"].append(pass_cost(total, seconds, cpu_before, cpu_after, None, calls=io.write_calls))
         else:
             m["warmup_seconds"].append(seconds)
+        clearing = time.perf_counter()
         check.fill(0xA5)
         device.synchronize()
         t2 = time.perf_counter()
+        add_preparation(m, t2 - clearing)
         if trial["op"] == "roundtrip":
             read = io.read_back(paths, plan["segments"], check)
             device.synchronize()
@@ -256,6 +271,29 @@ def write_passes(spec, io, cupy, device, buffer, verifier, m, phase):
             break
         report_progress(p + 1, passes, seconds, total)
     return fail
+
+
+def add_preparation(m, seconds):
+    """Untimed preparation after the start-up (record.rs: Measurement::preparation_seconds)."""
+    m["preparation_seconds"] = m.get("preparation_seconds", 0.0) + seconds
+
+
+def blank(path, size):
+    """Empties a written file before a pass, as harness/model/src/write.rs `blank` does: its
+    bytes zeroed in place (FALLOC_FL_ZERO_RANGE; nothing freed, so no TRIM on a `discard`
+    mount), or truncated where the file system cannot zero a range. A write that did not
+    happen then leaves zeros (or a short file) that verification cannot pass."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.fallocate.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int64, ctypes.c_int64]
+        if size == 0 or libc.fallocate(fd, FALLOC_FL_ZERO_RANGE, 0, size) != 0:
+            error = ctypes.get_errno()
+            if size and error not in (errno.EOPNOTSUPP, errno.ENOSYS, errno.EINVAL):
+                raise OSError(error, "cannot zero `%s`: %s" % (path, os.strerror(error)))
+            os.ftruncate(fd, 0)
+    finally:
+        os.close(fd)
 
 
 def writes(trial):

@@ -155,15 +155,17 @@ class Done:
 class DiskFile:
     """kvikio.CuFile stand-in over a real file (test fixture): the stream-ordered calls move the
     bytes at once with pwrite/pread and record (call, stream, file offset, device offset);
-    `short` makes every write stop one byte early. pread/pwrite are not there: an async trial
-    that called them fails."""
+    `short` makes every write stop one byte early; `silent` makes every write claim its bytes and
+    write none. pread/pwrite are not there: an async trial that called them fails."""
 
-    def __init__(self, path, flags, log, short=False):
+    def __init__(self, path, flags, log, short=False, silent=False):
         mode = os.O_RDWR | os.O_CREAT | (os.O_TRUNC if flags == "w" else 0)
-        self.fd, self.log, self.short = os.open(path, mode, 0o644), log, short
+        self.fd, self.log, self.short, self.silent = os.open(path, mode, 0o644), log, short, silent
 
     def raw_write_async(self, part, stream, length, offset, device_offset):
         self.log.append(("write", stream, offset, device_offset))
+        if self.silent:
+            return Done(length)
         data = part.read(device_offset, length)[:length - 1 if self.short else length]
         return Done(os.pwrite(self.fd, data, offset))
 
@@ -226,9 +228,10 @@ class FakeVerifier:
 
 
 class AsyncWrites(unittest.TestCase):
-    def run_trial(self, op, short=False):
+    def run_trial(self, op, short=False, silent=False, stale=False):
         """A writing trial of two files through measure_writes with the stand-ins above; the files
-        stay on disk for the caller to read."""
+        stay on disk for the caller to read. `stale`: they hold the right bytes before it starts,
+        as a previous run leaves them."""
         temporary = tempfile.TemporaryDirectory()
         self.addCleanup(temporary.cleanup)
         folder = temporary.name
@@ -237,6 +240,9 @@ class AsyncWrites(unittest.TestCase):
                  for i, size in enumerate(sizes)]
         segments = [{"file": 0, "offset": 0, "len": 10000, "buffer_offset": 0},
                     {"file": 1, "offset": 0, "len": 5000, "buffer_offset": 10000}]
+        for f in files if stale else []:
+            with open(f["path"], "wb") as disk:
+                disk.write(generated(f["size"], f["seed"]))
         trial = {"op": op, "kvikio_api": "async", "queue_depth": 3, "task_size": 4096, "warmup": 1,
                  "repetitions": 2, "expect": {"integrity": "exact"}}
         plan = {"files": files, "segments": segments}
@@ -246,7 +252,7 @@ class AsyncWrites(unittest.TestCase):
         class Kvikio:
             @staticmethod
             def CuFile(path, flags):
-                return DiskFile(path, flags, log, short)
+                return DiskFile(path, flags, log, short, silent)
 
             @staticmethod
             def drop_file_page_cache(path):
@@ -314,6 +320,14 @@ class AsyncWrites(unittest.TestCase):
     def test_a_short_async_write_fails_the_trial_naming_the_call(self):
         with self.assertRaisesRegex(RuntimeError, "raw_write_async moved 4095 of 4096 bytes at offset 0"):
             self.run_trial("roundtrip", short=True)
+
+    def test_a_write_that_writes_nothing_fails_over_the_right_bytes_of_an_earlier_run(self):
+        fail, m, files, log = self.run_trial("write", silent=True, stale=True)
+        self.assertIn("written through the path under test", fail["reason"])
+        with open(files[0]["path"], "rb") as disk:
+            left = disk.read()
+        # Zeroed in place where the file system can, truncated where it cannot.
+        self.assertTrue(left in (b"", bytes(files[0]["size"])), left[:16])
 
     def test_pread_trials_have_no_streams(self):
         cupy = FakeCupy()

@@ -6,7 +6,9 @@
 //! compared line by line after every number is replaced by `N` and every duration's unit by `T`
 //! (timings and GB/s differ from run to run; the words, the order and the structure must not); a line `...` stands for any number of
 //! lines. A block marked ```` ```console gpu-only ```` needs a GPU runner: it runs only where
-//! `GDS_GATE_DOCS_GPU=1`. ```` ```console fixture=NAME ```` first prepares what the page says
+//! `GDS_GATE_DOCS_GPU=1` (the weekly `docs-gpu` workflow on a GPU runner), and one marked
+//! ```` ```console slurm-only ```` only where `GDS_GATE_DOCS_SLURM=1` (a Slurm login node of GPU
+//! nodes). ```` ```console fixture=NAME ```` first prepares what the page says
 //! the example ran against ([`fixture`]). Plain ```` ```sh ```` blocks are refused, so that no
 //! command escapes the test; ```` ```yaml ```` blocks that are whole suites are validated.
 //!
@@ -311,6 +313,7 @@ fn fixture(sandbox: &Sandbox, name: &str) {
 fn run_page(page: &str) {
     let text = fs::read_to_string(repo().join(page)).unwrap();
     let gpu = std::env::var_os("GDS_GATE_DOCS_GPU").is_some_and(|v| v == "1");
+    let slurm = std::env::var_os("GDS_GATE_DOCS_SLURM").is_some_and(|v| v == "1");
     let sandbox = Sandbox::new();
     let ci_run = fs::read_to_string(repo().join(".ci/run")).unwrap();
     let mut failures = Vec::new();
@@ -332,9 +335,16 @@ fn run_page(page: &str) {
                 }
             }
             "console" => {
-                if marks.contains(&"gpu-only") && !gpu {
+                let skipped = if marks.contains(&"gpu-only") && !gpu {
+                    Some("GPU-only")
+                } else if marks.contains(&"slurm-only") && !slurm {
+                    Some("Slurm-only")
+                } else {
+                    None
+                };
+                if let Some(kind) = skipped {
                     for shown in commands(&block) {
-                        eprintln!("{page}:{}: GPU-only, not run here: {}", shown.line, shown.command);
+                        eprintln!("{page}:{}: {kind}, not run here: {}", shown.line, shown.command);
                     }
                     continue;
                 }
@@ -400,9 +410,9 @@ fn readme_disk_figures_are_the_doctors() {
             .unwrap()
             .to_string();
         let written = row
-            .split("write up to ")
+            .split("the writing trials keep ")
             .nth(1)
-            .map(|rest| rest.split(" at a time").next().unwrap().to_string());
+            .map(|rest| rest.split(" of files").next().unwrap().to_string());
         (total, written)
     };
     let (smoke, _) = doctor("scenarios/smoke.yaml", None);

@@ -268,7 +268,7 @@ mod recorded {
         // generates nothing: it writes a 1 GiB file of its own, removed after each trial.
         assert!(
             row(&report, "free space").evidence.contains(
-                "4.06 GiB to generate; the writing trials write up to 1.00 GiB at a time"
+                "4.06 GiB to generate; the writing trials keep 1.00 GiB of files of their own"
             ),
             "{}",
             row(&report, "free space").evidence

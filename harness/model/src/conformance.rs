@@ -195,6 +195,7 @@ mod tests {
             total_seconds: 1.0,
             startup_seconds: None,
             setup: Vec::new(),
+            preparation_seconds: None,
             gpu: Some("H200 (GPU 0)".into()),
             cufile: Some(CufileEvidence::default()),
             kvikio: Some(KvikioEvidence::default()),

@@ -155,6 +155,11 @@ pub struct Measurement {
     /// Where the start-up time went, in order (`gpu context`, `libcufile load`, `cuFileDriverOpen`, ...).
     #[serde(default)]
     pub setup: Vec<(String, f64)>,
+    /// Untimed preparation after the start-up: the page cache dropped and the destination
+    /// cleared before each later pass, written files blanked, their pages dropped after `fsync`,
+    /// a roundtrip's destination cleared. `None` from workers that did not count it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preparation_seconds: Option<f64>,
     /// The GPU read into (`h2d`, `cufile`, `kvikio`).
     pub gpu: Option<String>,
     pub cufile: Option<CufileEvidence>,
@@ -215,6 +220,8 @@ pub struct WriteFigures {
 /// which for a 4 GiB host buffer takes seconds.
 pub const DROPPED_PHASE: &str = "page cache dropped";
 pub const CLEARED_PHASE: &str = "destination cleared";
+/// A writing trial's first pass: its files created where absent and blanked.
+pub const BLANKED_PHASE: &str = "files blanked";
 
 /// Peak memory of a worker over its trial: what bounds the file sizes a runner can read.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -238,14 +245,21 @@ impl MemoryPeak {
 }
 
 impl Measurement {
+    /// Counts untimed preparation after the start-up ([`Measurement::preparation_seconds`]).
+    pub fn add_preparation(&mut self, time: std::time::Duration) {
+        *self.preparation_seconds.get_or_insert(0.0) += time.as_secs_f64();
+    }
+
     /// `(start-up, first-pass preparation)` in seconds: the start-up to the first byte without
-    /// the phases of [`DROPPED_PHASE`] and [`CLEARED_PHASE`], and those phases.
+    /// the phases of [`DROPPED_PHASE`], [`CLEARED_PHASE`] and [`BLANKED_PHASE`], and those phases.
     pub fn startup_split(&self) -> Option<(f64, f64)> {
         let total = self.startup_seconds?;
         let preparation: f64 = self
             .setup
             .iter()
-            .filter(|(phase, _)| phase == DROPPED_PHASE || phase == CLEARED_PHASE)
+            .filter(|(phase, _)| {
+                [DROPPED_PHASE, CLEARED_PHASE, BLANKED_PHASE].contains(&phase.as_str())
+            })
             .map(|(_, seconds)| seconds)
             .sum();
         Some(((total - preparation).max(0.0), preparation))

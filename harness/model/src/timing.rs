@@ -1,10 +1,10 @@
 //! Where a run's wall time went, trial by trial: the libraries' start-up (CUDA, libcufile,
-//! KvikIO, PyTorch), the first pass's preparation (dropping the page cache, clearing the
-//! destination), the timed I/O, verification, waits for the runner before a confirmation, and
-//! the rest, which is the gate's: starting and reading back workers, preparing the later passes,
-//! judging, and what it does before and after the trials (doctor, data checks, the runner
-//! control, reports). A GPU runner is the dearest
-//! machine of a CI fleet; this is what a run costs it and what of that the gate adds.
+//! KvikIO, PyTorch), the passes' preparation (dropping the page cache, clearing the destination,
+//! blanking a written file), the timed I/O, verification, waits for the runner before a
+//! confirmation, and the rest, which is the gate's: starting and reading back workers, judging,
+//! and what it does before and after the trials (doctor, data checks, the runner control,
+//! reports). A GPU runner is the dearest machine of a CI fleet; this is what a run costs it and
+//! what of that the gate adds.
 
 use std::collections::BTreeMap;
 
@@ -17,9 +17,11 @@ use crate::record::{Measurement, TrialRecord};
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct TrialTime {
     pub wall: f64,
-    /// Worker start to the first byte, less the first pass's preparation.
+    /// Worker start to the first byte, less the first pass's preparation; all of a worker's
+    /// time when it ended before measuring (a library that failed to start, a stack refused).
     pub startup: f64,
-    /// The first pass's preparation: the page cache dropped, the destination cleared.
+    /// Every pass's untimed preparation: the page cache dropped, the destination cleared, a
+    /// written file blanked and its pages dropped after `fsync`.
     pub preparation: f64,
     /// The read or write sections of every pass (warm-up included), a write's fsync and a
     /// roundtrip's read back.
@@ -44,9 +46,16 @@ impl TrialTime {
         for m in measurements {
             let (startup, preparation) = m.startup_split().unwrap_or_default();
             time.startup += startup;
-            time.preparation += preparation;
+            time.preparation += preparation + m.preparation_seconds.unwrap_or(0.0);
             time.io += io(m);
             time.verification += verification(m);
+        }
+        let started = record
+            .measurement
+            .iter()
+            .any(|m| m.startup_seconds.is_some());
+        if !started && let Some(worker) = &record.worker {
+            time.startup += worker.seconds;
         }
         // Folded from +0.0: an empty `sum` of f64 is -0.0, which would print as such.
         time.runner_wait = record
@@ -202,5 +211,26 @@ mod tests {
         assert!((run.gate() - 3.0).abs() < 1e-9);
         assert!((run.gate_share() - 3.0 / 12.0).abs() < 1e-9);
         assert_eq!(run.by_trial.len(), 1);
+    }
+
+    #[test]
+    fn a_worker_that_ended_before_measuring_spent_its_time_starting_up() {
+        let spec = record("s::a", None).spec;
+        let mut failed =
+            TrialRecord::failed(spec, "compat mode OFF refused".into(), String::new(), None);
+        failed.wall_seconds = Some(1.6);
+        failed.worker = Some(crate::record::WorkerRun {
+            dir: "trial".into(),
+            ending: crate::record::Ending::Exited { code: 0 },
+            seconds: 1.5,
+        });
+        let t = TrialTime::of(&failed).unwrap();
+        assert_eq!(t.startup, 1.5);
+        assert!((t.gate - 0.1).abs() < 1e-9, "{t:?}");
+        // As when the worker says what it set up before it failed (KvikIO refusing compat OFF).
+        let mut partial = record("s::a", None).measurement.unwrap();
+        (partial.startup_seconds, partial.seconds) = (None, Vec::new());
+        failed.measurement = Some(partial);
+        assert_eq!(TrialTime::of(&failed).unwrap().startup, 1.5);
     }
 }

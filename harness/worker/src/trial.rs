@@ -69,6 +69,7 @@ fn measure(spec: &WorkerSpec) -> WorkerResult {
         total_seconds: 0.0,
         startup_seconds: None,
         setup: Vec::new(),
+        preparation_seconds: None,
         gpu: None,
         cufile: None,
         kvikio: None,
@@ -345,6 +346,9 @@ fn passes(
         }
         let dropped = lap.elapsed();
         reader.prepare().map_err(fail)?;
+        if pass > 0 {
+            m.add_preparation(lap.elapsed());
+        }
         if pass == 0 {
             // The first pass's preparation is part of the start-up; its phases say how much.
             if trial.cache == Cache::Cold {

@@ -1,13 +1,14 @@
 //! Checks of where the data lives (mount, device, `O_DIRECT`, udev, space) and of the platform
 //! around it (IOMMU, ACS, topology, container or WSL).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
 
 use super::{Check, State};
 use crate::collect::parse_cmdline_iommu;
 use crate::facts::{Fact, Facts};
 use crate::fixes::{ACS_FIX, FS_FIX, IOMMU_FIX, ODIRECT_FIX, SPACE_FIX, UDEV_FIX};
-use gds_model::scenario::{FileSet, Reader, TrialSpec};
+use gds_model::scenario::{Reader, TrialSpec};
 use gds_model::units::format_bytes;
 use gds_runner::data::GeneratedFile;
 use gds_runner::prepare::FileKey;
@@ -26,8 +27,8 @@ pub(crate) struct SpaceNeed {
     pub total: u64,
     pub present: u64,
     pub to_generate: u64,
-    /// The most a writing trial writes at once (its files are removed after it): room it needs
-    /// beside the generated data.
+    /// The writing trials' own files (kept between runs): room they need beside the generated
+    /// data.
     pub to_write: u64,
 }
 
@@ -40,15 +41,18 @@ pub(crate) fn space_needed(facts: &Facts, trials: &[TrialSpec]) -> SpaceNeed {
             .iter()
             .filter(move |spec| gpu || spec.reader == Reader::Posix)
     };
-    // A writing trial writes files of its own instead of reading generated ones.
+    // A writing trial writes files of its own, kept for the next run (which blanks them in
+    // place), so each distinct one takes its space for good.
     let to_write = runnable()
         .filter(|spec| spec.op.writes())
-        .map(|spec| match spec.files {
-            FileSet::Generated { size, count, .. } => size.saturating_mul(u64::from(count)),
-            FileSet::User { .. } => 0,
+        .filter_map(|spec| {
+            gds_model::write::written_files(Path::new(&facts.data_dir.path), &spec.files)
         })
-        .max()
-        .unwrap_or(0);
+        .flatten()
+        .map(|file| (file.path, file.size))
+        .collect::<BTreeMap<_, _>>()
+        .into_values()
+        .fold(0u64, u64::saturating_add);
     let keys: BTreeSet<(u64, u64)> = runnable()
         .filter(|spec| !spec.op.writes())
         .flat_map(|spec| FileKey::of(&spec.files))
@@ -253,7 +257,7 @@ fn space(facts: &Facts, trials: &[TrialSpec]) -> Check {
     let need = space_needed(facts, trials);
     let writes = if need.to_write > 0 {
         format!(
-            "; the writing trials write up to {} at a time",
+            "; the writing trials keep {} of files of their own",
             format_bytes(need.to_write, 2)
         )
     } else {

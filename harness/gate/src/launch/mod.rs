@@ -517,6 +517,7 @@ mod tests {
             total_seconds: 1.0,
             startup_seconds: None,
             setup: Vec::new(),
+            preparation_seconds: None,
             gpu: Some("stand-in GPU".into()),
             cufile: Some(Default::default()),
             kvikio: None,

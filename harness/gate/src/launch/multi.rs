@@ -349,6 +349,7 @@ fn aggregate_measurement(
         verify_seconds: max(|m| m.verify_seconds),
         total_seconds: max(|m| m.total_seconds),
         startup_seconds: max_option(|m| m.startup_seconds),
+        preparation_seconds: max_option(|m| m.preparation_seconds),
         setup: measured
             .iter()
             .flat_map(|(gpu, m)| {

@@ -77,9 +77,14 @@ pub fn passes(
         for pass in 0..total {
             let lap = Instant::now();
             writer.prepare(plan).map_err(fail)?;
+            if pass > 0 {
+                m.add_preparation(lap.elapsed());
+            }
             if pass == 0 {
-                m.setup
-                    .push(("files created".into(), lap.elapsed().as_secs_f64()));
+                m.setup.push((
+                    gds_model::record::BLANKED_PHASE.into(),
+                    lap.elapsed().as_secs_f64(),
+                ));
                 m.startup_seconds = Some(
                     gds_model::protocol::now_unix_ns().saturating_sub(spec.spawned_at_unix_ns)
                         as f64
@@ -94,7 +99,9 @@ pub fn passes(
             let synced = Instant::now();
             writer.sync(plan).map_err(fail)?;
             let fsync = synced.elapsed().as_secs_f64();
+            let dropping = Instant::now();
             drop_written_pages(plan)?;
+            m.add_preparation(dropping.elapsed());
             let measured = pass >= u64::from(trial.warmup);
             let seconds = written.elapsed.as_secs_f64();
             if measured {
@@ -122,7 +129,9 @@ pub fn passes(
                     result
                 }
                 Some(reader) => {
+                    let clearing = Instant::now();
                     reader.prepare().map_err(fail)?;
+                    m.add_preparation(clearing.elapsed());
                     let read = reader
                         .read(plan, trial.nthreads, trial.task_size)
                         .map_err(fail)?;

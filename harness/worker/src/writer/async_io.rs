@@ -5,7 +5,7 @@
 
 use std::fs::{File, OpenOptions};
 
-use super::cufile::{empty_files, fill_device};
+use super::cufile::fill_device;
 use super::{PlanWriter, sync_all};
 use crate::gpu::{DeviceBuffer, Gpu, ThreadBinder};
 use crate::libcufile::{Cufile, Handle, RegisteredBuffer};
@@ -43,7 +43,7 @@ impl<'a> AsyncWriter<'a> {
         let (files, handles) = register_files(
             cufile,
             plan,
-            OpenOptions::new().write(true).create(true).truncate(true),
+            OpenOptions::new().write(true).create(true).truncate(false),
         )?;
         let registered = register_buffer(cufile, &device, buffer)?;
         Ok(AsyncWriter {
@@ -63,7 +63,7 @@ impl PlanWriter for AsyncWriter<'_> {
     }
 
     fn prepare(&mut self, plan: &ReadPlan) -> Result<(), ReaderError> {
-        empty_files(plan, &self.files)
+        super::blank_all(plan, &self.files)
     }
 
     /// `nthreads` does not apply: every write is enqueued at once over `queue_depth` streams.

@@ -16,8 +16,8 @@ use crate::reader::{Pass, ReaderError};
 pub trait PlanWriter {
     /// The path the bytes take when nothing else is known (`host`, `cufile`).
     fn path(&self) -> &'static str;
-    /// Before each pass, untimed: empty the files (`O_TRUNC`), so that a write that did not
-    /// happen leaves a short file that verification cannot pass.
+    /// Before each pass, untimed: blank the files ([`gds_model::write::blank`]), so that a write
+    /// that did not happen leaves zeros that verification cannot pass.
     fn prepare(&mut self, plan: &ReadPlan) -> Result<(), ReaderError>;
     /// One pass of the plan; returns the write-section time and its write calls.
     fn write(
@@ -30,22 +30,37 @@ pub trait PlanWriter {
     fn sync(&mut self, plan: &ReadPlan) -> Result<(), ReaderError>;
 }
 
-/// Creates (or empties) every file of the plan and returns them open for writing.
+/// Opens (creating where absent) and blanks every file of the plan; returns them open for writing.
 pub fn create_all(plan: &ReadPlan) -> Result<Vec<std::fs::File>, ReaderError> {
-    plan.files
+    let files = plan
+        .files
         .iter()
         .map(|file| {
             std::fs::OpenOptions::new()
                 .write(true)
                 .create(true)
-                .truncate(true)
+                .truncate(false)
                 .open(&file.path)
                 .map_err(|source| ReaderError::Create {
                     path: file.path.display().to_string(),
                     source,
                 })
         })
-        .collect()
+        .collect::<Result<Vec<_>, _>>()?;
+    blank_all(plan, &files)?;
+    Ok(files)
+}
+
+/// Blanks every file of the plan before a pass, through descriptors that stay open (and, for
+/// cuFile, registered): a written file is kept between passes and runs and zeroed in place.
+pub fn blank_all(plan: &ReadPlan, files: &[std::fs::File]) -> Result<(), ReaderError> {
+    for (planned, file) in plan.files.iter().zip(files) {
+        gds_model::write::blank(file, planned.size).map_err(|source| ReaderError::Create {
+            path: planned.path.display().to_string(),
+            source,
+        })?;
+    }
+    Ok(())
 }
 
 /// `fsync` of every file, in plan order.

@@ -69,6 +69,7 @@ fn constructed(gpu: u32, bytes: u64, seconds: &[f64], path: &str, checksum: u64)
         total_seconds: 3.0 + f64::from(gpu),
         startup_seconds: Some(0.5 + f64::from(gpu) / 10.0),
         setup: vec![("gpu context".into(), 0.2)],
+        preparation_seconds: None,
         gpu: Some(format!("NVIDIA H200 (GPU {gpu})")),
         cufile: Some(CufileEvidence {
             library: "/usr/lib/libcufile.so.0".into(),
