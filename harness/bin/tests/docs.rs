@@ -305,6 +305,15 @@ fn fixture(sandbox: &Sandbox, name: &str) {
             assert_eq!(code, 0, "fixture {name}: bless failed\n{output}");
             support::pin_baseline(&sandbox.root().join("baselines/ci-vm.yaml"), 2.0);
         }
+        // Two runners' artifacts as the fleet report job downloads them.
+        "fleet" => {
+            for runner in ["node-a", "node-b"] {
+                let (code, output) = sandbox.run(&format!(
+                    "cargo xtask gds-gate --suite scenarios/smoke.yaml --runner {runner} --out fleet/gds-gate-{runner} smoke::random"
+                ));
+                assert_eq!(code, 0, "fixture {name}: the {runner} run failed\n{output}");
+            }
+        }
         other => panic!("no fixture `{other}`"),
     }
 }
