@@ -51,7 +51,7 @@ fn time(report: &Report) -> String {
         &mut out,
         "Time",
         &format!(
-            "The runner was held {} s: I/O {} s ({}), the libraries' start-up {} s ({}), the first passes' preparation {} s ({}), verification {} s ({}), waiting for the runner {} s, the gate {} s ({}: workers, later passes' preparation, judging, and {} s before and after the trials). Seconds per trial:",
+            "The runner was held {} s: I/O {} s ({}), the libraries' start-up {} s ({}), the passes' preparation {} s ({}: page cache drops, destinations cleared, written files blanked), verification {} s ({}), waiting for the runner {} s, the gate {} s ({}: starting and reading back workers, judging, and {} s before and after the trials). Seconds per trial:",
             s(time.wall),
             s(t.io),
             share(t.io),
@@ -341,7 +341,7 @@ mod tests {
         let section = time(&report);
         assert!(
             section.contains(
-                "The runner was held 3.0 s: I/O 1.0 s (33%), the libraries' start-up 0.0 s (0%), the first passes' preparation 0.0 s (0%), verification 0.1 s (3%), waiting for the runner 0.0 s, the gate 1.9 s (63%: workers, later passes' preparation, judging, and 1.0 s before and after the trials)"
+                "The runner was held 3.0 s: I/O 1.0 s (33%), the libraries' start-up 0.0 s (0%), the passes' preparation 0.0 s (0%: page cache drops, destinations cleared, written files blanked), verification 0.1 s (3%), waiting for the runner 0.0 s, the gate 1.9 s (63%: starting and reading back workers, judging, and 1.0 s before and after the trials)"
             ),
             "{section}"
         );
