@@ -314,6 +314,13 @@ fn fixture(sandbox: &Sandbox, name: &str) {
                 assert_eq!(code, 0, "fixture {name}: the {runner} run failed\n{output}");
             }
         }
+        // A run's report.json downloaded from its artifact into the working directory.
+        "artifact" => {
+            let (code, output) = sandbox.run(
+                "cargo xtask gds-gate --suite scenarios/smoke.yaml --out artifact smoke::random && cp artifact/report.json .",
+            );
+            assert_eq!(code, 0, "fixture {name}: the run failed\n{output}");
+        }
         other => panic!("no fixture `{other}`"),
     }
 }
