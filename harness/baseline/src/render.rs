@@ -44,6 +44,10 @@ pub fn console(explainer: &Explainer<'_>) -> String {
             "slower",
         ),
         (
+            count(comparison, |j| matches!(j, Judgement::Creep { .. })),
+            "crept below the baseline over the history",
+        ),
+        (
             count(comparison, |j| matches!(j, Judgement::CpuCostlier { .. })),
             "costlier in CPU",
         ),

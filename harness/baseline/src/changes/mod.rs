@@ -43,6 +43,7 @@
 //! told apart from its neighbour leaves the latest segment mixing two levels, which is why the
 //! gate answers later than the change point is flagged.
 
+pub mod judge;
 pub mod series;
 pub mod simulate;
 pub mod split;
@@ -50,6 +51,7 @@ pub mod table;
 
 use serde::{Deserialize, Serialize};
 
+pub use judge::RunnerHistory;
 pub use series::series;
 
 /// Family-wise significance a split must reach (see the module documentation).
@@ -108,7 +110,7 @@ pub struct Skipped {
 }
 
 /// A change on the runner near a change point.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct NearbyChange {
     /// Index of the run it was first seen at, into the runs given to [`find`].
     pub index: usize,
@@ -116,12 +118,18 @@ pub struct NearbyChange {
     pub change: String,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+/// A level shift of a trial's run medians.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ChangePoint {
     /// The first run at the new level, as an index into the runs given to [`find`].
     pub index: usize,
     /// That run's time.
     pub time: String,
+    /// The last run at the new level (before the next change point, or the latest run), as an
+    /// index into the runs given to [`find`].
+    pub last_index: usize,
+    /// That run's time.
+    pub last_time: String,
     /// Level of the runs since the previous change point (winsorized geometric mean), GB/s.
     pub before: f64,
     /// Level of the runs up to the next change point, GB/s.
@@ -203,9 +211,12 @@ pub fn find_with(runs: &[Run], options: &Options) -> Changes {
         .map(|(i, &(at, p_value))| {
             let runs_after = bounds[i + 2] - at;
             let index = kept[at];
+            let last_index = kept[bounds[i + 2] - 1];
             ChangePoint {
                 index,
                 time: runs[index].time.clone(),
+                last_index,
+                last_time: runs[last_index].time.clone(),
                 before: levels[i],
                 after: levels[i + 1],
                 ratio: levels[i + 1] / levels[i],
@@ -271,13 +282,20 @@ fn attach_runner_changes(runs: &[Run], change_points: &mut [ChangePoint]) {
 
 /// A creep: the level since a confirmed change point is below the baseline by more than the
 /// tolerance.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Creep {
     /// The latest confirmed change point, whose level is the one judged.
     pub change_point: ChangePoint,
+    /// The change points before it, in run order: the steps that added up to it.
+    #[serde(default)]
+    pub earlier: Vec<ChangePoint>,
+    /// Runs the search used.
+    pub runs: usize,
     /// Its level over the baseline's (0.85 = 15% slower).
     pub ratio: f64,
+    /// The baseline's level, GB/s.
     pub baseline_level: f64,
+    /// The allowed drop, as a fraction (0.10 = 10%).
     pub tolerance: f64,
 }
 
@@ -319,12 +337,15 @@ pub fn creep(
     if !(0.0..1.0).contains(&tolerance) {
         return Err(CreepError::Tolerance(tolerance));
     }
-    let Some(latest) = changes.change_points.iter().rev().find(|cp| cp.confirmed) else {
+    let Some(at) = changes.change_points.iter().rposition(|cp| cp.confirmed) else {
         return Ok(None);
     };
+    let latest = &changes.change_points[at];
     let ratio = latest.after / baseline_level;
     Ok((ratio < 1.0 - tolerance).then(|| Creep {
         change_point: latest.clone(),
+        earlier: changes.change_points[..at].to_vec(),
+        runs: changes.runs,
         ratio,
         baseline_level,
         tolerance,
