@@ -83,7 +83,7 @@ pub(super) fn words(
         nearby.join("; ")
     };
     let message = format!(
-        "{trial}: the level of its runs fell by {:.1}% over {} of the {} since the bless of {since}, below the baseline by more than the tolerance of {}: the runs since the bless show what this run alone does not\n  expected: about {} ({}), path `{}`\n  seen:     {} over {} ({} to {}), a level shift confirmed once it held for {CONFIRM_RUNS} runs (p = {:.1e}); the steps since the bless: {}; this run alone: {} ({})\n  likely cause: {cause}\n  next: find what changed near run {} ({}) and undo it (the gate passes again once the restored level has held for {CONFIRM_RUNS} runs); summary.md's level shifts and the trial's plot show every step; if the new level is intended, bless it on this runner:\n        {bless}",
+        "{trial}: the level of its runs fell by {:.1}% over {} of the {} since the bless of {since}, below the baseline by more than the tolerance of {}: the runs since the bless show what this run alone does not\n  expected: about {} ({}), path `{}`\n  seen:     {} over {} ({} to {}), a level shift confirmed once it held for {CONFIRM_RUNS} runs (p = {:.1e}); the steps since the bless: {}; this run alone ({}): {}\n  likely cause: {cause}\n  next: find what changed near run {} ({}) and undo it (the gate passes again once the restored level has held for {CONFIRM_RUNS} runs); summary.md's level shifts and the trial's plot show every step; if the new level is intended, bless it on this runner:\n        {bless}",
         creep.drop() * 100.0,
         runs_of(point),
         creep.runs,
@@ -97,8 +97,8 @@ pub(super) fn words(
         point.last_time,
         point.p_value,
         steps.join(", "),
-        run_figures(t),
         change(t.ratio),
+        run_figures(t),
         point.index + 1,
         point.time,
     );
