@@ -35,6 +35,7 @@
 //! [`creep`] answers the gate's question: is the level after the latest confirmed change point
 //! (up to the next one or the latest run) below the baseline's level by more than the trial's
 //! tolerance? A single shift inside the tolerance does not fail; shifts that add up past it do.
+//! [`judge`] asks it in a gate run, over the trial's runs since its bless.
 //!
 //! What it can see is set by the runner's run-to-run spread, not by the tolerance; from
 //! `cargo xtask bench --stats` ([`simulate`]), three −5% steps 20 runs apart, 10 runs after the
@@ -112,7 +113,7 @@ pub struct Skipped {
 /// A change on the runner near a change point.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct NearbyChange {
-    /// Index of the run it was first seen at, into the runs given to [`find`].
+    /// Index of the run it was first seen at, into the runs searched (from 0).
     pub index: usize,
     pub time: String,
     pub change: String,
@@ -121,12 +122,13 @@ pub struct NearbyChange {
 /// A level shift of a trial's run medians.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ChangePoint {
-    /// The first run at the new level, as an index into the runs given to [`find`].
+    /// The first run at the new level, as an index into the runs searched (from 0; for a creep,
+    /// the trial's runs on this runner since its bless).
     pub index: usize,
     /// That run's time.
     pub time: String,
     /// The last run at the new level (before the next change point, or the latest run), as an
-    /// index into the runs given to [`find`].
+    /// index into the runs searched.
     pub last_index: usize,
     /// That run's time.
     pub last_time: String,
@@ -141,9 +143,9 @@ pub struct ChangePoint {
     pub p_value: f64,
     /// Runs at the new level: up to the next change point, or to the latest run.
     pub runs_after: usize,
-    /// The new level held for [`CONFIRM_RUNS`] runs.
+    /// The new level held for 10 runs (`CONFIRM_RUNS`): only then may it fail a run.
     pub confirmed: bool,
-    /// Changes on the runner within [`NEAR_RUNS`] runs of it (each to its nearest change point).
+    /// Changes on the runner within 5 runs of it (`NEAR_RUNS`; each to its nearest change point).
     pub runner_changes: Vec<NearbyChange>,
 }
 

@@ -1,6 +1,7 @@
 //! The change points of a runner's history in summary.md: one row per level shift of a trial's
-//! run medians, with the runs around it and what changed on the runner near it. Shown for
-//! people; a run's outcome does not depend on it yet.
+//! run medians, with the runs around it and what changed on the runner near it. The whole
+//! history, for people; a run fails on a creep over the runs since its trial's bless alone
+//! ([`super::judge`]).
 
 use std::collections::BTreeSet;
 use std::fmt::Write;
