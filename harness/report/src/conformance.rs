@@ -14,8 +14,8 @@ use gds_baseline::bless::{BlessOptions, Filter, bless};
 use std::time::{Duration, SystemTime};
 
 use gds_baseline::Judgement;
-use gds_baseline::changes::RunnerHistory;
 use gds_baseline::compare::{RunResults, compare, judge};
+use gds_baseline::creep::RunnerHistory;
 use gds_baseline::file::{self, Loaded, Provenance};
 use gds_baseline::fixtures::{self, BASE, CHECKSUM, NOISE, SLOW};
 use gds_baseline::history::HistoryLine;

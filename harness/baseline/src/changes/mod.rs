@@ -35,7 +35,7 @@
 //! [`creep`] answers the gate's question: is the level after the latest confirmed change point
 //! (up to the next one or the latest run) below the baseline's level by more than the trial's
 //! tolerance? A single shift inside the tolerance does not fail; shifts that add up past it do.
-//! [`judge`] asks it in a gate run, over the trial's runs since its bless.
+//! `crate::creep` asks it in a gate run, over the trial's runs since its bless.
 //!
 //! What it can see is set by the runner's run-to-run spread, not by the tolerance; from
 //! `cargo xtask bench --stats` ([`simulate`]), three −5% steps 20 runs apart, 10 runs after the
@@ -44,15 +44,12 @@
 //! told apart from its neighbour leaves the latest segment mixing two levels, which is why the
 //! gate answers later than the change point is flagged.
 
-pub mod judge;
 pub mod series;
 pub mod simulate;
 pub mod split;
-pub mod table;
 
 use serde::{Deserialize, Serialize};
 
-pub use judge::RunnerHistory;
 pub use series::series;
 
 /// Family-wise significance a split must reach (see the module documentation).

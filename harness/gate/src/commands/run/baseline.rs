@@ -6,8 +6,8 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
-use crate::baseline::changes::RunnerHistory;
 use crate::baseline::compare;
+use crate::baseline::creep::RunnerHistory;
 use crate::baseline::error::BaselineError;
 use crate::baseline::file::TrialBaseline;
 use crate::baseline::fingerprint::{self, FieldChange};

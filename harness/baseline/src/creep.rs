@@ -1,7 +1,8 @@
 //! The creep as part of a trial's judgement in a gate run: the trial's runs on this runner since
-//! its baseline was blessed, this run included, searched for level shifts ([`super::find`]); a
-//! run that passes on its own is judged [`Judgement::Creep`] when the latest confirmed level is
-//! below the baseline by more than the trial's tolerance ([`super::creep`]).
+//! its baseline was blessed, this run included, searched for level shifts
+//! ([`crate::changes::find`]); a run that passes on its own is judged [`Judgement::Creep`] when
+//! the latest confirmed level is below the baseline by more than the trial's tolerance
+//! ([`crate::changes::creep`]).
 //!
 //! Only the runs since the bless are searched. They were judged against this baseline's level;
 //! older runs were judged against another one, and a maintainer who blessed the new level after a
@@ -9,7 +10,7 @@
 
 use std::time::SystemTime;
 
-use super::{Creep, creep, find, series};
+use crate::changes::{Creep, creep, find, series};
 use crate::file::TrialBaseline;
 use crate::history::{History, HistoryLine};
 use crate::judgement::Judgement;
