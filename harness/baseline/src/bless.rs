@@ -1,7 +1,8 @@
 //! Bless: write a run's figures into its runner's baseline, explicitly and never in CI. Only
 //! trials that passed every non-throughput check are taken; a changed fingerprint needs
-//! `--accept-fingerprint`; trials within noise of their baseline keep their old samples (unless
-//! `--refresh`), so that a review shows only what really changed.
+//! `--accept-fingerprint`; trials within noise of their baseline, at a level within their
+//! tolerance of it, keep their old samples (unless `--refresh`), so that a review shows only what
+//! really changed.
 
 use std::collections::BTreeMap;
 use std::fmt::{self, Write};
