@@ -153,6 +153,30 @@ cg_remove() {
   echo "throughput drill: could not remove cgroup $CG; remove it with: rmdir $CG" >&2
 }
 
+# The gate binary: GATE when given, else one cargo builds in REPO; its absolute path on stdout.
+gate_binary() {
+  local repo=$1 gate=$2
+  if [[ -z $gate ]]; then
+    command -v cargo > /dev/null || { echo "no --gate given and no cargo to build one" >&2; return 1; }
+    echo "== building the gate: cargo build --release -p gds-gate-bin --bin gds-gate" >&2
+    (cd "$repo" && cargo build --release -p gds-gate-bin --bin gds-gate) >&2 ||
+      { echo "cargo build failed" >&2; return 1; }
+    gate=$repo/target/release/gds-gate
+  fi
+  [[ -f $gate && -x $gate ]] || { echo "--gate is not an executable file: $gate" >&2; return 1; }
+  realpath -e "$gate"
+}
+
+# The drill's work folder, absolute: WORK, or a fresh one named PREFIX.XXXXXX. Never the
+# repository's .gds-gate: a drill's histories would take the place of its run history.
+work_folder() {
+  local repo=$1 work
+  work=$(realpath -m "${2:-$(mktemp -d -t "$3.XXXXXX")}")
+  [[ $work != "$(realpath -m "$repo/.gds-gate")" ]] ||
+    { echo "--work $work is where the repository keeps its run history; pick another folder" >&2; return 1; }
+  echo "$work"
+}
+
 # ---- the drill ----
 
 # One line for the table: slower, confirmed-away, failed, judged, ratios, totals (tab-separated).
@@ -233,18 +257,8 @@ main() {
   SUITE=${SUITE:-$repo/scenarios/smoke.yaml}
   [[ -f $SUITE ]] || die "suite file not found: $SUITE"
   SUITE=$(realpath -e "$SUITE")
-  if [[ -z $GATE ]]; then
-    command -v cargo > /dev/null || die "no --gate given and no cargo to build one"
-    say "building the gate: cargo build --release -p gds-gate-bin --bin gds-gate"
-    (cd "$repo" && cargo build --release -p gds-gate-bin --bin gds-gate) || die "cargo build failed"
-    GATE=$repo/target/release/gds-gate
-  fi
-  [[ -f $GATE && -x $GATE ]] || die "--gate is not an executable file: $GATE"
-  GATE=$(realpath -e "$GATE")
-  WORK=$(realpath -m "${WORK:-$(mktemp -d -t gds-drill.XXXXXX)}")
-  # The drill's own histories; a --work of the repository's .gds-gate would put one in its place.
-  [[ $WORK != "$(realpath -m "$repo/.gds-gate")" ]] ||
-    die "--work $WORK is where the repository keeps its run history; pick another folder"
+  GATE=$(gate_binary "$repo" "$GATE") || exit 2
+  WORK=$(work_folder "$repo" "$WORK" gds-drill) || exit 2
   local clean_history=(--history "$WORK/history.jsonl") throttled_history=(--history "$WORK/throttled-history.jsonl")
   DATA=$(realpath -m "${DATA:-$WORK/data}")
   mkdir -p "$WORK" "$DATA"

@@ -1,7 +1,8 @@
 //! Bless: write a run's figures into its runner's baseline, explicitly and never in CI. Only
 //! trials that passed every non-throughput check are taken; a changed fingerprint needs
-//! `--accept-fingerprint`; trials within noise of their baseline keep their old samples (unless
-//! `--refresh`), so that a review shows only what really changed.
+//! `--accept-fingerprint`; trials within noise of their baseline, at a level within their
+//! tolerance of it, keep their old samples (unless `--refresh`), so that a review shows only what
+//! really changed.
 
 use std::collections::BTreeMap;
 use std::fmt::{self, Write};
@@ -413,9 +414,13 @@ fn take(
                 .push(TrialChange::Added { trial: name, new });
         }
         Some(old) => {
+            // A level that moved past the tolerance is a change, however noisy each run: after a
+            // creep (each run within the noise, the level below the baseline), the gate fails
+            // until the new level is recorded, and its message tells the maintainer to bless.
             let within_noise = records
                 .iter()
-                .all(|record| matches!(judge(old, record), Judgement::Pass { .. }));
+                .all(|record| matches!(judge(old, record), Judgement::Pass { .. }))
+                && level_within(old, &new, first.spec.expect.tolerance);
             if old.same_figures(&new) || (within_noise && !re_record_all) {
                 outcome.unchanged.push(name);
             } else {
@@ -429,6 +434,14 @@ fn take(
             }
         }
     }
+}
+
+/// The new blessed runs' level (geometric mean of their medians) is within `tolerance` of the
+/// old one's, either way.
+fn level_within(old: &TrialBaseline, new: &TrialBaseline, tolerance: f64) -> bool {
+    let level = |entry: &TrialBaseline| log_mean_sd(&entry.run_medians_gbps).0;
+    let ratio = (level(new) - level(old)).exp();
+    (1.0 - tolerance..=1.0 + tolerance).contains(&ratio)
 }
 
 /// Selected baseline trials that no suite defines any more (known only when the suites are).

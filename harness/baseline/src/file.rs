@@ -345,6 +345,16 @@ fn validate(path: &Path, text: &str, baseline: &Baseline) -> Result<(), Baseline
                 ),
             ));
         }
+        // The creep over the history searches the runs since this time, so it must be one.
+        if humantime::parse_rfc3339_weak(&trial.blessed_at).is_err() {
+            return Err(corrupt(
+                line_after(text, line, "blessed_at:").unwrap_or(line),
+                format!(
+                    "trial `{name}`: `blessed_at: {}` is not an RFC 3339 time such as 2026-03-01T12:00:00Z; the file was edited by hand (bless again to rewrite it)",
+                    trial.blessed_at
+                ),
+            ));
+        }
         let passes: usize = trial.runs.iter().map(Vec::len).sum();
         if trial.samples != passes {
             return Err(corrupt(
@@ -618,6 +628,18 @@ mod tests {
         );
         let other_runner = good.replace("runner: gpu-runner-1", "runner: other");
         expect_corrupt(&path, &other_runner, 4, "does not match the file name");
+        // The first trial's `blessed_at` (the provenance's comes first in the file).
+        let trial = good.find("suite::a:").unwrap();
+        let at = trial + good[trial..].find("2026-03-01T12:00:00Z").unwrap();
+        let mut undated = good.clone();
+        undated.replace_range(at..at + 20, "yesterday");
+        let line = undated[..at].lines().count();
+        expect_corrupt(
+            &path,
+            &undated,
+            line,
+            "trial `suite::a`: `blessed_at: yesterday` is not an RFC 3339 time",
+        );
     }
 
     /// YAML spells NaN and infinity (`.nan`, `.inf`), and a comparison with NaN is always false:

@@ -114,3 +114,49 @@ pub const BASE: [f64; 5] = [2.00, 2.05, 1.97, 2.02, 1.99];
 pub const SLOW: [f64; 5] = [1.60, 1.63, 1.58, 1.61, 1.65];
 pub const NOISE: [f64; 5] = [2.03, 1.96, 2.01, 1.98, 2.04];
 pub const FAST: [f64; 5] = [2.60, 2.50, 2.55, 2.62, 2.58];
+
+/// A history of one trial on `runner`: one run per entry of `medians` (GB/s, three passes within
+/// ±1%), an hour apart from `first`, on [`fingerprint`]'s runner.
+pub fn history(
+    trial: &str,
+    runner: &str,
+    first: std::time::SystemTime,
+    medians: &[f64],
+) -> super::history::History {
+    let lines = medians
+        .iter()
+        .enumerate()
+        .map(|(i, &m)| {
+            let time = first + std::time::Duration::from_secs(3600 * i as u64);
+            let record = passed(trial, &[m * 0.99, m, m * 1.01], "nvfs", CHECKSUM);
+            super::history::HistoryLine::new(
+                humantime::format_rfc3339_seconds(time).to_string(),
+                runner,
+                "h",
+                &fingerprint(),
+                &[record],
+            )
+        })
+        .collect();
+    super::history::History {
+        lines,
+        skipped: Vec::new(),
+    }
+}
+
+/// Run medians of a creep, as the drill makes one: `clean` runs at `level`, then `per_step` runs
+/// at each of 95%, 90% and 85% of it, each run within ±1% (a fixed pattern, not random).
+pub fn creep_medians(level: f64, clean: usize, per_step: usize) -> Vec<f64> {
+    let steps = [1.0, 0.95, 0.90, 0.85];
+    (0..clean + 3 * per_step)
+        .map(|i| {
+            let step = if i < clean {
+                0
+            } else {
+                1 + (i - clean) / per_step
+            };
+            let wobble = 1.0 + 0.005 * ((i * 7 % 5) as f64 - 2.0);
+            level * steps[step] * wobble
+        })
+        .collect()
+}

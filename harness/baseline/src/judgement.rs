@@ -4,6 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::changes::Creep;
 use super::cpu::CpuCost;
 use super::decision::Throughput;
 
@@ -15,6 +16,16 @@ pub enum Judgement {
     Pass { throughput: Throughput },
     /// Slower beyond the tolerance and the runner's spread, in the run and in every confirmation.
     Regression { throughput: Throughput },
+    /// This run alone is within the noise, but the runner's history since the bless has a
+    /// confirmed level shift whose level is below the baseline by more than the tolerance: steps
+    /// that each stayed inside the noise and added up. A regression like a slower run.
+    Creep {
+        throughput: Throughput,
+        creep: Creep,
+        /// When the baseline was blessed: the runs searched are this trial's on this runner since
+        /// then, this run included.
+        since: String,
+    },
     /// Faster beyond the tolerance and the spread: consider blessing. Not a failure.
     Faster { throughput: Throughput },
     /// As fast (or faster), but more CPU seconds per GiB beyond `expect.cpu_tolerance` and the
@@ -90,7 +101,9 @@ impl Judgement {
             Judgement::Faster { .. } | Judgement::NewTrial | Judgement::NoBaseline => {
                 Severity::Notice
             }
-            Judgement::Regression { .. } | Judgement::CpuCostlier { .. } => Severity::Regression,
+            Judgement::Regression { .. }
+            | Judgement::Creep { .. }
+            | Judgement::CpuCostlier { .. } => Severity::Regression,
             Judgement::PathChanged { .. }
             | Judgement::ChecksumChanged { .. }
             | Judgement::MissingTrial { .. } => Severity::Failure,
@@ -102,6 +115,7 @@ impl Judgement {
         match self {
             Judgement::Pass { throughput }
             | Judgement::Regression { throughput }
+            | Judgement::Creep { throughput, .. }
             | Judgement::Faster { throughput }
             | Judgement::CpuCostlier { throughput, .. }
             | Judgement::PathChanged { throughput, .. } => Some(throughput),

@@ -14,6 +14,7 @@ pub mod chart;
 pub mod compare;
 pub mod control;
 pub mod cpu;
+pub mod creep;
 pub mod decision;
 pub mod error;
 pub mod file;
@@ -26,6 +27,7 @@ pub mod outcome;
 pub mod plot;
 pub mod probe;
 pub mod render;
+pub mod shift_table;
 pub mod simulate;
 pub mod stats;
 
@@ -58,7 +60,7 @@ pub struct PlotReport {
     pub plots: Vec<plot::PlotFile>,
     /// The charts, for summary.md.
     pub markdown: String,
-    /// The level shifts of the history ([`changes::table`]), for summary.md.
+    /// The level shifts of the history ([`shift_table`]), for summary.md.
     pub changes: String,
     /// History lines that could not be read, one note each.
     pub skipped: Vec<String>,
@@ -76,7 +78,7 @@ pub fn plots_for_report(
     let plots = plot::write_plots(&history, runner, baseline.present(), &plots_dir(out))?;
     Ok(PlotReport {
         markdown: plot::markdown_charts(&plots, out),
-        changes: changes::table::markdown(&history, runner),
+        changes: shift_table::markdown(&history, runner),
         plots,
         skipped: history.skipped,
     })

@@ -17,7 +17,8 @@ pub fn decide(checks: Status, judgement: Option<&Judgement>) -> Outcome {
         return own;
     }
     match judgement {
-        Some(Judgement::Regression { .. }) => Outcome::Slower,
+        // A level that crept below the baseline is slower, as a slow run is: one exit code.
+        Some(Judgement::Regression { .. } | Judgement::Creep { .. }) => Outcome::Slower,
         Some(Judgement::CpuCostlier { .. }) => Outcome::Costlier,
         Some(Judgement::PathChanged { .. }) => Outcome::PathChanged,
         Some(Judgement::ChecksumChanged { .. }) => Outcome::ChecksumChanged,

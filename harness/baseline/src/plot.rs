@@ -1,11 +1,14 @@
 //! SVG plots of throughput over runs, one per trial: every repetition as a dot, the median as a
-//! line, and the baseline band (median ± tolerance) behind them. Linked from summary.md.
+//! line, the baseline band (median ± tolerance) behind them, and each level shift of the history
+//! ([`super::changes`]) as a vertical marker at its first run with its new level drawn over the
+//! runs at it. Linked from summary.md.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use plotters::prelude::*;
 
+use super::changes::{ChangePoint, find, series};
 use super::chart::Trend;
 use super::error::{BaselineError, DrawError, PlotError};
 use super::file::{Baseline, TrialBaseline};
@@ -56,7 +59,9 @@ pub fn write_plots(
     for trial in trials {
         let path = dir.join(format!("{}.svg", file_stem(trial)));
         let entry = baseline.and_then(|b| b.trials.get(trial));
-        render(trial, runner, runs, entry)
+        // Searched over the whole history, as summary.md's table is; drawn where they are shown.
+        let shifts = find(&series(history, runner, trial)).change_points;
+        render(trial, runner, runs, entry, &shifts)
             .map_err(PlotError::Draw)
             .and_then(|svg| {
                 gds_model::fsutil::write_atomically(&path, svg.as_bytes()).map_err(PlotError::Write)
@@ -100,6 +105,39 @@ pub fn file_stem(trial: &str) -> String {
     format!("{}-{}", readable.trim_matches('_'), &hash[hash.len() - 8..])
 }
 
+/// A level shift where the plot shows it: from its first run's x to its last's, at its new level.
+struct Shift {
+    from: f64,
+    to: f64,
+    level: f64,
+    label: String,
+    confirmed: bool,
+}
+
+/// The level shifts among `runs`, by their runs' times; one that began before the runs shown is
+/// drawn from the left edge.
+fn shifts_shown(trial: &str, runs: &[&HistoryLine], shifts: &[ChangePoint]) -> Vec<Shift> {
+    let x_of = |time: &str| {
+        runs.iter()
+            .position(|run| run.time == time && run.trials.contains_key(trial))
+    };
+    let rate = gds_model::units::shown();
+    shifts
+        .iter()
+        .filter_map(|point| {
+            let to = x_of(&point.last_time)? as f64 + 0.5;
+            let from = x_of(&point.time).map_or(-0.5, |x| x as f64 - 0.5);
+            Some(Shift {
+                from,
+                to,
+                level: rate.value(point.after),
+                label: super::message::change(point.ratio),
+                confirmed: point.confirmed,
+            })
+        })
+        .collect()
+}
+
 struct Point {
     x: f64,
     median: Option<f64>,
@@ -113,6 +151,7 @@ pub fn render(
     runner: &str,
     runs: &[&HistoryLine],
     baseline: Option<&TrialBaseline>,
+    shifts: &[ChangePoint],
 ) -> Result<String, DrawError> {
     // Drawn in the unit the user reads (`--units`); the history keeps GB/s.
     let rate = gds_model::units::shown();
@@ -191,6 +230,38 @@ pub fn render(
                 [(-0.5, median), (x_max, median)],
                 band_color.stroke_width(1),
             ))?;
+        }
+        // Level shifts: a marker at the first run at the new level, the new level over its runs;
+        // faint while not yet confirmed.
+        let shift_color = RGBColor(217, 95, 2);
+        let shown = shifts_shown(trial, runs, shifts);
+        let style = |s: &Shift| {
+            let alpha = if s.confirmed { 1.0 } else { 0.4 };
+            shift_color.mix(alpha).stroke_width(2)
+        };
+        if !shown.is_empty() {
+            chart
+                .draw_series(
+                    shown
+                        .iter()
+                        .map(|s| PathElement::new([(s.from, 0.0), (s.from, y_max)], style(s))),
+                )?
+                .label("level shift (faint: not yet confirmed)")
+                .legend(move |(x, y)| {
+                    PathElement::new([(x, y), (x + 16, y)], shift_color.stroke_width(2))
+                });
+            chart.draw_series(
+                shown
+                    .iter()
+                    .map(|s| PathElement::new([(s.from, s.level), (s.to, s.level)], style(s))),
+            )?;
+            chart.draw_series(shown.iter().map(|s| {
+                Text::new(
+                    s.label.clone(),
+                    (s.from + 0.2, y_max * 0.97),
+                    ("sans-serif", 12).into_font().color(&shift_color),
+                )
+            }))?;
         }
         chart.draw_series(points.iter().flat_map(|p| {
             p.samples
@@ -329,6 +400,26 @@ mod tests {
         let chain = gds_model::error_chain(&error);
         assert!(chain.starts_with("cannot write plot `"), "{chain}");
         assert_eq!(chain.matches("caused by:").count(), 1, "{chain}");
+    }
+
+    #[test]
+    fn level_shifts_are_marked_where_the_runs_are_shown() {
+        let first = humantime::parse_rfc3339("2026-03-01T00:00:00Z").unwrap();
+        let history = fixtures::history("s::a", "r1", first, &fixtures::creep_medians(2.0, 30, 10));
+        let dir = tempfile::tempdir().unwrap();
+        let plots = write_plots(&history, "r1", None, dir.path()).unwrap();
+        let svg = std::fs::read_to_string(&plots[0].path).unwrap();
+        assert!(
+            svg.contains("level shift (faint: not yet confirmed)"),
+            "{svg}"
+        );
+        // One label per step, each the change from the level before.
+        assert_eq!(svg.matches("\n−5.").count(), 3, "{svg}");
+        // A history without a shift has no marker.
+        let flat = fixtures::history("s::a", "r1", first, &[2.0; 30]);
+        let plots = write_plots(&flat, "r1", None, dir.path()).unwrap();
+        let svg = std::fs::read_to_string(&plots[0].path).unwrap();
+        assert!(!svg.contains("level shift"), "{svg}");
     }
 
     #[test]

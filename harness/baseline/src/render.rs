@@ -44,6 +44,10 @@ pub fn console(explainer: &Explainer<'_>) -> String {
             "slower",
         ),
         (
+            count(comparison, |j| matches!(j, Judgement::Creep { .. })),
+            "crept below the baseline over the history",
+        ),
+        (
             count(comparison, |j| matches!(j, Judgement::CpuCostlier { .. })),
             "costlier in CPU",
         ),
@@ -96,7 +100,10 @@ pub fn console(explainer: &Explainer<'_>) -> String {
 /// seeing, since a run that is often cleared this way is a runner getting noisier.
 fn cleared<'a>(explainer: &'a Explainer<'a>) -> impl Iterator<Item = String> + 'a {
     explainer.comparison.trials.iter().filter_map(|trial| {
-        let t = trial.judgement.throughput()?;
+        // A creep fails however its run's confirmation went: that is not a cleared run.
+        let Judgement::Pass { throughput: t } = &trial.judgement else {
+            return None;
+        };
         t.cleared_by_confirmation()
             .then(|| format!("{}: {}", trial.trial, explainer.words(trial).headline))
     })

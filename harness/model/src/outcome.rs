@@ -37,7 +37,8 @@ pub enum Outcome {
     Passed,
     /// Did not run, for an accepted reason the baseline does not contradict.
     Ignored,
-    /// Slower than its baseline, in the run and in every confirmation run.
+    /// Slower than its baseline, in the run and in every confirmation run; or its level over the
+    /// runner's history since the bless crept below the baseline by more than the tolerance.
     Slower,
     /// As fast, but more CPU seconds per GiB than its baseline, confirmed.
     Costlier,

@@ -11,9 +11,14 @@ use std::path::PathBuf;
 
 use super::{Report, annotations, junit, markdown, merge};
 use gds_baseline::bless::{BlessOptions, Filter, bless};
-use gds_baseline::compare::{RunResults, compare};
-use gds_baseline::file::{self, Provenance};
+use std::time::{Duration, SystemTime};
+
+use gds_baseline::Judgement;
+use gds_baseline::compare::{RunResults, compare, judge};
+use gds_baseline::creep::RunnerHistory;
+use gds_baseline::file::{self, Loaded, Provenance};
 use gds_baseline::fixtures::{self, BASE, CHECKSUM, NOISE, SLOW};
+use gds_baseline::history::HistoryLine;
 use gds_baseline::outcome::{self, Outcome, Totals};
 use gds_model::record::TrialRecord;
 use gds_runner::exit;
@@ -47,6 +52,11 @@ fn every_outcome() -> (Vec<TrialRecord>, BTreeMap<&'static str, Outcome>) {
             measured("s::bytes", &NOISE, "nvfs", CHECKSUM ^ 1, 0.4),
             Outcome::ChecksumChanged,
         ),
+        // As fast as the baseline allows alone; its history since the bless crept 15% below.
+        (
+            measured("s::creep", &BASE.map(|g| g * 0.91), "nvfs", CHECKSUM, 0.4),
+            Outcome::Slower,
+        ),
         (fixtures::failed("s::broken", &NOISE), Outcome::Failed),
         (fixtures::ignored("s::gpu"), Outcome::Missing),
         (fixtures::ignored("s::new-gpu"), Outcome::Ignored),
@@ -67,6 +77,7 @@ fn bless_baseline(path: &std::path::Path) {
         "s::costly",
         "s::path",
         "s::bytes",
+        "s::creep",
         "s::broken",
         "s::gpu",
         "s::gone",
@@ -115,12 +126,13 @@ fn judged_run(dir: &std::path::Path) -> (Report, BTreeMap<&'static str, Outcome>
     let (mut records, expected) = every_outcome();
     let defined: BTreeSet<String> = records.iter().map(|r| r.name.clone()).collect();
     let fp = fixtures::fingerprint();
+    let judged = creep_judged(&loaded, &records);
     let comparison = compare(
         &loaded,
         &path,
         "r1",
         &RunResults {
-            judged: None,
+            judged: Some(&judged),
             records: &records,
             defined: Some(&defined),
             fingerprint: &fp,
@@ -137,6 +149,33 @@ fn judged_run(dir: &std::path::Path) -> (Report, BTreeMap<&'static str, Outcome>
     let undefined = report.missing_without_record().count();
     report.totals = Totals::of(&report.trials, undefined, 0);
     (report, expected)
+}
+
+/// `s::creep` judged as the gate judges it while it runs: alone against the baseline, then over
+/// a history since the bless (fixture: 30 runs at the baseline's level, then 10 each at 95%, 90%
+/// and 85% of it, the last of them this run). Every other trial is left to the comparison.
+fn creep_judged(loaded: &Loaded, records: &[TrialRecord]) -> BTreeMap<String, Judgement> {
+    let entry = &loaded.present().expect("blessed").trials["s::creep"];
+    let record = records.iter().find(|r| r.name == "s::creep").unwrap();
+    // An hour apart from a minute after the bless, which was made now.
+    let first = SystemTime::now() + Duration::from_secs(60);
+    let medians = fixtures::creep_medians(entry.median_gbps, 30, 10);
+    let history = fixtures::history("s::creep", "r1", first, &medians[..medians.len() - 1]);
+    let now = first + Duration::from_secs(3600 * (medians.len() as u64 - 1));
+    let line = HistoryLine::new(
+        humantime::format_rfc3339_seconds(now).to_string(),
+        "r1",
+        "h",
+        &fixtures::fingerprint(),
+        std::slice::from_ref(record),
+    );
+    let judgement =
+        RunnerHistory::of(history, "r1").judge(judge(entry, record), &record.name, entry, &line);
+    assert!(
+        matches!(judgement, Judgement::Creep { .. }),
+        "{judgement:?}"
+    );
+    BTreeMap::from([(record.name.clone(), judgement)])
 }
 
 /// `name` → what junit.xml says of it: `ok`, `skipped` or the failure's type.
@@ -182,6 +221,17 @@ fn every_sink_tells_each_trials_outcome_the_totals_and_the_exit_code_alike() {
         let name = trial["name"].as_str().unwrap();
         assert_eq!(trial["status"], expected[name].key(), "{name}");
     }
+    let creep = json["baseline"]["trials"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|judged| judged["trial"] == "s::creep")
+        .unwrap();
+    assert_eq!(creep["judgement"]["kind"], "creep", "{creep}");
+    assert_eq!(
+        creep["judgement"]["creep"]["change_point"]["index"], 50,
+        "{creep}"
+    );
     let comparison = report.baseline.as_ref().unwrap();
     for judged in json["baseline"]["trials"].as_array().unwrap() {
         let name = judged["trial"].as_str().unwrap();
@@ -199,8 +249,16 @@ fn every_sink_tells_each_trials_outcome_the_totals_and_the_exit_code_alike() {
             "{outcome:?}: {totals:?}"
         );
     }
-    assert_eq!(totals.failures(), 7);
+    assert_eq!(totals.failures(), 8);
     assert_eq!(totals.exit_code(), exit::TRIAL_FAILED);
+    // Alone, the creep is a regression: exit 3, as a slower run.
+    let creeping: Vec<TrialRecord> = report
+        .trials
+        .iter()
+        .filter(|t| t.name == "s::creep" || t.name == "s::pass")
+        .cloned()
+        .collect();
+    assert_eq!(Totals::of(&creeping, 0, 0).exit_code(), exit::REGRESSION);
 
     // libtest: the failing outcomes fail, ignored is ignored, passed passes.
     let mut libtest_failed = 0;

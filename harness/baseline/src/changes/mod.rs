@@ -35,6 +35,7 @@
 //! [`creep`] answers the gate's question: is the level after the latest confirmed change point
 //! (up to the next one or the latest run) below the baseline's level by more than the trial's
 //! tolerance? A single shift inside the tolerance does not fail; shifts that add up past it do.
+//! `crate::creep` asks it in a gate run, over the trial's runs since its bless.
 //!
 //! What it can see is set by the runner's run-to-run spread, not by the tolerance; from
 //! `cargo xtask bench --stats` ([`simulate`]), three −5% steps 20 runs apart, 10 runs after the
@@ -46,7 +47,6 @@
 pub mod series;
 pub mod simulate;
 pub mod split;
-pub mod table;
 
 use serde::{Deserialize, Serialize};
 
@@ -108,20 +108,27 @@ pub struct Skipped {
 }
 
 /// A change on the runner near a change point.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct NearbyChange {
-    /// Index of the run it was first seen at, into the runs given to [`find`].
+    /// Index of the run it was first seen at, into the runs searched (from 0).
     pub index: usize,
     pub time: String,
     pub change: String,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+/// A level shift of a trial's run medians.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ChangePoint {
-    /// The first run at the new level, as an index into the runs given to [`find`].
+    /// The first run at the new level, as an index into the runs searched (from 0; for a creep,
+    /// the trial's runs on this runner since its bless).
     pub index: usize,
     /// That run's time.
     pub time: String,
+    /// The last run at the new level (before the next change point, or the latest run), as an
+    /// index into the runs searched.
+    pub last_index: usize,
+    /// That run's time.
+    pub last_time: String,
     /// Level of the runs since the previous change point (winsorized geometric mean), GB/s.
     pub before: f64,
     /// Level of the runs up to the next change point, GB/s.
@@ -133,9 +140,9 @@ pub struct ChangePoint {
     pub p_value: f64,
     /// Runs at the new level: up to the next change point, or to the latest run.
     pub runs_after: usize,
-    /// The new level held for [`CONFIRM_RUNS`] runs.
+    /// The new level held for 10 runs (`CONFIRM_RUNS`): only then may it fail a run.
     pub confirmed: bool,
-    /// Changes on the runner within [`NEAR_RUNS`] runs of it (each to its nearest change point).
+    /// Changes on the runner within 5 runs of it (`NEAR_RUNS`; each to its nearest change point).
     pub runner_changes: Vec<NearbyChange>,
 }
 
@@ -203,9 +210,12 @@ pub fn find_with(runs: &[Run], options: &Options) -> Changes {
         .map(|(i, &(at, p_value))| {
             let runs_after = bounds[i + 2] - at;
             let index = kept[at];
+            let last_index = kept[bounds[i + 2] - 1];
             ChangePoint {
                 index,
                 time: runs[index].time.clone(),
+                last_index,
+                last_time: runs[last_index].time.clone(),
                 before: levels[i],
                 after: levels[i + 1],
                 ratio: levels[i + 1] / levels[i],
@@ -271,13 +281,20 @@ fn attach_runner_changes(runs: &[Run], change_points: &mut [ChangePoint]) {
 
 /// A creep: the level since a confirmed change point is below the baseline by more than the
 /// tolerance.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Creep {
     /// The latest confirmed change point, whose level is the one judged.
     pub change_point: ChangePoint,
+    /// The change points before it, in run order: the steps that added up to it.
+    #[serde(default)]
+    pub earlier: Vec<ChangePoint>,
+    /// Runs the search used.
+    pub runs: usize,
     /// Its level over the baseline's (0.85 = 15% slower).
     pub ratio: f64,
+    /// The baseline's level, GB/s.
     pub baseline_level: f64,
+    /// The allowed drop, as a fraction (0.10 = 10%).
     pub tolerance: f64,
 }
 
@@ -319,12 +336,15 @@ pub fn creep(
     if !(0.0..1.0).contains(&tolerance) {
         return Err(CreepError::Tolerance(tolerance));
     }
-    let Some(latest) = changes.change_points.iter().rev().find(|cp| cp.confirmed) else {
+    let Some(at) = changes.change_points.iter().rposition(|cp| cp.confirmed) else {
         return Ok(None);
     };
+    let latest = &changes.change_points[at];
     let ratio = latest.after / baseline_level;
     Ok((ratio < 1.0 - tolerance).then(|| Creep {
         change_point: latest.clone(),
+        earlier: changes.change_points[..at].to_vec(),
+        runs: changes.runs,
         ratio,
         baseline_level,
         tolerance,

@@ -2,6 +2,7 @@
 
 mod bless;
 mod compare;
+mod rebless;
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};

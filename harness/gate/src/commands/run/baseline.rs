@@ -4,8 +4,10 @@
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
+use std::time::SystemTime;
 
 use crate::baseline::compare;
+use crate::baseline::creep::RunnerHistory;
 use crate::baseline::error::BaselineError;
 use crate::baseline::file::TrialBaseline;
 use crate::baseline::fingerprint::{self, FieldChange};
@@ -95,6 +97,11 @@ pub struct Against {
     /// its differences from the baseline's: the likely cause in messages printed during the run.
     fingerprint: Fingerprint,
     changes: Vec<FieldChange>,
+    /// The runner's runs before this one, for the creep over the history since each trial's bless.
+    history: RunnerHistory,
+    /// When this run started and on which host, as its history line will say.
+    started_at: String,
+    host: String,
 }
 
 impl Against {
@@ -103,10 +110,16 @@ impl Against {
     pub fn load(args: &RunArgs) -> Result<Against, Error> {
         let (runner, path) = runner_and_path(&args.baselines, &crate::host::hostname())?;
         let loaded = file::read(&path)?;
-        let fingerprint = baseline::probe::probe(&HostFacts::probe(), &args.inputs.data_dir);
+        let started_at = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
+        let host = HostFacts::probe();
+        let fingerprint = baseline::probe::probe(&host, &args.inputs.data_dir);
         let changes = match &loaded {
             Loaded::Present(baseline) => fingerprint::diff(&baseline.fingerprint, &fingerprint),
             Loaded::Absent => Vec::new(),
+        };
+        let history = match &loaded {
+            Loaded::Present(_) => runner_history(&args.baselines.history, &runner),
+            Loaded::Absent => RunnerHistory::default(),
         };
         Ok(Against {
             runner,
@@ -114,6 +127,9 @@ impl Against {
             loaded,
             fingerprint,
             changes,
+            history,
+            started_at,
+            host: host.hostname,
         })
     }
 
@@ -122,18 +138,33 @@ impl Against {
     }
 
     /// The trial's judgement against the baseline, when there is one: compared with its entry,
-    /// or new to it.
+    /// or new to it; a run that passes alone is judged a creep when its level over the runner's
+    /// history since the trial's bless, this run included, crept below the baseline.
     pub fn judge(&self, record: &TrialRecord) -> Option<Judgement> {
         let baseline = self.baseline()?;
-        Some(compare::judge_record(baseline, record))
+        let alone = compare::judge_record(baseline, record);
+        let Some(entry) = baseline.trials.get(&record.name) else {
+            return Some(alone);
+        };
+        let line = history::HistoryLine::new(
+            self.started_at.clone(),
+            &self.runner,
+            &self.host,
+            &self.fingerprint,
+            std::slice::from_ref(record),
+        );
+        Some(self.history.judge(alone, &record.name, entry, &line))
     }
 
     /// The trial looks slower, or costlier in CPU, than its baseline and has confirmation runs
-    /// left (of `wanted`).
+    /// left (of `wanted`). The run alone decides: confirmation runs cannot change a history.
     pub fn wants_confirmation(&self, record: &TrialRecord, wanted: usize) -> bool {
-        match self.judge(record) {
-            Some(Judgement::Regression { throughput }) => throughput.wants_confirmation(wanted),
-            Some(Judgement::CpuCostlier { cpu, .. }) => cpu.wants_confirmation(wanted),
+        let Some(baseline) = self.baseline() else {
+            return false;
+        };
+        match compare::judge_record(baseline, record) {
+            Judgement::Regression { throughput } => throughput.wants_confirmation(wanted),
+            Judgement::CpuCostlier { cpu, .. } => cpu.wants_confirmation(wanted),
             _ => false,
         }
     }
@@ -182,6 +213,21 @@ impl Against {
             baseline_path: &self.path,
             changes: &self.changes,
             nvidia_fs_loaded: self.fingerprint.nvidia_fs_loaded,
+        }
+    }
+}
+
+/// `runner`'s lines of the history at `path`. One that cannot be read leaves the creep unjudged
+/// this run, said as a warning: the history is the runner's record, not its baseline.
+fn runner_history(path: &Path, runner: &str) -> RunnerHistory {
+    match history::read(path) {
+        Ok(history) => RunnerHistory::of(history, runner),
+        Err(error) => {
+            console::warning(&format!(
+                "no creep over the history is judged this run: {}",
+                error_chain(&error)
+            ));
+            RunnerHistory::default()
         }
     }
 }

@@ -2,6 +2,8 @@
 //! expected, what was seen, the likely cause and the exact command to run next. Rendered when a
 //! sink writes them ([`Explainer`]), never stored beside the judgement.
 
+mod creep;
+
 use std::fmt::Write;
 use std::path::Path;
 use std::sync::OnceLock;
@@ -279,6 +281,9 @@ pub fn label(judgement: &Judgement) -> String {
     match judgement {
         Judgement::Pass { .. } => "as fast".into(),
         Judgement::Regression { .. } => "slower".into(),
+        Judgement::Creep { creep, .. } => {
+            format!("crept below the baseline ({})", change(creep.ratio))
+        }
         Judgement::Faster { .. } => "faster — consider blessing".into(),
         Judgement::CpuCostlier { cpu, .. } => {
             format!("more CPU per GiB ({})", change(cpu.ratio()))
@@ -380,6 +385,22 @@ fn explain_parts(
                 )),
             );
             (headline, message)
+        }
+        (
+            Judgement::Creep {
+                throughput,
+                creep,
+                since,
+            },
+            Some(entry),
+        ) => {
+            let facts = creep::CreepFacts {
+                throughput,
+                creep,
+                since,
+                entry,
+            };
+            creep::words(ctx, trial, &facts, &bless)
         }
         (Judgement::CpuCostlier { throughput: t, cpu }, Some(entry)) => {
             let headline = format!(

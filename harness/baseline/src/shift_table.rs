@@ -1,11 +1,12 @@
 //! The change points of a runner's history in summary.md: one row per level shift of a trial's
-//! run medians, with the runs around it and what changed on the runner near it. Shown for
-//! people; a run's outcome does not depend on it yet.
+//! run medians, with the runs around it and what changed on the runner near it. The whole
+//! history, for people; a run fails on a creep over the runs since its trial's bless alone
+//! ([`crate::creep`]).
 
 use std::collections::BTreeSet;
 use std::fmt::Write;
 
-use super::{find, series};
+use crate::changes::{ALPHA, CONFIRM_RUNS, MIN_SEGMENT, find, series};
 use crate::history::History;
 use gds_runner::escape::{markdown as text, markdown_code as code};
 
@@ -50,9 +51,7 @@ pub fn markdown(history: &History, runner: &str) -> String {
     }
     format!(
         "\n#### Level shifts over the history\n\nWhere a trial's run medians on this runner moved to a new level and stayed (E-Divisive means on their logs, p ≤ {}, segments of at least {} runs; confirmed after {} runs at the new level), with the runner's changes near each. A creep of steps each inside the noise shows here before any single run fails.\n\n| trial | first run at the new level | time | level GB/s | change | confirmed | runner changes near it |\n|---|---:|---|---:|---:|---|---|\n{rows}",
-        super::ALPHA,
-        super::MIN_SEGMENT,
-        super::CONFIRM_RUNS
+        ALPHA, MIN_SEGMENT, CONFIRM_RUNS
     )
 }
 
