@@ -16,6 +16,7 @@ pub mod control;
 pub mod cpu;
 pub mod decision;
 pub mod error;
+pub mod figures;
 pub mod file;
 pub mod fingerprint;
 pub mod history;
