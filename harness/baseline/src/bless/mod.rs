@@ -2,9 +2,10 @@
 //! trials that passed every non-throughput check are taken; a changed fingerprint needs
 //! `--accept-fingerprint`; trials within noise of their baseline keep their old samples (unless
 //! `--refresh`), so that a review shows only what really changed. The runs are the ones the bless
-//! ran or a saved report: one path records them all.
+//! ran, a saved report, or the passing runs of the history ([`history`]): one path records them all.
 
 mod diff;
+pub mod history;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
@@ -119,6 +120,12 @@ pub enum BlessError {
         "refusing to bless: the blessed runs disagree on a trial's path or checksum, so the runner is not stable enough to record:\n{details}  help: find out why the path changes between runs (`cargo xtask doctor`, each trial's cufile.log), then bless again"
     )]
     Unstable { details: String },
+    #[error("refusing to bless from the history `{}`: {why}\n  help: {help}", path.display())]
+    FromHistory {
+        path: PathBuf,
+        why: String,
+        help: String,
+    },
     #[error("nothing to bless into `{}`: {why}\n  help: {help}", path.display())]
     Nothing {
         path: PathBuf,
@@ -295,8 +302,9 @@ pub(crate) fn refuse_in_ci(options: &BlessOptions<'_>) -> Result<(), BlessError>
         options.accept_fingerprint,
         options.remove_missing,
     ) + &options.filter.to_args();
-    // A bless that already reads a saved report has no other way to offer.
-    let from_report = if super::message::scope().contains(" --from ") {
+    // A bless that already reads a saved report or the history has no other way to offer.
+    let scope = super::message::scope();
+    let from_report = if scope.contains(" --from ") || scope.contains(" --from-history") {
         local.clone()
     } else {
         local.replacen(" bless ", " bless --from target/gds-gate/report.json ", 1)

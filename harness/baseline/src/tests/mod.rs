@@ -2,6 +2,7 @@
 
 mod bless;
 mod compare;
+mod from_history;
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};

@@ -1,5 +1,5 @@
-//! `gds-gate bless`: run the trials (or take a saved report) and write the runner's baseline from
-//! those that passed every check but throughput. Refuses in CI.
+//! `gds-gate bless`: run the trials (or take a saved report, or the runs in the history) and write
+//! the runner's baseline from those that passed every check but throughput. Refuses in CI.
 
 use std::path::PathBuf;
 
@@ -13,6 +13,8 @@ use gds_model::error_chain;
 
 pub struct BlessRequest {
     pub from: Option<PathBuf>,
+    /// `--from-history`: how many runs to take and the least time they span.
+    pub from_history: Option<crate::baseline::bless::history::Selection>,
     /// Complete runs to record.
     pub runs: u16,
     /// The least time from the start of one run to the start of the next.
@@ -71,6 +73,20 @@ pub fn run(request: BlessRequest, command: Vec<String>) -> Result<u8, Error> {
     }
     if let Some(saved) = saved {
         return report_bless(saved.bless(&options(false))?);
+    }
+    if let Some(selection) = request.from_history {
+        let path = &args.baselines.history;
+        let history = crate::baseline::history::read(path)?;
+        for note in &history.skipped {
+            crate::console::warning(note);
+        }
+        let outcome = crate::baseline::bless::history::bless_from_history(
+            &history,
+            path,
+            selection,
+            &options(false),
+        )?;
+        return report_bless(outcome);
     }
     // Everything that can fail without a trial fails before the first one: the baseline that
     // will be rewritten must be readable, and the reports folder ours and writable.
