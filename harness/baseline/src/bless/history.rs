@@ -51,11 +51,21 @@ impl Default for Selection {
     }
 }
 
-/// Writes the baseline from the history at `path` (already read): see the module's doc.
+/// The trials the loaded suites define, and those of them the command line selects (its filter
+/// and `--skip`): a trial the history holds but no suite defines any more is never blessed back.
+#[derive(Clone, Copy, Debug)]
+pub struct Suites<'a> {
+    pub defined: &'a BTreeSet<String>,
+    pub selected: &'a BTreeSet<String>,
+}
+
+/// Writes the baseline from the history at `path` (already read): see the module's doc. Without
+/// `suites`, every trial of the history that the filter matches is taken.
 pub fn bless_from_history(
     history: &History,
     path: &Path,
     selection: Selection,
+    suites: Option<Suites<'_>>,
     options: &BlessOptions<'_>,
 ) -> Result<BlessOutcome, BlessError> {
     super::refuse_in_ci(options)?;
@@ -88,7 +98,7 @@ pub fn bless_from_history(
     };
     let (same, other): (Vec<&HistoryLine>, Vec<&HistoryLine>) =
         ours.iter().partition(|line| same_stack(line, latest));
-    let trials = select(&same, selection, options);
+    let trials = select(&same, selection, suites, options);
     let short: Vec<&Taken> = trials.iter().filter(|t| t.short(selection)).collect();
     if !short.is_empty() {
         let mut why = format!(
@@ -120,10 +130,12 @@ pub fn bless_from_history(
         .iter()
         .flat_map(|t| t.runs.iter().map(|run| run.line))
         .collect();
+    let names: Vec<String> = trials.iter().map(|t| t.rounds.name.clone()).collect();
+    let taken: BTreeSet<&str> = names.iter().map(String::as_str).collect();
     let blessed = Blessed {
+        defined: suites.map(|suites| (suites.defined, taken)),
         trials: trials.into_iter().map(|t| t.rounds).collect(),
         fingerprint: &latest.fingerprint,
-        defined: None,
         controls: used.iter().map(|&i| same[i].control.as_ref()).collect(),
     };
     super::record(&blessed, options)
@@ -195,12 +207,18 @@ impl Taken {
 
 /// Every selected trial of the runs of this fingerprint, with its last `selection.runs` passing
 /// runs.
-fn select(lines: &[&HistoryLine], selection: Selection, options: &BlessOptions<'_>) -> Vec<Taken> {
+fn select(
+    lines: &[&HistoryLine],
+    selection: Selection,
+    suites: Option<Suites<'_>>,
+    options: &BlessOptions<'_>,
+) -> Vec<Taken> {
     let mut names: BTreeSet<&str> = BTreeSet::new();
     for line in lines {
         for (name, trial) in &line.trials {
             let reader = trial.bless.as_ref().map(|facts| facts.reader.as_str());
-            if options.filter.matches(name, reader) {
+            let selected = suites.is_none_or(|suites| suites.selected.contains(name));
+            if selected && options.filter.matches(name, reader) {
                 names.insert(name);
             }
         }

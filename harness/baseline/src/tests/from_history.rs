@@ -1,12 +1,13 @@
 //! Bless from history: which runs it takes, that it records them as a bless that ran them would,
 //! and what it refuses. Fixture histories: runs two minutes apart at chosen levels.
 
+use std::collections::BTreeSet;
 use std::path::Path;
 use std::time::Duration;
 
 use super::{options, run, scratch};
-use crate::bless::history::{Selection, bless_from_history};
-use crate::bless::{BlessError, BlessOptions, Filter, bless};
+use crate::bless::history::{Selection, Suites, bless_from_history};
+use crate::bless::{BlessError, BlessOptions, Filter, TrialChange, bless};
 use crate::compare::RunResults;
 use crate::control::ControlReading;
 use crate::file::{self, Baseline, Loaded};
@@ -84,6 +85,7 @@ fn ten_passing_runs_give_the_baseline_a_bless_of_those_runs_gives() {
         &history(lines.clone()),
         Path::new("h.jsonl"),
         Selection::default(),
+        None,
         &options(from_history, &filter),
     )
     .unwrap();
@@ -108,6 +110,50 @@ fn ten_passing_runs_give_the_baseline_a_bless_of_those_runs_gives() {
     assert_eq!(taken.fingerprint, ran.fingerprint);
     assert!(taken.trials["s::a"].cpu_runs.is_some());
     assert!(!taken.trials.contains_key("s::gpu"), "it did not run");
+}
+
+#[test]
+fn a_trial_no_suite_defines_any_more_is_not_blessed_back() {
+    let s = scratch();
+    let filter = Filter::default();
+    let history = history(ten_runs());
+    let path = Path::new("h.jsonl");
+    bless_from_history(
+        &history,
+        path,
+        Selection::default(),
+        None,
+        &options(&s.path, &filter),
+    )
+    .unwrap();
+    assert!(read(&s.path).trials.contains_key("s::b"));
+    // `s::b` left its suite; `s::gpu` is defined but not selected.
+    let defined: BTreeSet<String> = ["s::a", "s::gpu"].map(String::from).into();
+    let selected: BTreeSet<String> = ["s::a"].map(String::from).into();
+    let suites = Suites {
+        defined: &defined,
+        selected: &selected,
+    };
+    let remove = BlessOptions {
+        remove_missing: true,
+        ..options(&s.path, &filter)
+    };
+    let outcome =
+        bless_from_history(&history, path, Selection::default(), Some(suites), &remove).unwrap();
+    let removed: Vec<&str> = outcome
+        .changes
+        .iter()
+        .filter_map(|change| match change {
+            TrialChange::Removed { trial, why, .. } => Some((trial.as_str(), why.as_str())),
+            _ => None,
+        })
+        .map(|(trial, why)| {
+            assert_eq!(why, "no suite defines it");
+            trial
+        })
+        .collect();
+    assert_eq!(removed, ["s::b"], "{outcome}");
+    assert_eq!(read(&s.path).trials.keys().collect::<Vec<_>>(), ["s::a"]);
 }
 
 #[test]
@@ -138,6 +184,7 @@ fn runs_that_did_not_pass_or_measured_another_stack_are_not_taken() {
         &history(lines),
         Path::new("h.jsonl"),
         selection,
+        None,
         &options(&s.path, &filter),
     )
     .unwrap();
@@ -163,6 +210,7 @@ fn too_few_runs_or_too_short_a_span_are_refused_with_what_was_found_and_what_to_
             &history(lines.to_vec()),
             Path::new("runs/h.jsonl"),
             selection,
+            None,
             &options(&s.path, &filter),
         )
         .unwrap_err();
@@ -222,6 +270,7 @@ fn no_history_another_runners_or_ci_are_refused_plainly() {
             history,
             &s.path.with_file_name("none.jsonl"),
             Selection::default(),
+            None,
             options,
         )
         .unwrap_err()

@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 
 use super::run::baseline::{fingerprint, runner_and_path};
+use crate::baseline::bless::history;
 use crate::baseline::{self, BlessOptions, Filter, Fingerprint, Provenance, RunResults};
 use crate::cli::{BaselineArgs, RunArgs};
 use crate::error::Error;
@@ -80,12 +81,23 @@ pub fn run(request: BlessRequest, command: Vec<String>) -> Result<u8, Error> {
         for note in &history.skipped {
             crate::console::warning(note);
         }
-        let outcome = crate::baseline::bless::history::bless_from_history(
-            &history,
-            path,
-            selection,
-            &options(false),
-        )?;
+        // The suites say which trials exist and which the command line selects.
+        let specs: Vec<_> = super::run::load_suites(&args.inputs.suite_paths())?
+            .iter()
+            .flat_map(gds_model::scenario::expand)
+            .collect();
+        let defined = specs.iter().map(|spec| spec.name.clone()).collect();
+        let selected = specs
+            .iter()
+            .filter(|spec| !args.libtest.is_filtered_out(&super::run::listed(spec)))
+            .map(|spec| spec.name.clone())
+            .collect();
+        let suites = history::Suites {
+            defined: &defined,
+            selected: &selected,
+        };
+        let outcome =
+            history::bless_from_history(&history, path, selection, Some(suites), &options(false))?;
         return report_bless(outcome);
     }
     // Everything that can fail without a trial fails before the first one: the baseline that

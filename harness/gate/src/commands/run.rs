@@ -348,7 +348,7 @@ pub fn run_trials(
 
 /// A trial as libtest lists and filters it: its name and, as its kind, the reader. Filters match
 /// `[kind] name`, so the selection made here for data preparation is the one libtest runs.
-fn listed(spec: &TrialSpec) -> Trial {
+pub(crate) fn listed(spec: &TrialSpec) -> Trial {
     Trial::test(spec.name.clone(), || Ok(())).with_kind(spec.reader.name())
 }
 
