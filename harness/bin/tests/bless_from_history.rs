@@ -44,7 +44,9 @@ fn bless_from_history_takes_passing_runs_and_refuses_too_few() {
     assert!(
         blessed.stdout.contains("creating: ")
             && blessed.stdout.contains("+ small::read: level")
-            && blessed.stdout.contains("over 3 runs"),
+            && blessed.stdout.contains("over 3 runs")
+            && blessed.stdout.contains("  from the history `")
+            && blessed.stdout.contains(": 3 run(s) from "),
         "{blessed:?}"
     );
     let text = std::fs::read_to_string(&baseline).unwrap();

@@ -16,6 +16,9 @@ impl fmt::Display for BlessOutcome {
         } else {
             writeln!(f, "up to date: {} (nothing changed)", self.path.display())?;
         }
+        if let Some(source) = &self.source {
+            writeln!(f, "  {source}")?;
+        }
         for change in &self.fingerprint {
             writeln!(f, "  fingerprint: {change}")?;
         }

@@ -138,7 +138,33 @@ pub fn bless_from_history(
         fingerprint: &latest.fingerprint,
         controls: used.iter().map(|&i| same[i].control.as_ref()).collect(),
     };
-    super::record(&blessed, options)
+    let mut outcome = super::record(&blessed, options)?;
+    outcome.source = Some(source(path, &used, &same, other.len()));
+    Ok(outcome)
+}
+
+/// `from the history `h.jsonl`: 10 runs from 2026-12-04T18:25:48Z to 2026-12-04T18:36:00Z
+/// (10m 12s); 3 runs of another fingerprint not taken`.
+fn source(path: &Path, used: &BTreeSet<usize>, same: &[&HistoryLine], other: usize) -> String {
+    let times: Vec<&str> = used.iter().map(|&i| same[i].time.as_str()).collect();
+    let mut text = format!(
+        "from the history `{}`: {} run(s)",
+        path.display(),
+        times.len()
+    );
+    if let (Some(first), Some(last)) = (times.first(), times.last()) {
+        let span = humantime::parse_rfc3339_weak(first)
+            .ok()
+            .zip(humantime::parse_rfc3339_weak(last).ok())
+            .and_then(|(a, b)| b.duration_since(a).ok())
+            .map(|span| format!(" ({})", humantime::format_duration(span)))
+            .unwrap_or_default();
+        let _ = write!(text, " from {first} to {last}{span}");
+    }
+    if other > 0 {
+        let _ = write!(text, "; {other} run(s) of another fingerprint not taken");
+    }
+    text
 }
 
 /// Whether `line` measured the same stack as `latest`: no fact known to both differs.

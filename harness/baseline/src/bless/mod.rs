@@ -176,6 +176,9 @@ pub struct BlessOutcome {
     /// Trials recorded whose runs disagree more than their tolerance allows, with what the
     /// comparison will be able to detect: worth a re-bless on a quieter runner.
     pub insensitive: Vec<(String, String)>,
+    /// Where the runs came from when the bless did not run them itself, for the review (`from
+    /// the history …: 10 runs from … to …`).
+    pub source: Option<String>,
 }
 
 /// One selected trial as every blessed run measured it, in run order: what a bless records it
@@ -357,6 +360,7 @@ pub(crate) fn record(
         unchanged: Vec::new(),
         kept: Vec::new(),
         insensitive: Vec::new(),
+        source: None,
     };
     let re_record_all = options.refresh || runner_changed;
     for trial in &blessed.trials {

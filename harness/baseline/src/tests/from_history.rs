@@ -90,7 +90,14 @@ fn ten_passing_runs_give_the_baseline_a_bless_of_those_runs_gives() {
     )
     .unwrap();
     assert!(outcome.written, "{outcome}");
-    assert!(outcome.to_string().contains("+ s::a: level"), "{outcome}");
+    let shown = outcome.to_string();
+    assert!(shown.contains("+ s::a: level"), "{shown}");
+    assert!(
+        shown.contains(
+            "from the history `h.jsonl`: 10 run(s) from 2026-03-01T10:00:00Z to 2026-03-01T10:18:00Z (18m)"
+        ),
+        "{shown}"
+    );
 
     let fp = fixtures::fingerprint();
     let rounds: Vec<Vec<TrialRecord>> = (0..10).map(records).collect();
@@ -180,7 +187,7 @@ fn runs_that_did_not_pass_or_measured_another_stack_are_not_taken() {
         min_span: Duration::from_secs(600),
     };
     let filter = Filter::default();
-    bless_from_history(
+    let outcome = bless_from_history(
         &history(lines),
         Path::new("h.jsonl"),
         selection,
@@ -188,6 +195,12 @@ fn runs_that_did_not_pass_or_measured_another_stack_are_not_taken() {
         &options(&s.path, &filter),
     )
     .unwrap();
+    // Runs 2 to 13 are taken by one trial or the other; 0 and 1 ran on the old driver.
+    let shown = outcome.to_string();
+    assert!(
+        shown.contains(": 12 run(s) from 2026-03-01T10:04:00Z to 2026-03-01T10:26:00Z (22m); 2 run(s) of another fingerprint not taken"),
+        "{shown}"
+    );
     let baseline = read(&s.path);
     let taken = |trial: &str| -> Vec<usize> {
         let medians = &baseline.trials[trial].run_medians_gbps;
