@@ -71,13 +71,15 @@ pub enum Command {
         /// have accumulated. Refuses when there are too few or they span too little time.
         #[arg(long, conflicts_with_all = ["from", "runs", "interval"])]
         from_history: bool,
-        /// With --from-history: passing runs each trial takes (its last ones).
+        /// With --from-history: passing runs each trial takes, its last ones (more when those
+        /// span less than --min-span).
         #[arg(long, value_name = "N", requires = "from_history",
               default_value_t = crate::baseline::bless::history::DEFAULT_RUNS,
               value_parser = clap::value_parser!(u16).range(1..=1000))]
         history_runs: u16,
         /// With --from-history: the least time from the first taken run's start to the last's
-        /// (`10m`, `2h`, `0s`): runs close together understate the run-to-run spread.
+        /// (`10m`, `2h`, `0s`): runs close together understate the run-to-run spread, so earlier
+        /// runs are taken too until they span it.
         #[arg(long, value_name = "DURATION", requires = "from_history",
               default_value = "10m", value_parser = parse_span)]
         min_span: std::time::Duration,

@@ -1,8 +1,9 @@
 //! `bless --from-history`: a baseline from the runs the history already holds, instead of
 //! running the suite again. Each selected trial takes its last [`Selection::runs`] passing runs
-//! of this runner's current fingerprint, and only when they cover [`Selection::min_span`]: runs
-//! close together understate the run-to-run spread the comparison allows for, which is why a
-//! bless that runs the suite spaces its runs out too.
+//! of this runner's current fingerprint, and earlier ones too while they span less than
+//! [`Selection::min_span`]: runs close together understate the run-to-run spread the comparison
+//! allows for, which is why a bless that runs the suite spaces its runs out too. A history that
+//! holds too few such runs, or too short a time, is refused.
 //!
 //! "Passing" is the trial's outcome in that run, its own checks and its baseline judgement
 //! together: a run that was slower, costlier, failed or took another path is not taken, so that a
@@ -22,7 +23,7 @@ use crate::history::{History, HistoryLine};
 use crate::message::{bless_command, quote};
 use gds_model::record::{Outcome, Status};
 
-/// Passing runs per trial a bless from history takes unless told otherwise. History runs cost
+/// Passing runs per trial a bless from history takes (at least) unless told otherwise. History runs cost
 /// nothing to take, and more blessed runs pin the spread down, so the bound need not allow for an
 /// unlucky estimate of it. At the stated runner's noise (5% CV within a run, 12% between runs,
 /// one confirmation), `cargo xtask bench --stats` gives for 6 blessed runs (a bless that runs the
@@ -255,14 +256,20 @@ fn select(
         .collect()
 }
 
-/// The trial's last passing runs, newest first until there are enough, then put in the order
-/// they ran.
+/// The trial's last passing runs, newest first until there are enough and they span enough
+/// time (a burst of runs on a busy CI is not the runner's spread), then put in the order they ran.
 fn take_runs(lines: &[&HistoryLine], name: &str, selection: Selection) -> Taken {
-    let mut runs = Vec::new();
+    let mut runs: Vec<(RunAt, TakenRun)> = Vec::new();
     let mut passed_over: BTreeMap<&'static str, usize> = BTreeMap::new();
     let mut tolerances = None;
     for (index, line) in lines.iter().enumerate().rev() {
-        if runs.len() == selection.runs {
+        let spanned = match (runs.first(), runs.last()) {
+            (Some((newest, _)), Some((oldest, _))) => {
+                newest.time.duration_since(oldest.time).unwrap_or_default()
+            }
+            _ => Duration::ZERO,
+        };
+        if runs.len() >= selection.runs && spanned >= selection.min_span {
             break;
         }
         let Some(trial) = line.trials.get(name) else {

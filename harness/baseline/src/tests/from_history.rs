@@ -214,6 +214,33 @@ fn runs_that_did_not_pass_or_measured_another_stack_are_not_taken() {
 }
 
 #[test]
+fn a_burst_of_close_runs_takes_earlier_runs_until_they_span_enough() {
+    let s = scratch();
+    let fp = fixtures::fingerprint();
+    let mut lines = ten_runs();
+    // Ten more runs an hour later, 5 s apart: the last ten span 45 s.
+    lines.extend((10..20).map(|i| {
+        let time = format!("2026-03-01T11:00:{:02}Z", 5 * (i - 10));
+        HistoryLine::new(time, "r1", "gpu01", &fp, &records(i))
+    }));
+    let filter = Filter::default();
+    let outcome = bless_from_history(
+        &history(lines),
+        Path::new("h.jsonl"),
+        Selection::default(),
+        None,
+        &options(&s.path, &filter),
+    )
+    .unwrap();
+    let shown = outcome.to_string();
+    assert!(
+        shown.contains("11 run(s) from 2026-03-01T10:18:00Z to 2026-03-01T11:00:45Z"),
+        "{shown}"
+    );
+    assert_eq!(read(&s.path).trials["s::a"].runs.len(), 11);
+}
+
+#[test]
 fn too_few_runs_or_too_short_a_span_are_refused_with_what_was_found_and_what_to_do() {
     let s = scratch();
     let filter = Filter::default();
