@@ -9,11 +9,13 @@ use serde::{Deserialize, Serialize};
 
 use super::cpu::CpuCost;
 use super::decision::{Throughput, Verdict};
+use super::figures::RunFigures;
 use super::file::{Loaded, TrialBaseline};
 use super::fingerprint::{self, FieldChange, Fingerprint};
 use super::judgement::{Expected, Judgement, Missing, Severity};
 use crate::control::ControlReading;
-use gds_model::record::{Measurement, Status, TrialRecord};
+use gds_model::record::{Status, TrialRecord};
+use gds_model::scenario::Expectations;
 
 /// What a run produced, as the comparison and bless need it.
 #[derive(Clone, Copy, Debug)]
@@ -138,6 +140,23 @@ pub fn judge_record(baseline: &super::Baseline, record: &TrialRecord) -> Judgeme
     }
 }
 
+/// What a trial allows before it is judged slower or costlier: `expect.tolerance` and
+/// `expect.cpu_tolerance`, as fractions (0.10 = 10%).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Tolerances {
+    pub throughput: f64,
+    pub cpu: f64,
+}
+
+impl Tolerances {
+    pub fn of(expect: &Expectations) -> Tolerances {
+        Tolerances {
+            throughput: expect.tolerance,
+            cpu: expect.cpu_tolerance,
+        }
+    }
+}
+
 /// A trial the baseline has. Order matters: the wrong bytes explain everything else, and a changed
 /// path explains a changed speed.
 pub fn judge(entry: &TrialBaseline, record: &TrialRecord) -> Judgement {
@@ -164,7 +183,24 @@ pub fn judge(entry: &TrialBaseline, record: &TrialRecord) -> Judgement {
             };
         }
     };
-    if let (Some(from), Some(to)) = (entry.checksum, m.integrity.checksum)
+    let confirmations: Vec<RunFigures> = record.confirmations.iter().map(RunFigures::of).collect();
+    judge_run(
+        entry,
+        &RunFigures::of(m),
+        &confirmations,
+        Tolerances::of(&record.spec.expect),
+    )
+}
+
+/// A run that passed its own checks, with measured passes, and its confirmation runs: the same
+/// judgement whether the figures come from the run itself or from its line in the history.
+pub fn judge_run(
+    entry: &TrialBaseline,
+    run: &RunFigures,
+    confirmations: &[RunFigures],
+    tolerances: Tolerances,
+) -> Judgement {
+    if let (Some(from), Some(to)) = (entry.checksum, run.checksum)
         && from != to
     {
         return Judgement::ChecksumChanged {
@@ -172,14 +208,14 @@ pub fn judge(entry: &TrialBaseline, record: &TrialRecord) -> Judgement {
             to: Some(to),
         };
     }
-    let mut throughput = Throughput::measure(&entry.runs, &m.gbps, record.spec.expect.tolerance);
-    for repeat in record.confirmations.iter().filter(|r| !r.gbps.is_empty()) {
+    let mut throughput = Throughput::measure(&entry.runs, &run.gbps, tolerances.throughput);
+    for repeat in confirmations.iter().filter(|r| !r.gbps.is_empty()) {
         throughput.confirm(&repeat.gbps);
     }
-    if entry.path != m.path {
+    if entry.path != run.path {
         return Judgement::PathChanged {
             from: entry.path.clone(),
-            to: m.path.clone(),
+            to: run.path.clone(),
             throughput,
         };
     }
@@ -188,7 +224,8 @@ pub fn judge(entry: &TrialBaseline, record: &TrialRecord) -> Judgement {
         // Slower explains a changed CPU cost per GiB too; one regression is enough.
         return Judgement::Regression { throughput };
     }
-    if let Some(cpu) = cpu_cost(entry, record, m).filter(CpuCost::costlier) {
+    if let Some(cpu) = cpu_cost(entry, run, confirmations, tolerances.cpu).filter(CpuCost::costlier)
+    {
         return Judgement::CpuCostlier { throughput, cpu };
     }
     match verdict {
@@ -199,18 +236,19 @@ pub fn judge(entry: &TrialBaseline, record: &TrialRecord) -> Judgement {
 
 /// The CPU-cost comparison, when the baseline and the run (and each confirmation run that has
 /// the figure) recorded CPU time.
-pub fn cpu_cost(entry: &TrialBaseline, record: &TrialRecord, m: &Measurement) -> Option<CpuCost> {
+fn cpu_cost(
+    entry: &TrialBaseline,
+    run: &RunFigures,
+    confirmations: &[RunFigures],
+    cpu_tolerance: f64,
+) -> Option<CpuCost> {
     let baseline = entry.cpu_runs.as_ref()?;
-    let run = m.cpu_per_gib();
-    if run.is_empty() {
+    if run.cpu_per_gib.is_empty() {
         return None;
     }
-    let mut cpu = CpuCost::measure(baseline, &run, record.spec.expect.cpu_tolerance);
-    for repeat in &record.confirmations {
-        let run = repeat.cpu_per_gib();
-        if !run.is_empty() {
-            cpu.confirm(&run);
-        }
+    let mut cpu = CpuCost::measure(baseline, &run.cpu_per_gib, cpu_tolerance);
+    for repeat in confirmations.iter().filter(|r| !r.cpu_per_gib.is_empty()) {
+        cpu.confirm(&repeat.cpu_per_gib);
     }
     Some(cpu)
 }

@@ -7,12 +7,12 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::error::BaselineError;
+use super::figures::RunFigures;
 use super::fingerprint::Fingerprint;
 use super::judgement::Expected;
 use super::stats::{Summary, median};
 use crate::control::ControlBaseline;
 use gds_model::numbers::{positive_rates, round_rate};
-use gds_model::record::Measurement;
 use gds_model::yaml;
 
 /// Bump when a field changes meaning or disappears; older gates refuse newer files. Version 1
@@ -98,24 +98,24 @@ impl TrialBaseline {
         }
     }
 
-    /// From the measurements of the blessed runs, in the order they ran: at least one, all with
+    /// From the figures of the blessed runs, in the order they ran: at least one, all with
     /// passes, path and checksum as the first's (bless checks that).
-    pub fn from_runs(measurements: &[&Measurement], provenance: &Provenance) -> TrialBaseline {
-        let first = measurements[0];
-        let runs: Vec<Vec<f64>> = measurements
+    pub fn from_runs(runs: &[&RunFigures], provenance: &Provenance) -> TrialBaseline {
+        let first = runs[0];
+        let rates: Vec<Vec<f64>> = runs
             .iter()
-            .map(|m| m.gbps.iter().copied().map(round_rate).collect())
+            .map(|run| run.gbps.iter().copied().map(round_rate).collect())
             .collect();
-        let passes = Summary::of(&runs.concat());
-        let run_medians: Vec<f64> = runs.iter().map(|run| round_rate(median(run))).collect();
-        let cpu_runs: Vec<Vec<f64>> = measurements
+        let passes = Summary::of(&rates.concat());
+        let run_medians: Vec<f64> = rates.iter().map(|run| round_rate(median(run))).collect();
+        let cpu_runs: Vec<Vec<f64>> = runs
             .iter()
-            .map(|m| m.cpu_per_gib().into_iter().map(round_rate).collect())
+            .map(|run| run.cpu_per_gib.iter().copied().map(round_rate).collect())
             .collect();
         let cpu_complete = cpu_runs.iter().all(|run: &Vec<f64>| !run.is_empty());
         // The median over runs of each run's figure, when every run has it.
-        let over_runs = |figure: &dyn Fn(&Measurement) -> Option<f64>, precision: f64| {
-            let values: Option<Vec<f64>> = measurements.iter().map(|m| figure(m)).collect();
+        let over_runs = |figure: &dyn Fn(&RunFigures) -> Option<f64>, precision: f64| {
+            let values: Option<Vec<f64>> = runs.iter().map(|run| figure(run)).collect();
             values.map(|values| (median(&values) * precision).round() / precision)
         };
         TrialBaseline {
@@ -124,9 +124,9 @@ impl TrialBaseline {
             min_gbps: passes.min,
             max_gbps: passes.max,
             samples: passes.count,
-            runs,
+            runs: rates,
             path: first.path.clone(),
-            checksum: first.integrity.checksum,
+            checksum: first.checksum,
             blessed_at: provenance.blessed_at.clone(),
             gate_version: provenance.gate_version.clone(),
             cpu_seconds_per_gib: cpu_complete.then(|| {
@@ -135,9 +135,9 @@ impl TrialBaseline {
                 ))
             }),
             cpu_runs: cpu_complete.then_some(cpu_runs),
-            iops: over_runs(&|m| m.median_iops(), 10.0),
-            latency_p50_us: over_runs(&|m| m.latency.as_ref()?.p50_us, 10.0),
-            latency_p99_us: over_runs(&|m| m.latency.as_ref()?.p99_us, 10.0),
+            iops: over_runs(&|run| run.iops, 10.0),
+            latency_p50_us: over_runs(&|run| run.latency_p50_us, 10.0),
+            latency_p99_us: over_runs(&|run| run.latency_p99_us, 10.0),
         }
     }
 
@@ -520,7 +520,7 @@ mod tests {
     fn sample(runner: &str) -> Baseline {
         let mut trials = BTreeMap::new();
         for name in ["suite::b[nthreads=8]", "suite::a"] {
-            let m = fixtures::measurement(&BASE, "nvfs", CHECKSUM);
+            let m = RunFigures::of(&fixtures::measurement(&BASE, "nvfs", CHECKSUM));
             trials.insert(
                 name.to_string(),
                 TrialBaseline::from_runs(&[&m], &provenance()),

@@ -8,9 +8,11 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::error::BaselineError;
+use super::figures::RunFigures;
 use super::fingerprint::Fingerprint;
+use crate::control::ControlReading;
 use gds_model::numbers::median;
-use gds_model::record::{Status, TrialRecord};
+use gds_model::record::{Outcome, Status, TrialRecord};
 
 /// Bump when a field changes meaning; readers skip lines of newer versions.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -69,6 +71,10 @@ pub struct HistoryLine {
     pub gate_version: String,
     pub fingerprint: Fingerprint,
     pub trials: BTreeMap<String, HistoryTrial>,
+    /// The runner's control read at the start of the run, when it had one: what a bless from
+    /// history records as the control's blessed level.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub control: Option<ControlReading>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -84,6 +90,48 @@ pub struct HistoryTrial {
     /// The gate's wall clock around the trial: what `--budget` plans the next run with.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wall_seconds: Option<f64>,
+    /// What a bless from history needs beyond the fields above; lines of gates before it have
+    /// none, and a bless cannot take their runs (it would not know that they passed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bless: Option<BlessFacts>,
+}
+
+/// A trial's run as a bless from history takes it: its outcome against the baseline of the day,
+/// and the figures beside its passes that a baseline entry records.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct BlessFacts {
+    /// Own checks and baseline judgement together: only `passed` runs are blessed from.
+    pub outcome: Outcome,
+    /// The trial's reader, e.g. `posix`: bless's filter matches `[reader] name` as a run's does.
+    pub reader: String,
+    /// The allowed rise of CPU seconds per GiB the trial was judged with.
+    pub cpu_tolerance: f64,
+    /// CPU seconds per GiB of each measured pass; empty when the run recorded no CPU time.
+    pub cpu_per_gib: Vec<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub iops: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_p50_us: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_p99_us: Option<f64>,
+}
+
+impl HistoryTrial {
+    /// The run's figures as a baseline records them, when the line holds them all: a run that
+    /// passed its own checks with measured passes, written by a gate that records [`BlessFacts`].
+    pub fn figures(&self) -> Option<RunFigures> {
+        let facts = self.bless.as_ref()?;
+        let path = self.path.clone()?;
+        (self.status == Status::Passed && !self.gbps.is_empty()).then(|| RunFigures {
+            gbps: self.gbps.clone(),
+            cpu_per_gib: facts.cpu_per_gib.clone(),
+            iops: facts.iops,
+            latency_p50_us: facts.latency_p50_us,
+            latency_p99_us: facts.latency_p99_us,
+            path,
+            checksum: self.checksum,
+        })
+    }
 }
 
 impl HistoryLine {
@@ -98,6 +146,7 @@ impl HistoryLine {
             .iter()
             .map(|record| {
                 let m = record.measurement.as_ref();
+                let figures = m.map(RunFigures::of);
                 let gbps = m.map(|m| m.gbps.clone()).unwrap_or_default();
                 let trial = HistoryTrial {
                     status: record.checks,
@@ -107,6 +156,18 @@ impl HistoryLine {
                     checksum: m.and_then(|m| m.integrity.checksum),
                     tolerance: record.spec.expect.tolerance,
                     wall_seconds: record.wall_seconds,
+                    bless: Some(BlessFacts {
+                        outcome: record.status,
+                        reader: record.spec.reader.name().to_string(),
+                        cpu_tolerance: record.spec.expect.cpu_tolerance,
+                        cpu_per_gib: figures
+                            .as_ref()
+                            .map(|f| f.cpu_per_gib.clone())
+                            .unwrap_or_default(),
+                        iops: figures.as_ref().and_then(|f| f.iops),
+                        latency_p50_us: figures.as_ref().and_then(|f| f.latency_p50_us),
+                        latency_p99_us: figures.as_ref().and_then(|f| f.latency_p99_us),
+                    }),
                 };
                 (record.name.clone(), trial)
             })
@@ -119,6 +180,7 @@ impl HistoryLine {
             gate_version: env!("CARGO_PKG_VERSION").to_string(),
             fingerprint: fingerprint.clone(),
             trials,
+            control: None,
         }
     }
 }

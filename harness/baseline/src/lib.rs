@@ -6,7 +6,8 @@
 //! The gate uses it in four places: after the trials, [`read`](file::read) the runner's baseline
 //! (a damaged file stops the gate), [`compare`](compare::compare) the records and print
 //! [`render::console`]; [`history::append`] one line; `bless` calls [`bless::bless`] (or, from a
-//! saved report, `gds-report`'s `saved::SavedRun::bless`); `report` calls [`plots_for_report`].
+//! saved report, `gds-report`'s `saved::SavedRun::bless`; from the history,
+//! [`bless::history::bless_from_history`]); `report` calls [`plots_for_report`].
 
 pub mod bless;
 pub mod changes;
@@ -17,6 +18,7 @@ pub mod cpu;
 pub mod creep;
 pub mod decision;
 pub mod error;
+pub mod figures;
 pub mod file;
 pub mod fingerprint;
 pub mod history;

@@ -312,6 +312,7 @@ mod tests {
     use std::collections::BTreeMap;
 
     use super::*;
+    use crate::figures::RunFigures;
     use crate::file::{Provenance, SCHEMA_VERSION};
     use crate::fixtures::{self, BASE, CHECKSUM, SLOW};
     use crate::history::HistoryLine;
@@ -340,7 +341,7 @@ mod tests {
             host: "h".into(),
             revision: None,
         };
-        let m = fixtures::measurement(&BASE, "nvfs", CHECKSUM);
+        let m = RunFigures::of(&fixtures::measurement(&BASE, "nvfs", CHECKSUM));
         let baseline = Baseline {
             schema_version: SCHEMA_VERSION,
             runner: "r1".into(),

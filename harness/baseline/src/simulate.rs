@@ -184,6 +184,7 @@ pub fn bench_stats(history: &History, source: &Path) -> (String, bool) {
     let mut text = stated.to_string();
     let mut met = stated.meets_targets();
     text.push_str(&passes_table(&SimulationOptions::default()));
+    text.push_str(&blessed_runs_table(&SimulationOptions::default()));
     match noise::fit(history) {
         Some(fitted) => {
             let options = SimulationOptions::fitted(&fitted);
@@ -217,20 +218,61 @@ const PASS_COUNTS: [usize; 5] = [1, 2, 3, 5, 8];
 /// independent sample: once a run's median is pinned down to well inside the run-to-run spread,
 /// more passes cost time and change the verdict little.
 pub fn passes_table(options: &SimulationOptions) -> String {
+    let options = SimulationOptions {
+        comparisons: options.comparisons.min(10_000),
+        ..options.clone()
+    };
+    table(
+        &options,
+        "passes per run",
+        "passes",
+        &PASS_COUNTS,
+        |o, passes| {
+            o.passes = passes;
+        },
+    )
+}
+
+/// Blessed runs a baseline may hold, for [`blessed_runs_table`]: from the fewest that measure a
+/// spread, through a bless that runs the suite (6), to what a bless from history takes (10) and
+/// more.
+const BLESSED_RUN_COUNTS: [usize; 6] = [3, 4, 6, 8, 10, 15];
+
+/// What each blessed run buys: the decision's false alarms and detection for baselines of 3 to
+/// 15 runs at `options`' noise. The defaults of `bless --runs` and `bless --from-history
+/// --history-runs` are read off it.
+pub fn blessed_runs_table(options: &SimulationOptions) -> String {
+    table(
+        options,
+        "blessed runs",
+        "blessed runs",
+        &BLESSED_RUN_COUNTS,
+        |o, runs| {
+            o.blessed_runs = runs;
+        },
+    )
+}
+
+/// One row per value of the setting `set` changes, at `options`' noise otherwise.
+fn table(
+    options: &SimulationOptions,
+    title: &str,
+    column: &str,
+    values: &[usize],
+    set: impl Fn(&mut SimulationOptions, usize),
+) -> String {
     let mut text = format!(
-        "\npasses per run, at {:.1}% CV within a run and {:.1}% between runs:\n| passes | false alarms | {:.0}% drop caught | half rate caught | smallest drop flagged |\n|---:|---:|---:|---:|---:|\n",
+        "\n{title}, at {:.1}% CV within a run and {:.1}% between runs:\n| {column} | false alarms | {:.0}% drop caught | half rate caught | smallest drop flagged |\n|---:|---:|---:|---:|---:|\n",
         options.within_cv * 100.0,
         options.between_cv * 100.0,
         options.drop * 100.0
     );
-    for passes in PASS_COUNTS {
-        let report = simulate(&SimulationOptions {
-            passes,
-            comparisons: options.comparisons.min(10_000),
-            ..options.clone()
-        });
+    for &value in values {
+        let mut row = options.clone();
+        set(&mut row, value);
+        let report = simulate(&row);
         text.push_str(&format!(
-            "| {passes} | {:.2}% | {:.1}% | {:.2}% | {:.1}% |\n",
+            "| {value} | {:.2}% | {:.1}% | {:.2}% | {:.1}% |\n",
             report.false_alarm * 100.0,
             report.detection * 100.0,
             report.halved_detection * 100.0,
@@ -376,6 +418,26 @@ mod tests {
             text.contains("no runner noise fitted: the history (runs/history.jsonl)"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn ten_blessed_runs_meet_the_false_alarm_target_at_the_stated_noise() {
+        let table = blessed_runs_table(&SimulationOptions {
+            comparisons: 4_000,
+            ..SimulationOptions::default()
+        });
+        println!("{table}");
+        let false_alarms: Vec<f64> = table
+            .lines()
+            .filter(|line| line.starts_with("| ") && !line.starts_with("| blessed"))
+            .map(|line| {
+                let cell = line.split('|').nth(2).unwrap().trim();
+                cell.trim_end_matches('%').parse::<f64>().unwrap()
+            })
+            .collect();
+        assert_eq!(false_alarms.len(), BLESSED_RUN_COUNTS.len(), "{table}");
+        let ten = BLESSED_RUN_COUNTS.iter().position(|&n| n == 10).unwrap();
+        assert!(false_alarms[ten] <= FALSE_ALARM_TARGET * 100.0, "{table}");
     }
 
     #[test]

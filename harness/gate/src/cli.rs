@@ -66,6 +66,23 @@ pub enum Command {
         /// Take the results of a saved run instead of running the trials.
         #[arg(long, value_name = "REPORT.json")]
         from: Option<PathBuf>,
+        /// Take each trial's last passing runs of this runner's current fingerprint from the run
+        /// history (--history) instead of running the trials: the recommended way once CI runs
+        /// have accumulated. Refuses when there are too few or they span too little time.
+        #[arg(long, conflicts_with_all = ["from", "runs", "interval"])]
+        from_history: bool,
+        /// With --from-history: passing runs each trial takes, its last ones (more when those
+        /// span less than --min-span).
+        #[arg(long, value_name = "N", requires = "from_history",
+              default_value_t = crate::baseline::bless::history::DEFAULT_RUNS,
+              value_parser = clap::value_parser!(u16).range(1..=1000))]
+        history_runs: u16,
+        /// With --from-history: the least time from the first taken run's start to the last's
+        /// (`10m`, `2h`, `0s`): runs close together understate the run-to-run spread, so earlier
+        /// runs are taken too until they span it.
+        #[arg(long, value_name = "DURATION", requires = "from_history",
+              default_value = "10m", value_parser = parse_span)]
+        min_span: std::time::Duration,
         /// Record a changed fingerprint (driver, kernel, cuFile, ...) instead of refusing.
         #[arg(long)]
         accept_fingerprint: bool,
@@ -405,6 +422,12 @@ fn parse_budget(
     text: &str,
 ) -> Result<gds_model::scenario::size::Budget, gds_model::scenario::size::BudgetError> {
     gds_model::scenario::size::Budget::parse(text)
+}
+
+fn parse_span(text: &str) -> Result<std::time::Duration, String> {
+    humantime::parse_duration(text.trim()).map_err(|error| {
+        format!("`{text}` is not a duration ({error}); write one such as `10m`, `90s` or `2h`")
+    })
 }
 
 fn parse_size(text: &str) -> Result<u64, gds_model::scenario::size::SizeError> {

@@ -35,7 +35,8 @@ fn entry(level: f64, blessed: SystemTime) -> TrialBaseline {
             fixtures::measurement(&[m * 0.99, m, m * 1.01], "nvfs", CHECKSUM)
         })
         .collect();
-    TrialBaseline::from_runs(&runs.iter().collect::<Vec<_>>(), &provenance)
+    let figures: Vec<_> = runs.iter().map(crate::figures::RunFigures::of).collect();
+    TrialBaseline::from_runs(&figures.iter().collect::<Vec<_>>(), &provenance)
 }
 
 /// This run's record of the trial, at `median`, and its history line at `time`.

@@ -2,6 +2,7 @@
 
 mod bless;
 mod compare;
+mod from_history;
 mod rebless;
 
 use std::collections::BTreeSet;

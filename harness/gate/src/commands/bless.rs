@@ -1,9 +1,10 @@
-//! `gds-gate bless`: run the trials (or take a saved report) and write the runner's baseline from
-//! those that passed every check but throughput. Refuses in CI.
+//! `gds-gate bless`: run the trials (or take a saved report, or the runs in the history) and write
+//! the runner's baseline from those that passed every check but throughput. Refuses in CI.
 
 use std::path::PathBuf;
 
 use super::run::baseline::{fingerprint, runner_and_path};
+use crate::baseline::bless::history;
 use crate::baseline::{self, BlessOptions, Filter, Fingerprint, Provenance, RunResults};
 use crate::cli::{BaselineArgs, RunArgs};
 use crate::error::Error;
@@ -13,6 +14,8 @@ use gds_model::error_chain;
 
 pub struct BlessRequest {
     pub from: Option<PathBuf>,
+    /// `--from-history`: how many runs to take and the least time they span.
+    pub from_history: Option<crate::baseline::bless::history::Selection>,
     /// Complete runs to record.
     pub runs: u16,
     /// The least time from the start of one run to the start of the next.
@@ -71,6 +74,31 @@ pub fn run(request: BlessRequest, command: Vec<String>) -> Result<u8, Error> {
     }
     if let Some(saved) = saved {
         return report_bless(saved.bless(&options(false))?);
+    }
+    if let Some(selection) = request.from_history {
+        let path = &args.baselines.history;
+        let history = crate::baseline::history::read(path)?;
+        for note in &history.skipped {
+            crate::console::warning(note);
+        }
+        // The suites say which trials exist and which the command line selects.
+        let specs: Vec<_> = super::run::load_suites(&args.inputs.suite_paths())?
+            .iter()
+            .flat_map(gds_model::scenario::expand)
+            .collect();
+        let defined = specs.iter().map(|spec| spec.name.clone()).collect();
+        let selected = specs
+            .iter()
+            .filter(|spec| !args.libtest.is_filtered_out(&super::run::listed(spec)))
+            .map(|spec| spec.name.clone())
+            .collect();
+        let suites = history::Suites {
+            defined: &defined,
+            selected: &selected,
+        };
+        let outcome =
+            history::bless_from_history(&history, path, selection, Some(suites), &options(false))?;
+        return report_bless(outcome);
     }
     // Everything that can fail without a trial fails before the first one: the baseline that
     // will be rewritten must be readable, and the reports folder ours and writable.

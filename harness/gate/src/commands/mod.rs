@@ -21,8 +21,13 @@ use crate::error::Error;
 pub fn dispatch(cli: Cli, argv: Vec<String>) -> Result<u8, Error> {
     gds_model::units::show_rates_in(cli.units.into());
     match &cli.command {
-        None => hint_scope(&cli.run, None),
-        Some(Command::Bless { from, run, .. }) => hint_scope(run, from.as_deref()),
+        None => hint_scope(&cli.run, None, false),
+        Some(Command::Bless {
+            from,
+            from_history,
+            run,
+            ..
+        }) => hint_scope(run, from.as_deref(), *from_history),
         _ => {}
     }
     match cli.command {
@@ -31,6 +36,9 @@ pub fn dispatch(cli: Cli, argv: Vec<String>) -> Result<u8, Error> {
         Some(Command::Gen { inputs }) => generate::run(&inputs),
         Some(Command::Bless {
             from,
+            from_history,
+            history_runs,
+            min_span,
             accept_fingerprint,
             remove_missing,
             refresh,
@@ -40,6 +48,10 @@ pub fn dispatch(cli: Cli, argv: Vec<String>) -> Result<u8, Error> {
         }) => bless::run(
             bless::BlessRequest {
                 from,
+                from_history: from_history.then_some(crate::baseline::bless::history::Selection {
+                    runs: usize::from(history_runs),
+                    min_span,
+                }),
                 runs,
                 interval: std::time::Duration::from_secs(interval),
                 accept_fingerprint,
@@ -115,8 +127,8 @@ pub fn dispatch(cli: Cli, argv: Vec<String>) -> Result<u8, Error> {
 
 /// Hands the selection flags of this command line to the printed bless commands
 /// ([`crate::baseline::message::set_scope`]): every `--suite`, and `--data-dir`, `--out` and
-/// `--from` where they differ from the defaults.
-fn hint_scope(run: &crate::cli::RunArgs, from: Option<&std::path::Path>) {
+/// `--from` where they differ from the defaults, and `--from-history`.
+fn hint_scope(run: &crate::cli::RunArgs, from: Option<&std::path::Path>, from_history: bool) {
     use std::fmt::Write;
     let quote =
         |path: &std::path::Path| crate::baseline::message::quote(&path.display().to_string());
@@ -136,6 +148,9 @@ fn hint_scope(run: &crate::cli::RunArgs, from: Option<&std::path::Path>) {
     }
     if let Some(from) = from {
         let _ = write!(args, " --from {}", quote(from));
+    }
+    if from_history {
+        args.push_str(" --from-history");
     }
     crate::baseline::message::set_scope(args);
 }

@@ -192,15 +192,11 @@ pub fn run_trials(
         gds_stats: crate::launch::find_gds_stats(),
         env: Vec::new(),
     };
-    // The runner's control is read where it is used: by a bless (no `against`), which records
-    // it, and by a run whose baseline has one to compare it with.
-    let (control_reading, settler) = match against {
-        None => control::start(args, None),
-        Some(against) => match against.baseline() {
-            Some(baseline) if baseline.control.is_some() => control::start(args, Some(baseline)),
-            _ => (None, None),
-        },
-    };
+    // The runner's control is read in every run: a bless records it, a run's history line keeps
+    // it for a bless from history, and a baseline that has one compares it and lets confirmation
+    // runs wait on it.
+    let (control_reading, settler) =
+        control::start(args, against.and_then(baseline::Against::baseline));
     let executor = Arc::new(Executor {
         data,
         host: host.clone(),
@@ -352,7 +348,7 @@ pub fn run_trials(
 
 /// A trial as libtest lists and filters it: its name and, as its kind, the reader. Filters match
 /// `[kind] name`, so the selection made here for data preparation is the one libtest runs.
-fn listed(spec: &TrialSpec) -> Trial {
+pub(crate) fn listed(spec: &TrialSpec) -> Trial {
     Trial::test(spec.name.clone(), || Ok(())).with_kind(spec.reader.name())
 }
 

@@ -250,13 +250,16 @@ pub fn finish_run(args: &RunArgs, mut output: RunOutput, against: &Against) -> R
         judged: Some(&output.judged),
     };
     let comparison = baseline::compare(loaded, path, runner, &run);
-    let history_line = history::HistoryLine::new(
-        output.report.started_at.clone(),
-        runner,
-        &output.report.host.hostname,
-        &fingerprint,
-        &output.report.trials,
-    );
+    let history_line = history::HistoryLine {
+        control: output.report.control.clone(),
+        ..history::HistoryLine::new(
+            output.report.started_at.clone(),
+            runner,
+            &output.report.host.hostname,
+            &fingerprint,
+            &output.report.trials,
+        )
+    };
     let explainer = message::Explainer {
         comparison: &comparison,
         records: &output.report.trials,

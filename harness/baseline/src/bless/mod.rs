@@ -2,22 +2,27 @@
 //! trials that passed every non-throughput check are taken; a changed fingerprint needs
 //! `--accept-fingerprint`; trials within noise of their baseline, at a level within their
 //! tolerance of it, keep their old samples (unless `--refresh`), so that a review shows only what
-//! really changed.
+//! really changed. The runs are the ones the bless ran, a saved report, or the passing runs of the
+//! history ([`history`]): one path records them all.
 
-use std::collections::BTreeMap;
-use std::fmt::{self, Write};
+mod diff;
+pub mod history;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write;
 use std::path::{Path, PathBuf};
 
-use super::compare::{RunResults, judge};
+use super::compare::{RunResults, Tolerances, judge_run};
 use super::decision::Throughput;
 use super::error::BaselineError;
+use super::figures::RunFigures;
 use super::file::{self, Baseline, Loaded, Provenance, SCHEMA_VERSION, TrialBaseline};
-use super::fingerprint::{self, FieldChange};
+use super::fingerprint::{self, FieldChange, Fingerprint};
 use super::judgement::Judgement;
-use super::message::{bless_command, change, gbps, number, quote, threshold};
-use super::stats::{Summary, log_mean_sd};
-use crate::control::ControlBaseline;
-use gds_model::record::{Measurement, Status, TrialRecord};
+use super::message::{bless_command, quote, threshold};
+use super::stats::log_mean_sd;
+use crate::control::{ControlBaseline, ControlReading};
+use gds_model::record::{Status, TrialRecord};
 
 /// Which trials a bless takes: libtest-mimic's rules, so that bless takes exactly the trials a run
 /// with the same filter runs. A pattern is a substring of the trial as listed, `[reader] name`, or
@@ -117,6 +122,12 @@ pub enum BlessError {
         "refusing to bless: the blessed runs disagree on a trial's path or checksum, so the runner is not stable enough to record:\n{details}  help: find out why the path changes between runs (`cargo xtask doctor`, each trial's cufile.log), then bless again"
     )]
     Unstable { details: String },
+    #[error("refusing to bless from the history `{}`: {why}\n  help: {help}", path.display())]
+    FromHistory {
+        path: PathBuf,
+        why: String,
+        help: String,
+    },
     #[error("nothing to bless into `{}`: {why}\n  help: {help}", path.display())]
     Nothing {
         path: PathBuf,
@@ -167,6 +178,41 @@ pub struct BlessOutcome {
     /// Trials recorded whose runs disagree more than their tolerance allows, with what the
     /// comparison will be able to detect: worth a re-bless on a quieter runner.
     pub insensitive: Vec<(String, String)>,
+    /// Where the runs came from when the bless did not run them itself, for the review (`from
+    /// the history …: 10 runs from … to …`).
+    pub source: Option<String>,
+}
+
+/// One selected trial as every blessed run measured it, in run order: what a bless records it
+/// from, whether the runs were just run or are read back from the history.
+#[derive(Clone, Debug)]
+pub struct TrialRounds {
+    pub name: String,
+    pub tolerances: Tolerances,
+    /// Each run's figures; `None` for a run that measured no passes of it.
+    pub runs: Vec<Option<TakenRun>>,
+    /// Why a run did not measure it (`did not run: …`): said when the trial is kept or removed.
+    pub why_missing: String,
+}
+
+/// One blessed run of a trial: its figures, and its confirmation runs for judging whether it is
+/// within noise of the trial's old entry.
+#[derive(Clone, Debug)]
+pub struct TakenRun {
+    pub figures: RunFigures,
+    pub confirmations: Vec<RunFigures>,
+}
+
+/// What a bless records from, however the runs were had.
+pub(crate) struct Blessed<'a> {
+    pub trials: Vec<TrialRounds>,
+    /// The runs' fingerprint, the latest run's where they were not run together.
+    pub fingerprint: &'a Fingerprint,
+    /// Every trial the suites define and every trial the runs recorded, when the suites are known:
+    /// the baseline trials no suite defines any more are then removed or kept.
+    pub defined: Option<(&'a BTreeSet<String>, BTreeSet<&'a str>)>,
+    /// Each blessed run's control reading.
+    pub controls: Vec<Option<&'a ControlReading>>,
 }
 
 /// Writes the baseline from `runs`: one or more complete runs of the same trials (fresh workers,
@@ -184,26 +230,7 @@ pub fn bless(
             help: "pass --runs 1 or more".into(),
         });
     };
-    if options.ci {
-        let local = bless_command(
-            options.runner,
-            path,
-            None,
-            options.accept_fingerprint,
-            options.remove_missing,
-        ) + &options.filter.to_args();
-        // A bless that already reads a saved report has no other way to offer.
-        let from_report = if super::message::scope().contains(" --from ") {
-            local.clone()
-        } else {
-            local.replacen(" bless ", " bless --from target/gds-gate/report.json ", 1)
-        };
-        return Err(BlessError::InCi { from_report, local });
-    }
-    let old = match file::read(path)? {
-        Loaded::Present(baseline) => Some(baseline),
-        Loaded::Absent => None,
-    };
+    refuse_in_ci(options)?;
     let scoped: Vec<&TrialRecord> = run
         .records
         .iter()
@@ -223,10 +250,89 @@ pub fn bless(
         })
         .collect();
     refuse_failures(rounds.iter().flatten().copied())?;
-    refuse_unstable(&rounds)?;
+    let blessed = Blessed {
+        trials: rounds.iter().map(|records| rounds_of(records)).collect(),
+        fingerprint: run.fingerprint,
+        defined: run.defined.map(|defined| {
+            (
+                defined,
+                run.records.iter().map(|r| r.name.as_str()).collect(),
+            )
+        }),
+        controls: runs.iter().map(|run| run.control).collect(),
+    };
+    record(&blessed, options)
+}
+
+/// A trial's records of every blessed run as the bless takes them: a run's figures only where
+/// it passed its own checks with measured passes.
+fn rounds_of(records: &[&TrialRecord]) -> TrialRounds {
+    let first = records[0];
+    let why_missing = match first.checks {
+        Status::Ignored => format!(
+            "did not run: {}",
+            first.reason.as_deref().unwrap_or("no reason given")
+        ),
+        _ => "no measured repetitions".to_string(),
+    };
+    TrialRounds {
+        name: first.name.clone(),
+        tolerances: Tolerances::of(&first.spec.expect),
+        runs: records
+            .iter()
+            .map(|record| {
+                let m = record
+                    .measurement
+                    .as_ref()
+                    .filter(|m| record.checks == Status::Passed && !m.gbps.is_empty())?;
+                Some(TakenRun {
+                    figures: RunFigures::of(m),
+                    confirmations: record.confirmations.iter().map(RunFigures::of).collect(),
+                })
+            })
+            .collect(),
+        why_missing,
+    }
+}
+
+/// Refuses in CI with the commands that bless on the runner, or from this run's saved report.
+pub(crate) fn refuse_in_ci(options: &BlessOptions<'_>) -> Result<(), BlessError> {
+    if !options.ci {
+        return Ok(());
+    }
+    let local = bless_command(
+        options.runner,
+        options.baseline_path,
+        None,
+        options.accept_fingerprint,
+        options.remove_missing,
+    ) + &options.filter.to_args();
+    // A bless that already reads a saved report or the history has no other way to offer.
+    let scope = super::message::scope();
+    let from_report = if scope.contains(" --from ") || scope.contains(" --from-history") {
+        local.clone()
+    } else {
+        local.replacen(" bless ", " bless --from target/gds-gate/report.json ", 1)
+    };
+    Err(BlessError::InCi { from_report, local })
+}
+
+/// Writes the baseline from `blessed`'s trials: refuses a runner that changed (without
+/// `--accept-fingerprint`) or trials whose path or checksum differ between the runs, keeps what
+/// is within noise, and writes the file only when something changed.
+pub(crate) fn record(
+    blessed: &Blessed<'_>,
+    options: &BlessOptions<'_>,
+) -> Result<BlessOutcome, BlessError> {
+    let path = options.baseline_path;
+    let old = match file::read(path)? {
+        Loaded::Present(baseline) => Some(baseline),
+        Loaded::Absent => None,
+    };
+    refuse_unstable(&blessed.trials)?;
     let differences = old
         .as_ref()
-        .map(|b| fingerprint::diff(&b.fingerprint, run.fingerprint))
+        .map(|b| fingerprint::diff(&b.fingerprint, blessed.fingerprint))
         .unwrap_or_default();
     let runner_changed = fingerprint::changed(&differences).next().is_some();
     if runner_changed && !options.accept_fingerprint {
@@ -256,22 +362,25 @@ pub fn bless(
         unchanged: Vec::new(),
         kept: Vec::new(),
         insensitive: Vec::new(),
+        source: None,
     };
     let re_record_all = options.refresh || runner_changed;
-    for records in &rounds {
-        take(records, &mut trials, options, re_record_all, &mut outcome);
+    for trial in &blessed.trials {
+        take(trial, &mut trials, options, re_record_all, &mut outcome);
     }
-    remove_undefined(run, options, &mut trials, &mut outcome);
+    if let Some((defined, recorded)) = &blessed.defined {
+        remove_undefined(defined, recorded, options, &mut trials, &mut outcome);
+    }
 
     let fingerprint = match &old {
-        Some(b) => run.fingerprint.merged_over(&b.fingerprint),
-        None => run.fingerprint.clone(),
+        Some(b) => blessed.fingerprint.merged_over(&b.fingerprint),
+        None => blessed.fingerprint.clone(),
     };
     let fingerprint_same = old.as_ref().is_some_and(|b| b.fingerprint == fingerprint);
     // A filter that selects nothing is a mistake (a pasted command without its `--suite`, a
     // typo), even when the baseline has trials of its own to keep: "up to date" would hide it.
     // Dropping trials no suite defines (`--remove-missing`) selects none and still changes the file.
-    if scoped.is_empty() && outcome.changes.is_empty() {
+    if blessed.trials.is_empty() && outcome.changes.is_empty() {
         return Err(BlessError::Nothing {
             path: path.to_path_buf(),
             why: "no trial of this run matches the filter".into(),
@@ -280,8 +389,7 @@ pub fn bless(
     }
     // The control of this bless's runs, or the one blessed before when these runs had none (a
     // bless from a saved report, a run with `--control-size 0`).
-    let readings: Vec<_> = runs.iter().map(|run| run.control).collect();
-    let control = ControlBaseline::from_readings(&readings)
+    let control = ControlBaseline::from_readings(&blessed.controls)
         .or_else(|| old.as_ref().and_then(|b| b.control.clone()));
     let control_same = old.as_ref().is_some_and(|b| b.control == control);
     if outcome.changes.is_empty() && fingerprint_same && control_same {
@@ -331,13 +439,14 @@ fn refuse_failures<'a>(records: impl Iterator<Item = &'a TrialRecord>) -> Result
 }
 
 /// A trial whose path or checksum differs between the blessed runs has no baseline to speak of.
-fn refuse_unstable(rounds: &[Vec<&TrialRecord>]) -> Result<(), BlessError> {
+fn refuse_unstable(trials: &[TrialRounds]) -> Result<(), BlessError> {
     let mut details = String::new();
-    for records in rounds {
-        let seen: Vec<(&str, Option<u64>)> = records
+    for trial in trials {
+        let seen: Vec<(&str, Option<u64>)> = trial
+            .runs
             .iter()
-            .filter_map(|r| r.measurement.as_ref())
-            .map(|m| (m.path.as_str(), m.integrity.checksum))
+            .flatten()
+            .map(|run| (run.figures.path.as_str(), run.figures.checksum))
             .collect();
         if seen.windows(2).any(|pair| pair[0] != pair[1]) {
             let runs: Vec<String> = seen
@@ -348,7 +457,7 @@ fn refuse_unstable(rounds: &[Vec<&TrialRecord>]) -> Result<(), BlessError> {
                     format!("run {}: path {path}, checksum {checksum}", i + 1)
                 })
                 .collect();
-            let _ = writeln!(details, "  {}: {}", records[0].name, runs.join("; "));
+            let _ = writeln!(details, "  {}: {}", trial.name, runs.join("; "));
         }
     }
     if details.is_empty() {
@@ -360,31 +469,16 @@ fn refuse_unstable(rounds: &[Vec<&TrialRecord>]) -> Result<(), BlessError> {
 
 /// One selected trial, as every blessed run measured it: add, update or keep its entry.
 fn take(
-    records: &[&TrialRecord],
+    trial: &TrialRounds,
     trials: &mut BTreeMap<String, TrialBaseline>,
     options: &BlessOptions<'_>,
     re_record_all: bool,
     outcome: &mut BlessOutcome,
 ) {
-    let first = records[0];
-    let name = first.name.clone();
-    let measured: Option<Vec<&Measurement>> = records
-        .iter()
-        .map(|record| {
-            record
-                .measurement
-                .as_ref()
-                .filter(|m| record.checks == Status::Passed && !m.gbps.is_empty())
-        })
-        .collect();
-    let Some(measured) = measured else {
-        let reason = match first.checks {
-            Status::Ignored => format!(
-                "did not run: {}",
-                first.reason.as_deref().unwrap_or("no reason given")
-            ),
-            _ => "no measured repetitions".to_string(),
-        };
+    let name = trial.name.clone();
+    let measured: Option<Vec<&TakenRun>> = trial.runs.iter().map(Option::as_ref).collect();
+    let Some(measured) = measured.filter(|runs| !runs.is_empty()) else {
+        let reason = trial.why_missing.clone();
         match trials.remove(&name) {
             Some(old) if options.remove_missing => outcome.changes.push(TrialChange::Removed {
                 trial: name,
@@ -399,8 +493,9 @@ fn take(
         }
         return;
     };
-    let new = TrialBaseline::from_runs(&measured, &options.provenance);
-    let sensitivity = Throughput::measure(&new.runs, &new.runs[0], first.spec.expect.tolerance);
+    let figures: Vec<&RunFigures> = measured.iter().map(|run| &run.figures).collect();
+    let new = TrialBaseline::from_runs(&figures, &options.provenance);
+    let sensitivity = Throughput::measure(&new.runs, &new.runs[0], trial.tolerances.throughput);
     if sensitivity.spread_exceeds_tolerance() || sensitivity.spread.is_none() {
         outcome
             .insensitive
@@ -417,10 +512,10 @@ fn take(
             // A level that moved past the tolerance is a change, however noisy each run: after a
             // creep (each run within the noise, the level below the baseline), the gate fails
             // until the new level is recorded, and its message tells the maintainer to bless.
-            let within_noise = records
-                .iter()
-                .all(|record| matches!(judge(old, record), Judgement::Pass { .. }))
-                && level_within(old, &new, first.spec.expect.tolerance);
+            let within_noise = measured.iter().all(|run| {
+                let judged = judge_run(old, &run.figures, &run.confirmations, trial.tolerances);
+                matches!(judged, Judgement::Pass { .. })
+            }) && level_within(old, &new, trial.tolerances.throughput);
             if old.same_figures(&new) || (within_noise && !re_record_all) {
                 outcome.unchanged.push(name);
             } else {
@@ -446,18 +541,16 @@ fn level_within(old: &TrialBaseline, new: &TrialBaseline, tolerance: f64) -> boo
 
 /// Selected baseline trials that no suite defines any more (known only when the suites are).
 fn remove_undefined(
-    run: &RunResults<'_>,
+    defined: &BTreeSet<String>,
+    recorded: &BTreeSet<&str>,
     options: &BlessOptions<'_>,
     trials: &mut BTreeMap<String, TrialBaseline>,
     outcome: &mut BlessOutcome,
 ) {
-    let Some(defined) = run.defined else {
-        return;
-    };
     let stale: Vec<String> = trials
         .keys()
         .filter(|name| options.filter.matches(name, None) && !defined.contains(*name))
-        .filter(|name| !run.records.iter().any(|r| &r.name == *name))
+        .filter(|name| !recorded.contains(name.as_str()))
         .cloned()
         .collect();
     for name in stale {
@@ -474,108 +567,4 @@ fn remove_undefined(
             outcome.kept.push((name, why));
         }
     }
-}
-
-impl fmt::Display for BlessOutcome {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.written {
-            let verb = if self.created { "creating" } else { "updating" };
-            writeln!(f, "{verb}: {}", self.path.display())?;
-        } else {
-            writeln!(f, "up to date: {} (nothing changed)", self.path.display())?;
-        }
-        for change in &self.fingerprint {
-            writeln!(f, "  fingerprint: {change}")?;
-        }
-        for change in &self.changes {
-            match change {
-                TrialChange::Added { trial, new } => writeln!(
-                    f,
-                    "  + {trial}: {}, path {}{}",
-                    runs_figures(new),
-                    new.path,
-                    new.checksum
-                        .map(|c| format!(", checksum {}", gds_model::hex::format(c)))
-                        .unwrap_or_default()
-                )?,
-                TrialChange::Updated { trial, old, new } => {
-                    writeln!(f, "  ~ {trial}: {}", describe_update(old, new))?
-                }
-                TrialChange::Removed { trial, old, why } => writeln!(
-                    f,
-                    "  - {trial}: removed ({why}); was {}, path {}",
-                    gbps(old.median_gbps),
-                    old.path
-                )?,
-            }
-        }
-        for (trial, why) in &self.kept {
-            writeln!(
-                f,
-                "  kept: {trial} ({why}); pass --remove-missing to drop it"
-            )?;
-        }
-        if !self.insensitive.is_empty() {
-            writeln!(
-                f,
-                "  note: {} trial(s) spread more from run to run than their tolerance; the next run's summary.md says the smallest drop each can see",
-                self.insensitive.len()
-            )?;
-        }
-        if !self.unchanged.is_empty() {
-            writeln!(
-                f,
-                "  unchanged: {} trial(s) within noise of their baseline (pass --refresh to re-record them)",
-                self.unchanged.len()
-            )?;
-        }
-        Ok(())
-    }
-}
-
-/// `level 1.29 GB/s over 5 runs (run medians 1.16–1.41, spread 7.5%)`, the level being what
-/// runs are compared with (the geometric mean of the run medians); or the passes of one run.
-fn runs_figures(trial: &TrialBaseline) -> String {
-    let medians = &trial.run_medians_gbps;
-    if medians.len() < 2 {
-        return format!(
-            "{} from 1 run of {} passes ({}–{})",
-            gbps(trial.median_gbps),
-            trial.samples,
-            number(trial.min_gbps),
-            number(trial.max_gbps)
-        );
-    }
-    let (log_level, spread) = log_mean_sd(medians);
-    let range = Summary::of(medians);
-    format!(
-        "level {} over {} runs (run medians {}–{}, spread {:.1}%)",
-        gbps(log_level.exp()),
-        medians.len(),
-        number(range.min),
-        number(range.max),
-        spread * 100.0
-    )
-}
-
-fn describe_update(old: &TrialBaseline, new: &TrialBaseline) -> String {
-    let mut parts = vec![format!(
-        "median {} → {} ({}), {}",
-        number(old.median_gbps),
-        gbps(new.median_gbps),
-        change(new.median_gbps / old.median_gbps),
-        runs_figures(new)
-    )];
-    if old.path != new.path {
-        parts.push(format!("path {} → {}", old.path, new.path));
-    }
-    if old.checksum != new.checksum {
-        let show = |c: Option<u64>| c.map_or_else(|| "none".into(), gds_model::hex::format);
-        parts.push(format!(
-            "checksum {} → {}",
-            show(old.checksum),
-            show(new.checksum)
-        ));
-    }
-    parts.join("; ")
 }

@@ -1,0 +1,116 @@
+//! The diff a bless prints: `updating: <file>`, then one line per trial added, updated or
+//! removed, and what was kept as it was.
+
+use std::fmt;
+
+use super::{BlessOutcome, TrialChange};
+use crate::file::TrialBaseline;
+use crate::message::{change, gbps, number};
+use crate::stats::{Summary, log_mean_sd};
+
+impl fmt::Display for BlessOutcome {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.written {
+            let verb = if self.created { "creating" } else { "updating" };
+            writeln!(f, "{verb}: {}", self.path.display())?;
+        } else {
+            writeln!(f, "up to date: {} (nothing changed)", self.path.display())?;
+        }
+        if let Some(source) = &self.source {
+            writeln!(f, "  {source}")?;
+        }
+        for change in &self.fingerprint {
+            writeln!(f, "  fingerprint: {change}")?;
+        }
+        for change in &self.changes {
+            match change {
+                TrialChange::Added { trial, new } => writeln!(
+                    f,
+                    "  + {trial}: {}, path {}{}",
+                    runs_figures(new),
+                    new.path,
+                    new.checksum
+                        .map(|c| format!(", checksum {}", gds_model::hex::format(c)))
+                        .unwrap_or_default()
+                )?,
+                TrialChange::Updated { trial, old, new } => {
+                    writeln!(f, "  ~ {trial}: {}", describe_update(old, new))?
+                }
+                TrialChange::Removed { trial, old, why } => writeln!(
+                    f,
+                    "  - {trial}: removed ({why}); was {}, path {}",
+                    gbps(old.median_gbps),
+                    old.path
+                )?,
+            }
+        }
+        for (trial, why) in &self.kept {
+            writeln!(
+                f,
+                "  kept: {trial} ({why}); pass --remove-missing to drop it"
+            )?;
+        }
+        if !self.insensitive.is_empty() {
+            writeln!(
+                f,
+                "  note: {} trial(s) spread more from run to run than their tolerance; the next run's summary.md says the smallest drop each can see",
+                self.insensitive.len()
+            )?;
+        }
+        if !self.unchanged.is_empty() {
+            writeln!(
+                f,
+                "  unchanged: {} trial(s) within noise of their baseline (pass --refresh to re-record them)",
+                self.unchanged.len()
+            )?;
+        }
+        Ok(())
+    }
+}
+
+/// `level 1.29 GB/s over 5 runs (run medians 1.16–1.41, spread 7.5%)`, the level being what
+/// runs are compared with (the geometric mean of the run medians); or the passes of one run.
+fn runs_figures(trial: &TrialBaseline) -> String {
+    let medians = &trial.run_medians_gbps;
+    if medians.len() < 2 {
+        return format!(
+            "{} from 1 run of {} passes ({}–{})",
+            gbps(trial.median_gbps),
+            trial.samples,
+            number(trial.min_gbps),
+            number(trial.max_gbps)
+        );
+    }
+    let (log_level, spread) = log_mean_sd(medians);
+    let range = Summary::of(medians);
+    format!(
+        "level {} over {} runs (run medians {}–{}, spread {:.1}%)",
+        gbps(log_level.exp()),
+        medians.len(),
+        number(range.min),
+        number(range.max),
+        spread * 100.0
+    )
+}
+
+fn describe_update(old: &TrialBaseline, new: &TrialBaseline) -> String {
+    let mut parts = vec![format!(
+        "median {} → {} ({}), {}",
+        number(old.median_gbps),
+        gbps(new.median_gbps),
+        change(new.median_gbps / old.median_gbps),
+        runs_figures(new)
+    )];
+    if old.path != new.path {
+        parts.push(format!("path {} → {}", old.path, new.path));
+    }
+    if old.checksum != new.checksum {
+        let show = |c: Option<u64>| c.map_or_else(|| "none".into(), gds_model::hex::format);
+        parts.push(format!(
+            "checksum {} → {}",
+            show(old.checksum),
+            show(new.checksum)
+        ));
+    }
+    parts.join("; ")
+}
