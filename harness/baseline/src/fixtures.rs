@@ -114,3 +114,20 @@ pub const BASE: [f64; 5] = [2.00, 2.05, 1.97, 2.02, 1.99];
 pub const SLOW: [f64; 5] = [1.60, 1.63, 1.58, 1.61, 1.65];
 pub const NOISE: [f64; 5] = [2.03, 1.96, 2.01, 1.98, 2.04];
 pub const FAST: [f64; 5] = [2.60, 2.50, 2.55, 2.62, 2.58];
+
+/// Fixture, not measured: a reading of a 2-core host with the given load and share of its CPU
+/// time in other processes, no steal, PSI without stalls but the control's own I/O.
+pub fn host(load: f64, others: f64) -> gds_model::busy::HostReading {
+    gds_model::busy::HostReading {
+        seconds: 1.0,
+        cores: 2,
+        load,
+        others_cpu: others,
+        steal: 0.0,
+        pressure: Some(gds_model::busy::Pressure {
+            cpu: 0.0,
+            io: 0.5,
+            memory: 0.0,
+        }),
+    }
+}

@@ -74,23 +74,7 @@ pub fn busy_during(check: &RunnerCheck) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use gds_model::busy::Pressure;
-
-    /// Fixture, not measured: a host reading with the given load and others' share.
-    fn host(load: f64, others: f64) -> HostReading {
-        HostReading {
-            seconds: 1.0,
-            cores: 2,
-            load,
-            others_cpu: others,
-            steal: 0.0,
-            pressure: Some(Pressure {
-                cpu: 0.0,
-                io: 0.2,
-                memory: 0.0,
-            }),
-        }
-    }
+    use crate::fixtures::host;
 
     #[test]
     fn what_was_off_is_named_with_its_figures() {

@@ -3,25 +3,10 @@
 
 use super::slow_then;
 use crate::fixtures::SLOW;
+use crate::fixtures::host;
 use crate::judgement::Judgement;
-use gds_model::busy::{HostReading, Pressure};
+use gds_model::busy::HostReading;
 use gds_model::record::{Needs, RunnerCheck, Shortfall};
-
-/// Fixture, not measured: a 2-core host with `others` of its CPU time in other processes.
-fn host(load: f64, others: f64) -> HostReading {
-    HostReading {
-        seconds: 1.4,
-        cores: 2,
-        load,
-        others_cpu: others,
-        steal: 0.0,
-        pressure: Some(Pressure {
-            cpu: 0.0,
-            io: 0.5,
-            memory: 0.0,
-        }),
-    }
-}
 
 /// Fixture: what the control said before the confirmation run of a warm read, everything of
 /// the control at its level and the host as given.

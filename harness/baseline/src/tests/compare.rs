@@ -6,10 +6,9 @@ use std::path::Path;
 use super::{blessed, judge, judge_one, run, scratch, slow_then};
 use crate::compare::RunResults;
 use crate::fingerprint::Fingerprint;
-use crate::fixtures::{self, BASE, CHECKSUM, FAST, NOISE, SLOW};
+use crate::fixtures::{self, BASE, CHECKSUM, FAST, NOISE, SLOW, host};
 use crate::judgement::{Judgement, Missing, Severity};
 use crate::render;
-use gds_model::busy::HostReading;
 use gds_model::record::{RunnerCheck, Shortfall};
 
 #[test]
@@ -119,18 +118,6 @@ fn check(disk_before: f64, disk: f64, waited_s: f64, still_slow: bool) -> Runner
     }
 }
 
-/// Fixture, not measured: a 2-core host with `others` of its CPU time in other processes.
-fn host(load: f64, others: f64) -> HostReading {
-    HostReading {
-        seconds: 1.0,
-        cores: 2,
-        load,
-        others_cpu: others,
-        steal: 0.0,
-        pressure: None,
-    }
-}
-
 /// A first run slowed with the whole runner: the confirmation waited for the runner to come
 /// back, cleared the trial, and the headline says how far the runner had dropped.
 #[test]
@@ -157,7 +144,7 @@ fn a_confirmed_regression_says_whether_the_runner_was_slow_too() {
         ),
         (
             check(0.99, 0.99, 0.0, false),
-            "likely cause: the runner was at its level when the confirmation ran (the gate's control read: disk 0.99 and CPU 1.00 of their blessed levels, 99% of a core for its check; the host: load 0.40 on 2 cores, 3% of CPU time in other processes (at bless: load 0.30, 2%)), so the slowdown is this trial's own; the runner's fingerprint",
+            "likely cause: the runner was at its level when the confirmation ran (the gate's control read: disk 0.99 and CPU 1.00 of their blessed levels, 99% of a core for its check; the host: load 0.40 on 2 cores, 3% of CPU time in other processes, CPU pressure 0% (at bless: load 0.30, 2%, 0%)), so the slowdown is this trial's own; the runner's fingerprint",
         ),
     ] {
         let comparison = slow_then(&SLOW, Some(runner));
