@@ -101,11 +101,13 @@ pub enum Shortfall {
 }
 
 impl Shortfall {
-    /// A reading of the host (load, other processes, pressure) rather than of the control.
+    /// A sign of a busy host (other processes, steal, pressure, a check that did not get its
+    /// core) rather than of a slower disk, CPU or memory.
     pub fn of_host(self) -> bool {
         matches!(
             self,
-            Shortfall::OtherProcesses
+            Shortfall::CoreShare
+                | Shortfall::OtherProcesses
                 | Shortfall::Steal
                 | Shortfall::CpuPressure
                 | Shortfall::MemoryPressure

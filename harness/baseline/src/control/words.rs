@@ -17,11 +17,18 @@ pub fn what_was_off(check: &RunnerCheck) -> String {
         .copied()
         .filter(|s| s.of_host())
         .collect();
-    if let (false, Some(now)) = (busier.is_empty(), check.host.as_ref()) {
-        parts.push(format!(
-            "the host was busy: {}",
-            host::describe(now, check.host_blessed.as_ref(), &busier)
-        ));
+    if !busier.is_empty() {
+        let mut figures = Vec::new();
+        if let Some(now) = &check.host {
+            figures.push(host::describe(now, check.host_blessed.as_ref(), &busier));
+        }
+        if busier.contains(&Shortfall::CoreShare) {
+            figures.push(format!(
+                "the control's check got {:.0}% of a core",
+                check.cpu_share * 100.0
+            ));
+        }
+        parts.push(format!("the host was busy: {}", figures.join("; ")));
     }
     let control: Vec<String> = check
         .below
@@ -37,12 +44,6 @@ pub fn what_was_off(check: &RunnerCheck) -> String {
         parts.push(format!(
             "the control's {} of the blessed level",
             control.join(", ")
-        ));
-    }
-    if check.below.contains(&Shortfall::CoreShare) {
-        parts.push(format!(
-            "the control's check got {:.0}% of a core",
-            check.cpu_share * 100.0
         ));
     }
     parts.join("; ")
@@ -96,7 +97,7 @@ mod tests {
         };
         assert_eq!(
             what_was_off(&check),
-            "the host was busy: load 1.70 on 2 cores, 48% of CPU time in other processes, CPU pressure 0% (at bless: load 0.30, 3%, 0%); the control's disk 0.50, memory 0.70 of the blessed level; the control's check got 60% of a core"
+            "the host was busy: load 1.70 on 2 cores, 48% of CPU time in other processes, CPU pressure 0% (at bless: load 0.30, 3%, 0%); the control's check got 60% of a core; the control's disk 0.50, memory 0.70 of the blessed level"
         );
         assert_eq!(what_was_off(&RunnerCheck::default()), "");
     }
