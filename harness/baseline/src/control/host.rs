@@ -4,8 +4,8 @@
 //!
 //! What is compared, and why:
 //! - **Other processes' CPU time** (user and system time of everything outside the gate's own
-//!   process tree): another job takes the CPU and the memory bandwidth a trial needs. On the
-//!   2-core CPU host a second gate keeps one core busy, 50% of the host's time.
+//!   process tree): another job takes the CPU and the memory bandwidth a trial needs. A job that
+//!   keeps one core of a 2-core host busy is 50% of the host's time.
 //! - **Steal**: on a VM, the hypervisor running other guests on this VM's CPUs.
 //! - **CPU and memory pressure** (PSI `some`), only over a control read, in which the gate runs
 //!   one thread as it did at bless: over a confirmation run the trial's own threads stall each
