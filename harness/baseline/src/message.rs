@@ -277,8 +277,15 @@ fn runner_condition(record: &TrialRecord) -> String {
     });
     let missing = check.not_compared();
     if !missing.is_empty() {
+        let baseline_lacks =
+            check.host_blessed.is_none() || (check.needs.memory && check.memory.is_none());
+        let why = if baseline_lacks {
+            "whose baseline lacks them (bless again to record them)"
+        } else {
+            "since /proc could not be read"
+        };
         return format!(
-            "the gate's control read was at its level ({now}{host}{waited}), but {} could not be compared with the bless, whose baseline lacks them (bless again to record them), so the slowdown is not shown to be this trial's own; ",
+            "the gate's control read was at its level ({now}{host}{waited}), but {} could not be compared with the bless, {why}, so the slowdown is not shown to be this trial's own; ",
             missing.join(" and ")
         );
     }

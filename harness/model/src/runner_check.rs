@@ -63,13 +63,15 @@ impl RunnerCheck {
     }
 
     /// What the check could not compare, though the trial depends on it (a baseline blessed
-    /// by an older gate): a slowdown is then not called the trial's own either.
+    /// by an older gate, an unreadable `/proc`): a slowdown is then not called the trial's own
+    /// either.
     pub fn not_compared(&self) -> Vec<&'static str> {
         let mut missing = Vec::new();
         if self.needs.memory && self.memory.is_none() {
             missing.push("the control's copy in memory");
         }
-        if self.host_blessed.is_none() {
+        // Either end missing: a baseline blessed without it, or a host whose /proc was unreadable.
+        if self.host_blessed.is_none() || self.host.is_none() {
             missing.push("how busy the host was");
         }
         missing

@@ -111,3 +111,19 @@ fn without_a_blessed_host_the_trial_is_not_blamed() {
         a.message
     );
 }
+
+/// A host whose `/proc` could not be read during the check: not compared, and said why.
+#[test]
+fn an_unread_host_is_not_compared_and_the_trial_is_not_blamed() {
+    let mut check = warm_check(host(0.3, 0.03), Vec::new());
+    check.host = None;
+    let comparison = slow_then(&SLOW, Some(check));
+    let a = comparison.get("s::a").unwrap();
+    assert!(
+        a.message.contains(
+            "but how busy the host was could not be compared with the bless, since /proc could not be read, so the slowdown is not shown to be this trial's own"
+        ),
+        "{}",
+        a.message
+    );
+}
