@@ -308,7 +308,7 @@ fn validate(path: &Path, text: &str, baseline: &Baseline) -> Result<(), Baseline
     if baseline.control.as_ref().is_some_and(|c| !c.is_valid()) {
         return Err(corrupt(
             line_of(text, "control:").unwrap_or(1),
-            "expected `control` to hold `disk_runs` and `cpu_runs`, one list of positive rates per blessed run; the file was edited by hand (bless again to rewrite it)".into(),
+            "expected `control` to hold `disk_runs` and `cpu_runs` (and, where present, `memory_runs` and `host_runs`), one list of positive rates or one reading per blessed run; the file was edited by hand (bless again to rewrite it)".into(),
         ));
     }
     for (name, trial) in &baseline.trials {
@@ -780,12 +780,38 @@ mod tests {
     fn the_control_round_trips_and_a_version_2_file_reads_without_one() {
         let (_dir, path) = scratch();
         let mut baseline = sample("gpu-runner-1");
-        baseline.control = Some(ControlBaseline {
+        let host = gds_model::busy::HostReading {
+            seconds: 1.2,
+            cores: 2,
+            load: 0.31,
+            others_cpu: 0.024,
+            steal: 0.0,
+            pressure: Some(gds_model::busy::Pressure {
+                cpu: 0.01,
+                io: 0.62,
+                memory: 0.0,
+            }),
+        };
+        let control = ControlBaseline {
             size: 1 << 20,
             disk_runs: vec![vec![1.5, 1.6, 1.4], vec![1.2, 1.3, 1.25]],
             cpu_runs: vec![vec![3.0, 3.1, 2.9], vec![3.0, 3.0, 3.0]],
-        });
+            memory_runs: vec![vec![6.1, 6.0, 5.9], vec![6.2, 6.0, 6.0]],
+            host_runs: vec![host; 2],
+        };
+        baseline.control = Some(control.clone());
         write(&path, &baseline).unwrap();
+        assert_eq!(read(&path).unwrap(), Loaded::Present(baseline.clone()));
+
+        // A control blessed before copies and host readings reads without them.
+        baseline.control = Some(ControlBaseline {
+            memory_runs: Vec::new(),
+            host_runs: Vec::new(),
+            ..control
+        });
+        let text = render(&baseline);
+        assert!(!text.contains("memory_runs") && !text.contains("host_runs"));
+        std::fs::write(&path, &text).unwrap();
         assert_eq!(read(&path).unwrap(), Loaded::Present(baseline.clone()));
 
         baseline.control = None;
@@ -803,6 +829,8 @@ mod tests {
             size: 1 << 20,
             disk_runs: vec![vec![1.5], vec![]],
             cpu_runs: vec![vec![3.0], vec![3.0]],
+            memory_runs: Vec::new(),
+            host_runs: Vec::new(),
         });
         let text = render(&baseline);
         let line = text

@@ -160,3 +160,20 @@ pub fn creep_medians(level: f64, clean: usize, per_step: usize) -> Vec<f64> {
         })
         .collect()
 }
+
+/// Fixture, not measured: a reading of a 2-core host with the given load and share of its CPU
+/// time in other processes, no steal, PSI without stalls but the control's own I/O.
+pub fn host(load: f64, others: f64) -> gds_model::busy::HostReading {
+    gds_model::busy::HostReading {
+        seconds: 1.0,
+        cores: 2,
+        load,
+        others_cpu: others,
+        steal: 0.0,
+        pressure: Some(gds_model::busy::Pressure {
+            cpu: 0.0,
+            io: 0.5,
+            memory: 0.0,
+        }),
+    }
+}

@@ -122,6 +122,31 @@ pub fn poll(path: &Path) {
     let _ = err.flush();
 }
 
+/// Something the trial under way waits for (the runner, before a confirmation run): on a
+/// terminal `short` is drawn as the live status is; otherwise `text` is printed as a plain
+/// progress line, the first of a trial ending libtest's `test NAME ... ` line as
+/// [`poll`]'s do.
+pub fn trial_waits(short: &str, text: &str) {
+    let mut guard = lock();
+    let mut err = std::io::stderr().lock();
+    match guard.as_mut() {
+        Some(live) if live.in_place => {
+            let restore = if live.drawn { "\x1b8\x1b[J" } else { "\x1b7" };
+            let _ = write!(err, "{restore}[{}/{}] {short}", live.started, live.total);
+            live.drawn = true;
+        }
+        Some(live) => {
+            let start = if live.printed.is_none() { "\n" } else { "" };
+            let _ = writeln!(err, "{start}progress: {text}");
+            live.printed = Some(Instant::now());
+        }
+        None => {
+            let _ = writeln!(err, "progress: {text}");
+        }
+    }
+    let _ = err.flush();
+}
+
 /// The trial is over: erase the drawn status, so that its result lands where it was.
 pub fn trial_finished() {
     if let Some(live) = lock().as_mut() {

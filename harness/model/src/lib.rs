@@ -6,6 +6,7 @@
 //! Nothing here links CUDA or cuFile or starts a process: the worker crate does the first, the
 //! gate crate the second, and both build on this one.
 
+pub mod busy;
 pub mod cache;
 pub mod conformance;
 pub mod cost;
@@ -23,6 +24,7 @@ pub mod plan;
 pub mod progress;
 pub mod protocol;
 pub mod record;
+pub mod runner_check;
 pub mod scenario;
 pub mod shard;
 pub mod stuck;

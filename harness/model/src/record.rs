@@ -9,6 +9,7 @@ use crate::cufile_abi::{DriverProperties, Stats};
 use crate::integrity::IntegrityResult;
 pub use crate::outcome::{Outcome, Status};
 use crate::plan::PlannedFile;
+pub use crate::runner_check::{Needs, RunnerCheck, Shortfall};
 use crate::scenario::TrialSpec;
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -42,26 +43,6 @@ pub struct TrialRecord {
     /// runner. Where it went is [`crate::timing::TrialTime`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wall_seconds: Option<f64>,
-}
-
-/// What the gate's control read (a fixed file on the data dir's disk, read and checked by the gate
-/// itself) said before a confirmation run, as ratios to its blessed level (1.0 = usual).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct RunnerCheck {
-    /// The first control read after the slow run: the disk's and the CPU's condition then, and
-    /// the share of a core the gate's check got (below 1: other processes held the CPU).
-    pub disk_before: f64,
-    pub cpu_before: f64,
-    pub cpu_share_before: f64,
-    /// The last control read, just before the confirmation run.
-    pub disk: f64,
-    pub cpu: f64,
-    pub cpu_share: f64,
-    /// Seconds waited for the runner to come back to its level.
-    pub waited_s: f64,
-    /// The runner was still below its level when the confirmation ran (it did not recover within
-    /// the wait, or had not earlier in this run).
-    pub still_slow: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]

@@ -191,6 +191,7 @@ mod tests {
             cpu_share: 1.0,
             waited_s: 1.0,
             still_slow: false,
+            ..RunnerCheck::default()
         });
         let t = TrialTime::of(&r).unwrap();
         // Start-up is 1.5 s less the first pass's 0.5 s preparation.

@@ -1,7 +1,8 @@
 //! Reading the control: the file generated once in the data dir, then read whole a few times with
 //! O_DIRECT on one thread (timed by the wall clock) and each read's bytes compared with the
 //! generator on one thread (timed by that thread's CPU clock, and by the wall clock to see how much
-//! of a core it got).
+//! of a core it got), then copied to another buffer in memory (timed by the wall clock: the pace
+//! of a warm read). The host's counters are read around it all (see [`gds_model::busy`]).
 
 use std::fs::OpenOptions;
 use std::io;
@@ -18,6 +19,10 @@ const READS: usize = 3;
 
 /// Bytes per read call: what a single-threaded sequential reader such as `dd bs=4M` issues.
 const CHUNK: usize = 4 << 20;
+
+/// The most bytes of the copy's destination: far larger than any CPU cache, so that the copy
+/// moves at the memory's pace, and small beside the control's own buffer.
+const COPY: usize = 64 << 20;
 
 /// The control file, ready to be read.
 pub struct Control {
@@ -44,13 +49,19 @@ impl Control {
     /// Reads the file [`READS`] times. A byte that is not the generator's is an error: the file
     /// was changed under the gate, and rates measured on it mean nothing.
     pub fn read(&self) -> io::Result<ControlReading> {
+        // Without /proc the control still reads; the host is then not compared.
+        let host = gds_model::busy::Snapshot::take().ok();
         let len = usize::try_from(self.size).map_err(io::Error::other)?;
         let mut buf = AlignedBuf::new(len);
+        // Written once here, so that its pages are not faulted in while the copy is timed.
+        let mut copy = vec![1u8; len.clamp(1, COPY)];
         let mut reading = ControlReading {
             size: self.size,
             disk_gbps: Vec::with_capacity(READS),
             cpu_gib_per_s: Vec::with_capacity(READS),
             cpu_share: Vec::with_capacity(READS),
+            memory_gbps: Vec::with_capacity(READS),
+            host: None,
             direct: true,
         };
         for _ in 0..READS {
@@ -74,7 +85,14 @@ impl Control {
                 .cpu_gib_per_s
                 .push(self.size as f64 / f64::from(1u32 << 30) / cpu);
             reading.cpu_share.push(cpu / wall);
+
+            let started = Instant::now();
+            copy_through(&buf[..len], &mut copy);
+            reading
+                .memory_gbps
+                .push(len as f64 / started.elapsed().as_secs_f64().max(1e-9) / 1e9);
         }
+        reading.host = host.and_then(|start| start.until_now().ok());
         Ok(reading)
     }
 
@@ -113,6 +131,15 @@ impl Control {
     }
 }
 
+/// Copies `from` into `to`, a piece of `to`'s length at a time, as a warm read copies from the
+/// page cache into the reader's buffer.
+fn copy_through(from: &[u8], to: &mut [u8]) {
+    for piece in from.chunks(to.len()) {
+        to[..piece.len()].copy_from_slice(piece);
+        std::hint::black_box(&to[..piece.len()]);
+    }
+}
+
 /// CPU seconds this thread has run (`CLOCK_THREAD_CPUTIME_ID`): the check's own cost, whatever
 /// else the process does meanwhile.
 fn thread_cpu_seconds() -> io::Result<f64> {
@@ -141,16 +168,25 @@ mod tests {
             (
                 reading.disk_gbps.len(),
                 reading.cpu_gib_per_s.len(),
-                reading.cpu_share.len()
+                reading.cpu_share.len(),
+                reading.memory_gbps.len()
             ),
-            (READS, READS, READS)
+            (READS, READS, READS, READS)
         );
+        if std::path::Path::new("/proc/stat").exists() {
+            let host = reading.host.expect("a host reading where /proc is");
+            assert!(
+                host.cores >= 1 && (0.0..=1.0).contains(&host.others_cpu),
+                "{host:?}"
+            );
+        }
         assert!(reading.cpu_share.iter().all(|s| *s > 0.0 && *s <= 1.0));
         assert!(
             reading
                 .disk_gbps
                 .iter()
                 .chain(&reading.cpu_gib_per_s)
+                .chain(&reading.memory_gbps)
                 .all(|x| x.is_finite() && *x > 0.0),
             "{reading:?}"
         );

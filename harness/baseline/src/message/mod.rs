@@ -13,7 +13,7 @@ use super::decision::{BLESS_RUNS, Throughput};
 use super::fingerprint::{self, FieldChange, Fingerprint};
 use super::judgement::{Expected, Judgement, Missing};
 use super::stats::Summary;
-use crate::control::describe;
+use crate::control::{describe, host, words};
 use gds_model::hex;
 use gds_model::record::TrialRecord;
 
@@ -240,7 +240,8 @@ pub fn threshold(t: &Throughput) -> String {
 }
 
 /// What the runner's control said before the last confirmation run, as the start of a likely
-/// cause: a slow or busy runner points away from the GDS stack, a runner at its level points at it.
+/// cause: a slow or busy runner points away from the GDS stack, a runner at its level in
+/// everything the trial depends on (and a host no busier than at bless) points at it.
 fn runner_condition(record: &TrialRecord) -> String {
     let Some(check) = record.runner_checks.last() else {
         return String::new();
@@ -250,15 +251,61 @@ fn runner_condition(record: &TrialRecord) -> String {
     } else {
         String::new()
     };
-    let now = describe(check.disk, check.cpu, check.cpu_share);
-    if check.still_slow {
+    let mut now = describe(check.disk, check.cpu, check.cpu_share);
+    if let Some(memory) = check.memory {
+        let _ = write!(now, ", memory {memory:.2} of its blessed level");
+    }
+    if !check.at_level_throughout() {
+        let off: Vec<String> = [words::what_was_off(check), words::busy_during(check)]
+            .into_iter()
+            .filter(|part| !part.is_empty())
+            .collect();
+        if off.is_empty() {
+            // A report of an older gate: it recorded that the runner was slow, not what.
+            return format!(
+                "the runner itself is slower or busier than when it was blessed (the gate's control read: {now}{waited}); look at the disk and the host first (an I/O throttle, a degraded or busier disk, other jobs or VMs on the host); "
+            );
+        }
+        return format!(
+            "the runner was not at its level when the confirmation ran, so the slowdown is not shown to be this trial's: {}{waited}; look at the host and the disk first (other jobs or VMs on the host, another gate on the same runner, an I/O throttle, a degraded disk) and run again on a quiet runner; ",
+            off.join("; ")
+        );
+    }
+    let host = check.host.map_or_else(String::new, |h| {
         format!(
-            "the runner itself is slower or busier than when it was blessed (the gate's control read: {now}{waited}); look at the disk and the host first (an I/O throttle, a degraded or busier disk, other jobs or VMs on the host); "
+            "; the host: {}",
+            host::describe(&h, check.host_blessed.as_ref(), &[])
         )
+    });
+    let missing = check.not_compared();
+    if !missing.is_empty() {
+        let baseline_lacks =
+            check.host_blessed.is_none() || (check.needs.memory && check.memory.is_none());
+        let why = if baseline_lacks {
+            "whose baseline lacks them (bless again to record them)"
+        } else {
+            "since /proc could not be read"
+        };
+        return format!(
+            "the gate's control read was at its level ({now}{host}{waited}), but {} could not be compared with the bless, {why}, so the slowdown is not shown to be this trial's own; ",
+            missing.join(" and ")
+        );
+    }
+    format!(
+        "the runner was at its level when the confirmation ran (the gate's control read: {now}{host}{waited}), so the slowdown is this trial's own; "
+    )
+}
+
+/// `, while the host was busy`: a headline's note that the last confirmation ran on a host
+/// busier than at bless, so that a slower verdict under load says so where it is listed.
+fn busy_note(record: Option<&TrialRecord>) -> &'static str {
+    let busy = record
+        .and_then(|r| r.runner_checks.last())
+        .is_some_and(|c| c.below.iter().chain(&c.busy_during).any(|s| s.of_host()));
+    if busy {
+        ", while the host was busy"
     } else {
-        format!(
-            "the runner was at its level when the confirmation ran (the gate's control read: {now}{waited}), so the slowdown is this trial's own; "
-        )
+        ""
     }
 }
 
@@ -362,14 +409,15 @@ fn explain_parts(
         }
         (Judgement::Regression { throughput: t }, Some(entry)) => {
             let headline = format!(
-                "slower than the baseline: {} vs {} ({}){}",
+                "slower than the baseline: {} vs {} ({}){}{}",
                 number(t.run.median),
                 gbps(t.level),
                 change(t.ratio),
                 match t.confirmations.len() {
                     0 => String::new(),
                     n => format!(", confirmed by {n} more run(s)"),
-                }
+                },
+                busy_note(record)
             );
             let message = format!(
                 "{trial}: slower than its baseline by {:.1}%, beyond the tolerance of {} and beyond this runner's run-to-run spread\n  expected: about {} ({}), path `{}`; {}\n  seen:     {}\n  likely cause: {}\n  next: find and fix the cause; if the new speed is intended, bless it on this runner:\n        {bless}",

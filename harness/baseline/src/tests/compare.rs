@@ -3,13 +3,13 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use super::{Judged, blessed, judge, judge_one, run, scratch};
+use super::{blessed, judge, judge_one, run, scratch, slow_then};
 use crate::compare::RunResults;
 use crate::fingerprint::Fingerprint;
-use crate::fixtures::{self, BASE, CHECKSUM, FAST, NOISE, SLOW};
+use crate::fixtures::{self, BASE, CHECKSUM, FAST, NOISE, SLOW, host};
 use crate::judgement::{Judgement, Missing, Severity};
 use crate::render;
-use gds_model::record::RunnerCheck;
+use gds_model::record::{RunnerCheck, Shortfall};
 
 #[test]
 fn clear_regression_fails_with_exit_3_and_says_what_to_do() {
@@ -78,18 +78,6 @@ fn noise_only_passes() {
     ));
 }
 
-/// Trial `s::a` judged against a fresh baseline: a first run at `SLOW`, a confirmation run at
-/// `confirmation`, and what the runner's control said before it, if anything.
-fn slow_then(confirmation: &[f64], runner: Option<RunnerCheck>) -> Judged {
-    let s = scratch();
-    blessed(&s.path);
-    let mut record = fixtures::passed("s::a", &SLOW, "nvfs", CHECKSUM);
-    record.runner_checks.extend(runner);
-    let repeat = fixtures::passed("s::a", confirmation, "nvfs", CHECKSUM);
-    record.confirmations.push(repeat.measurement.unwrap());
-    judge_one(&s.path, record, &fixtures::fingerprint())
-}
-
 /// A first run that looked slower and a confirmation run at the usual speed: a pass, and the
 /// headline says why, instead of "as fast as" beside a first run 19% down.
 #[test]
@@ -119,6 +107,14 @@ fn check(disk_before: f64, disk: f64, waited_s: f64, still_slow: bool) -> Runner
         cpu_share: 0.99,
         waited_s,
         still_slow,
+        below: if still_slow {
+            vec![Shortfall::Disk]
+        } else {
+            Vec::new()
+        },
+        host: Some(host(0.4, 0.03)),
+        host_blessed: Some(host(0.3, 0.02)),
+        ..RunnerCheck::default()
     }
 }
 
@@ -144,11 +140,11 @@ fn a_confirmed_regression_says_whether_the_runner_was_slow_too() {
     for (runner, needle) in [
         (
             check(0.5, 0.5, 120.0, true),
-            "likely cause: the runner itself is slower or busier than when it was blessed (the gate's control read: disk 0.50 and CPU 1.00 of their blessed levels, 99% of a core for its check, after waiting 120 s for it); look at the disk and the host first",
+            "likely cause: the runner was not at its level when the confirmation ran, so the slowdown is not shown to be this trial's: the control's disk 0.50 of the blessed level, after waiting 120 s for it; look at the host and the disk first",
         ),
         (
             check(0.99, 0.99, 0.0, false),
-            "likely cause: the runner was at its level when the confirmation ran (the gate's control read: disk 0.99 and CPU 1.00 of their blessed levels, 99% of a core for its check), so the slowdown is this trial's own; the runner's fingerprint",
+            "likely cause: the runner was at its level when the confirmation ran (the gate's control read: disk 0.99 and CPU 1.00 of their blessed levels, 99% of a core for its check; the host: load 0.40 on 2 cores, 3% of CPU time in other processes, CPU pressure 0% (at bless: load 0.30, 2%, 0%)), so the slowdown is this trial's own; the runner's fingerprint",
         ),
     ] {
         let comparison = slow_then(&SLOW, Some(runner));

@@ -1,6 +1,7 @@
 //! Comparison and bless on synthetic sample sets: shared helpers.
 
 mod bless;
+mod busy_host;
 mod compare;
 mod from_history;
 mod rebless;
@@ -12,10 +13,10 @@ use super::bless::{BlessOptions, Filter, bless};
 use super::compare::{Comparison, RunResults, compare};
 use super::file::{self, Provenance};
 use super::fingerprint::Fingerprint;
-use super::fixtures::{self, BASE, CHECKSUM};
+use super::fixtures::{self, BASE, CHECKSUM, SLOW};
 use super::judgement::Judgement;
 use super::message::{Explainer, Words};
-use gds_model::record::TrialRecord;
+use gds_model::record::{RunnerCheck, TrialRecord};
 
 struct Scratch {
     _dir: tempfile::TempDir,
@@ -151,4 +152,16 @@ fn judge_one(path: &Path, record: TrialRecord, fingerprint: &Fingerprint) -> Jud
         control: None,
     };
     judge(path, &results)
+}
+
+/// Trial `s::a` judged against a fresh baseline: a first run at `SLOW`, a confirmation run at
+/// `confirmation`, and what the runner's control said before it, if anything.
+fn slow_then(confirmation: &[f64], runner: Option<RunnerCheck>) -> Judged {
+    let s = scratch();
+    blessed(&s.path);
+    let mut record = fixtures::passed("s::a", &SLOW, "nvfs", CHECKSUM);
+    record.runner_checks.extend(runner);
+    let repeat = fixtures::passed("s::a", confirmation, "nvfs", CHECKSUM);
+    record.confirmations.push(repeat.measurement.unwrap());
+    judge_one(&s.path, record, &fixtures::fingerprint())
 }

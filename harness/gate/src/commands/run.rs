@@ -403,22 +403,30 @@ impl Executor {
         let Some(against) = &self.against else {
             return record;
         };
+        let needs = gds_model::record::Needs::of(&spec);
         while against.wants_confirmation(&record, self.confirm) {
             let n = record.confirmations.len() + 1;
             crate::interrupt::sleep(self.confirm_delay);
-            if let Some(settler) = &self.settler
-                && let Some(check) = control::settle(settler)
-            {
-                record.runner_checks.push(check);
-            }
+            let check = self
+                .settler
+                .as_ref()
+                .and_then(|settler| control::settle(settler, needs));
             if crate::interrupt::received().is_some() {
+                record.runner_checks.extend(check);
                 break;
             }
             let launcher = Launcher {
                 trials_dir: self.launcher.trials_dir.join(format!("confirmation-{n}")),
                 ..self.launcher.clone()
             };
+            // The host is read over the confirmation run too: another job may start the moment
+            // the wait for the runner ends.
+            let window = check.as_ref().and_then(|_| control::start_window());
             let repeat = self.execute_catching_panics(spec.clone(), &launcher);
+            if let (Some(settler), Some(mut check)) = (&self.settler, check) {
+                control::end_window(settler, &mut check, window);
+                record.runner_checks.push(check);
+            }
             match repeat.measurement {
                 Some(measurement) if repeat.checks == Status::Passed => {
                     record.confirmations.push(measurement);

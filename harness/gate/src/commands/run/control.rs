@@ -7,9 +7,10 @@ use std::time::Duration;
 use crate::baseline::Baseline;
 use crate::cli::RunArgs;
 use crate::console;
-use crate::control::{Control, ControlReading, Settler, describe};
+use crate::control::{Control, ControlReading, Settler, words};
+use gds_model::busy::Snapshot;
 use gds_model::error_chain;
-use gds_model::record::RunnerCheck;
+use gds_model::record::{Needs, RunnerCheck};
 
 /// Pause between control reads while a confirmation waits for the runner.
 const POLL: Duration = Duration::from_secs(10);
@@ -38,14 +39,8 @@ pub(super) fn start(
         }
     };
     let blessed = baseline.and_then(|b| b.control.clone());
-    let condition = blessed.as_ref().and_then(|b| b.condition(&reading));
-    // Said only when it matters to this run's figures: the runner starts below its blessed
-    // level. report.json keeps every reading.
-    if let Some(c) = condition.filter(|c| c.below_level()) {
-        console::say(&format!(
-            "control: {}: the runner starts this run below its level",
-            describe(c.disk, c.cpu, c.cpu_share)
-        ));
+    if let Some(blessed) = &blessed {
+        say_how_the_runner_starts(blessed, &reading);
     }
     let settler = blessed.map(|blessed| {
         Settler::new(
@@ -58,20 +53,74 @@ pub(super) fn start(
     (Some(reading), settler)
 }
 
+/// Said only when it matters to this run's figures: the runner starts below its blessed level,
+/// or the baseline cannot say whether it is (blessed by an older gate). report.json keeps every
+/// reading.
+fn say_how_the_runner_starts(blessed: &crate::control::ControlBaseline, reading: &ControlReading) {
+    let Some(condition) = blessed.condition(reading) else {
+        return;
+    };
+    let below = blessed.shortfalls(&condition, Needs::ALL);
+    if !below.is_empty() {
+        let check = RunnerCheck {
+            disk: condition.disk,
+            cpu: condition.cpu,
+            cpu_share: condition.cpu_share,
+            memory: condition.memory,
+            host: condition.host,
+            host_blessed: blessed.host_level(),
+            below,
+            ..RunnerCheck::default()
+        };
+        console::say(&format!(
+            "control: the runner starts this run below its level: {}",
+            words::what_was_off(&check)
+        ));
+    }
+    let mut missing = Vec::new();
+    if blessed.memory_runs.is_empty() {
+        missing.push("copies in memory (what a warm read depends on)");
+    }
+    if blessed.host_runs.is_empty() {
+        missing.push("how busy the host was");
+    }
+    if !missing.is_empty() {
+        console::note(&format!(
+            "the baseline's control has no {}: it was blessed by an older gate, so confirmations do not wait for them and a slowdown is not called a trial's own; bless again to record them",
+            missing.join(" and ")
+        ));
+    }
+}
+
 fn warn(why: &str) {
     console::warning(&format!(
         "no control read this run ({why}): a trial that looks slower is confirmed without waiting for the runner"
     ));
 }
 
-/// Waits for the runner before a confirmation run. Silent, so that the trial's libtest line is
-/// not split: the check is recorded, and the trial's message says what it found.
-pub(super) fn settle(settler: &Settler) -> Option<RunnerCheck> {
-    match settler.settle(&crate::interrupt::sleep) {
+/// Waits for the runner before a confirmation run of a trial that `needs` what it says. A wait
+/// is said as progress (it can take minutes); the check is recorded, and the trial's message
+/// says what it found.
+pub(super) fn settle(settler: &Settler, needs: Needs) -> Option<RunnerCheck> {
+    let waiting = |text: &str| crate::progress::trial_waits("waiting for the runner", text);
+    match settler.settle(needs, &crate::interrupt::sleep, &waiting) {
         Ok(check) => Some(check),
         Err(why) => {
             warn(&gds_model::error_line(&why));
             None
         }
+    }
+}
+
+/// The host's counters before a confirmation run, to say how busy it was while the run ran;
+/// `None` where `/proc` cannot be read (then nothing is said of it).
+pub(super) fn start_window() -> Option<Snapshot> {
+    Snapshot::take().ok()
+}
+
+/// Records in `check` how busy the host was since `start`.
+pub(super) fn end_window(settler: &Settler, check: &mut RunnerCheck, start: Option<Snapshot>) {
+    if let Some(reading) = start.and_then(|start| start.until_now().ok()) {
+        settler.during(check, reading);
     }
 }
