@@ -42,6 +42,8 @@ fn control(i: usize) -> ControlReading {
         disk_gbps: vec![1.5 * level(i), 1.6],
         cpu_gib_per_s: vec![3.0, 3.1],
         cpu_share: vec![1.0, 0.99],
+        memory_gbps: vec![8.0, 8.2],
+        host: Some(crate::fixtures::host(0.3, 0.02)),
         direct: true,
     }
 }
