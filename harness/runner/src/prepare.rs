@@ -113,6 +113,8 @@ pub struct DataSet {
     data_dir: PathBuf,
     /// Why the data dir could not be made for the writing trials, if it could not.
     write_dir: Option<PrepareError>,
+    /// Some trial writes (and needs only the data dir).
+    writes: bool,
     files: BTreeMap<FileKey, Prepared>,
     pub log: Vec<PreparedFile>,
 }
@@ -130,7 +132,8 @@ impl DataSet {
         // A writing trial writes files of its own: it needs no generated data, only the dir.
         let (writing, reading): (Vec<&TrialSpec>, Vec<&TrialSpec>) =
             trials.into_iter().partition(|trial| trial.op.writes());
-        if !writing.is_empty() {
+        set.writes = !writing.is_empty();
+        if set.writes {
             set.write_dir = std::fs::create_dir_all(data_dir).err().map(|source| {
                 PrepareError::from(DataError::CreateDir {
                     dir: data_dir.to_path_buf(),
@@ -165,6 +168,12 @@ impl DataSet {
             }
         }
         set
+    }
+
+    /// Some trial has what it needs: a file prepared, or the data dir for a writing trial. When
+    /// none has, nothing will run, and the run writes nothing more to the data dir.
+    pub fn any_ready(&self) -> bool {
+        self.files.values().any(Result::is_ok) || (self.writes && self.write_dir.is_none())
     }
 
     /// The trial's files in read order, or the first reason one is missing. A writing trial's

@@ -192,11 +192,14 @@ pub fn run_trials(
         gds_stats: crate::launch::find_gds_stats(),
         env: Vec::new(),
     };
-    // The runner's control is read in every run: a bless records it, a run's history line keeps
-    // it for a bless from history, and a baseline that has one compares it and lets confirmation
-    // runs wait on it.
-    let (control_reading, settler) =
-        control::start(args, against.and_then(baseline::Against::baseline));
+    // The runner's control is read in every run that has a trial to run: a bless records it, a
+    // run's history line keeps it for a bless from history, and a baseline that has one compares
+    // it and lets confirmation runs wait on it.
+    let (control_reading, settler) = if data.any_ready() {
+        control::start(args, against.and_then(baseline::Against::baseline))
+    } else {
+        (None, None)
+    };
     let executor = Arc::new(Executor {
         data,
         host: host.clone(),
