@@ -18,6 +18,12 @@
 # never to the repository's .gds-gate/history.jsonl, which a bless may take.
 set -euo pipefail
 
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# gate_binary and work_folder; sourced, throughput.sh runs nothing (this drill's own usage, die,
+# say and summarize below replace its).
+# shellcheck source=throughput.sh
+source "$here/throughput.sh"
+
 usage() {
   cat <<'EOF'
 Usage: busy_host.sh [OPTIONS] [-- GATE_ARGS...]
@@ -108,24 +114,15 @@ main() {
       *) die "unknown argument '$1' (gate arguments go after --; see --help)" ;;
     esac
   done
-  local repo; repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+  local repo; repo=$(cd "$here/../.." && pwd)
   for n in BLESS_RUNS BLESS_INTERVAL RUNS; do
     [[ ${!n} =~ ^[0-9]+$ ]] || die "--$(tr 'A-Z_' 'a-z-' <<< "$n") must be a whole number, got '${!n}'"
   done
   ((BLESS_RUNS >= 1 && RUNS >= 1)) || die "--bless-runs and --runs must be at least 1"
   command -v python3 > /dev/null || die "python3 is needed to read the reports"
   SUITE=$(realpath -e "${SUITE:-$repo/scenarios/smoke.yaml}") || die "suite file not found"
-  if [[ -z $GATE ]]; then
-    command -v cargo > /dev/null || die "no --gate given and no cargo to build one"
-    say "building the gate: cargo build --release -p gds-gate-bin --bin gds-gate"
-    (cd "$repo" && cargo build --release -p gds-gate-bin --bin gds-gate) || die "cargo build failed"
-    GATE=$repo/target/release/gds-gate
-  fi
-  [[ -f $GATE && -x $GATE ]] || die "--gate is not an executable file: $GATE"
-  GATE=$(realpath -e "$GATE")
-  WORK=$(realpath -m "${WORK:-$(mktemp -d -t gds-busy-drill.XXXXXX)}")
-  [[ $WORK != "$(realpath -m "$repo/.gds-gate")" ]] ||
-    die "--work $WORK is where the repository keeps its run history; pick another folder"
+  GATE=$(gate_binary "$repo" "$GATE") || exit 2
+  WORK=$(work_folder "$repo" "$WORK" gds-busy-drill) || exit 2
   mkdir -p "$WORK/data" "$WORK/neighbour-data" "$WORK/neighbour-baselines"
   [[ -e $WORK/table.tsv ]] && die "$WORK already holds a drill (table.tsv); pick a fresh --work"
   : > "$WORK/table.tsv"

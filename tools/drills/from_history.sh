@@ -17,7 +17,8 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-# summarize and run_gate: one row per gate run in WORK/table.tsv, as the throughput drill keeps it.
+# summarize and run_gate: one row per gate run in WORK/table.tsv, as the throughput drill keeps it;
+# gate_binary and work_folder.
 # shellcheck source=throughput.sh
 source "$here/throughput.sh"
 
@@ -78,16 +79,8 @@ main() {
   ((RUNS >= 2)) || die "--history-runs must be at least 2 (a span needs two runs)"
   command -v python3 > /dev/null || die "python3 is needed to read report.json"
   SUITE=$(realpath -e "${SUITE:-$repo/scenarios/smoke.yaml}") || die "suite file not found"
-  if [[ -z $GATE ]]; then
-    echo "== building the gate: cargo build --release -p gds-gate-bin --bin gds-gate"
-    (cd "$repo" && cargo build --release -p gds-gate-bin --bin gds-gate) || die "cargo build failed"
-    GATE=$repo/target/release/gds-gate
-  fi
-  [[ -f $GATE && -x $GATE ]] || die "--gate is not an executable file: $GATE"
-  GATE=$(realpath -e "$GATE")
-  WORK=$(realpath -m "${WORK:-$(mktemp -d -t gds-from-history.XXXXXX)}")
-  [[ $WORK != "$(realpath -m "$repo/.gds-gate")" ]] ||
-    die "--work $WORK is where the repository keeps its run history; pick another folder"
+  GATE=$(gate_binary "$repo" "$GATE") || exit 2
+  WORK=$(work_folder "$repo" "$WORK" gds-from-history) || exit 2
   DATA=$(realpath -m "${DATA:-$WORK/data}")
   mkdir -p "$WORK" "$DATA"
   [[ -e $WORK/table.tsv ]] && die "$WORK already holds a drill (table.tsv); pick a fresh --work"
