@@ -59,13 +59,7 @@ impl Scratch {
             .arg(self.out())
             .arg("--baselines")
             .arg(self.path("baselines"))
-            .current_dir(env!("CARGO_MANIFEST_DIR").to_owned() + "/../..")
-            .env("GDS_GATE_HISTORY", self.history())
-            // The runner's control at test size (256 MiB by default).
-            .env("GDS_GATE_CONTROL_SIZE", "1MiB")
-            .env_remove("GITHUB_STEP_SUMMARY")
-            .env_remove("GDS_GATE_REQUIRE_GPU")
-            .env_remove("GDS_GATE_RUNNER")
+            .hermetic(self)
             .output()
             .unwrap();
         Run::from(output)
@@ -106,12 +100,30 @@ impl Scratch {
     pub fn gate_plain(&self, args: &[&str]) -> Run {
         Command::new(GATE)
             .args(args)
-            .current_dir(env!("CARGO_MANIFEST_DIR").to_owned() + "/../..")
-            .env("GDS_GATE_HISTORY", self.history())
-            .env("GDS_GATE_CONTROL_SIZE", "1MiB")
+            .hermetic(self)
             .output()
             .unwrap()
             .into()
+    }
+}
+
+/// The same gate whether the tests run on a laptop, on the GPU runner or in CI: the repository
+/// root as working directory, this scratch's history, and none of the caller's settings (CI's
+/// `CI=true` would refuse every bless).
+trait Hermetic {
+    fn hermetic(&mut self, scratch: &Scratch) -> &mut Self;
+}
+
+impl Hermetic for Command {
+    fn hermetic(&mut self, scratch: &Scratch) -> &mut Self {
+        self.current_dir(repo())
+            .env("GDS_GATE_HISTORY", scratch.history())
+            // The runner's control at test size (256 MiB by default).
+            .env("GDS_GATE_CONTROL_SIZE", "1MiB")
+            .env_remove("CI")
+            .env_remove("GITHUB_STEP_SUMMARY")
+            .env_remove("GDS_GATE_REQUIRE_GPU")
+            .env_remove("GDS_GATE_RUNNER")
     }
 }
 
