@@ -7,10 +7,11 @@
 //!   process tree): another job takes the CPU and the memory bandwidth a trial needs. A job that
 //!   keeps one core of a 2-core host busy is 50% of the host's time.
 //! - **Steal**: on a VM, the hypervisor running other guests on this VM's CPUs.
-//! - **CPU and memory pressure** (PSI `some`), only over a control read, in which the gate runs
-//!   one thread as it did at bless: over a confirmation run the trial's own threads stall each
-//!   other. I/O pressure is recorded but not compared: the control's own O_DIRECT reads stall on
-//!   I/O most of their time, and a busier disk shows in the control's disk rate already.
+//! - **CPU and memory pressure** (PSI `some`) over a control read, in which the gate runs one
+//!   thread as it did at bless, and over a confirmation run whose threads leave a core free;
+//!   more threads than that stall each other. I/O pressure is recorded but not compared: the
+//!   control's own O_DIRECT reads stall on I/O most of their time, and a busier disk shows in the
+//!   control's disk rate already.
 //! - **The load average** is quoted, not compared: it counts the gate's own trials (a
 //!   4-thread trial adds 4) and lags a minute behind, while other processes' CPU time over the
 //!   very window measures what others did, without either fault.

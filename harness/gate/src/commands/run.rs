@@ -427,7 +427,7 @@ impl Executor {
             let window = check.as_ref().and_then(|_| control::start_window());
             let repeat = self.execute_catching_panics(spec.clone(), &launcher);
             if let (Some(settler), Some(mut check)) = (&self.settler, check) {
-                control::end_window(settler, &mut check, window);
+                control::end_window(settler, &mut check, window, spec.nthreads);
                 record.runner_checks.push(check);
             }
             match repeat.measurement {

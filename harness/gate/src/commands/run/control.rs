@@ -118,9 +118,14 @@ pub(super) fn start_window() -> Option<Snapshot> {
     Snapshot::take().ok()
 }
 
-/// Records in `check` how busy the host was since `start`.
-pub(super) fn end_window(settler: &Settler, check: &mut RunnerCheck, start: Option<Snapshot>) {
+/// Records in `check` how busy the host was since `start`, under a trial of `threads` threads.
+pub(super) fn end_window(
+    settler: &Settler,
+    check: &mut RunnerCheck,
+    start: Option<Snapshot>,
+    threads: u32,
+) {
     if let Some(reading) = start.and_then(|start| start.until_now().ok()) {
-        settler.during(check, reading);
+        settler.during(check, reading, threads);
     }
 }
