@@ -9,6 +9,11 @@ use std::os::fd::AsRawFd;
 pub fn drop_pages(file: &File) -> io::Result<()> {
     // Dirty pages are not dropped, so write them back first.
     file.sync_all()?;
+    drop_clean_pages(file)
+}
+
+/// Drops the file's clean cached pages (`POSIX_FADV_DONTNEED`); dirty ones stay.
+pub fn drop_clean_pages(file: &File) -> io::Result<()> {
     // SAFETY: a valid open descriptor; offset 0 and length 0 mean the whole file.
     let rc = unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
     if rc != 0 {

@@ -2,6 +2,7 @@
 //! cache dropped before each when asked), verify every pass where the bytes are, and gather the
 //! path evidence the reader can give.
 
+mod cold;
 mod recheck;
 mod write;
 
@@ -14,13 +15,12 @@ use crate::reader::async_io::AsyncReader;
 use crate::reader::batch::BatchReader;
 use crate::reader::bounce::Bounce;
 use crate::reader::cufile::CufileReader;
-use crate::reader::posix::{self, Posix};
+use crate::reader::posix::Posix;
 use crate::reader::stream::{PassSettings, run_pass};
 use crate::reader::{PlanReader, ReaderError};
 use crate::writer::PlanWriter;
 use crate::writer::async_io::AsyncWriter;
 use crate::writer::cufile::CufileWriter;
-use gds_model::cache;
 use gds_model::cost::{Histogram, PassCost};
 use gds_model::hex;
 use gds_model::integrity::IntegrityResult;
@@ -34,9 +34,6 @@ use gds_model::protocol::{
     WorkerFailure, WorkerResult, WorkerSpec,
 };
 use gds_model::record::{CufileEvidence, LoadedCufile};
-
-/// A cold read that finds more than this fraction of a file cached measures memory, not storage.
-const MAX_RESIDENT_AFTER_DROP: f64 = 0.05;
 
 /// The trial worker: a spec of another protocol version is refused in the result.
 pub fn run(spec: WorkerSpec) -> WorkerResult {
@@ -121,6 +118,8 @@ fn measure(spec: &WorkerSpec) -> WorkerResult {
         }),
     }
     .err();
+    // The last drop of the page cache ran beside the libraries' shutdown above.
+    cold::finish_wind_down();
     m.memory = Some(MemoryPeak {
         host_rss_bytes: gds_model::meminfo::peak_rss(),
         ..m.memory.unwrap_or_default()
@@ -313,7 +312,8 @@ fn with_cufile(
 }
 
 /// Warmup and measured passes: drop the cache, clear the destination, read (timed), verify.
-/// `measured_from` runs as the first measured pass is about to read.
+/// `measured_from` runs as the first measured pass is about to read. A cold trial's drop after a
+/// pass starts as its reads end ([`cold`]); the last one runs on into the worker's wind-down.
 fn passes(
     spec: &WorkerSpec,
     reader: &mut dyn PlanReader,
@@ -334,14 +334,18 @@ fn passes(
         expected: spec.expected_checksum,
     };
     let mut device_peak = reader.device_memory_used();
-    let cache_files = posix::open_all(plan).map_err(fail)?;
+    let cold = match trial.cache {
+        Cache::Cold => Some(cold::CachedFiles::open(plan)?),
+        Cache::Warm => None,
+    };
+    let mut pending = cold.as_ref().map(cold::CachedFiles::start_drop);
     let total = trial.passes();
     // The measured passes' calls, merged: the trial's percentiles.
     let mut latency = Histogram::default();
     for pass in 0..total {
         let lap = Instant::now();
-        if trial.cache == Cache::Cold {
-            let resident = drop_cache(plan, &cache_files)?;
+        if let Some(drop) = pending.take() {
+            let resident = drop.finish()?;
             m.resident_after_drop = Some(m.resident_after_drop.unwrap_or(0.0).max(resident));
         }
         let dropped = lap.elapsed();
@@ -351,7 +355,7 @@ fn passes(
         }
         if pass == 0 {
             // The first pass's preparation is part of the start-up; its phases say how much.
-            if trial.cache == Cache::Cold {
+            if cold.is_some() {
                 m.setup.push((
                     gds_model::record::DROPPED_PHASE.into(),
                     dropped.as_secs_f64(),
@@ -369,7 +373,9 @@ fn passes(
         if pass == u64::from(trial.warmup) {
             measured_from();
         }
-        let outcome = run_pass(reader, plan, windows.as_deref(), &settings).map_err(fail)?;
+        let mut reads_done = || pending = cold.as_ref().map(cold::CachedFiles::start_drop);
+        let outcome =
+            run_pass(reader, plan, windows.as_deref(), &settings, &mut reads_done).map_err(fail)?;
         device_peak = device_peak.max(outcome.device_peak);
         m.memory = Some(MemoryPeak {
             host_rss_bytes: None,
@@ -387,6 +393,7 @@ fn passes(
         let passed = result.passed();
         m.integrity = result;
         if !passed {
+            cold::hand_to_wind_down(pending);
             return Err(recheck::integrity_failure(
                 plan,
                 &m.integrity,
@@ -396,6 +403,7 @@ fn passes(
         }
         report_progress(pass + 1, total, seconds, plan.total_bytes());
     }
+    cold::hand_to_wind_down(pending);
     Ok(())
 }
 
@@ -436,29 +444,6 @@ fn report_progress(done: u64, total: u64, seconds: f64, bytes: u64) {
         };
         let _ = progress.write(std::path::Path::new(&path));
     }
-}
-
-/// Drops every file's pages; fails when they stay cached (tmpfs), since a cold trial would then
-/// measure memory.
-fn drop_cache(plan: &ReadPlan, files: &[std::fs::File]) -> Result<f64, WorkerFailure> {
-    let mut worst: f64 = 0.0;
-    for (planned, file) in plan.files.iter().zip(files) {
-        let path = planned.path.display();
-        let resident = cache::drop_pages(file)
-            .and_then(|()| cache::resident_fraction(file, planned.size))
-            .map_err(|error| WorkerFailure {
-                reason: format!("cannot drop the page cache of `{path}`: {error}"),
-                next: "check that the data dir is on a disk-backed file system".into(),
-                missing: None,
-            })?;
-        worst = worst.max(resident);
-    }
-    if worst > MAX_RESIDENT_AFTER_DROP {
-        return Err(WorkerFailure {
-            reason: format!("cold cache not reached: {:.0}% of the data was still in the page cache after dropping it", worst * 100.0),
-            next: "put --data-dir (GDS_GATE_DATA_DIR) on a disk-backed file system (tmpfs cannot drop pages), or use `cache: warm`".into(), missing: None });
-    }
-    Ok(worst)
 }
 
 /// What a failed verification found: the count of bad words, the first wrong byte's offset and

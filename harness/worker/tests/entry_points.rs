@@ -38,7 +38,7 @@ fn streamed(reader: &mut dyn PlanReader, plan: &ReadPlan) -> u64 {
         expected: expected_checksum(plan),
     };
     reader.prepare().unwrap();
-    let outcome = run_pass(reader, plan, Some(&windows), &settings).unwrap();
+    let outcome = run_pass(reader, plan, Some(&windows), &settings, &mut || {}).unwrap();
     assert!(outcome.integrity.passed(), "{:?}", outcome.integrity);
     outcome.read.calls
 }

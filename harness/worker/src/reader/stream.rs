@@ -34,15 +34,18 @@ pub struct PassSettings {
 }
 
 /// One pass; the destination was cleared by the caller (its first window's, when streaming).
-/// `windows`: `None` reads the whole plan into one buffer.
+/// `windows`: `None` reads the whole plan into one buffer. `reads_done` runs once the pass's last
+/// read has ended, before its verification: the caller's next drop of the page cache starts there.
 pub fn run_pass(
     reader: &mut dyn PlanReader,
     plan: &ReadPlan,
     windows: Option<&[Window]>,
     settings: &PassSettings,
+    reads_done: &mut dyn FnMut(),
 ) -> Result<PassOutcome, ReaderError> {
     let Some(windows) = windows else {
         let (read, cpu) = timed_read(reader, plan, settings)?;
+        reads_done();
         let integrity = reader.verify(plan, settings.method, settings.expected)?;
         return Ok(PassOutcome {
             read,
@@ -64,6 +67,9 @@ pub fn run_pass(
             reader.prepare()?;
         }
         let (read, cpu) = timed_read(reader, &window.plan, settings)?;
+        if index + 1 == windows.len() {
+            reads_done();
+        }
         total.elapsed += read.elapsed;
         total.calls += read.calls;
         if let (Some(all), Some(this)) = (total.latency.as_mut(), read.latency.as_ref()) {
@@ -187,8 +193,14 @@ mod tests {
             reads: Vec::new(),
             used: 100,
         };
-        let outcome = run_pass(&mut fake, &plan, Some(&windows), &settings).unwrap();
+        let mut reads_done = 0;
+        let outcome = run_pass(&mut fake, &plan, Some(&windows), &settings, &mut || {
+            reads_done += 1
+        })
+        .unwrap();
         assert!(outcome.integrity.passed(), "{:?}", outcome.integrity);
+        // Once for the pass, not once a window: the page cache is dropped after the last read.
+        assert_eq!(reads_done, 1);
         assert_eq!(fake.reads, [262_144, 262_144, 262_144, 213_571]);
         // The caller clears the first window; each later one is cleared before its read.
         assert_eq!(fake.prepared, 3);
@@ -198,7 +210,7 @@ mod tests {
 
         // A byte wrong in the third window is named at its file offset.
         fake.file[600_001] ^= 1;
-        let outcome = run_pass(&mut fake, &plan, Some(&windows), &settings).unwrap();
+        let outcome = run_pass(&mut fake, &plan, Some(&windows), &settings, &mut || {}).unwrap();
         let bad = outcome.integrity.first_bad.expect("the flipped byte");
         assert_eq!((bad.file_offset, bad.buffer_offset), (600_001, 600_001));
     }

@@ -1,11 +1,13 @@
 //! A writing trial (`op: write` or `roundtrip`) inside its worker: `warmup + repetitions` passes,
 //! each writing the trial's own files through the writer under test (timed), then `fsync` (timed
-//! apart), then dropping the files' pages. `write` verifies the files on the disk with an
+//! apart), then dropping the files' pages (the verification or the read back then comes from the
+//! storage, and the next trial inherits nothing). `write` verifies the files on the disk with an
 //! independent `O_DIRECT` read ([`crate::writer::on_disk`]); `roundtrip` reads them back through
 //! the reader under test (timed apart) and verifies where the bytes landed.
 
 use std::time::Instant;
 
+use super::cold::{CachedFiles, PendingDrop, hand_to_wind_down};
 use super::{fail, integrity_reason, record_pass, report_progress};
 use crate::cpu;
 use crate::gpu::Gpu;
@@ -17,7 +19,6 @@ use crate::writer::bounce::BounceWriter;
 use crate::writer::posix::PosixWriter;
 use gds_model::cost::Histogram;
 use gds_model::integrity::IntegrityResult;
-use gds_model::plan::ReadPlan;
 use gds_model::protocol::{WorkerFailure, WorkerSpec};
 use gds_model::record::{Measurement, WriteFigures};
 use gds_model::scenario::Op;
@@ -73,9 +74,15 @@ pub fn passes(
     let mut figures = WriteFigures::default();
     let mut latency = Histogram::default();
     let total = trial.passes();
+    // The writer created the files: open for the drops of every pass.
+    let files = CachedFiles::open(plan)?;
+    let mut pending: Option<PendingDrop> = None;
     let outcome = (|| {
         for pass in 0..total {
             let lap = Instant::now();
+            if let Some(drop) = pending.take() {
+                drop.finish()?;
+            }
             writer.prepare(plan).map_err(fail)?;
             if pass > 0 {
                 m.add_preparation(lap.elapsed());
@@ -99,8 +106,13 @@ pub fn passes(
             let synced = Instant::now();
             writer.sync(plan).map_err(fail)?;
             let fsync = synced.elapsed().as_secs_f64();
+            // The read back must come from the storage, so its drop is waited for; the check of a
+            // `write` reads with O_DIRECT, beside the drop.
             let dropping = Instant::now();
-            drop_written_pages(plan)?;
+            match read_back {
+                Some(_) => _ = files.start_drop().finish()?,
+                None => pending = Some(files.start_drop()),
+            }
             m.add_preparation(dropping.elapsed());
             let measured = pass >= u64::from(trial.warmup);
             let seconds = written.elapsed.as_secs_f64();
@@ -135,6 +147,7 @@ pub fn passes(
                     let read = reader
                         .read(plan, trial.nthreads, trial.task_size)
                         .map_err(fail)?;
+                    pending = Some(files.start_drop());
                     if measured {
                         let seconds = read.elapsed.as_secs_f64();
                         figures.read_back_seconds.push(seconds);
@@ -162,24 +175,9 @@ pub fn passes(
         }
         Ok(())
     })();
+    hand_to_wind_down(pending);
     m.write = Some(figures);
     outcome
-}
-
-/// After `fsync` the pages are clean, so `POSIX_FADV_DONTNEED` drops them: the verification or
-/// the read back then comes from the storage, and the next trial inherits nothing.
-fn drop_written_pages(plan: &ReadPlan) -> Result<(), WorkerFailure> {
-    for file in &plan.files {
-        gds_model::cache::drop_path(&file.path).map_err(|error| WorkerFailure {
-            reason: format!(
-                "cannot drop the page cache of the written file `{}`: {error}",
-                file.path.display()
-            ),
-            next: "check that the data dir is on a disk-backed file system".into(),
-            missing: None,
-        })?;
-    }
-    Ok(())
 }
 
 fn write_integrity_failure(
