@@ -23,8 +23,8 @@ import statistics
 import sys
 import time
 
-from passes import (MASK, compose, device_used, failure, hold_for_sample, mean_latency, read_passes, recording,
-                    write_passes, writes)
+from passes import (MASK, compose, device_used, failure, finish_wind_down, hold_for_sample, mean_latency,
+                    read_passes, recording, write_passes, writes)
 
 PROTOCOL = 4
 LEN_TAG = 0x6A09E667F3BCC908
@@ -48,6 +48,7 @@ def main():
     with open(args.spec) as f:
         spec = json.load(f)
     result = run(spec, os.path.dirname(os.path.abspath(__file__)))
+    finish_wind_down()
     write_result(args.result, result)
     # The answer is on disk: leave without the interpreter's teardown of KvikIO, cupy and PyTorch,
     # as the Rust worker leaves with _exit. The gate waits for this process to end before the

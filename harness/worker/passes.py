@@ -126,13 +126,14 @@ def read_passes(spec, io, cupy, device, buffer, verifier, windows, m, state):
     record = recording()
     fail = None
     cached_after_drop = None
+    paths = [f["path"] for f in plan["files"]] if trial["cache"] == "cold" else []
+    # A drop starts as a pass's reads end, beside its verification (Drop).
+    pending = Drop(io, paths)
     for p in range(passes):
         prepared = time.perf_counter()
-        if trial["cache"] == "cold":
-            for f in plan["files"]:
-                resident = io.drop(f["path"])
-                if resident is not None:
-                    cached_after_drop = max(cached_after_drop or 0.0, resident)
+        resident = pending.finish()
+        if resident is not None:
+            cached_after_drop = max(cached_after_drop or 0.0, resident)
         # The whole buffer, or the first window (streamed_pass clears each later one).
         buffer.fill(0xA5)
         device.synchronize()
@@ -146,8 +147,10 @@ def read_passes(spec, io, cupy, device, buffer, verifier, windows, m, state):
         what = "%s read" % io.library
         if windows:
             read, seconds, cpu, result = streamed_pass(spec, windows, io.read, buffer, device, verifier, record, what)
+            pending = Drop(io, paths)
         else:
             read, seconds, cpu = timed_read(io.read, plan["segments"], device, record, what)
+            pending = Drop(io, paths)
             result = verifier.check(spec["plan"], spec["regions"], trial["expect"]["integrity"], expected)
         state["device_peak"] = max(state["device_peak"] or 0, device_used(cupy)) or None
         cpu_before, cpu_after = cpu if cpu is not None else (None, None)
@@ -170,8 +173,47 @@ def read_passes(spec, io, cupy, device, buffer, verifier, windows, m, state):
             fail = integrity_failure(m["integrity"], p + 1, passes, next_step(on_disk))
             break
         report_progress(p + 1, passes, seconds, total)
+    WIND_DOWN.append(pending)
     m["resident_after_drop"] = cached_after_drop
     return fail
+
+
+class Drop(threading.Thread):
+    """Drops the page cache of `paths` through `io` on a thread of its own, as the Rust worker
+    does (harness/worker/src/trial/cold.rs): started as a pass's reads end, it runs beside the
+    pass's verification and the next pass's clearing; `finish` waits for it (the worst fraction
+    still cached, None with nothing to drop) and raises what it raised. The last one runs on
+    beside the worker's wind-down, in WIND_DOWN."""
+
+    def __init__(self, io, paths):
+        super().__init__(name="page cache drop", daemon=True)
+        self.io, self.paths, self.resident, self.error = io, paths, None, None
+        self.start()
+
+    def run(self):
+        try:
+            for path in self.paths:
+                resident = self.io.drop(path)
+                if resident is not None:
+                    self.resident = max(self.resident or 0.0, resident)
+        except BaseException as error:  # raised again in finish, on the pass's thread
+            self.error = error
+
+    def finish(self):
+        self.join()
+        if self.error is not None:
+            raise self.error
+        return self.resident
+
+
+WIND_DOWN = []
+
+
+def finish_wind_down():
+    """Waits for the drops still running after the last pass; their results are not needed (the
+    gate drops what a failed one left before the next trial)."""
+    while WIND_DOWN:
+        WIND_DOWN.pop().join()
 
 
 def write_passes(spec, io, cupy, device, buffer, verifier, m, phase):

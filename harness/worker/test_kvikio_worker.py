@@ -336,6 +336,38 @@ class AsyncWrites(unittest.TestCase):
                          [1, 2])
 
 
+class Drops(unittest.TestCase):
+    """passes.Drop with a fake io (for the thread logic only)."""
+
+    class SlowIo:
+        def __init__(self, resident):
+            self.resident, self.dropped = resident, []
+
+        def drop(self, path):
+            time.sleep(0.05)
+            if isinstance(self.resident, Exception):
+                raise self.resident
+            self.dropped.append(path)
+            return self.resident
+
+    def test_a_drop_runs_beside_the_caller_and_finish_returns_the_worst_fraction(self):
+        io = self.SlowIo(0.01)
+        started = time.perf_counter()
+        drop = passes.Drop(io, ["a", "b"])
+        self.assertLess(time.perf_counter() - started, 0.05)  # the caller goes on at once
+        self.assertEqual(drop.finish(), 0.01)
+        self.assertEqual(io.dropped, ["a", "b"])
+        self.assertIsNone(passes.Drop(io, []).finish())  # a warm trial drops nothing
+
+    def test_a_failed_drop_raises_on_the_callers_thread_and_the_wind_down_waits(self):
+        with self.assertRaises(OSError):
+            passes.Drop(self.SlowIo(OSError("cannot drop")), ["a"]).finish()
+        io = self.SlowIo(0.0)
+        passes.WIND_DOWN.append(passes.Drop(io, ["a"]))
+        passes.finish_wind_down()
+        self.assertEqual((io.dropped, passes.WIND_DOWN), (["a"], []))
+
+
 class Progress(unittest.TestCase):
     def test_a_pass_replaces_the_progress_file_with_one_line_of_four_fields(self):
         with tempfile.TemporaryDirectory() as folder:

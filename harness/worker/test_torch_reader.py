@@ -276,7 +276,9 @@ class Passes(unittest.TestCase):
         self.assertEqual((len(m["warmup_seconds"]), len(m["seconds"]), len(m["costs"])), (1, 2, 2))
         self.assertEqual([c["read_calls"] for c in m["costs"]], [2, 2])
         self.assertEqual(m["resident_after_drop"], 0.25)
-        self.assertEqual(io.dropped, ["f"] * 3)
+        # Before each of the 3 passes, and after the last, beside the wind-down.
+        passes.finish_wind_down()
+        self.assertEqual(io.dropped, ["f"] * 4)
         self.assertEqual(m["verify_seconds"], 1.5)
 
     def test_a_short_read_fails_naming_the_library_and_the_pass(self):
