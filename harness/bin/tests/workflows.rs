@@ -622,6 +622,20 @@ fn refresh_baselines_is_dispatched_by_hand_and_only_opens_a_pull_request() {
         strings(&bless["runs-on"]),
         ["self-hosted", "gpu", "gds", "${{ inputs.runner }}"]
     );
+    // The recommended flow by default: the baseline from the runner's accumulated gate runs.
+    let inputs = &refresh.yaml["on"]["workflow_dispatch"]["inputs"];
+    assert_eq!(inputs["from-history"]["default"], true);
+    assert_eq!(bless["env"]["FROM_HISTORY"], "${{ inputs.from-history }}");
+    let script = refresh
+        .steps()
+        .into_iter()
+        .filter_map(|(_, step)| step["run"].as_str().map(str::to_string))
+        .find(|run| run.contains("gds-gate bless"))
+        .unwrap();
+    assert!(
+        script.contains(r#"if [[ "$FROM_HISTORY" == true ]]; then flags+=(--from-history); fi"#),
+        "{script}"
+    );
     for (job, step) in refresh.steps() {
         let script = step["run"].as_str().unwrap_or("");
         assert!(
