@@ -17,8 +17,10 @@ use gds_model::yaml;
 
 /// Bump when a field changes meaning or disappears; older gates refuse newer files. Version 1
 /// held one run's passes (`gbps`); it is read as a baseline of one run.
-/// Version 2 had no `control`; it is read as a baseline without one.
-pub const SCHEMA_VERSION: u32 = 3;
+/// Version 2 had no `control`; it is read as a baseline without one. Version 3's `control` had no
+/// `memory_runs` and `host_runs`; it is read as a control without them (gates of version 3 would
+/// refuse those fields as unknown, so a file that has them says 4, and they ask to be updated).
+pub const SCHEMA_VERSION: u32 = 4;
 
 const HEADER: &str = "# gds-gate baseline. Written by `cargo xtask gds-gate bless`; review changes as a diff,\n# do not edit by hand (the statistics use `runs`, the other figures are for people).\n";
 
@@ -753,7 +755,7 @@ mod tests {
     fn a_newer_schema_is_an_error_not_a_missing_baseline() {
         let (_dir, path) = scratch();
         let newer = render(&sample("gpu-runner-1"))
-            .replace("schema_version: 3", "schema_version: 4")
+            .replace("schema_version: 4", "schema_version: 5")
             .replace("median_gbps:", "p50_gbps:");
         std::fs::write(&path, newer).unwrap();
         let error = read(&path).unwrap_err();
@@ -762,7 +764,7 @@ mod tests {
             matches!(
                 error,
                 BaselineError::NewerSchema {
-                    found: 4,
+                    found: 5,
                     line: 3,
                     ..
                 }
@@ -770,7 +772,7 @@ mod tests {
             "{shown}"
         );
         assert!(
-            shown.contains(":3: baseline has schema_version 4"),
+            shown.contains(":3: baseline has schema_version 5"),
             "{shown}"
         );
         assert!(shown.contains("update gds-gate"), "{shown}");
@@ -803,19 +805,23 @@ mod tests {
         write(&path, &baseline).unwrap();
         assert_eq!(read(&path).unwrap(), Loaded::Present(baseline.clone()));
 
-        // A control blessed before copies and host readings reads without them.
+        // A version 3 control, blessed before copies and host readings, reads without them.
         baseline.control = Some(ControlBaseline {
             memory_runs: Vec::new(),
             host_runs: Vec::new(),
             ..control
         });
-        let text = render(&baseline);
+        let text = render(&baseline).replace("schema_version: 4", "schema_version: 3");
         assert!(!text.contains("memory_runs") && !text.contains("host_runs"));
         std::fs::write(&path, &text).unwrap();
-        assert_eq!(read(&path).unwrap(), Loaded::Present(baseline.clone()));
+        let version_3 = read(&path).unwrap().present().cloned().unwrap();
+        assert_eq!(
+            (version_3.schema_version, &version_3.control),
+            (3, &baseline.control)
+        );
 
         baseline.control = None;
-        let version_2 = render(&baseline).replace("schema_version: 3", "schema_version: 2");
+        let version_2 = render(&baseline).replace("schema_version: 4", "schema_version: 2");
         std::fs::write(&path, version_2).unwrap();
         let old = read(&path).unwrap().present().cloned().unwrap();
         assert_eq!((old.control, old.trials), (None, baseline.trials));
