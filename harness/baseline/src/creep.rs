@@ -1,8 +1,8 @@
 //! The creep as part of a trial's judgement in a gate run: the trial's runs on this runner since
 //! its baseline was blessed, this run included, searched for level shifts
 //! ([`crate::changes::find`]); a run that passes on its own is judged [`Judgement::Creep`] when
-//! the latest confirmed level is below the baseline by more than the trial's tolerance
-//! ([`crate::changes::creep`]).
+//! the latest confirmed level is below the baseline by more than the trial's tolerance, or was
+//! at one of the last runs and has not been found back ([`crate::changes::held_creep`]).
 //!
 //! Only the runs since the bless are searched. They were judged against this baseline's level;
 //! older runs were judged against another one, and a maintainer who blessed the new level after a
@@ -10,7 +10,7 @@
 
 use std::time::SystemTime;
 
-use crate::changes::{Creep, creep, find, series};
+use crate::changes::{Creep, held_creep, series};
 use crate::file::TrialBaseline;
 use crate::history::{History, HistoryLine};
 use crate::judgement::Judgement;
@@ -88,9 +88,9 @@ impl RunnerHistory {
             lines,
             skipped: Vec::new(),
         };
-        let changes = find(&series(&history, &self.runner, trial));
+        let runs = series(&history, &self.runner, trial);
         // The level and the tolerance come from a checked baseline and suite: never refused here.
-        creep(&changes, level, tolerance).ok().flatten()
+        held_creep(&runs, level, tolerance).ok().flatten()
     }
 }
 

@@ -35,7 +35,9 @@
 //! [`creep`] answers the gate's question: is the level after the latest confirmed change point
 //! (up to the next one or the latest run) below the baseline's level by more than the trial's
 //! tolerance? A single shift inside the tolerance does not fail; shifts that add up past it do.
-//! `crate::creep` asks it in a gate run, over the trial's runs since its bless.
+//! `crate::creep` asks it in a gate run, over the trial's runs since its bless, through
+//! [`held_creep`]: a creep found at any of the last [`HOLD_RUNS`] runs holds until the level is
+//! found back, so that one fast run does not clear it.
 //!
 //! What it can see is set by the runner's run-to-run spread, not by the tolerance; from
 //! `cargo xtask bench --stats` ([`simulate`]), three −5% steps 20 runs apart, 10 runs after the
@@ -349,6 +351,42 @@ pub fn creep(
         baseline_level,
         tolerance,
     }))
+}
+
+/// Runs for which a creep, once found, holds without being found again (see [`held_creep`]).
+pub const HOLD_RUNS: usize = CONFIRM_RUNS;
+
+/// [`creep`] as the gate asks it after each run: a creep found over the history as it stood at
+/// any of the last [`HOLD_RUNS`] runs still holds, unless a search since found the level back (a
+/// confirmed change point after the creep's, within the tolerance of the baseline). Searched
+/// afresh at each run alone, one fast run right after a confirmed creep can tip the best split
+/// below significance and clear it for that run (seen in the creep drill), so that a real creep
+/// would fail only every other run. A creep no search finds for [`HOLD_RUNS`] runs lapses.
+pub fn held_creep(
+    runs: &[Run],
+    baseline_level: f64,
+    tolerance: f64,
+) -> Result<Option<Creep>, CreepError> {
+    let mut held: Option<Creep> = None;
+    for end in runs.len().saturating_sub(HOLD_RUNS - 1)..=runs.len() {
+        let changes = find(&runs[..end]);
+        match creep(&changes, baseline_level, tolerance)? {
+            Some(found) => held = Some(found),
+            None => {
+                let back = |creep: &Creep| {
+                    changes.change_points.iter().any(|cp| {
+                        cp.confirmed
+                            && cp.index > creep.change_point.index
+                            && cp.after / baseline_level >= 1.0 - tolerance
+                    })
+                };
+                if held.as_ref().is_some_and(back) {
+                    held = None;
+                }
+            }
+        }
+    }
+    Ok(held)
 }
 
 #[cfg(test)]

@@ -211,3 +211,43 @@ fn a_baseline_or_tolerance_that_cannot_be_compared_is_refused() {
         assert!(error.to_string().contains("expect.tolerance"), "{error}");
     }
 }
+
+/// A 15% creep confirmed by 12 runs at 0.85, then one run at full speed: searched afresh, some
+/// histories lose the change point over that one run (the creep drill saw it); held, none does.
+/// Simulated noise at the H200 runner's 12% run-to-run CV.
+#[test]
+fn one_fast_run_does_not_clear_a_confirmed_creep() {
+    let mut lost = 0;
+    for seed in 0..300 {
+        let mut runs = history(seed, 0.12, &speeds(32, &[(20, 0.85)]));
+        let mut fast = runs[31].clone();
+        fast.median_gbps = 1.0;
+        fast.time = "2026-03-01T01:00:00Z".into();
+        if creep_of(&find(&runs), 1.0).is_none() {
+            continue; // no confirmed creep before the fast run
+        }
+        runs.push(fast);
+        if creep_of(&find(&runs), 1.0).is_none() {
+            lost += 1;
+        }
+        assert!(
+            held_creep(&runs, 1.0, 0.10).unwrap().is_some(),
+            "seed {seed}: the fast run cleared the creep"
+        );
+    }
+    assert!(
+        lost > 0,
+        "no history lost its creep to one fast run: the test shows nothing"
+    );
+}
+
+/// The level found back (a confirmed change point up to within the tolerance) clears a creep;
+/// a creep no search finds for HOLD_RUNS runs lapses.
+#[test]
+fn a_confirmed_recovery_clears_a_held_creep() {
+    let back = history(7, 0.02, &speeds(45, &[(20, 0.80), (32, 1.0)]));
+    assert!(creep_of(&find(&back[..32]), 1.0).is_some());
+    assert_eq!(held_creep(&back, 1.0, 0.10).unwrap(), None);
+    // Held while the recovery is tentative.
+    assert!(held_creep(&back[..36], 1.0, 0.10).unwrap().is_some());
+}
