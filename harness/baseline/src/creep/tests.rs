@@ -103,9 +103,11 @@ fn steps_that_add_up_fail_a_run_that_passes_alone() {
 
 #[test]
 fn a_level_not_yet_confirmed_fails_nothing() {
-    // Five runs at 85%: the shift is seen, not confirmed.
+    // Five runs at 90% after ten at 95%: the second shift is seen, not confirmed. (Not five at
+    // 85% after ten at 90%: the 90% level sits at this baseline's tolerance, and with the first
+    // 85% runs it was found past it a few runs before; a creep holds.)
     let medians = creep_medians(2.0, 30, 10);
-    let (alone, judgement) = judged(&entry(2.0, at(0)), &medians[..54], medians[54]);
+    let (alone, judgement) = judged(&entry(2.0, at(0)), &medians[..44], medians[44]);
     assert_eq!(judgement, alone);
 }
 
@@ -217,3 +219,4 @@ fn the_words_say_what_fell_where_and_what_to_do() {
     }
     assert_eq!(message.lines().count(), 6, "{message}");
 }
+
