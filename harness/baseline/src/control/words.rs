@@ -54,16 +54,21 @@ pub fn what_was_off(check: &RunnerCheck) -> String {
 pub fn busy_during(check: &RunnerCheck) -> String {
     match (&check.during, check.busy_during.is_empty()) {
         (Some(during), false) => {
-            // Pressure over the confirmation run counts the trial's own threads: not quoted.
-            let without_pressure = |r: &HostReading| HostReading {
-                pressure: None,
+            // Pressure over the confirmation run is quoted only where it was compared (the trial
+            // left a core free); otherwise it counts the trial's own threads.
+            let compared = check
+                .busy_during
+                .iter()
+                .any(|s| matches!(s, Shortfall::CpuPressure | Shortfall::MemoryPressure));
+            let quoted = |r: &HostReading| HostReading {
+                pressure: r.pressure.filter(|_| compared),
                 ..*r
             };
             format!(
                 "the host was busy while the confirmation ran: {}",
                 host::describe(
-                    &without_pressure(during),
-                    check.host_blessed.map(|b| without_pressure(&b)).as_ref(),
+                    &quoted(during),
+                    check.host_blessed.map(|b| quoted(&b)).as_ref(),
                     &check.busy_during
                 )
             )
@@ -114,6 +119,18 @@ mod tests {
         assert_eq!(
             busy_during(&check),
             "the host was busy while the confirmation ran: load 1.20 on 2 cores, 45% of CPU time in other processes (at bless: load 0.30, 3%)"
+        );
+        // Compared over a trial that left a core free: then quoted.
+        let with_cpu_pressure = |reading: HostReading, cpu: f64| HostReading {
+            pressure: reading.pressure.map(|p| gds_model::busy::Pressure { cpu, ..p }),
+            ..reading
+        };
+        check.during = check.during.map(|r| with_cpu_pressure(r, 0.27));
+        check.host_blessed = check.host_blessed.map(|r| with_cpu_pressure(r, 0.09));
+        check.busy_during = vec![Shortfall::CpuPressure];
+        assert_eq!(
+            busy_during(&check),
+            "the host was busy while the confirmation ran: load 1.20 on 2 cores, 45% of CPU time in other processes, CPU pressure 27% (at bless: load 0.30, 3%, 9%)"
         );
     }
 }
