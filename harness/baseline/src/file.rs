@@ -793,6 +793,7 @@ mod tests {
                 io: 0.62,
                 memory: 0.0,
             }),
+            others_disk_gbps: Some(0.002),
         };
         let control = ControlBaseline {
             size: 1 << 20,

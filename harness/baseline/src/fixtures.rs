@@ -175,5 +175,6 @@ pub fn host(load: f64, others: f64) -> gds_model::busy::HostReading {
             io: 0.5,
             memory: 0.0,
         }),
+        others_disk_gbps: None,
     }
 }

@@ -100,6 +100,8 @@ pub enum Shortfall {
     CpuPressure,
     /// Tasks waited for memory (reclaim, swap) more of the time (PSI).
     MemoryPressure,
+    /// Processes outside the gate read or wrote more on the data dir's disk.
+    DiskTraffic,
 }
 
 impl Shortfall {
@@ -113,6 +115,7 @@ impl Shortfall {
                 | Shortfall::Steal
                 | Shortfall::CpuPressure
                 | Shortfall::MemoryPressure
+                | Shortfall::DiskTraffic
         )
     }
 }

@@ -170,6 +170,11 @@ impl DataSet {
         set
     }
 
+    /// Where the data is (and the control, and the writing trials' files).
+    pub fn data_dir(&self) -> &Path {
+        &self.data_dir
+    }
+
     /// Some trial has what it needs: a file prepared, or the data dir for a writing trial. When
     /// none has, nothing will run, and the run writes nothing more to the data dir.
     pub fn any_ready(&self) -> bool {

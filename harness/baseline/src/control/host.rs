@@ -12,6 +12,10 @@
 //!   more threads than that stall each other. I/O pressure is recorded but not compared: the
 //!   control's own O_DIRECT reads stall on I/O most of their time, and a busier disk shows in the
 //!   control's disk rate already.
+//! - **Other processes' bytes on the data dir's disk** (the disk's bytes less the gate's tree's,
+//!   from `/proc/diskstats` and `/proc/PID/io`), against the control's blessed disk rate, for a
+//!   trial that moves bytes to or from the disk: a job that reads or writes the same disk takes
+//!   its bandwidth with little CPU time, and may start after the control read.
 //! - **The load average** is quoted, not compared: it counts the gate's own trials (a
 //!   4-thread trial adds 4) and lags a minute behind, while other processes' CPU time over the
 //!   very window measures what others did, without either fault.
@@ -36,6 +40,7 @@ pub fn blessed_level(runs: &[HostReading]) -> Option<HostReading> {
         runs.iter().map(figure).fold(f64::INFINITY, f64::min)
     };
     let pressures: Option<Vec<Pressure>> = runs.iter().map(|r| r.pressure).collect();
+    let disks: Option<Vec<f64>> = runs.iter().map(|r| r.others_disk_gbps).collect();
     Some(HostReading {
         seconds: median(&runs.iter().map(|r| r.seconds).collect::<Vec<_>>()),
         cores: first.cores,
@@ -51,12 +56,19 @@ pub fn blessed_level(runs: &[HostReading]) -> Option<HostReading> {
                 memory: least(|p| p.memory),
             }
         }),
+        others_disk_gbps: disks.map(|d| d.into_iter().fold(f64::INFINITY, f64::min)),
     })
 }
 
 /// What is busier in `now` than in `blessed`; `with_pressure` compares PSI too (see the module's
-/// notes for when it may).
-pub fn busier(now: &HostReading, blessed: &HostReading, with_pressure: bool) -> Vec<Shortfall> {
+/// notes for when it may), and `disk_gbps` (the control's blessed disk rate, for a trial that
+/// moves bytes on the disk) other processes' bytes on it, as shares of that rate.
+pub fn busier(
+    now: &HostReading,
+    blessed: &HostReading,
+    with_pressure: bool,
+    disk_gbps: Option<f64>,
+) -> Vec<Shortfall> {
     let above = |now: f64, then: f64| now > then + BUSIER_BY;
     let mut busier = Vec::new();
     if above(now.others_cpu, blessed.others_cpu) {
@@ -72,6 +84,13 @@ pub fn busier(now: &HostReading, blessed: &HostReading, with_pressure: bool) -> 
         if above(now.memory, then.memory) {
             busier.push(Shortfall::MemoryPressure);
         }
+    }
+    if let (Some(rate), Some(now), Some(then)) =
+        (disk_gbps, now.others_disk_gbps, blessed.others_disk_gbps)
+        && rate > 0.0
+        && above(now / rate, then / rate)
+    {
+        busier.push(Shortfall::DiskTraffic);
     }
     busier
 }
@@ -91,6 +110,7 @@ pub fn rounded(reading: HostReading) -> HostReading {
             io: round(p.io),
             memory: round(p.memory),
         }),
+        others_disk_gbps: reading.others_disk_gbps.map(round),
     }
 }
 
@@ -136,6 +156,17 @@ pub fn describe(now: &HostReading, blessed: Option<&HostReading>, busier: &[Shor
                 });
             }
         }
+        if let Some(gbps) = r
+            .others_disk_gbps
+            .filter(|_| busier.contains(&Shortfall::DiskTraffic))
+        {
+            let rate = format!("{:.0} MB/s", gbps * 1e3);
+            parts.push(if with_words {
+                format!("{rate} read or written on the data disk by other processes")
+            } else {
+                rate
+            });
+        }
         parts
     };
     let now_parts = figures(now, true);
@@ -167,6 +198,7 @@ mod tests {
                 io: 0.3,
                 memory: 0.0,
             }),
+            others_disk_gbps: None,
         }
     }
 
@@ -198,24 +230,62 @@ mod tests {
         // A second gate on 2 cores: one core busy, half the host's time.
         let second_gate = reading(1.6, 0.48, 0.02);
         assert_eq!(
-            busier(&second_gate, &blessed, true),
+            busier(&second_gate, &blessed, true, None),
             [Shortfall::OtherProcesses]
         );
         // A build with more jobs than cores: tasks also wait for a CPU.
         let build = reading(3.5, 0.9, 0.6);
         assert_eq!(
-            busier(&build, &blessed, true),
+            busier(&build, &blessed, true, None),
             [Shortfall::OtherProcesses, Shortfall::CpuPressure]
         );
         // Over a confirmation run the trial's own threads stall each other: no pressure then.
-        assert_eq!(busier(&build, &blessed, false), [Shortfall::OtherProcesses]);
+        assert_eq!(
+            busier(&build, &blessed, false, None),
+            [Shortfall::OtherProcesses]
+        );
         // Background within the margin, and a load that is the gate's own, are not busier.
-        assert_eq!(busier(&reading(2.5, 0.10, 0.05), &blessed, true), []);
+        assert_eq!(busier(&reading(2.5, 0.10, 0.05), &blessed, true, None), []);
         let stolen = HostReading {
             steal: 0.2,
             ..blessed
         };
-        assert_eq!(busier(&stolen, &blessed, true), [Shortfall::Steal]);
+        assert_eq!(busier(&stolen, &blessed, true, None), [Shortfall::Steal]);
+    }
+
+    /// Fixture, not measured: another job reading 400 MB/s from a disk blessed at 1.3 GB/s,
+    /// with no more CPU time than at bless.
+    #[test]
+    fn another_jobs_bytes_on_the_disk_are_busier_for_a_trial_that_uses_it() {
+        let blessed = HostReading {
+            others_disk_gbps: Some(0.01),
+            ..reading(0.3, 0.03, 0.01)
+        };
+        let reader = HostReading {
+            others_disk_gbps: Some(0.4),
+            ..reading(0.9, 0.05, 0.02)
+        };
+        assert_eq!(
+            busier(&reader, &blessed, true, Some(1.3)),
+            [Shortfall::DiskTraffic]
+        );
+        // A trial that does not use the disk (a warm read), or a disk without counters: not.
+        assert_eq!(busier(&reader, &blessed, true, None), []);
+        let unread = HostReading {
+            others_disk_gbps: None,
+            ..reader
+        };
+        assert_eq!(busier(&unread, &blessed, true, Some(1.3)), []);
+        // Within 10% of the disk's rate of the bless: a quiet host's background.
+        let background = HostReading {
+            others_disk_gbps: Some(0.1),
+            ..reader
+        };
+        assert_eq!(busier(&background, &blessed, true, Some(1.3)), []);
+        assert_eq!(
+            describe(&reader, Some(&blessed), &[Shortfall::DiskTraffic]),
+            "load 0.90 on 2 cores, 5% of CPU time in other processes, CPU pressure 2%, 400 MB/s read or written on the data disk by other processes (at bless: load 0.30, 3%, 1%, 10 MB/s)"
+        );
     }
 
     #[test]

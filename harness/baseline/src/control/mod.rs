@@ -168,6 +168,12 @@ impl ControlBaseline {
             && (self.host_runs.is_empty() || self.host_runs.len() == self.disk_runs.len())
     }
 
+    /// The blessed disk rate (GB/s) other processes' bytes on the disk are compared with, for a
+    /// trial that `needs` the disk.
+    pub fn disk_for(&self, needs: Needs) -> Option<f64> {
+        needs.disk.then(|| level(&self.disk_runs))
+    }
+
     /// How busy the host was at bless: each figure the quietest of the blessed runs'.
     pub fn host_level(&self) -> Option<HostReading> {
         host::blessed_level(&self.host_runs)
@@ -189,7 +195,7 @@ impl ControlBaseline {
             below.push(Shortfall::Memory);
         }
         if let (Some(now), Some(blessed)) = (condition.host, self.host_level()) {
-            below.extend(host::busier(&now, &blessed, true));
+            below.extend(host::busier(&now, &blessed, true, self.disk_for(needs)));
         }
         below
     }
@@ -232,6 +238,7 @@ mod tests {
             others_cpu: 0.03,
             steal: 0.0,
             pressure: None,
+            others_disk_gbps: None,
         }
     }
 

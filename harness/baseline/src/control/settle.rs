@@ -141,7 +141,8 @@ impl Settler {
         check.during = Some(reading);
         if let Some(blessed) = self.baseline.host_level() {
             let with_pressure = threads < reading.cores;
-            check.busy_during = host::busier(&reading, &blessed, with_pressure);
+            let disk = self.baseline.disk_for(check.needs);
+            check.busy_during = host::busier(&reading, &blessed, with_pressure, disk);
         }
     }
 }
@@ -163,6 +164,7 @@ mod tests {
             others_cpu: others,
             steal: 0.0,
             pressure: None,
+            others_disk_gbps: None,
         }
     }
 
@@ -285,6 +287,20 @@ mod tests {
         assert!(!check.at_level_throughout());
     }
 
+    /// A settler whose control reads at its level, on a baseline blessed with `host_runs`.
+    fn blessed_with(host_runs: Vec<HostReading>) -> Settler {
+        let blessed = ControlBaseline {
+            host_runs,
+            ..baseline()
+        };
+        Settler::new(
+            Box::new(|| Ok(reading(64, 1.0))),
+            blessed,
+            Duration::from_secs(60),
+            Duration::from_secs(10),
+        )
+    }
+
     /// The busy-host drill's blame (a second gate beside `smoke.yaml` on 2 cores): over a
     /// 1-thread trial's confirmation run, others' CPU time was within the margin (27% against
     /// 19% at bless) while CPU pressure was not (27% against 9%). Figures from that run's
@@ -300,16 +316,7 @@ mod tests {
             }),
             ..host(others)
         };
-        let blessed = ControlBaseline {
-            host_runs: vec![with_pressure(0.189, 0.085); 4],
-            ..baseline()
-        };
-        let settler = Settler::new(
-            Box::new(|| Ok(reading(64, 1.0))),
-            blessed,
-            Duration::from_secs(60),
-            Duration::from_secs(10),
-        );
+        let settler = blessed_with(vec![with_pressure(0.189, 0.085); 4]);
         let during = with_pressure(0.274, 0.274);
         let mut check = settle(&settler).unwrap();
         settler.during(&mut check, during, 1);
@@ -318,6 +325,27 @@ mod tests {
         // Two threads on two cores stall each other: their pressure says nothing of others.
         settler.during(&mut check, during, 2);
         assert!(check.busy_during.is_empty() && check.at_level_throughout());
+    }
+
+    /// Fixture, not measured: another job reads 0.5 GB/s from the data disk (blessed at 2 GB/s)
+    /// while a cold read's confirmation runs, with no more CPU time than at bless.
+    #[test]
+    fn another_jobs_bytes_on_the_disk_count_for_a_trial_that_reads_it() {
+        let with_disk = |gbps: f64| HostReading {
+            others_disk_gbps: Some(gbps),
+            ..host(0.03)
+        };
+        let settler = blessed_with(vec![with_disk(0.004); 4]);
+        let mut cold = settle(&settler).unwrap();
+        settler.during(&mut cold, with_disk(0.5), 1);
+        assert_eq!(cold.busy_during, [Shortfall::DiskTraffic]);
+        let warm = Needs {
+            disk: false,
+            memory: true,
+        };
+        let mut warm = settler.settle(warm, &no_sleep, &|_| {}).unwrap();
+        settler.during(&mut warm, with_disk(0.5), 1);
+        assert!(warm.busy_during.is_empty(), "{warm:?}");
     }
 
     /// A warm read does not wait for a slow disk; a cold one does.

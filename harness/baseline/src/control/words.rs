@@ -122,7 +122,9 @@ mod tests {
         );
         // Compared over a trial that left a core free: then quoted.
         let with_cpu_pressure = |reading: HostReading, cpu: f64| HostReading {
-            pressure: reading.pressure.map(|p| gds_model::busy::Pressure { cpu, ..p }),
+            pressure: reading
+                .pressure
+                .map(|p| gds_model::busy::Pressure { cpu, ..p }),
             ..reading
         };
         check.during = check.during.map(|r| with_cpu_pressure(r, 0.27));

@@ -219,4 +219,3 @@ fn the_words_say_what_fell_where_and_what_to_do() {
     }
     assert_eq!(message.lines().count(), 6, "{message}");
 }
-

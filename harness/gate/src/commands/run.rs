@@ -424,7 +424,9 @@ impl Executor {
             };
             // The host is read over the confirmation run too: another job may start the moment
             // the wait for the runner ends.
-            let window = check.as_ref().and_then(|_| control::start_window());
+            let window = check
+                .as_ref()
+                .and_then(|_| control::start_window(self.data.data_dir()));
             let repeat = self.execute_catching_panics(spec.clone(), &launcher);
             if let (Some(settler), Some(mut check)) = (&self.settler, check) {
                 control::end_window(settler, &mut check, window, spec.nthreads);

@@ -1,15 +1,18 @@
 //! How busy the host is over a window, by the kernel's own counts: the load average against the
 //! cores, the CPU time processes outside the gate's own process tree used, the time the
-//! hypervisor gave other guests, and pressure stall information (PSI) where the kernel has it.
+//! hypervisor gave other guests, pressure stall information (PSI) where the kernel has it, and
+//! the bytes others moved on the data dir's disk.
 //!
 //! Why: a trial's rate depends on the CPU and the memory bandwidth it gets, and another job on
-//! the runner (a second gate, a build) takes both without moving the disk. The gate's own work
-//! is left out, so that the reading says what *others* did while the gate measured.
+//! the runner (a second gate, a build) takes both without moving the disk; a job that reads or
+//! writes the same disk takes its bandwidth, with little CPU. The gate's own work is left out,
+//! so that the reading says what *others* did while the gate measured.
 
 mod procfs;
 
 pub use procfs::{
-    CpuTicks, ProcessTicks, parse_loadavg, parse_pid_stat, parse_pressure_some, parse_stat,
+    CpuTicks, ProcessTicks, parse_diskstats, parse_loadavg, parse_pid_io, parse_pid_stat,
+    parse_pressure_some, parse_stat,
 };
 
 use std::collections::HashMap;
@@ -37,6 +40,32 @@ pub struct HostReading {
     /// Pressure stall information over the window, where the kernel has it (`/proc/pressure`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pressure: Option<Pressure>,
+    /// GB/s read from and written to the data dir's disk by processes outside the gate's tree
+    /// (the disk's bytes less the tree's); absent where the data dir is on no block device of
+    /// this host (a network or virtual file system) or the counters could not be read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub others_disk_gbps: Option<f64>,
+}
+
+/// The block device a path is on, as `/proc/diskstats` numbers it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Disk {
+    pub major: u32,
+    pub minor: u32,
+}
+
+impl Disk {
+    /// The device of the file system holding `path`; `None` for an anonymous device (NFS,
+    /// tmpfs, overlay, btrfs), which has no counters of its own.
+    pub fn of(path: &Path) -> Option<Disk> {
+        use std::os::unix::fs::MetadataExt;
+        let dev = std::fs::metadata(path).ok()?.dev();
+        let disk = Disk {
+            major: libc::major(dev),
+            minor: libc::minor(dev),
+        };
+        (disk.major != 0).then_some(disk)
+    }
 }
 
 /// The share of a window in which some task stalled waiting for a resource (PSI `some`), 0–1.
@@ -57,19 +86,31 @@ pub struct Snapshot {
     own: u64,
     /// `some` stall microseconds of cpu, io and memory.
     pressure: Option<[u64; 3]>,
+    /// Bytes the data dir's disk moved, and those the gate's tree had moved.
+    disk: Option<DiskBytes>,
+}
+
+/// Bytes since boot: the disk's, and the gate's tree's share of them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DiskBytes {
+    pub disk: u64,
+    pub own: u64,
 }
 
 impl Snapshot {
-    /// Reads the counters from `/proc`. An error names the file that could not be read or parsed.
-    pub fn take() -> io::Result<Snapshot> {
+    /// Reads the counters from `/proc`, those of `disk` (the data dir's) among them. An error
+    /// names the file that could not be read or parsed.
+    pub fn take(disk: Option<Disk>) -> io::Result<Snapshot> {
         let (cpu, cores) =
             parse_stat(&read("/proc/stat")?).map_err(|why| bad("/proc/stat", why))?;
+        let tree = own_tree(std::process::id());
         Ok(Snapshot {
             at: Instant::now(),
             cpu,
             cores,
-            own: own_tree_ticks(std::process::id()),
+            own: tree.iter().map(|p| p.ticks).sum(),
             pressure: pressure_totals(),
+            disk: disk.and_then(|disk| disk_bytes(disk, &tree)),
         })
     }
 
@@ -80,6 +121,7 @@ impl Snapshot {
         cores: u32,
         own: u64,
         pressure: Option<[u64; 3]>,
+        disk: Option<DiskBytes>,
     ) -> Self {
         Snapshot {
             at,
@@ -87,14 +129,15 @@ impl Snapshot {
             cores,
             own,
             pressure,
+            disk,
         }
     }
 
-    /// How busy the host was from this snapshot until now.
-    pub fn until_now(&self) -> io::Result<HostReading> {
+    /// How busy the host was from this snapshot until now, on the same disk.
+    pub fn until_now(&self, disk: Option<Disk>) -> io::Result<HostReading> {
         let load =
             parse_loadavg(&read("/proc/loadavg")?).map_err(|why| bad("/proc/loadavg", why))?;
-        Ok(Snapshot::take()?.since(self, load))
+        Ok(Snapshot::take(disk)?.since(self, load))
     }
 
     /// How busy the host was from `earlier` to this snapshot, with `load` read at its end.
@@ -117,6 +160,14 @@ impl Snapshot {
             }
             _ => None,
         };
+        let others_disk_gbps = match (earlier.disk, self.disk) {
+            (Some(from), Some(to)) if seconds > 0.0 => {
+                let disk = to.disk.saturating_sub(from.disk);
+                let own = to.own.saturating_sub(from.own);
+                Some(disk.saturating_sub(own) as f64 / seconds / 1e9)
+            }
+            _ => None,
+        };
         HostReading {
             seconds,
             cores: self.cores,
@@ -124,6 +175,7 @@ impl Snapshot {
             others_cpu: share(processes.saturating_sub(own)),
             steal: share(self.cpu.steal.saturating_sub(earlier.cpu.steal)),
             pressure,
+            others_disk_gbps,
         }
     }
 }
@@ -150,11 +202,11 @@ fn pressure_totals() -> Option<[u64; 3]> {
     Some([some("cpu")?, some("io")?, some("memory")?])
 }
 
-/// Ticks of `root` and every live process below it. A process that vanishes between the listing
-/// and its read is skipped: its time is in its parent's once reaped.
-fn own_tree_ticks(root: u32) -> u64 {
+/// `root` and every live process below it. A process that vanishes between the listing and its
+/// read is skipped: its time and bytes are in its parent's once reaped.
+fn own_tree(root: u32) -> Vec<ProcessTicks> {
     let Ok(entries) = std::fs::read_dir("/proc") else {
-        return 0;
+        return Vec::new();
     };
     let processes: Vec<ProcessTicks> = entries
         .filter_map(Result::ok)
@@ -162,25 +214,41 @@ fn own_tree_ticks(root: u32) -> u64 {
         .filter_map(|entry| std::fs::read_to_string(entry.path().join("stat")).ok())
         .filter_map(|text| parse_pid_stat(&text).ok())
         .collect();
-    tree_ticks(&processes, root)
+    tree(&processes, root).into_iter().copied().collect()
 }
 
-/// The ticks of `root` and its descendants among `processes`.
-pub fn tree_ticks(processes: &[ProcessTicks], root: u32) -> u64 {
+/// The bytes `disk` moved and those the processes of `tree` had moved; `None` where either
+/// cannot be read (no line for the device, `/proc/PID/io` not readable).
+fn disk_bytes(disk: Disk, tree: &[ProcessTicks]) -> Option<DiskBytes> {
+    let text = std::fs::read_to_string("/proc/diskstats").ok()?;
+    let disk = parse_diskstats(&text, disk.major, disk.minor).ok()??;
+    let mut own = 0u64;
+    for process in tree {
+        let text = std::fs::read_to_string(format!("/proc/{}/io", process.pid));
+        // A worker that ended since the listing: its bytes are in its parent's once reaped.
+        if let Ok(text) = text {
+            own = own.saturating_add(parse_pid_io(&text).ok()?);
+        }
+    }
+    Some(DiskBytes { disk, own })
+}
+
+/// `root` and its descendants among `processes`.
+pub fn tree(processes: &[ProcessTicks], root: u32) -> Vec<&ProcessTicks> {
     let mut children: HashMap<u32, Vec<&ProcessTicks>> = HashMap::new();
     for process in processes {
         children.entry(process.parent).or_default().push(process);
     }
-    let mut total = 0;
+    let mut members = Vec::new();
     let mut stack: Vec<&ProcessTicks> = processes.iter().filter(|p| p.pid == root).collect();
     while let Some(process) = stack.pop() {
-        total += process.ticks;
+        members.push(process);
         // A pid is its own parent nowhere but in a damaged listing; never loop on it.
         if let Some(below) = children.get(&process.pid) {
             stack.extend(below.iter().filter(|child| child.pid != process.pid));
         }
     }
-    total
+    members
 }
 
 #[cfg(test)]
@@ -205,6 +273,7 @@ mod tests {
             cores,
             own,
             Some([some("cpu"), some("io"), some("memory")]),
+            None,
         )
     }
 
@@ -256,17 +325,23 @@ mod tests {
             p(20, 1, 50),
             p(30, 30, 9),
         ];
-        assert_eq!(tree_ticks(&processes, 10), 15);
-        assert_eq!(tree_ticks(&processes, 20), 50);
-        assert_eq!(tree_ticks(&processes, 30), 9);
-        assert_eq!(tree_ticks(&processes, 99), 0);
+        let tree_ticks = |root| tree(&processes, root).iter().map(|p| p.ticks).sum::<u64>();
+        assert_eq!(tree_ticks(10), 15);
+        assert_eq!(tree_ticks(20), 50);
+        assert_eq!(tree_ticks(30), 9);
+        assert_eq!(tree_ticks(99), 0);
     }
 
     /// This very process, read twice around a busy loop of its own: the loop's CPU time (by the
     /// process's CPU clock) shows up as the gate's tree's ticks, so it is not counted as others'.
     #[test]
     fn the_gates_own_work_is_counted_as_its_own() {
-        let ours = || own_tree_ticks(std::process::id());
+        let ours = || {
+            own_tree(std::process::id())
+                .iter()
+                .map(|p| p.ticks)
+                .sum::<u64>()
+        };
         let cpu_seconds = || {
             let mut now = libc::timespec {
                 tv_sec: 0,
@@ -290,5 +365,56 @@ mod tests {
         let spent = (ours() - ticks) as f64 / hz;
         // Other test threads of this process may add their own; ticks round to 1/hz.
         assert!(spent >= 0.3 - 2.0 / hz, "{spent} s in ticks");
+    }
+
+    /// The byte counts of `procfs`'s fixtures (a process moved 67 MB while another job read
+    /// 541 MB from the same disk), over a window of 2 s chosen by the test.
+    #[test]
+    fn a_window_says_what_others_moved_on_the_disk() {
+        let start = Instant::now();
+        let disk = |at, disk, own| {
+            let mut snapshot = recorded("before", at, 0);
+            snapshot.disk = Some(DiskBytes { disk, own });
+            snapshot
+        };
+        let before = disk(start, (6_347_209_282 + 803_218_640) * 512, 1_000);
+        let after = disk(
+            start + Duration::from_secs(2),
+            (6_348_331_530 + 803_284_528) * 512,
+            1_000 + 33_611_776 + 33_570_816,
+        );
+        let others = after.since(&before, 0.5).others_disk_gbps.unwrap();
+        assert!((others - 0.541_143_040 / 2.0).abs() < 1e-9, "{others}");
+        // Either end without the disk's counters: not said.
+        assert_eq!(
+            recorded("after", start, 0)
+                .since(&before, 0.5)
+                .others_disk_gbps,
+            None
+        );
+    }
+
+    /// This very process writes, syncs and reads back a file on the target's disk: its bytes
+    /// are counted as the gate's own, not as others'.
+    #[test]
+    fn the_gates_own_disk_bytes_are_its_own() {
+        // Beside the test binary: on the target's disk, where /tmp may be tmpfs.
+        let dir = tempfile::tempdir_in(std::env::current_exe().unwrap().parent().unwrap()).unwrap();
+        let Some(disk) = Disk::of(dir.path()) else {
+            return; // a file system without a block device here: nothing to count
+        };
+        let path = dir.path().join("bytes");
+        let size = 8 << 20;
+        let own = || Snapshot::take(Some(disk)).unwrap().disk.map(|d| d.own);
+        let Some(before) = own() else {
+            return; // no /proc/diskstats line or /proc/self/io here
+        };
+        std::fs::write(&path, vec![3u8; size]).unwrap();
+        let file = std::fs::File::open(&path).unwrap();
+        crate::cache::drop_pages(&file).unwrap();
+        assert_eq!(std::fs::read(&path).unwrap().len(), size);
+        let moved = own().unwrap() - before;
+        // Written (dirtied) and read back from the disk, at least.
+        assert!(moved >= 2 * size as u64, "{moved} bytes");
     }
 }

@@ -2,13 +2,14 @@
 //! keeps), and, when the baseline has a blessed control, the [`Settler`] that confirmation runs
 //! wait on. Nothing here can fail a run: without a control, confirmations simply do not wait.
 
+use std::path::Path;
 use std::time::Duration;
 
 use crate::baseline::Baseline;
 use crate::cli::RunArgs;
 use crate::console;
 use crate::control::{Control, ControlReading, Settler, words};
-use gds_model::busy::Snapshot;
+use gds_model::busy::{Disk, Snapshot};
 use gds_model::error_chain;
 use gds_model::record::{Needs, RunnerCheck};
 
@@ -112,20 +113,31 @@ pub(super) fn settle(settler: &Settler, needs: Needs) -> Option<RunnerCheck> {
     }
 }
 
-/// The host's counters before a confirmation run, to say how busy it was while the run ran;
-/// `None` where `/proc` cannot be read (then nothing is said of it).
-pub(super) fn start_window() -> Option<Snapshot> {
-    Snapshot::take().ok()
+/// The host's counters as a confirmation run starts, and the data dir's disk they count.
+pub(super) struct Window {
+    start: Snapshot,
+    disk: Option<Disk>,
 }
 
-/// Records in `check` how busy the host was since `start`, under a trial of `threads` threads.
+/// The host's counters before a confirmation run, to say how busy it was while the run ran;
+/// `None` where `/proc` cannot be read (then nothing is said of it).
+pub(super) fn start_window(data_dir: &Path) -> Option<Window> {
+    let disk = Disk::of(data_dir);
+    Some(Window {
+        start: Snapshot::take(disk).ok()?,
+        disk,
+    })
+}
+
+/// Records in `check` how busy the host was since `window` started, under a trial of `threads`
+/// threads.
 pub(super) fn end_window(
     settler: &Settler,
     check: &mut RunnerCheck,
-    start: Option<Snapshot>,
+    window: Option<Window>,
     threads: u32,
 ) {
-    if let Some(reading) = start.and_then(|start| start.until_now().ok()) {
+    if let Some(reading) = window.and_then(|w| w.start.until_now(w.disk).ok()) {
         settler.during(check, reading, threads);
     }
 }
