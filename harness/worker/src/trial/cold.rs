@@ -1,8 +1,8 @@
 //! Dropping the page cache off the worker's critical path. A cold pass needs its files out of the
-//! page cache, and the next trial should inherit none of them. Dropping what a pass's buffered
-//! reads left behind took 0.1-0.3 s for 2 GiB read by 8 threads on the H200 runner, paid between
-//! passes and again by the gate after the trial. The drop now starts on a thread of its own as
-//! soon as a pass's reads end: it runs beside that pass's verification and the next pass's
+//! page cache, and the next trial should inherit none of them. On the H200 runner, after trials
+//! whose 8 threads read 2 GiB through the page cache, the gate's drop took 0.1-0.27 s and each
+//! later pass spent ~0.2 s in preparation, where other trials spent 0.01-0.05 s. The drop now
+//! starts on a thread of its own as soon as a pass's reads end: it runs beside that pass's verification and the next pass's
 //! clearing, and after the last pass beside the worker's wind-down (cuFile statistics, the
 //! `gds_stats` sample, the libraries' shutdown). Whatever of it is still running when the next
 //! pass needs a cold cache is waited for there, and counted as that pass's preparation.
