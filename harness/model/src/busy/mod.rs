@@ -114,25 +114,6 @@ impl Snapshot {
         })
     }
 
-    /// Builds a snapshot from counters already read: for tests on recorded `/proc` text.
-    pub fn of(
-        at: Instant,
-        cpu: CpuTicks,
-        cores: u32,
-        own: u64,
-        pressure: Option<[u64; 3]>,
-        disk: Option<DiskBytes>,
-    ) -> Self {
-        Snapshot {
-            at,
-            cpu,
-            cores,
-            own,
-            pressure,
-            disk,
-        }
-    }
-
     /// How busy the host was from this snapshot until now, on the same disk.
     pub fn until_now(&self, disk: Option<Disk>) -> io::Result<HostReading> {
         let load =
@@ -267,14 +248,14 @@ mod tests {
     fn recorded(end: &str, at: Instant, own: u64) -> Snapshot {
         let (cpu, cores) = parse_stat(&fixture(&format!("stat_{end}"))).unwrap();
         let some = |r: &str| parse_pressure_some(&fixture(&format!("pressure_{r}_{end}"))).unwrap();
-        Snapshot::of(
+        Snapshot {
             at,
             cpu,
             cores,
             own,
-            Some([some("cpu"), some("io"), some("memory")]),
-            None,
-        )
+            pressure: Some([some("cpu"), some("io"), some("memory")]),
+            disk: None,
+        }
     }
 
     /// On the test host, 2 s in which a busy loop and other engineers' builds kept both cores
