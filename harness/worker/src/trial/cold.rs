@@ -36,9 +36,9 @@ impl CachedFiles {
         PendingDrop(std::thread::spawn(move || files.drop_now()))
     }
 
-    /// Drops every file's pages; the worst fraction still cached. Fails when the pages stay
-    /// (tmpfs), since a cold trial would then measure memory.
-    fn drop_now(&self) -> Result<f64, WorkerFailure> {
+    /// Drops every file's pages on the caller's thread; the worst fraction still cached. Fails
+    /// when the pages stay (tmpfs), since a cold trial would then measure memory.
+    pub fn drop_now(&self) -> Result<f64, WorkerFailure> {
         let mut worst: f64 = 0.0;
         for (planned, file) in self.0.iter() {
             worst = worst.max(drop_file(planned, file)?);

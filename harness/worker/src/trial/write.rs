@@ -110,7 +110,7 @@ pub fn passes(
             // `write` reads with O_DIRECT, beside the drop.
             let dropping = Instant::now();
             match read_back {
-                Some(_) => _ = files.start_drop().finish()?,
+                Some(_) => _ = files.drop_now()?,
                 None => pending = Some(files.start_drop()),
             }
             m.add_preparation(dropping.elapsed());
