@@ -23,7 +23,7 @@ import statistics
 import sys
 import time
 
-from passes import (MASK, compose, device_used, failure, finish_wind_down, hold_for_sample, mean_latency,
+from passes import (MASK, compose, device_used, drop_page_cache, failure, finish_wind_down, hold_for_sample, mean_latency,
                     read_passes, recording, write_passes, writes)
 
 PROTOCOL = 4
@@ -369,9 +369,7 @@ class KvikioIo:
         return read
 
     def drop(self, path):
-        self.kvikio.drop_file_page_cache(path)
-        cached, pages = self.kvikio.get_page_cache_info(path)
-        return cached / pages if pages else 0.0
+        return drop_page_cache(path)
 
     def read(self, segments):
         return self.read_into(self.handles, self.buffer, segments)

@@ -9,6 +9,7 @@ import contextlib
 import ctypes
 import errno
 import faulthandler
+import mmap
 import os
 import resource
 import sys
@@ -131,12 +132,13 @@ def read_passes(spec, io, cupy, device, buffer, verifier, windows, m, state):
     pending = Drop(io, paths)
     for p in range(passes):
         prepared = time.perf_counter()
+        # The whole buffer, or the first window (streamed_pass clears each later one), cleared
+        # while the drop runs on; then the drop is waited for.
+        buffer.fill(0xA5)
+        device.synchronize()
         resident = pending.finish()
         if resident is not None:
             cached_after_drop = max(cached_after_drop or 0.0, resident)
-        # The whole buffer, or the first window (streamed_pass clears each later one).
-        buffer.fill(0xA5)
-        device.synchronize()
         if p > 0:  # the first pass's preparation is part of the start-up
             add_preparation(m, time.perf_counter() - prepared)
         if p == trial["warmup"]:
@@ -178,17 +180,97 @@ def read_passes(spec, io, cupy, device, buffer, verifier, windows, m, state):
     return fail
 
 
+# A cold read that finds more of a file cached measures memory (trial/cold.rs: MAX_RESIDENT_AFTER_DROP).
+MAX_RESIDENT_AFTER_DROP = 0.05
+# As gds_model::cache::drop_clean_pages: a dropping thread takes at least 256 MiB, at most 8 threads.
+DROP_RANGE = 256 << 20
+MAX_DROPPERS = 8
+
+
+def drop_page_cache(path):
+    """Drops the file's pages (POSIX_FADV_DONTNEED needs no privileges) and returns the fraction
+    still resident, as the Rust worker reports it (mincore over a mapping). As there
+    (harness/worker/src/trial/cold.rs), disjoint ranges are dropped on a few threads (small
+    folios, which threads reading from one queue leave, drop faster so), and the file is synced
+    and dropped again only where pages stayed: dirty ones are not dropped, and a sync on every
+    pass would flush the disk's cache (KvikIO's drop_file_page_cache syncs first)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        size = os.fstat(fd).st_size
+        drop_clean_pages(fd, size)
+        resident = resident_fraction(fd, size)
+        if resident is not None and resident > MAX_RESIDENT_AFTER_DROP:
+            os.fsync(fd)
+            drop_clean_pages(fd, size)
+            resident = resident_fraction(fd, size)
+        return resident
+    finally:
+        os.close(fd)
+
+
+def drop_clean_pages(fd, size):
+    droppers = max(1, min(size // DROP_RANGE, os.cpu_count() or 1, MAX_DROPPERS))
+    if droppers == 1:
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        return
+    per = -(-(size // droppers) // (2 << 20)) * (2 << 20)  # whole 2 MiB pages, the last range open-ended
+    ranges = [(i * per, per if i + 1 < droppers else 0) for i in range(droppers)]
+    errors = []
+
+    def advise(offset, length):
+        try:
+            os.posix_fadvise(fd, offset, length, os.POSIX_FADV_DONTNEED)
+        except OSError as error:
+            errors.append(error)
+
+    threads = [threading.Thread(target=advise, args=r) for r in ranges]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    if errors:
+        raise errors[0]
+
+
+# mincore sets bit 0 of a page's byte when the page is resident; the other bits are reserved.
+RESIDENT_BIT = bytes(b & 1 for b in range(256))
+
+
+def resident_fraction(fd, size):
+    """Pages of the file in the page cache over its pages (mincore over a read-only mapping,
+    which maps without reading); None when it cannot say."""
+    if size == 0:
+        return 0.0
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.mmap.restype = ctypes.c_void_p
+    libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
+    libc.mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
+    libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+    address = libc.mmap(None, size, mmap.PROT_READ, mmap.MAP_SHARED, fd, 0)
+    if address in (None, ctypes.c_void_p(-1).value):
+        return None
+    try:
+        pages = (size + mmap.PAGESIZE - 1) // mmap.PAGESIZE
+        vector = (ctypes.c_ubyte * pages)()
+        if libc.mincore(address, size, vector) != 0:
+            return None
+        return bytes(vector).translate(RESIDENT_BIT).count(1) / pages
+    finally:
+        libc.munmap(address, size)
+
+
 class Drop(threading.Thread):
     """Drops the page cache of `paths` through `io` on a thread of its own, as the Rust worker
     does (harness/worker/src/trial/cold.rs): started as a pass's reads end, it runs beside the
     pass's verification and the next pass's clearing; `finish` waits for it (the worst fraction
     still cached, None with nothing to drop) and raises what it raised. The last one runs on
-    beside the worker's wind-down, in WIND_DOWN."""
+    beside the worker's wind-down, in WIND_DOWN. With no paths (a warm trial) no thread starts."""
 
     def __init__(self, io, paths):
         super().__init__(name="page cache drop", daemon=True)
         self.io, self.paths, self.resident, self.error = io, paths, None, None
-        self.start()
+        if paths:
+            self.start()
 
     def run(self):
         try:
@@ -199,8 +281,12 @@ class Drop(threading.Thread):
         except BaseException as error:  # raised again in finish, on the pass's thread
             self.error = error
 
+    def wait(self):
+        if self.paths:
+            self.join()
+
     def finish(self):
-        self.join()
+        self.wait()
         if self.error is not None:
             raise self.error
         return self.resident
@@ -213,7 +299,7 @@ def finish_wind_down():
     """Waits for the drops still running after the last pass; their results are not needed (the
     gate drops what a failed one left before the next trial)."""
     while WIND_DOWN:
-        WIND_DOWN.pop().join()
+        WIND_DOWN.pop().wait()
 
 
 def write_passes(spec, io, cupy, device, buffer, verifier, m, phase):
@@ -407,7 +493,6 @@ def read_direct(path, size, check, base, cupy, start=0):
     """Reads `size` bytes of a file from `start` (a multiple of 4 KiB) with O_DIRECT (the page
     cache bypassed, KvikIO not involved) into `check` at `base`, so that the verification sees
     what is on the disk."""
-    import mmap
     import numpy
     scratch = mmap.mmap(-1, DIRECT_CHUNK)  # page-aligned, as O_DIRECT needs
     fd = os.open(path, os.O_RDONLY | os.O_DIRECT)

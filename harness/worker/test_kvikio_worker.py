@@ -254,14 +254,6 @@ class AsyncWrites(unittest.TestCase):
             def CuFile(path, flags):
                 return DiskFile(path, flags, log, short, silent)
 
-            @staticmethod
-            def drop_file_page_cache(path):
-                pass
-
-            @staticmethod
-            def get_page_cache_info(path):
-                return 0, 1
-
         class Monitor:
             def get(self):
                 return None
@@ -334,6 +326,39 @@ class AsyncWrites(unittest.TestCase):
         self.assertEqual(worker.async_streams(cupy, {"queue_depth": 4}), [])
         self.assertEqual([s.ptr for s in worker.async_streams(cupy, {"kvikio_api": "async", "queue_depth": 2})],
                          [1, 2])
+
+
+class PageCache(unittest.TestCase):
+    """passes.drop_page_cache on a real file, beside this test: /tmp may be tmpfs, which keeps
+    its pages."""
+
+    def read_through_the_cache(self, size):
+        f = tempfile.NamedTemporaryFile(dir=os.path.dirname(os.path.abspath(__file__)))
+        f.write(os.urandom(size))
+        f.flush()
+        os.fsync(f.fileno())
+        with open(f.name, "rb") as again:
+            again.read()
+        fd = os.open(f.name, os.O_RDONLY)
+        try:
+            self.assertGreater(passes.resident_fraction(fd, size), 0.9)
+        finally:
+            os.close(fd)
+        return f
+
+    def test_a_read_file_is_resident_and_dropped_after(self):
+        with self.read_through_the_cache(1 << 20) as f:
+            self.assertEqual(passes.drop_page_cache(f.name), 0.0)
+
+    def test_ranges_that_do_not_divide_the_file_leave_nothing_cached(self):
+        with self.read_through_the_cache(13 << 20) as f, \
+                mock.patch.object(passes, "DROP_RANGE", 4 << 20), \
+                mock.patch.object(passes.os, "cpu_count", return_value=8):
+            self.assertEqual(passes.drop_page_cache(f.name), 0.0)
+
+    def test_an_empty_file_has_nothing_resident(self):
+        with tempfile.NamedTemporaryFile() as f:
+            self.assertEqual(passes.drop_page_cache(f.name), 0.0)
 
 
 class Drops(unittest.TestCase):

@@ -211,25 +211,6 @@ class Storages(unittest.TestCase):
         self.assertIn("would not read into the buffer the gate verifies", str(raised.exception))
 
 
-class PageCache(unittest.TestCase):
-    def test_a_read_file_is_resident_and_dropped_after(self):
-        with tempfile.NamedTemporaryFile() as f:
-            f.write(os.urandom(1 << 20))
-            f.flush()
-            with open(f.name, "rb") as again:
-                again.read()
-            fd = os.open(f.name, os.O_RDONLY)
-            try:
-                self.assertGreater(torch_reader.resident_fraction(fd), 0.0)
-            finally:
-                os.close(fd)
-            self.assertLess(torch_reader.drop_page_cache(f.name), 0.5)
-
-    def test_an_empty_file_has_nothing_resident(self):
-        with tempfile.NamedTemporaryFile() as f:
-            self.assertEqual(torch_reader.drop_page_cache(f.name), 0.0)
-
-
 class FakeIo(torch_reader.NoCounters):
     """A reader stand-in for the pass loop (test fixture): reads `short` bytes less in pass
     `short_in`, and says how much of each file stayed cached."""

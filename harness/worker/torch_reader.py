@@ -18,8 +18,6 @@ a torch view, through DLPack, of its part of the cupy buffer that the verificati
 The view is checked to alias that part, so the bytes verified are the bytes PyTorch wrote into.
 """
 
-import ctypes
-import mmap
 import os
 import sys
 import types
@@ -109,8 +107,6 @@ def evidence(torch, cupy, calls):
 
 # O_RDWR as in PyTorch's own example: cuFile may read what an unaligned write only partly covers.
 WRITE_FLAGS = os.O_CREAT | os.O_RDWR
-# A cold read that finds more of a file cached measures memory (trial/cold.rs: MAX_RESIDENT_AFTER_DROP).
-MAX_RESIDENT_AFTER_DROP = 0.05
 
 
 class NoCounters:
@@ -164,7 +160,7 @@ class TorchIo(NoCounters):
         self.files = [self.gds.GdsFile(path, os.O_RDONLY) for path in paths]
 
     def drop(self, path):
-        return drop_page_cache(path)
+        return passes.drop_page_cache(path)
 
     def read(self, segments):
         """`load_storage` returns nothing: it raises on a failed read (and, in recent PyTorch, on
@@ -223,45 +219,3 @@ def storage_over(torch, buffer, offset, length):
                            "at 0x%x: PyTorch would not read into the buffer the gate verifies"
                            % (offset, offset + length, storage.nbytes(), storage.data_ptr(), length, part.data.ptr))
     return storage
-
-
-def drop_page_cache(path):
-    """Drops the file's pages (POSIX_FADV_DONTNEED needs no privileges) and returns the fraction
-    still resident, as the Rust worker reports it (mincore over a mapping). As there
-    (harness/worker/src/trial/cold.rs), the file is synced and dropped again only where pages
-    stayed: dirty ones are not dropped, and a sync on every pass would flush the disk's cache."""
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-        resident = resident_fraction(fd)
-        if resident > MAX_RESIDENT_AFTER_DROP:
-            os.fsync(fd)
-            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-            resident = resident_fraction(fd)
-        return resident
-    finally:
-        os.close(fd)
-
-
-def resident_fraction(fd):
-    """Pages of the file in the page cache over its pages (mincore over a read-only mapping,
-    which maps without reading); None when it cannot say."""
-    size = os.fstat(fd).st_size
-    if size == 0:
-        return 0.0
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.mmap.restype = ctypes.c_void_p
-    libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
-    libc.mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
-    libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
-    address = libc.mmap(None, size, mmap.PROT_READ, mmap.MAP_SHARED, fd, 0)
-    if address in (None, ctypes.c_void_p(-1).value):
-        return None
-    try:
-        pages = (size + mmap.PAGESIZE - 1) // mmap.PAGESIZE
-        vector = (ctypes.c_ubyte * pages)()
-        if libc.mincore(address, size, vector) != 0:
-            return None
-        return sum(byte & 1 for byte in vector) / pages
-    finally:
-        libc.munmap(address, size)

@@ -4,11 +4,13 @@ by how the file was read and by how many threads drop disjoint ranges of it. A c
 for a drop before every pass; this says what one costs on this host's kernel and file system.
 
 It writes a file of --size bytes in DIR (random bytes, synced), then for each way of reading
-(threads x chunk, each thread a contiguous range, all on one descriptor) reads it through the
-page cache and times the drop, --reps times, with 1, 2, 4 and 8 dropping threads. It prints the
-page cache's size and the file pages it holds in large folios (`FileHugePages`) after each read:
-a kernel that caches the file in 2 MiB folios drops it hundreds of times faster than one that
-holds 4 KiB pages.
+(threads x chunk x order, all on one descriptor) reads it through the page cache and times the
+drop, --reps times, with 1, 2, 4 and 8 dropping threads. In `contiguous` order each thread reads
+a range of its own; in `shared` order the threads take the next chunk from one queue, as the
+gate's readers and KvikIO's thread pool do, which leaves folios of sizes that vary from run to
+run; `no-readahead` reads after POSIX_FADV_RANDOM, which leaves 4 KiB pages every time. It prints the page cache's size and the file pages
+it holds in large folios (`FileHugePages`) after each read: a kernel that caches the file in
+2 MiB folios drops it hundreds of times faster than one that holds 4 KiB pages.
 
     python3 tools/drills/page_cache_drop.py --dir /var/tmp/drop-probe --size 2GiB
 """
@@ -34,15 +36,29 @@ def meminfo():
         fields["Cached"] >> 10, fields.get("FileHugePages", 0) >> 10)
 
 
-def read(path, total, threads, chunk):
+def read(path, total, threads, chunk, order):
     fd = os.open(path, os.O_RDONLY)
+    if order == "no-readahead":
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_RANDOM)
     per = total // threads
+    queue = iter(range(0, total, chunk))
+    lock = threading.Lock()
 
-    def worker(i):
+    def contiguous(i):
         offset = i * per
         while offset < (i + 1) * per:
             os.pread(fd, chunk, offset)
             offset += chunk
+
+    def shared(_):
+        while True:
+            with lock:
+                offset = next(queue, None)
+            if offset is None:
+                return
+            os.pread(fd, chunk, offset)
+
+    worker = shared if order == "shared" else contiguous
 
     running = [threading.Thread(target=worker, args=(i,)) for i in range(threads)]
     for thread in running:
@@ -87,15 +103,18 @@ def main():
     print("kernel %s, %d MiB file in %s" % (os.uname().release, total >> 20, args.dir))
     try:
         drop(path, total, 1)
-        for threads, chunk in [(1, 1 << 20), (8, 1 << 20), (8, 16 << 20)]:
+        ways = [(1, 1 << 20, "contiguous"), (8, 1 << 20, "contiguous"), (8, 16 << 20, "contiguous"),
+                (8, 4 << 20, "shared"), (1, 4 << 20, "no-readahead")]
+        for threads, chunk, order in ways:
             for droppers in [1, 2, 4, 8]:
                 times = []
                 for _ in range(args.reps):
-                    read(path, total, threads, chunk)
+                    read(path, total, threads, chunk, order)
                     cached = meminfo()
                     times.append(drop(path, total, droppers))
-                print("read by %d thread(s) in %d MiB chunks (%s); dropped by %d: %s s" % (
-                    threads, chunk >> 20, cached, droppers, " ".join("%.3f" % t for t in times)), flush=True)
+                print("read by %d thread(s) in %d MiB chunks, %s (%s); dropped by %d: %s s" % (
+                    threads, chunk >> 20, order, cached, droppers, " ".join("%.3f" % t for t in times)),
+                    flush=True)
     finally:
         os.remove(path)
 

@@ -197,8 +197,8 @@ pub struct WriteFigures {
 }
 
 /// The first pass's preparation, timed into the start-up by the worker (the pass cannot start
-/// without it) but no part of starting: dropping the page cache and clearing the destination,
-/// which for a 4 GiB host buffer takes seconds.
+/// without it) but no part of starting: clearing the destination, which for a 4 GiB host buffer
+/// takes seconds, and waiting for the page cache drop that runs beside it.
 pub const DROPPED_PHASE: &str = "page cache dropped";
 pub const CLEARED_PHASE: &str = "destination cleared";
 /// A writing trial's first pass: its files created where absent and blanked.

@@ -343,28 +343,29 @@ fn passes(
     // The measured passes' calls, merged: the trial's percentiles.
     let mut latency = Histogram::default();
     for pass in 0..total {
+        // The destination is cleared while the drop runs on; then the drop is waited for.
         let lap = Instant::now();
+        reader.prepare().map_err(fail)?;
+        let cleared = lap.elapsed();
         if let Some(drop) = pending.take() {
             let resident = drop.finish()?;
             m.resident_after_drop = Some(m.resident_after_drop.unwrap_or(0.0).max(resident));
         }
-        let dropped = lap.elapsed();
-        reader.prepare().map_err(fail)?;
         if pass > 0 {
             m.add_preparation(lap.elapsed());
         }
         if pass == 0 {
             // The first pass's preparation is part of the start-up; its phases say how much.
+            m.setup.push((
+                gds_model::record::CLEARED_PHASE.into(),
+                cleared.as_secs_f64(),
+            ));
             if cold.is_some() {
                 m.setup.push((
                     gds_model::record::DROPPED_PHASE.into(),
-                    dropped.as_secs_f64(),
+                    (lap.elapsed() - cleared).as_secs_f64(),
                 ));
             }
-            m.setup.push((
-                gds_model::record::CLEARED_PHASE.into(),
-                (lap.elapsed() - dropped).as_secs_f64(),
-            ));
             m.startup_seconds = Some(
                 gds_model::protocol::now_unix_ns().saturating_sub(spec.spawned_at_unix_ns) as f64
                     / 1e9,

@@ -1,11 +1,13 @@
 //! Dropping the page cache off the worker's critical path. A cold pass needs its files out of the
 //! page cache, and the next trial should inherit none of them. On the H200 runner, after trials
 //! whose 8 threads read 2 GiB through the page cache, the gate's drop took 0.1-0.27 s and each
-//! later pass spent ~0.2 s in preparation, where other trials spent 0.01-0.05 s. The drop now
-//! starts on a thread of its own as soon as a pass's reads end: it runs beside that pass's verification and the next pass's
-//! clearing, and after the last pass beside the worker's wind-down (cuFile statistics, the
-//! `gds_stats` sample, the libraries' shutdown). Whatever of it is still running when the next
-//! pass needs a cold cache is waited for there, and counted as that pass's preparation.
+//! later pass spent ~0.2 s in preparation, where other trials spent 0.01-0.05 s: their threads
+//! take the reads from one queue, which leaves the file in small folios. The drop now starts on a
+//! thread of its own as soon as a pass's reads end (dropping ranges of a large file on several
+//! threads, [`cache::drop_clean_pages`]): it runs beside that pass's verification and the next
+//! pass's clearing, and after the last pass beside the worker's wind-down (cuFile statistics, the
+//! `gds_stats` sample, the libraries' shutdown). Whatever of it is still running once the next
+//! pass's destination is cleared is waited for there, and counted as that pass's preparation.
 
 use std::fs::File;
 use std::sync::{Arc, Mutex};
@@ -63,7 +65,7 @@ impl CachedFiles {
 /// pass would ask the disk to flush its cache each time.
 fn drop_file(planned: &PlannedFile, file: &File) -> Result<f64, WorkerFailure> {
     let cached = || cache::resident_fraction(file, planned.size);
-    let dropped = cache::drop_clean_pages(file)
+    let dropped = cache::drop_clean_pages(file, planned.size)
         .and_then(|()| cached())
         .and_then(|resident| match resident > MAX_RESIDENT_AFTER_DROP {
             true => cache::drop_pages(file).and_then(|()| cached()),
