@@ -35,6 +35,11 @@ impl RunnerHistory {
         }
     }
 
+    /// The runner's lines, oldest first.
+    pub fn lines(&self) -> &[HistoryLine] {
+        &self.lines
+    }
+
     /// `judgement` of the trial `run` holds, made against `entry`, with the creep over the
     /// history since `entry` was blessed: a run that passes alone (as fast, or faster) fails when
     /// the level it belongs to crept below the baseline. Any other judgement already says more.

@@ -691,8 +691,11 @@ fn a_budget_keeps_the_trials_that_fit_and_says_what_it_left_out() {
         run.stderr.contains("budget 1h: all 3 trials, about 1 s (3 estimated at 1 GB/s with no history of them here)"),
         "{run:?}"
     );
-    // The history now times each trial; a budget below the first one's time leaves every trial
-    // out, before the first starts: nothing ran, which is not a pass.
+    // The history now times each trial, baseline or none.
+    let run = scratch.gate(&["--suite", suite]);
+    assert!(run.stderr.contains("(by this runner's history)"), "{run:?}");
+    // A budget below the first trial's time leaves every trial out, before the first starts:
+    // nothing ran, which is not a pass.
     let run = scratch.gate(&["--suite", suite, "--budget", "1ms"]);
     assert_eq!(run.code, 5, "{run:?}");
     assert!(

@@ -11,7 +11,7 @@ use std::time::Duration;
 use gds_model::scenario::size::Budget;
 use gds_model::scenario::{Reader, TrialSpec};
 
-use crate::baseline::history::History;
+use crate::baseline::history::HistoryLine;
 
 /// The rate a trial this runner has no history of is estimated at: a modest disk, so that the
 /// first run of a new suite errs towards fitting.
@@ -29,10 +29,10 @@ fn startup_guess(reader: Reader) -> f64 {
     }
 }
 
-/// The gate's clock around each trial's latest passing run on `runner`.
-pub fn last_walls(history: &History, runner: &str) -> BTreeMap<String, f64> {
+/// The gate's clock around each trial's latest passing run in a runner's history.
+pub fn last_walls(lines: &[HistoryLine]) -> BTreeMap<String, f64> {
     let mut walls = BTreeMap::new();
-    for line in history.lines.iter().filter(|line| line.runner == runner) {
+    for line in lines {
         for (name, trial) in &line.trials {
             if trial.status == gds_model::record::Status::Passed
                 && let Some(wall) = trial.wall_seconds

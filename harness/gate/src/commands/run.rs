@@ -590,14 +590,7 @@ fn budget_plan(
     let budget = args
         .budget
         .or_else(|| suites.iter().filter_map(|suite| suite.budget).min())?;
-    let history = crate::baseline::history::read(&args.baselines.history).unwrap_or_else(|error| {
-        console::warning(&format!(
-            "the budget is planned without this runner's history: {}",
-            gds_model::error_chain(&error)
-        ));
-        Default::default()
-    });
-    let walls = crate::budget::last_walls(&history, &against.runner);
+    let walls = crate::budget::last_walls(against.history().lines());
     Some(crate::budget::plan(
         selected,
         |spec| unavailable(spec, host).is_none(),

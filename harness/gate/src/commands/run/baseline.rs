@@ -97,7 +97,8 @@ pub struct Against {
     /// its differences from the baseline's: the likely cause in messages printed during the run.
     fingerprint: Fingerprint,
     changes: Vec<FieldChange>,
-    /// The runner's runs before this one, for the creep over the history since each trial's bless.
+    /// The runner's runs before this one: for the creep over the history since each trial's
+    /// bless, and for a budget's estimates.
     history: RunnerHistory,
     /// When this run started and on which host, as its history line will say.
     started_at: String,
@@ -117,10 +118,7 @@ impl Against {
             Loaded::Present(baseline) => fingerprint::diff(&baseline.fingerprint, &fingerprint),
             Loaded::Absent => Vec::new(),
         };
-        let history = match &loaded {
-            Loaded::Present(_) => runner_history(&args.baselines.history, &runner),
-            Loaded::Absent => RunnerHistory::default(),
-        };
+        let history = runner_history(&args.baselines.history, &runner);
         Ok(Against {
             runner,
             path,
@@ -207,6 +205,10 @@ impl Against {
             .collect()
     }
 
+    pub fn history(&self) -> &RunnerHistory {
+        &self.history
+    }
+
     fn context(&self) -> message::Context<'_> {
         message::Context {
             runner: &self.runner,
@@ -217,14 +219,15 @@ impl Against {
     }
 }
 
-/// `runner`'s lines of the history at `path`. One that cannot be read leaves the creep unjudged
-/// this run, said as a warning: the history is the runner's record, not its baseline.
+/// `runner`'s lines of the history at `path`, read once a run. One that cannot be read leaves
+/// the creep unjudged and a budget estimated, said as a warning: the history is the runner's
+/// record, not its baseline.
 fn runner_history(path: &Path, runner: &str) -> RunnerHistory {
     match history::read(path) {
         Ok(history) => RunnerHistory::of(history, runner),
         Err(error) => {
             console::warning(&format!(
-                "no creep over the history is judged this run: {}",
+                "this run judges no creep and plans no budget by the history: {}",
                 error_chain(&error)
             ));
             RunnerHistory::default()
