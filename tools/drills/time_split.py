@@ -2,13 +2,17 @@
 """Where each trial's wall time went beyond the split report.json gives (`time.by_trial`): what
 the gate counts as its own, taken apart by what the report also holds.
 
-- `wind-down`: the worker's time after its last pass (its wall time, `worker.seconds`, less its
-  start-up, preparation, I/O and verification): cuFile's statistics, the `gds_stats` sample, the
-  libraries' shutdown, the answer written.
+- `wind-down`: the worker's time after its last pass until its answer was complete (its wall
+  time, `worker.seconds`, less its start-up, preparation, I/O, verification and exit): cuFile's
+  statistics, the `gds_stats` sample, the last page cache drop, the libraries' handles, buffers
+  and contexts released.
+- `exit`: the worker's time after its answer was complete (`worker.after_answer_seconds`): the
+  answer written and the process's exit, where the kernel tears down its CUDA context and pinned
+  memory. Absent from reports of gates before it was recorded (shown as 0).
 - `after`: the gate's time after the worker ended (the trial's wall time less the worker's and
   the runner waits): judging, and dropping the page cache the trial's reads left.
 
-The two make up the gate's part: the worker's start-up is counted from the moment the gate
+The three make up the gate's part: the worker's start-up is counted from the moment the gate
 stamped its spec, just before starting it.
 
 With confirmation runs the worker's time is the first run's only; such trials are marked.
@@ -31,17 +35,19 @@ def main():
         by_trial = report["time"]["by_trial"]
     except (OSError, ValueError, KeyError, TypeError) as error:
         sys.exit("time_split: %s has no time split (%s); it needs a report of a gate run that timed its trials" % (args.report, error))
-    columns = ("wall", "startup", "preparation", "io", "verification", "gate", "wind-down", "after")
+    columns = ("wall", "startup", "preparation", "io", "verification", "gate", "wind-down", "exit", "after")
     print("%-62s" % "trial" + "".join("%13s" % c for c in columns))
     totals = dict.fromkeys(columns, 0.0)
     for record in report["trials"]:
         split = by_trial.get(record["name"])
-        worker = (record.get("worker") or {}).get("seconds")
+        run = record.get("worker") or {}
+        worker = run.get("seconds")
         if split is None or worker is None:
             continue
         inside = split["startup"] + split["preparation"] + split["io"] + split["verification"]
         row = dict(split)
-        row["wind-down"] = max(worker - inside, 0.0)
+        row["exit"] = run.get("after_answer_seconds") or 0.0
+        row["wind-down"] = max(worker - inside - row["exit"], 0.0)
         row["after"] = max(split["wall"] - worker - split["runner_wait"], 0.0)
         for column in columns:
             totals[column] += row[column]

@@ -47,6 +47,13 @@ fn smoke_suite_passes_and_writes_well_formed_reports() {
             m["integrity"]["expected_checksum"]
         );
         assert!(m["median_gbps"].as_f64().unwrap() > 0.0);
+        // The worker's exit is timed apart, inside its time.
+        let worker = &trial["worker"];
+        let exit = worker["after_answer_seconds"].as_f64().unwrap();
+        assert!(
+            exit >= 0.0 && exit < worker["seconds"].as_f64().unwrap(),
+            "{worker}"
+        );
     }
     let junit = fs::read_to_string(scratch.out().join("junit.xml")).unwrap();
     assert!(

@@ -194,6 +194,7 @@ mod tests {
             verify_seconds: 0.0,
             total_seconds: 1.0,
             startup_seconds: None,
+            answered_unix_ns: None,
             setup: Vec::new(),
             preparation_seconds: None,
             gpu: Some("H200 (GPU 0)".into()),

@@ -51,6 +51,10 @@ pub struct WorkerRun {
     pub dir: std::path::PathBuf,
     pub ending: Ending,
     pub seconds: f64,
+    /// Of `seconds`, the time after the worker's answer was complete: writing it, and the
+    /// process's exit, where the kernel tears down what it held (a CUDA context, pinned memory).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after_answer_seconds: Option<f64>,
 }
 
 /// How a worker process ended.
@@ -133,6 +137,10 @@ pub struct Measurement {
     pub total_seconds: f64,
     /// From the orchestrator starting the worker to the first read: never part of a throughput.
     pub startup_seconds: Option<f64>,
+    /// When the worker's answer was complete, just before it was written: what the gate's clock
+    /// measures after it is the process's exit ([`WorkerRun::after_answer_seconds`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answered_unix_ns: Option<u64>,
     /// Where the start-up time went, in order (`gpu context`, `libcufile load`, `cuFileDriverOpen`, ...).
     #[serde(default)]
     pub setup: Vec<(String, f64)>,

@@ -224,6 +224,7 @@ mod tests {
             dir: "trial".into(),
             ending: crate::record::Ending::Exited { code: 0 },
             seconds: 1.5,
+            after_answer_seconds: None,
         });
         let t = TrialTime::of(&failed).unwrap();
         assert_eq!(t.startup, 1.5);

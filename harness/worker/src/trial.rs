@@ -65,6 +65,7 @@ fn measure(spec: &WorkerSpec) -> WorkerResult {
         verify_seconds: 0.0,
         total_seconds: 0.0,
         startup_seconds: None,
+        answered_unix_ns: None,
         setup: Vec::new(),
         preparation_seconds: None,
         gpu: None,
@@ -126,6 +127,7 @@ fn measure(spec: &WorkerSpec) -> WorkerResult {
     });
     m.median_gbps = (!m.gbps.is_empty()).then(|| median(&m.gbps));
     m.total_seconds = started.elapsed().as_secs_f64();
+    m.answered_unix_ns = Some(gds_model::protocol::now_unix_ns());
     WorkerResult {
         protocol: PROTOCOL_VERSION,
         measurement: Some(m),

@@ -251,10 +251,18 @@ impl Launcher {
         } else {
             format!("\n  last lines of the worker's output:\n{}", indent(&tail))
         };
+        let answered = result
+            .as_ref()
+            .ok()
+            .and_then(|r| r.measurement.as_ref()?.answered_unix_ns);
         let run = WorkerRun {
             dir: dir.to_path_buf(),
             ending: finished.ending.clone(),
             seconds: finished.elapsed.as_secs_f64(),
+            after_answer_seconds: answered.map(|answered| {
+                let ended = asked.spawned_at_unix_ns + finished.elapsed.as_nanos() as u64;
+                ended.saturating_sub(answered) as f64 / 1e9
+            }),
         };
         let result = result.map(|mut result| {
             if let (Some(m), Some(raw)) = (result.measurement.as_mut(), result.raw_cufile.take()) {
@@ -516,6 +524,7 @@ mod tests {
             verify_seconds: 0.0,
             total_seconds: 1.0,
             startup_seconds: None,
+            answered_unix_ns: None,
             setup: Vec::new(),
             preparation_seconds: None,
             gpu: Some("stand-in GPU".into()),

@@ -349,6 +349,8 @@ fn aggregate_measurement(
         verify_seconds: max(|m| m.verify_seconds),
         total_seconds: max(|m| m.total_seconds),
         startup_seconds: max_option(|m| m.startup_seconds),
+        // Each shard's worker has its own exit, in its WorkerRun.
+        answered_unix_ns: None,
         preparation_seconds: max_option(|m| m.preparation_seconds),
         setup: measured
             .iter()
@@ -572,6 +574,10 @@ fn aggregate_worker(dir: &Path, per_gpu: &[GpuShardResult]) -> Option<WorkerRun>
             .find(|ending| !ending.is_clean())
             .unwrap_or(Ending::Exited { code: 0 }),
         seconds: runs.iter().map(|run| run.seconds).fold(0.0, f64::max),
+        after_answer_seconds: runs
+            .iter()
+            .filter_map(|run| run.after_answer_seconds)
+            .reduce(f64::max),
     })
 }
 

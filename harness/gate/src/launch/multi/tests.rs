@@ -68,6 +68,7 @@ fn constructed(gpu: u32, bytes: u64, seconds: &[f64], path: &str, checksum: u64)
         verify_seconds: 0.1,
         total_seconds: 3.0 + f64::from(gpu),
         startup_seconds: Some(0.5 + f64::from(gpu) / 10.0),
+        answered_unix_ns: None,
         setup: vec![("gpu context".into(), 0.2)],
         preparation_seconds: None,
         gpu: Some(format!("NVIDIA H200 (GPU {gpu})")),
@@ -260,6 +261,7 @@ fn a_failed_gpu_fails_the_trial_and_is_named() {
         dir: "/t/m/gpu1".into(),
         ending: Ending::Exited { code: 0 },
         seconds: 2.0,
+        after_answer_seconds: None,
     });
     let shards = vec![
         passed(0, constructed(0, share, &[1.0, 1.0], "nvfs", 10)),
