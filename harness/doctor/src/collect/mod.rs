@@ -25,36 +25,52 @@ use gds_runner::process::{self, Job};
 
 /// Reads the host. Never panics: what cannot be read is recorded as unknown, with why.
 pub fn collect(opts: &DoctorOptions) -> Facts {
-    let host = gds_runner::host::HostFacts::probe();
     let tools = tools();
-    let nvidia_smi = tools.nvidia_smi.clone();
-    let gdscheck = match (&tools.gdscheck, opts.quick) {
-        (_, true) => Fact::Unknown("not run (quick check)".into()),
-        (Some(program), false) => platform::gdscheck(Path::new(program)),
-        (None, false) => Fact::Unknown(
-            "gdscheck is not installed (not on PATH nor in /usr/local/cuda/gds/tools); it ships in the `gds-tools` package".into(),
-        ),
-    };
-    Facts {
-        schema_version: SCHEMA_VERSION,
-        provenance: Provenance {
-            source: format!("collected by gds-gate {}", env!("CARGO_PKG_VERSION")),
-            hostname: host.hostname.clone(),
-            kernel: host.kernel.clone(),
-            collected_at: humantime::format_rfc3339_seconds(std::time::SystemTime::now())
-                .to_string(),
-        },
-        driver: gpu::driver(&host, nvidia_smi.as_deref()),
-        gpus: gpu::gpus(nvidia_smi.as_deref()),
-        cufile: gds::cufile(opts),
-        nvidia_fs: gds::nvidia_fs(),
-        data_dir: storage::data_dir(&opts.data_dir),
-        platform: platform::platform(&tools, nvidia_smi.as_deref(), opts.quick),
-        config: config_facts(),
-        kvikio: kvikio::kvikio(opts),
-        tools,
-        gdscheck,
-    }
+    let nvidia_smi = tools.nvidia_smi.as_deref();
+    // The collectors that start processes (nvidia-smi, workers loading libcuda and libcufile,
+    // Python importing KvikIO, gdscheck) need nothing of each other: side by side, a run waits
+    // for the longest of them, not for their sum, before its first trial.
+    std::thread::scope(|scope| {
+        let gpus = scope.spawn(|| gpu::gpus(nvidia_smi));
+        let cufile = scope.spawn(|| gds::cufile(opts));
+        let kvikio = scope.spawn(|| kvikio::kvikio(opts));
+        let gdscheck = scope.spawn(|| match (&tools.gdscheck, opts.quick) {
+            (_, true) => Fact::Unknown("not run (quick check)".into()),
+            (Some(program), false) => platform::gdscheck(Path::new(program)),
+            (None, false) => Fact::Unknown(
+                "gdscheck is not installed (not on PATH nor in /usr/local/cuda/gds/tools); it ships in the `gds-tools` package".into(),
+            ),
+        });
+        let platform = scope.spawn(|| platform::platform(&tools, nvidia_smi, opts.quick));
+        let host = gds_runner::host::HostFacts::probe();
+        Facts {
+            schema_version: SCHEMA_VERSION,
+            provenance: Provenance {
+                source: format!("collected by gds-gate {}", env!("CARGO_PKG_VERSION")),
+                hostname: host.hostname.clone(),
+                kernel: host.kernel.clone(),
+                collected_at: humantime::format_rfc3339_seconds(std::time::SystemTime::now())
+                    .to_string(),
+            },
+            driver: gpu::driver(&host, nvidia_smi),
+            gpus: joined(gpus),
+            cufile: joined(cufile),
+            nvidia_fs: gds::nvidia_fs(),
+            data_dir: storage::data_dir(&opts.data_dir),
+            platform: joined(platform),
+            config: config_facts(),
+            kvikio: joined(kvikio),
+            gdscheck: joined(gdscheck),
+            tools: tools.clone(),
+        }
+    })
+}
+
+/// A collector's facts; its panic, a bug, goes on as it would have on this thread.
+fn joined<T>(collector: std::thread::ScopedJoinHandle<'_, T>) -> T {
+    collector
+        .join()
+        .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
 }
 
 fn tools() -> ToolFacts {
