@@ -6,13 +6,14 @@ the gate counts as its own, taken apart by what the report also holds.
   time, `worker.seconds`, less its start-up, preparation, I/O, verification and exit): cuFile's
   statistics, the `gds_stats` sample, the last page cache drop, the libraries' handles, buffers
   and contexts released.
-- `exit`: the worker's time after its answer was complete (`worker.after_answer_seconds`): the
-  answer written and the process's exit, where the kernel tears down its CUDA context and pinned
-  memory. Absent from reports of gates before it was recorded (shown as 0).
+- `exit`: the worker's time after its answer was complete (the report's own `exit`, from
+  `worker.after_answer_seconds`): the answer written and the process's exit, where the kernel
+  tears down its CUDA context and pinned memory. Reports of gates before it was recorded have
+  none (shown as 0, and counted in `gate`).
 - `after`: the gate's time after the worker ended (the trial's wall time less the worker's and
   the runner waits): judging, and dropping the page cache the trial's reads left.
 
-The three make up the gate's part: the worker's start-up is counted from the moment the gate
+Wind-down and after make up the report's `gate`: the worker's start-up is counted from the moment the gate
 stamped its spec, just before starting it.
 
 With confirmation runs the worker's time is the first run's only; such trials are marked.
@@ -35,18 +36,17 @@ def main():
         by_trial = report["time"]["by_trial"]
     except (OSError, ValueError, KeyError, TypeError) as error:
         sys.exit("time_split: %s has no time split (%s); it needs a report of a gate run that timed its trials" % (args.report, error))
-    columns = ("wall", "startup", "preparation", "io", "verification", "gate", "wind-down", "exit", "after")
+    columns = ("wall", "startup", "preparation", "io", "verification", "exit", "gate", "wind-down", "after")
     print("%-62s" % "trial" + "".join("%13s" % c for c in columns))
     totals = dict.fromkeys(columns, 0.0)
     for record in report["trials"]:
         split = by_trial.get(record["name"])
-        run = record.get("worker") or {}
-        worker = run.get("seconds")
+        worker = (record.get("worker") or {}).get("seconds")
         if split is None or worker is None:
             continue
         inside = split["startup"] + split["preparation"] + split["io"] + split["verification"]
         row = dict(split)
-        row["exit"] = run.get("after_answer_seconds") or 0.0
+        row.setdefault("exit", 0.0)
         row["wind-down"] = max(worker - inside - row["exit"], 0.0)
         row["after"] = max(split["wall"] - worker - split["runner_wait"], 0.0)
         for column in columns:
@@ -56,9 +56,11 @@ def main():
     print("%-62s" % "all timed trials" + "".join("%13.3f" % totals[c] for c in columns))
     wall = report["time"]["wall"]
     outside = report["time"]["outside_trials"]
-    print("run wall %.1f s; outside the trials %.2f s; gate %.1f%%, with preparation %.1f%%" % (
-        wall, outside, 100 * (totals["gate"] + outside) / wall,
-        100 * (totals["gate"] + outside + totals["preparation"]) / wall))
+    gate = totals["gate"] + outside
+    print("run wall %.1f s; outside the trials %.2f s; gate %.1f%%, with preparation %.1f%%, "
+          "and with the workers' exits (issue 31's overhead) %.1f%%" % (
+              wall, outside, 100 * gate / wall, 100 * (gate + totals["preparation"]) / wall,
+              100 * (gate + totals["preparation"] + totals["exit"]) / wall))
 
 
 if __name__ == "__main__":

@@ -1,9 +1,9 @@
 //! Where a run's wall time went, trial by trial: the libraries' start-up (CUDA, libcufile,
 //! KvikIO, PyTorch), the passes' preparation (dropping the page cache, clearing the destination,
 //! blanking a written file), the timed I/O, verification, waits for the runner before a
-//! confirmation, and the rest, which is the gate's: starting and reading back workers, judging,
-//! and what it does before and after the trials (doctor, data checks, the runner control,
-//! reports). A GPU runner is the dearest machine of a CI fleet; this is what a run costs it and
+//! confirmation, the workers' exits, and the rest, which is the gate's: starting and reading back
+//! workers, judging, and what it does before and after the trials (doctor, data checks, the
+//! runner control, reports). A GPU runner is the dearest machine of a CI fleet; this is what a run costs it and
 //! what of that the gate adds.
 
 use std::collections::BTreeMap;
@@ -30,6 +30,11 @@ pub struct TrialTime {
     pub verification: f64,
     /// Waiting for the runner to come back to its level before a confirmation run.
     pub runner_wait: f64,
+    /// The worker's time after its answer was complete: the answer written and the process's
+    /// exit, where the kernel tears down its CUDA context and pinned memory. The first run's
+    /// worker only: a confirmation's exit is in `gate`.
+    #[serde(default)]
+    pub exit: f64,
     /// The rest: the gate's own cost.
     pub gate: f64,
 }
@@ -62,12 +67,18 @@ impl TrialTime {
             .runner_checks
             .iter()
             .fold(0.0, |sum, c| sum + c.waited_s);
+        time.exit = record
+            .worker
+            .as_ref()
+            .and_then(|worker| worker.after_answer_seconds)
+            .unwrap_or(0.0);
         time.gate = (wall
             - time.startup
             - time.preparation
             - time.io
             - time.verification
-            - time.runner_wait)
+            - time.runner_wait
+            - time.exit)
             .max(0.0);
         Some(time)
     }
@@ -80,6 +91,7 @@ impl TrialTime {
             io: self.io + other.io,
             verification: self.verification + other.verification,
             runner_wait: self.runner_wait + other.runner_wait,
+            exit: self.exit + other.exit,
             gate: self.gate + other.gate,
         }
     }
@@ -181,7 +193,13 @@ mod tests {
 
     #[test]
     fn a_trials_parts_add_up_to_its_wall_time_and_the_rest_is_the_gates() {
-        let mut r = record("s::a", Some(10.0));
+        let mut r = record("s::a", Some(10.2));
+        r.worker = Some(crate::record::WorkerRun {
+            dir: "trial".into(),
+            ending: crate::record::Ending::Exited { code: 0 },
+            seconds: 8.2,
+            after_answer_seconds: Some(0.2),
+        });
         r.runner_checks.push(RunnerCheck {
             disk_before: 0.7,
             cpu_before: 1.0,
@@ -201,16 +219,17 @@ mod tests {
                 t.preparation,
                 t.io,
                 t.verification,
-                t.runner_wait
+                t.runner_wait,
+                t.exit
             ),
-            (1.0, 0.5, 6.0, 0.5, 1.0)
+            (1.0, 0.5, 6.0, 0.5, 1.0, 0.2)
         );
         assert!((t.gate - 1.0).abs() < 1e-9, "{t:?}");
-        let run = RunTime::of(&[r, record("s::b", None)], 12.0);
+        let run = RunTime::of(&[r, record("s::b", None)], 12.2);
         assert_eq!(run.untimed, 1);
         assert!((run.outside_trials - 2.0).abs() < 1e-9);
         assert!((run.gate() - 3.0).abs() < 1e-9);
-        assert!((run.gate_share() - 3.0 / 12.0).abs() < 1e-9);
+        assert!((run.gate_share() - 3.0 / 12.2).abs() < 1e-9);
         assert_eq!(run.by_trial.len(), 1);
     }
 

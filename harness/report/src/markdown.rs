@@ -51,7 +51,7 @@ fn time(report: &Report) -> String {
         &mut out,
         "Time",
         &format!(
-            "The runner was held {} s: I/O {} s ({}), the libraries' start-up {} s ({}), the passes' preparation {} s ({}: page cache drops, destinations cleared, written files blanked), verification {} s ({}), waiting for the runner {} s, the gate {} s ({}: starting and reading back workers, judging, and {} s before and after the trials). Seconds per trial:",
+            "The runner was held {} s: I/O {} s ({}), the libraries' start-up {} s ({}), the passes' preparation {} s ({}: page cache drops, destinations cleared, written files blanked), verification {} s ({}), waiting for the runner {} s, the workers' exits {} s ({}: the kernel releasing each process's CUDA context and pinned memory), the gate {} s ({}: starting and reading back workers, judging, and {} s before and after the trials). Seconds per trial:",
             s(time.wall),
             s(t.io),
             share(t.io),
@@ -62,17 +62,19 @@ fn time(report: &Report) -> String {
             s(t.verification),
             share(t.verification),
             s(t.runner_wait),
+            s(t.exit),
+            share(t.exit),
             s(time.gate()),
             share(time.gate()),
             s(time.outside_trials)
         ),
-        "| trial | wall | start-up | preparation | I/O | verification | runner wait | gate |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|",
+        "| trial | wall | start-up | preparation | I/O | verification | runner wait | exit | gate |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     );
     for (name, t) in &time.by_trial {
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             code(name),
             s(t.wall),
             s(t.startup),
@@ -80,6 +82,7 @@ fn time(report: &Report) -> String {
             s(t.io),
             s(t.verification),
             s(t.runner_wait),
+            s(t.exit),
             s(t.gate)
         );
     }
@@ -333,20 +336,27 @@ mod tests {
     #[test]
     fn the_time_section_splits_the_runners_time_and_names_the_gates_share() {
         // Fixture: one pass of 1 GiB in 0.5 s, 0.1 s verifying, in a trial the gate timed at
-        // 2 s, in a run of 3 s.
+        // 2 s whose worker took 0.3 s to exit after its answer, in a run of 3 s.
         let mut timed = trial("s::a", 2.147_483_648);
         timed.wall_seconds = Some(2.0);
+        timed.worker = Some(gds_model::record::WorkerRun {
+            dir: "trial".into(),
+            ending: gds_model::record::Ending::Exited { code: 0 },
+            seconds: 1.5,
+            after_answer_seconds: Some(0.3),
+        });
+        timed.measurement.as_mut().unwrap().startup_seconds = Some(0.0);
         let mut report = crate::test_support::report(vec![timed, trial("s::untimed", 1.0)]);
         report.time = Some(gds_model::timing::RunTime::of(&report.trials, 3.0));
         let section = time(&report);
         assert!(
             section.contains(
-                "The runner was held 3.0 s: I/O 1.0 s (33%), the libraries' start-up 0.0 s (0%), the passes' preparation 0.0 s (0%: page cache drops, destinations cleared, written files blanked), verification 0.1 s (3%), waiting for the runner 0.0 s, the gate 1.9 s (63%: starting and reading back workers, judging, and 1.0 s before and after the trials)"
+                "The runner was held 3.0 s: I/O 1.0 s (33%), the libraries' start-up 0.0 s (0%), the passes' preparation 0.0 s (0%: page cache drops, destinations cleared, written files blanked), verification 0.1 s (3%), waiting for the runner 0.0 s, the workers' exits 0.3 s (10%: the kernel releasing each process's CUDA context and pinned memory), the gate 1.6 s (53%: starting and reading back workers, judging, and 1.0 s before and after the trials)"
             ),
             "{section}"
         );
         assert!(
-            section.contains("| `s::a` | 2.0 | 0.0 | 0.0 | 1.0 | 0.1 | 0.0 | 0.9 |"),
+            section.contains("| `s::a` | 2.0 | 0.0 | 0.0 | 1.0 | 0.1 | 0.0 | 0.3 | 0.6 |"),
             "{section}"
         );
         assert!(!section.contains("s::untimed"), "{section}");
