@@ -209,7 +209,7 @@ def drop_page_cache(path):
 
 
 def drop_clean_pages(fd, size):
-    droppers = max(1, min(size // DROP_RANGE, os.cpu_count() or 1, MAX_DROPPERS))
+    droppers = max(1, min(size // DROP_RANGE, len(os.sched_getaffinity(0)), MAX_DROPPERS))
     if droppers == 1:
         os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
         return

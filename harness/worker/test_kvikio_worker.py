@@ -353,8 +353,11 @@ class PageCache(unittest.TestCase):
     def test_ranges_that_do_not_divide_the_file_leave_nothing_cached(self):
         with self.read_through_the_cache(13 << 20) as f, \
                 mock.patch.object(passes, "DROP_RANGE", 4 << 20), \
-                mock.patch.object(passes.os, "cpu_count", return_value=8):
+                mock.patch.object(passes.os, "sched_getaffinity", return_value=set(range(8))), \
+                mock.patch.object(passes.os, "posix_fadvise", wraps=os.posix_fadvise) as advised:
             self.assertEqual(passes.drop_page_cache(f.name), 0.0)
+        self.assertEqual(sorted(c.args[1:3] for c in advised.call_args_list),
+                         [(0, 6 << 20), (6 << 20, 6 << 20), (12 << 20, 0)])
 
     def test_an_empty_file_has_nothing_resident(self):
         with tempfile.NamedTemporaryFile() as f:
