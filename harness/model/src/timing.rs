@@ -55,23 +55,23 @@ impl TrialTime {
             time.io += io(m);
             time.verification += verification(m);
         }
+        time.exit = record
+            .worker
+            .as_ref()
+            .and_then(|worker| worker.after_answer_seconds)
+            .unwrap_or(0.0);
         let started = record
             .measurement
             .iter()
             .any(|m| m.startup_seconds.is_some());
         if !started && let Some(worker) = &record.worker {
-            time.startup += worker.seconds;
+            time.startup += (worker.seconds - time.exit).max(0.0);
         }
         // Folded from +0.0: an empty `sum` of f64 is -0.0, which would print as such.
         time.runner_wait = record
             .runner_checks
             .iter()
             .fold(0.0, |sum, c| sum + c.waited_s);
-        time.exit = record
-            .worker
-            .as_ref()
-            .and_then(|worker| worker.after_answer_seconds)
-            .unwrap_or(0.0);
         time.gate = (wall
             - time.startup
             - time.preparation
@@ -248,6 +248,12 @@ mod tests {
         let t = TrialTime::of(&failed).unwrap();
         assert_eq!(t.startup, 1.5);
         assert!((t.gate - 0.1).abs() < 1e-9, "{t:?}");
+        // Its exit after its answer is the exit's, not the start-up's as well.
+        failed.worker.as_mut().unwrap().after_answer_seconds = Some(0.25);
+        let t = TrialTime::of(&failed).unwrap();
+        assert_eq!((t.startup, t.exit), (1.25, 0.25));
+        assert!((t.gate - 0.1).abs() < 1e-9, "{t:?}");
+        failed.worker.as_mut().unwrap().after_answer_seconds = None;
         // As when the worker says what it set up before it failed (KvikIO refusing compat OFF).
         let mut partial = record("s::a", None).measurement.unwrap();
         (partial.startup_seconds, partial.seconds) = (None, Vec::new());

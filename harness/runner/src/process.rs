@@ -36,6 +36,9 @@ pub struct Job {
 pub struct Finished {
     pub ending: Ending,
     pub elapsed: Duration,
+    /// The wall clock (ns since the epoch) when the gate saw the process end, to within the
+    /// 5 ms it polls at: what a worker's own clock stamps are compared with.
+    pub ended_unix_ns: u64,
     pub stdout: PathBuf,
     pub stderr: PathBuf,
 }
@@ -104,6 +107,7 @@ pub fn run_watching(job: &Job, mut watch: impl FnMut(u32, Duration)) -> io::Resu
         }
         std::thread::sleep(Duration::from_millis(5));
     };
+    let ended_unix_ns = gds_model::protocol::now_unix_ns();
     // Whatever the worker left running in its group (helper threads are gone with it, but a
     // spawned tool might not be) must not outlive the trial.
     kill_group(pgid, libc::SIGKILL);
@@ -112,6 +116,7 @@ pub fn run_watching(job: &Job, mut watch: impl FnMut(u32, Duration)) -> io::Resu
     Ok(Finished {
         ending,
         elapsed: start.elapsed(),
+        ended_unix_ns,
         stdout,
         stderr,
     })

@@ -259,10 +259,8 @@ impl Launcher {
             dir: dir.to_path_buf(),
             ending: finished.ending.clone(),
             seconds: finished.elapsed.as_secs_f64(),
-            after_answer_seconds: answered.map(|answered| {
-                let ended = asked.spawned_at_unix_ns + finished.elapsed.as_nanos() as u64;
-                ended.saturating_sub(answered) as f64 / 1e9
-            }),
+            after_answer_seconds: answered
+                .map(|answered| finished.ended_unix_ns.saturating_sub(answered) as f64 / 1e9),
         };
         let result = result.map(|mut result| {
             if let (Some(m), Some(raw)) = (result.measurement.as_mut(), result.raw_cufile.take()) {
