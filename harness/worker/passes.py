@@ -134,8 +134,12 @@ def read_passes(spec, io, cupy, device, buffer, verifier, windows, m, state):
         prepared = time.perf_counter()
         # The whole buffer, or the first window (streamed_pass clears each later one), cleared
         # while the drop runs on; then the drop is waited for.
-        buffer.fill(0xA5)
-        device.synchronize()
+        try:
+            buffer.fill(0xA5)
+            device.synchronize()
+        except BaseException:
+            WIND_DOWN.append(pending)
+            raise
         resident = pending.finish()
         if resident is not None:
             cached_after_drop = max(cached_after_drop or 0.0, resident)
@@ -182,7 +186,8 @@ def read_passes(spec, io, cupy, device, buffer, verifier, windows, m, state):
 
 # A cold read that finds more of a file cached measures memory (trial/cold.rs: MAX_RESIDENT_AFTER_DROP).
 MAX_RESIDENT_AFTER_DROP = 0.05
-# As gds_model::cache::drop_clean_pages: a dropping thread takes at least 256 MiB, at most 8 threads.
+# As gds_model::cache::drop_clean_pages: a dropping thread takes at least 256 MiB, at most 8
+# threads, no more than this process may run on.
 DROP_RANGE = 256 << 20
 MAX_DROPPERS = 8
 
@@ -230,6 +235,9 @@ def drop_clean_pages(fd, size):
         thread.join()
     if errors:
         raise errors[0]
+    # A folio is dropped only by a range that holds all of it: one larger than 2 MiB across a
+    # boundary (kernels with 64 KiB pages make them) goes now, with little else left to walk.
+    os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
 
 
 # mincore sets bit 0 of a page's byte when the page is resident; the other bits are reserved.

@@ -357,7 +357,7 @@ class PageCache(unittest.TestCase):
                 mock.patch.object(passes.os, "posix_fadvise", wraps=os.posix_fadvise) as advised:
             self.assertEqual(passes.drop_page_cache(f.name), 0.0)
         self.assertEqual(sorted(c.args[1:3] for c in advised.call_args_list),
-                         [(0, 6 << 20), (6 << 20, 6 << 20), (12 << 20, 0)])
+                         [(0, 0), (0, 6 << 20), (6 << 20, 6 << 20), (12 << 20, 0)])
 
     def test_an_empty_file_has_nothing_resident(self):
         with tempfile.NamedTemporaryFile() as f:

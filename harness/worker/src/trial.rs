@@ -347,7 +347,10 @@ fn passes(
     for pass in 0..total {
         // The destination is cleared while the drop runs on; then the drop is waited for.
         let lap = Instant::now();
-        reader.prepare().map_err(fail)?;
+        if let Err(error) = reader.prepare() {
+            cold::hand_to_wind_down(pending);
+            return Err(fail(error));
+        }
         let cleared = lap.elapsed();
         if let Some(drop) = pending.take() {
             let resident = drop.finish()?;
