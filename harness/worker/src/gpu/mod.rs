@@ -41,6 +41,9 @@ pub enum GpuError {
     /// The fill kernel did not write every word of the writer's source.
     #[error("{0}")]
     Fill(String),
+    /// The kernels failed to compile or load earlier in this worker: that failure, said again.
+    #[error("{0}")]
+    KernelsFailed(String),
 }
 
 trait Context<T> {
@@ -67,6 +70,8 @@ pub struct Gpu {
     /// clearing of its buffer on the H200 runner.
     compiling: Option<JoinHandle<Result<Ptx, GpuError>>>,
     kernels: Option<Kernels>,
+    /// Why the kernels could not be had, once they could not.
+    kernels_failed: Option<String>,
     /// GPU time of the last verification kernel (CUDA events), for `bench --gpu`.
     pub last_kernel_seconds: f64,
 }
@@ -110,6 +115,7 @@ impl Gpu {
             stream,
             compiling: Some(compiling),
             kernels: None,
+            kernels_failed: None,
             last_kernel_seconds: 0.0,
         })
     }
@@ -224,33 +230,47 @@ impl Gpu {
     /// read so that start-up time to the first byte stays small.
     fn kernels(&mut self) -> Result<&Kernels, GpuError> {
         if self.kernels.is_none() {
-            let ptx = match self.compiling.take() {
-                Some(compiling) => compiling.join().unwrap_or_else(|panic| {
-                    Err(GpuError::Compile(format!(
-                        "the compile panicked: {}",
-                        gds_model::panic_message(panic.as_ref())
-                    )))
-                })?,
-                // A compile that failed before: failed for good.
-                None => return Err(GpuError::Compile("failed earlier in this worker".into())),
-            };
-            let module = self
-                .ctx
-                .load_module(ptx)
-                .context(|| "load the verification kernels".into())?;
-            let load = |name: &str| {
-                module
-                    .load_function(name)
-                    .context(|| format!("find kernel `{name}`"))
-            };
-            self.kernels = Some(Kernels {
-                exact_compare: load("exact_compare")?,
-                checksum: load("checksum")?,
-                plain_read: load("plain_read")?,
-                fill: load("fill")?,
-            });
+            if let Some(why) = &self.kernels_failed {
+                return Err(GpuError::KernelsFailed(why.clone()));
+            }
+            match self.load_kernels_compiled() {
+                Ok(kernels) => self.kernels = Some(kernels),
+                Err(error) => {
+                    self.kernels_failed = Some(gds_model::error_chain(&error));
+                    return Err(error);
+                }
+            }
         }
         Ok(self.kernels.as_ref().expect("set above"))
+    }
+
+    /// Waits for the compile started by [`Gpu::open`] and loads its module.
+    fn load_kernels_compiled(&mut self) -> Result<Kernels, GpuError> {
+        let compiling = self
+            .compiling
+            .take()
+            .ok_or_else(|| GpuError::Compile("this worker's compile was already taken".into()))?;
+        let ptx = compiling.join().unwrap_or_else(|panic| {
+            Err(GpuError::Compile(format!(
+                "the compile panicked: {}",
+                gds_model::panic_message(panic.as_ref())
+            )))
+        })?;
+        let module = self
+            .ctx
+            .load_module(ptx)
+            .context(|| "load the verification kernels".into())?;
+        let load = |name: &str| {
+            module
+                .load_function(name)
+                .context(|| format!("find kernel `{name}`"))
+        };
+        Ok(Kernels {
+            exact_compare: load("exact_compare")?,
+            checksum: load("checksum")?,
+            plain_read: load("plain_read")?,
+            fill: load("fill")?,
+        })
     }
 
     fn launch_config(&self) -> Result<LaunchConfig, GpuError> {
