@@ -356,7 +356,8 @@ pub struct KvikioEvidence {
     /// time), for the comparison with `own_gbps`.
     #[serde(default)]
     pub gate_aggregate_gbps: Option<f64>,
-    /// Bytes of the files in the page cache after each cold drop (`get_page_cache_info`), max.
+    /// The largest fraction of a file still in the page cache after a cold drop (`mincore`), as
+    /// the measurement's `resident_after_drop`; `None` where nothing was dropped.
     pub cached_after_drop: Option<f64>,
     /// `kvikio_api: async`: whether KvikIO's `raw_read_async` (`raw_write_async`) could use
     /// cuFile's stream API or falls back to a stream synchronisation and a synchronous read

@@ -219,15 +219,15 @@ impl Against {
     }
 }
 
-/// `runner`'s lines of the history at `path`, read once a run. One that cannot be read leaves
-/// the creep unjudged and a budget estimated, said as a warning: the history is the runner's
-/// record, not its baseline.
+/// `runner`'s lines of the history at `path`, read once a run. One that cannot be read is left
+/// out, said as a warning (no creep is judged, a budget is estimated): the history is the
+/// runner's record, not its baseline.
 fn runner_history(path: &Path, runner: &str) -> RunnerHistory {
     match history::read(path) {
         Ok(history) => RunnerHistory::of(history, runner),
         Err(error) => {
             console::warning(&format!(
-                "this run judges no creep and plans no budget by the history: {}",
+                "this run goes without the runner's history: {}",
                 error_chain(&error)
             ));
             RunnerHistory::default()
