@@ -50,8 +50,7 @@ impl Control {
     /// was changed under the gate, and rates measured on it mean nothing.
     pub fn read(&self) -> io::Result<ControlReading> {
         // Without /proc the control still reads; the host is then not compared.
-        let disk = gds_model::busy::Disk::of(&self.path);
-        let host = gds_model::busy::Snapshot::take(disk).ok();
+        let host = gds_model::busy::Snapshot::take(gds_model::busy::Disk::of(&self.path)).ok();
         let len = usize::try_from(self.size).map_err(io::Error::other)?;
         let mut buf = AlignedBuf::new(len);
         // Written once here, so that its pages are not faulted in while the copy is timed.
@@ -93,7 +92,7 @@ impl Control {
                 .memory_gbps
                 .push(len as f64 / started.elapsed().as_secs_f64().max(1e-9) / 1e9);
         }
-        reading.host = host.and_then(|start| start.until_now(disk).ok());
+        reading.host = host.and_then(|start| start.until_now().ok());
         Ok(reading)
     }
 

@@ -86,6 +86,8 @@ pub struct Snapshot {
     own: u64,
     /// `some` stall microseconds of cpu, io and memory.
     pressure: Option<[u64; 3]>,
+    /// The data dir's disk, whose bytes `disk` counts; a later snapshot reads the same one.
+    device: Option<Disk>,
     /// Bytes the data dir's disk moved, and those the gate's tree had moved.
     disk: Option<DiskBytes>,
 }
@@ -110,15 +112,16 @@ impl Snapshot {
             cores,
             own: tree.iter().map(|p| p.ticks).sum(),
             pressure: pressure_totals(),
+            device: disk,
             disk: disk.and_then(|disk| disk_bytes(disk, &tree)),
         })
     }
 
     /// How busy the host was from this snapshot until now, on the same disk.
-    pub fn until_now(&self, disk: Option<Disk>) -> io::Result<HostReading> {
+    pub fn until_now(&self) -> io::Result<HostReading> {
         let load =
             parse_loadavg(&read("/proc/loadavg")?).map_err(|why| bad("/proc/loadavg", why))?;
-        Ok(Snapshot::take(disk)?.since(self, load))
+        Ok(Snapshot::take(self.device)?.since(self, load))
     }
 
     /// How busy the host was from `earlier` to this snapshot, with `load` read at its end.
@@ -254,6 +257,7 @@ mod tests {
             cores,
             own,
             pressure: Some([some("cpu"), some("io"), some("memory")]),
+            device: None,
             disk: None,
         }
     }

@@ -113,31 +113,20 @@ pub(super) fn settle(settler: &Settler, needs: Needs) -> Option<RunnerCheck> {
     }
 }
 
-/// The host's counters as a confirmation run starts, and the data dir's disk they count.
-pub(super) struct Window {
-    start: Snapshot,
-    disk: Option<Disk>,
+/// The host's counters before a confirmation run, the data dir's disk among them, to say how
+/// busy it was while the run ran; `None` where `/proc` cannot be read (then nothing is said).
+pub(super) fn start_window(data_dir: &Path) -> Option<Snapshot> {
+    Snapshot::take(Disk::of(data_dir)).ok()
 }
 
-/// The host's counters before a confirmation run, to say how busy it was while the run ran;
-/// `None` where `/proc` cannot be read (then nothing is said of it).
-pub(super) fn start_window(data_dir: &Path) -> Option<Window> {
-    let disk = Disk::of(data_dir);
-    Some(Window {
-        start: Snapshot::take(disk).ok()?,
-        disk,
-    })
-}
-
-/// Records in `check` how busy the host was since `window` started, under a trial of `threads`
-/// threads.
+/// Records in `check` how busy the host was since `start`, under a trial of `threads` threads.
 pub(super) fn end_window(
     settler: &Settler,
     check: &mut RunnerCheck,
-    window: Option<Window>,
+    start: Option<Snapshot>,
     threads: u32,
 ) {
-    if let Some(reading) = window.and_then(|w| w.start.until_now(w.disk).ok()) {
+    if let Some(reading) = start.and_then(|start| start.until_now().ok()) {
         settler.during(check, reading, threads);
     }
 }
