@@ -65,15 +65,20 @@ pub struct Gpu {
     pub name: String,
     ctx: Arc<CudaContext>,
     stream: Arc<CudaStream>,
-    /// The kernels' compile, started as the GPU opens: it runs beside the libraries' start-up
-    /// (cuFileDriverOpen alone takes ~0.5 s), where it took ~0.04 s of each trial's first
-    /// clearing of its buffer on the H200 runner.
-    compiling: Option<JoinHandle<Result<Ptx, GpuError>>>,
-    kernels: Option<Kernels>,
-    /// Why the kernels could not be had, once they could not.
-    kernels_failed: Option<String>,
+    kernels: KernelState,
     /// GPU time of the last verification kernel (CUDA events), for `bench --gpu`.
     pub last_kernel_seconds: f64,
+}
+
+/// Where the verification kernels are.
+enum KernelState {
+    /// Compiling, from the moment the GPU opened: beside the libraries' start-up
+    /// (cuFileDriverOpen alone takes ~0.5 s), where it took ~0.04 s of each trial's first
+    /// clearing of its buffer on the H200 runner.
+    Compiling(JoinHandle<Result<Ptx, GpuError>>),
+    Loaded(Kernels),
+    /// Why they could not be had: said again on every later call.
+    Failed(String),
 }
 
 struct Kernels {
@@ -98,6 +103,33 @@ fn compile(major: i32, minor: i32) -> Result<Ptx, GpuError> {
     compile_ptx_with_opts(KERNELS, options).map_err(|error| GpuError::Compile(error.to_string()))
 }
 
+/// Waits for the compile started by [`Gpu::open`] and loads its module into `ctx`.
+fn load_compiled(
+    ctx: &Arc<CudaContext>,
+    compiling: JoinHandle<Result<Ptx, GpuError>>,
+) -> Result<Kernels, GpuError> {
+    let ptx = compiling.join().unwrap_or_else(|panic| {
+        Err(GpuError::Compile(format!(
+            "the compile panicked: {}",
+            gds_model::panic_message(panic.as_ref())
+        )))
+    })?;
+    let module = ctx
+        .load_module(ptx)
+        .context(|| "load the verification kernels".into())?;
+    let load = |name: &str| {
+        module
+            .load_function(name)
+            .context(|| format!("find kernel `{name}`"))
+    };
+    Ok(Kernels {
+        exact_compare: load("exact_compare")?,
+        checksum: load("checksum")?,
+        plain_read: load("plain_read")?,
+        fill: load("fill")?,
+    })
+}
+
 impl Gpu {
     pub fn open(ordinal: u32) -> Result<Gpu, GpuError> {
         crate::libcuda::check()?;
@@ -113,9 +145,7 @@ impl Gpu {
             name,
             ctx,
             stream,
-            compiling: Some(compiling),
-            kernels: None,
-            kernels_failed: None,
+            kernels: KernelState::Compiling(compiling),
             last_kernel_seconds: 0.0,
         })
     }
@@ -219,9 +249,10 @@ impl Gpu {
             .context(|| "synchronize the GPU".into())
     }
 
-    /// Compiles the verification kernels now if they are not yet: the GPU readers call it while
-    /// preparing a pass, so the compile (and, on a host's first run, the driver's JIT of the
-    /// module) is timed as the first pass's preparation, not as verification of its first window.
+    /// Has the verification kernels ready: waits for their compile (started as the GPU opened)
+    /// and loads them. The GPU readers call it while preparing a pass, so what is left of the
+    /// compile and the load (and, on a host's first run, the driver's JIT of the module) is timed
+    /// as the first pass's preparation, not as verification of its first window.
     pub fn load_kernels(&mut self) -> Result<(), GpuError> {
         self.kernels().map(|_| ())
     }
@@ -229,48 +260,26 @@ impl Gpu {
     /// Loads the kernels once per process, once their compile is done; kept out of the first
     /// read so that start-up time to the first byte stays small.
     fn kernels(&mut self) -> Result<&Kernels, GpuError> {
-        if self.kernels.is_none() {
-            if let Some(why) = &self.kernels_failed {
-                return Err(GpuError::KernelsFailed(why.clone()));
-            }
-            match self.load_kernels_compiled() {
-                Ok(kernels) => self.kernels = Some(kernels),
+        if matches!(self.kernels, KernelState::Compiling(_)) {
+            let placeholder = KernelState::Failed(String::new());
+            let KernelState::Compiling(compiling) =
+                std::mem::replace(&mut self.kernels, placeholder)
+            else {
+                unreachable!("matched above");
+            };
+            match load_compiled(&self.ctx, compiling) {
+                Ok(kernels) => self.kernels = KernelState::Loaded(kernels),
                 Err(error) => {
-                    self.kernels_failed = Some(gds_model::error_chain(&error));
+                    self.kernels = KernelState::Failed(gds_model::error_chain(&error));
                     return Err(error);
                 }
             }
         }
-        Ok(self.kernels.as_ref().expect("set above"))
-    }
-
-    /// Waits for the compile started by [`Gpu::open`] and loads its module.
-    fn load_kernels_compiled(&mut self) -> Result<Kernels, GpuError> {
-        let compiling = self
-            .compiling
-            .take()
-            .ok_or_else(|| GpuError::Compile("this worker's compile was already taken".into()))?;
-        let ptx = compiling.join().unwrap_or_else(|panic| {
-            Err(GpuError::Compile(format!(
-                "the compile panicked: {}",
-                gds_model::panic_message(panic.as_ref())
-            )))
-        })?;
-        let module = self
-            .ctx
-            .load_module(ptx)
-            .context(|| "load the verification kernels".into())?;
-        let load = |name: &str| {
-            module
-                .load_function(name)
-                .context(|| format!("find kernel `{name}`"))
-        };
-        Ok(Kernels {
-            exact_compare: load("exact_compare")?,
-            checksum: load("checksum")?,
-            plain_read: load("plain_read")?,
-            fill: load("fill")?,
-        })
+        match &self.kernels {
+            KernelState::Loaded(kernels) => Ok(kernels),
+            KernelState::Failed(why) => Err(GpuError::KernelsFailed(why.clone())),
+            KernelState::Compiling(_) => unreachable!("waited for above"),
+        }
     }
 
     fn launch_config(&self) -> Result<LaunchConfig, GpuError> {
