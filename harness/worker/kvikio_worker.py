@@ -26,7 +26,7 @@ import time
 from passes import (MASK, compose, device_used, drop_page_cache, failure, finish_wind_down, hold_for_sample, mean_latency,
                     read_passes, recording, write_passes, writes)
 
-PROTOCOL = 4
+PROTOCOL = 5
 LEN_TAG = 0x6A09E667F3BCC908
 AUTO_FRACTION = 2  # harness/model/src/scenario/window_mode.rs: `auto` streams above 1/2 of GPU memory
 STATS_BUFFER = 8192  # larger than CUfileStatsLevel3_t of any known cuFile (5112 bytes in 1.19)

@@ -148,6 +148,7 @@ def read_passes(spec, io, cupy, device, buffer, verifier, windows, m, state):
         if p == trial["warmup"]:
             io.measured_from()
         if p == 0:
+            hold_for_release(spec, m)
             m["startup_seconds"] = (time.time_ns() - spec["spawned_at_unix_ns"]) / 1e9
         ops_before = io.counters() if record else None
         what = "%s read" % io.library
@@ -346,6 +347,7 @@ def write_passes(spec, io, cupy, device, buffer, verifier, m, phase):
         if p == trial["warmup"]:
             io.measured_from()
         if p == 0:
+            hold_for_release(spec, m)
             m["startup_seconds"] = (time.time_ns() - spec["spawned_at_unix_ns"]) / 1e9
         cpu_before = cpu_time() if record else None
         with watched(total, "%s write" % io.library):
@@ -516,6 +518,22 @@ def read_direct(path, size, check, base, cupy, start=0):
     finally:
         os.close(fd)
         scratch.close()
+
+
+# The start-up phase of the wait below, as harness/model/src/record.rs names it.
+HELD_PHASE = "held for the previous worker's exit"
+
+
+def hold_for_release(spec, m):
+    """Ready for the first timed byte: wait, when the gate asks, until the previous trial's worker
+    is gone, and say how long. See RELEASED in harness/model/src/protocol.rs."""
+    folder = spec.get("hold_for_release")
+    if not folder:
+        return
+    held = time.perf_counter()
+    while not os.path.exists(os.path.join(folder, "released")):
+        time.sleep(0.001)
+    m["setup"].append([HELD_PHASE, time.perf_counter() - held])
 
 
 def hold_for_sample(folder):

@@ -5,6 +5,7 @@ writes and round trips through real files with KvikIO and cupy stood in for."""
 
 import os
 import tempfile
+import threading
 import time
 import unittest
 from unittest import mock
@@ -394,6 +395,20 @@ class Drops(unittest.TestCase):
         passes.WIND_DOWN.append(passes.Drop(io, ["a"]))
         passes.finish_wind_down()
         self.assertEqual((io.dropped, passes.WIND_DOWN), (["a"], []))
+
+
+class Release(unittest.TestCase):
+    def test_a_held_worker_waits_for_the_release_and_says_how_long(self):
+        with tempfile.TemporaryDirectory() as folder:
+            m = {"setup": []}
+            threading.Timer(0.2, lambda: open(os.path.join(folder, "released"), "w").close()).start()
+            passes.hold_for_release({"hold_for_release": folder}, m)
+            [(phase, seconds)] = m["setup"]
+            self.assertEqual(phase, "held for the previous worker's exit")
+            self.assertGreaterEqual(seconds, 0.2)
+        m = {"setup": []}
+        passes.hold_for_release({"hold_for_release": None}, m)
+        self.assertEqual(m["setup"], [])
 
 
 class Progress(unittest.TestCase):

@@ -23,14 +23,20 @@ pub const IO_DONE: &str = "io-done";
 pub const SAMPLED: &str = "sampled";
 pub const GDS_STATS_TEXT: &str = "gds_stats.txt";
 
+/// The hand-over between trials: a worker started while the previous trial's worker is still
+/// exiting waits, just before its first timed byte, for [`RELEASED`] in its folder, which the
+/// orchestrator writes once the previous worker is gone. Its start-up runs beside the other's
+/// teardown, and no two workers ever time I/O at once. The trial's timeout bounds the wait.
+pub const RELEASED: &str = "released";
+
 /// How long a worker waits for the sample before it goes on (the orchestrator may have no tool).
 pub const WORKER_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// Bumped when either side changes shape; a worker refuses a spec of another version. 2: the
 /// streaming `window` and the trial's memory; 3: with `op` (writing trials) and their figures;
 /// 4: the `cufile-batch` and `cufile-async` readers, `queue_depth`, `batch_size`, `kvikio_api`,
-/// KvikIO's async path and the probe's entry points.
-pub const PROTOCOL_VERSION: u32 = 4;
+/// KvikIO's async path and the probe's entry points; 5: the hand-over ([`RELEASED`]).
+pub const PROTOCOL_VERSION: u32 = 5;
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct WorkerSpec {
@@ -59,6 +65,9 @@ pub struct WorkerSpec {
     /// (the orchestrator runs `gds_stats` on it meanwhile).
     #[serde(default)]
     pub hold_for_sampling: Option<PathBuf>,
+    /// When set, the worker waits for [`RELEASED`] in this folder before its first timed byte.
+    #[serde(default)]
+    pub hold_for_release: Option<PathBuf>,
 }
 
 /// One window as the Python worker reads and verifies it: buffer offsets count from the window's
@@ -115,6 +124,7 @@ impl WorkerSpec {
             spawned_at_unix_ns: now_unix_ns(),
             regions,
             hold_for_sampling: None,
+            hold_for_release: None,
         }
     }
 }

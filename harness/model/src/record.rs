@@ -55,6 +55,10 @@ pub struct WorkerRun {
     /// process's exit, where the kernel tears down what it held (a CUDA context, pinned memory).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub after_answer_seconds: Option<f64>,
+    /// Of `after_answer_seconds`, what ran beside the next trial's worker starting up, which
+    /// the gate had started as this one answered: part of that trial's time, not this one's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_beside_next_seconds: Option<f64>,
 }
 
 /// How a worker process ended.
@@ -211,6 +215,9 @@ pub const DROPPED_PHASE: &str = "page cache dropped";
 pub const CLEARED_PHASE: &str = "destination cleared";
 /// A writing trial's first pass: its files created where absent and blanked.
 pub const BLANKED_PHASE: &str = "files blanked";
+/// The wait for the previous trial's worker to be gone ([`crate::protocol::RELEASED`]): neither
+/// start-up nor preparation, but that worker's exit, which this one's start-up did not hide.
+pub const HELD_PHASE: &str = "held for the previous worker's exit";
 
 /// Peak memory of a worker over its trial: what bounds the file sizes a runner can read.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -240,18 +247,28 @@ impl Measurement {
     }
 
     /// `(start-up, first-pass preparation)` in seconds: the start-up to the first byte without
-    /// the phases of [`DROPPED_PHASE`], [`CLEARED_PHASE`] and [`BLANKED_PHASE`], and those phases.
+    /// the phases of [`DROPPED_PHASE`], [`CLEARED_PHASE`] and [`BLANKED_PHASE`], and those phases;
+    /// the start-up is also without [`HELD_PHASE`] ([`Measurement::held_seconds`]).
     pub fn startup_split(&self) -> Option<(f64, f64)> {
         let total = self.startup_seconds?;
-        let preparation: f64 = self
-            .setup
+        let preparation = self.phases(&[DROPPED_PHASE, CLEARED_PHASE, BLANKED_PHASE]);
+        Some((
+            (total - preparation - self.held_seconds()).max(0.0),
+            preparation,
+        ))
+    }
+
+    /// How long the worker waited, ready, for the previous trial's worker to exit.
+    pub fn held_seconds(&self) -> f64 {
+        self.phases(&[HELD_PHASE])
+    }
+
+    fn phases(&self, names: &[&str]) -> f64 {
+        self.setup
             .iter()
-            .filter(|(phase, _)| {
-                [DROPPED_PHASE, CLEARED_PHASE, BLANKED_PHASE].contains(&phase.as_str())
-            })
+            .filter(|(phase, _)| names.contains(&phase.as_str()))
             .map(|(_, seconds)| seconds)
-            .sum();
-        Some(((total - preparation).max(0.0), preparation))
+            .sum()
     }
 
     /// `4 ms + 0.2 s first-pass preparation` (or `4 ms` when there was none to speak of).

@@ -30,9 +30,10 @@ pub struct TrialTime {
     pub verification: f64,
     /// Waiting for the runner to come back to its level before a confirmation run.
     pub runner_wait: f64,
-    /// The worker's time after its answer was complete: the answer written and the process's
-    /// exit, where the kernel tears down its CUDA context and pinned memory. The first run's
-    /// worker only: a confirmation's exit is in `gate`.
+    /// Workers' exits, where the kernel tears down a CUDA context and pinned memory: this
+    /// trial's worker's time after its answer was complete, less what ran beside the next
+    /// trial's start-up (that trial's time), and this trial's wait, ready, for the previous
+    /// trial's worker to be gone. The first run's worker only: a confirmation's exit is in `gate`.
     #[serde(default)]
     pub exit: f64,
     /// The rest: the gate's own cost.
@@ -55,17 +56,27 @@ impl TrialTime {
             time.io += io(m);
             time.verification += verification(m);
         }
-        time.exit = record
+        let held = record
+            .measurement
+            .as_ref()
+            .map_or(0.0, Measurement::held_seconds);
+        let own_exit = record
             .worker
             .as_ref()
             .and_then(|worker| worker.after_answer_seconds)
             .unwrap_or(0.0);
+        let beside_next = record
+            .worker
+            .as_ref()
+            .and_then(|worker| worker.exit_beside_next_seconds)
+            .unwrap_or(0.0);
+        time.exit = held + (own_exit - beside_next).max(0.0);
         let started = record
             .measurement
             .iter()
             .any(|m| m.startup_seconds.is_some());
         if !started && let Some(worker) = &record.worker {
-            time.startup += (worker.seconds - time.exit).max(0.0);
+            time.startup += (worker.seconds - own_exit).max(0.0);
         }
         // Folded from +0.0: an empty `sum` of f64 is -0.0, which would print as such.
         time.runner_wait = record
@@ -199,6 +210,7 @@ mod tests {
             ending: crate::record::Ending::Exited { code: 0 },
             seconds: 8.2,
             after_answer_seconds: Some(0.2),
+            exit_beside_next_seconds: None,
         });
         r.runner_checks.push(RunnerCheck {
             disk_before: 0.7,
@@ -233,6 +245,34 @@ mod tests {
         assert_eq!(run.by_trial.len(), 1);
     }
 
+    /// A trial whose worker the gate started while the previous one exited: its window starts
+    /// at that start, so the previous exit's part beside it is this trial's start-up; what it
+    /// waited, ready, for that exit is an exit's time, and its own exit beside the next
+    /// trial's start-up is the next trial's.
+    #[test]
+    fn an_exit_hidden_behind_the_next_start_up_is_counted_once() {
+        let mut r = record("s::a", Some(10.0));
+        let m = r.measurement.as_mut().unwrap();
+        m.setup.push((crate::record::HELD_PHASE.into(), 0.125));
+        m.startup_seconds = Some(1.625);
+        r.worker = Some(crate::record::WorkerRun {
+            dir: "trial".into(),
+            ending: crate::record::Ending::Exited { code: 0 },
+            seconds: 8.0,
+            after_answer_seconds: Some(0.25),
+            exit_beside_next_seconds: Some(0.1875),
+        });
+        let t = TrialTime::of(&r).unwrap();
+        assert_eq!(
+            (t.startup, t.preparation, t.exit),
+            (1.0, 0.5, 0.125 + 0.0625)
+        );
+        assert!(
+            (t.gate - (10.0 - 1.0 - 0.5 - 6.0 - 0.5 - 0.1875)).abs() < 1e-9,
+            "{t:?}"
+        );
+    }
+
     #[test]
     fn a_worker_that_ended_before_measuring_spent_its_time_starting_up() {
         let spec = record("s::a", None).spec;
@@ -244,6 +284,7 @@ mod tests {
             ending: crate::record::Ending::Exited { code: 0 },
             seconds: 1.5,
             after_answer_seconds: None,
+            exit_beside_next_seconds: None,
         });
         let t = TrialTime::of(&failed).unwrap();
         assert_eq!(t.startup, 1.5);

@@ -344,6 +344,7 @@ mod tests {
             ending: gds_model::record::Ending::Exited { code: 0 },
             seconds: 1.5,
             after_answer_seconds: Some(0.3),
+            exit_beside_next_seconds: None,
         });
         timed.measurement.as_mut().unwrap().startup_seconds = Some(0.0);
         let mut report = crate::test_support::report(vec![timed, trial("s::untimed", 1.0)]);

@@ -30,7 +30,7 @@ use gds_model::record::{Measurement, MemoryPeak};
 use gds_model::scenario::{Cache, Integrity, Op, Reader};
 
 use gds_model::protocol::{
-    CUFILE_DRIVER_OPEN, GPU_CONTEXT, IO_DONE, PROTOCOL_VERSION, SAMPLED, WORKER_WAIT,
+    CUFILE_DRIVER_OPEN, GPU_CONTEXT, IO_DONE, PROTOCOL_VERSION, RELEASED, SAMPLED, WORKER_WAIT,
     WorkerFailure, WorkerResult, WorkerSpec,
 };
 use gds_model::record::{CufileEvidence, LoadedCufile};
@@ -371,6 +371,7 @@ fn passes(
                     (lap.elapsed() - cleared).as_secs_f64(),
                 ));
             }
+            hold_for_release(spec, m);
             m.startup_seconds = Some(
                 gds_model::protocol::now_unix_ns().saturating_sub(spec.spawned_at_unix_ns) as f64
                     / 1e9,
@@ -469,6 +470,22 @@ pub(crate) fn integrity_reason(result: &IntegrityResult, pass: u64, passes: u64)
         ),
         None => format!("integrity: checksum mismatch (pass {pass} of {passes}; {checksums})"),
     }
+}
+
+/// Ready for the first timed byte: waits, when the gate asks, until the previous trial's worker
+/// is gone ([`RELEASED`]), and says how long in the start-up's phases.
+pub fn hold_for_release(spec: &WorkerSpec, m: &mut Measurement) {
+    let Some(dir) = &spec.hold_for_release else {
+        return;
+    };
+    let held = Instant::now();
+    while !dir.join(RELEASED).exists() {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    m.setup.push((
+        gds_model::record::HELD_PHASE.into(),
+        held.elapsed().as_secs_f64(),
+    ));
 }
 
 /// Announces the end of the I/O and waits for the gate's `gds_stats` sample, if one was asked

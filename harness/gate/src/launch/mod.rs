@@ -261,6 +261,7 @@ impl Launcher {
             seconds: finished.elapsed.as_secs_f64(),
             after_answer_seconds: answered
                 .map(|answered| finished.ended_unix_ns.saturating_sub(answered) as f64 / 1e9),
+            exit_beside_next_seconds: None,
         };
         let result = result.map(|mut result| {
             if let (Some(m), Some(raw)) = (result.measurement.as_mut(), result.raw_cufile.take()) {

@@ -578,6 +578,8 @@ fn aggregate_worker(dir: &Path, per_gpu: &[GpuShardResult]) -> Option<WorkerRun>
             .iter()
             .filter_map(|run| run.after_answer_seconds)
             .reduce(f64::max),
+        // A trial over several GPUs never starts beside another ([`crate::launch::Held`]).
+        exit_beside_next_seconds: None,
     })
 }
 

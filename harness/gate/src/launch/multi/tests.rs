@@ -262,6 +262,7 @@ fn a_failed_gpu_fails_the_trial_and_is_named() {
         ending: Ending::Exited { code: 0 },
         seconds: 2.0,
         after_answer_seconds: None,
+        exit_beside_next_seconds: None,
     });
     let shards = vec![
         passed(0, constructed(0, share, &[1.0, 1.0], "nvfs", 10)),
