@@ -60,7 +60,24 @@ pub fn run(job: &Job) -> io::Result<Finished> {
 
 /// [`run`], calling `watch(pid, time_left)` at every poll while the worker runs (to sample it
 /// from outside); `time_left` is what remains of the timeout, which `watch` must not outlast.
-pub fn run_watching(job: &Job, mut watch: impl FnMut(u32, Duration)) -> io::Result<Finished> {
+pub fn run_watching(job: &Job, watch: impl FnMut(u32, Duration)) -> io::Result<Finished> {
+    spawn(job)?.watch(watch)
+}
+
+/// A worker started and not yet waited for: [`Running::watch`] it to its end, or
+/// [`Running::stop`] it. Its timeout counts from the start.
+pub struct Running {
+    child: std::process::Child,
+    pgid: i32,
+    lineage: String,
+    start: Instant,
+    timeout: Duration,
+    stdout: PathBuf,
+    stderr: PathBuf,
+}
+
+/// Starts `job`'s worker.
+pub fn spawn(job: &Job) -> io::Result<Running> {
     let stdout = job.dir.join("stdout.log");
     let stderr = job.dir.join("stderr.log");
     sweep::become_subreaper();
@@ -77,49 +94,75 @@ pub fn run_watching(job: &Job, mut watch: impl FnMut(u32, Duration)) -> io::Resu
         .process_group(0);
     die_with_this_thread(&mut command);
     let start = Instant::now();
-    let mut child = command.spawn()?;
-    let pgid = child.id() as i32;
-    let ending = loop {
-        if let Some(status) = child.try_wait()? {
-            break match (status.code(), status.signal()) {
-                (Some(code), _) => Ending::Exited { code },
-                (None, Some(signal)) => Ending::Signalled {
-                    signal,
-                    name: signal_name(signal),
-                    core_dumped: status.core_dumped(),
-                },
-                (None, None) => Ending::Exited { code: -1 },
-            };
-        }
-        if let Some(signal) = crate::interrupt::received() {
-            terminate(&mut child, pgid)?;
-            break Ending::Interrupted {
-                signal,
-                name: signal_name(signal),
-            };
-        }
-        watch(child.id(), job.timeout.saturating_sub(start.elapsed()));
-        if start.elapsed() >= job.timeout {
-            terminate(&mut child, pgid)?;
-            break Ending::TimedOut {
-                after_seconds: job.timeout.as_secs(),
-            };
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    };
-    let ended_unix_ns = gds_model::protocol::now_unix_ns();
-    // Whatever the worker left running in its group (helper threads are gone with it, but a
-    // spawned tool might not be) must not outlive the trial.
-    kill_group(pgid, libc::SIGKILL);
-    // Nor what left the group: those are the gate's children now, the gate being a subreaper.
-    sweep::sweep(pgid, &lineage);
-    Ok(Finished {
-        ending,
-        elapsed: start.elapsed(),
-        ended_unix_ns,
+    let child = command.spawn()?;
+    Ok(Running {
+        pgid: child.id() as i32,
+        child,
+        lineage,
+        start,
+        timeout: job.timeout,
         stdout,
         stderr,
     })
+}
+
+impl Running {
+    /// Waits for the worker's end as [`run_watching`] says.
+    pub fn watch(mut self, mut watch: impl FnMut(u32, Duration)) -> io::Result<Finished> {
+        let (child, pgid, start) = (&mut self.child, self.pgid, self.start);
+        let ending = loop {
+            if let Some(status) = child.try_wait()? {
+                break match (status.code(), status.signal()) {
+                    (Some(code), _) => Ending::Exited { code },
+                    (None, Some(signal)) => Ending::Signalled {
+                        signal,
+                        name: signal_name(signal),
+                        core_dumped: status.core_dumped(),
+                    },
+                    (None, None) => Ending::Exited { code: -1 },
+                };
+            }
+            if let Some(signal) = crate::interrupt::received() {
+                terminate(child, pgid)?;
+                break Ending::Interrupted {
+                    signal,
+                    name: signal_name(signal),
+                };
+            }
+            watch(child.id(), self.timeout.saturating_sub(start.elapsed()));
+            if start.elapsed() >= self.timeout {
+                terminate(child, pgid)?;
+                break Ending::TimedOut {
+                    after_seconds: self.timeout.as_secs(),
+                };
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        };
+        let ended_unix_ns = gds_model::protocol::now_unix_ns();
+        self.clean_up();
+        Ok(Finished {
+            ending,
+            elapsed: start.elapsed(),
+            ended_unix_ns,
+            stdout: self.stdout,
+            stderr: self.stderr,
+        })
+    }
+
+    /// Ends a worker that is not wanted any more, and what it started, at once.
+    pub fn stop(mut self) {
+        kill_group(self.pgid, libc::SIGKILL);
+        let _ = self.child.wait();
+        self.clean_up();
+    }
+
+    fn clean_up(&self) {
+        // Whatever the worker left running in its group (helper threads are gone with it, but a
+        // spawned tool might not be) must not outlive the trial.
+        kill_group(self.pgid, libc::SIGKILL);
+        // Nor what left the group: those are the gate's children now, the gate being a subreaper.
+        sweep::sweep(self.pgid, &self.lineage);
+    }
 }
 
 fn terminate(child: &mut std::process::Child, pgid: i32) -> io::Result<()> {
@@ -137,8 +180,9 @@ fn terminate(child: &mut std::process::Child, pgid: i32) -> io::Result<()> {
 
 /// Has the kernel SIGKILL the child when the thread that spawns it exits, which a SIGKILL of the
 /// gate (or a second Ctrl-C) does. The signal follows the spawning *thread*, not the process: that
-/// is safe here because every caller spawns and waits on one thread ([`run_watching`] returns only
-/// once the child is gone), trials over several GPUs included.
+/// is safe here because every caller spawns and waits on one thread, trials over several GPUs
+/// included, and a worker started ahead of its trial is watched or stopped on the thread that
+/// started it.
 fn die_with_this_thread(command: &mut Command) {
     // SAFETY: getpid before the fork; in the child only prctl and getppid, both
     // async-signal-safe, and no allocation.
@@ -283,6 +327,32 @@ mod tests {
         assert!(running(child), "another worker's child was stopped");
         let (_dir, finished) = other.join().unwrap();
         assert_eq!(finished.ending, Ending::Exited { code: 0 });
+        assert!(gone(child), "the worker's child {child} outlived it");
+    }
+
+    /// A worker started ahead of its trial and not wanted after all: stopped at once, with
+    /// what it started, reaped.
+    #[test]
+    fn a_stopped_worker_is_gone_with_its_children() {
+        let (dir, pid_file, script) = leaving("setsid sleep 300", "sleep 300");
+        let job = Job {
+            program: "/bin/sh".into(),
+            args: vec!["-c".into(), script.into()],
+            env: Vec::new(),
+            dir: dir.path().to_path_buf(),
+            timeout: Duration::from_secs(60),
+        };
+        let running = spawn(&job).unwrap();
+        let worker = running.child.id();
+        let child = wait_for_pid(&pid_file);
+        let started = Instant::now();
+        running.stop();
+        assert!(started.elapsed() < Duration::from_secs(2), "not at once");
+        assert!(gone(worker), "the worker {worker} outlived its stop");
+        let end = Instant::now() + Duration::from_secs(5);
+        while !gone(child) && Instant::now() < end {
+            std::thread::sleep(Duration::from_millis(50));
+        }
         assert!(gone(child), "the worker's child {child} outlived it");
     }
 
