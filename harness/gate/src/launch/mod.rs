@@ -6,6 +6,7 @@
 //! [`TrialRecord`], whose path [`crate::assess`] then judges. Probes and the GPU bench run in
 //! workers too ([`crate::job`]).
 
+mod ahead;
 pub mod multi;
 mod sampling;
 
@@ -54,6 +55,7 @@ pub struct Launcher {
     pub env: Vec<(String, String)>,
 }
 
+pub use ahead::Held;
 pub use sampling::find_tool as find_gds_stats;
 
 /// A worker that ran: what it was asked, how it ended, its answer (or why there is none), and
@@ -72,6 +74,19 @@ struct Ran {
     finished: process::Finished,
     result: Result<WorkerResult, NoResult>,
     nvfs_before: Option<String>,
+    /// When the next trial's worker was started, as this one answered ([`ahead`]).
+    next_started_unix_ns: Option<u64>,
+}
+
+/// A worker set up in its folder and started, not yet watched.
+struct Started {
+    asked: WorkerSpec,
+    running: process::Running,
+    program: PathBuf,
+    sampler: Option<sampling::Sampler>,
+    progress_path: PathBuf,
+    result_path: PathBuf,
+    nvfs_before: Option<String>,
 }
 
 enum StartError {
@@ -82,9 +97,25 @@ enum StartError {
 
 impl Launcher {
     pub fn run_trial(&self, spec: TrialSpec, plan: ReadPlan) -> TrialRecord {
+        self.run_trial_then(spec, plan, &mut || None)
+    }
+
+    /// [`Launcher::run_trial`], calling `on_answer` once, as the worker's answer appears: it
+    /// may start the next trial's worker ([`Launcher::start_ahead`]) and say when it did.
+    pub fn run_trial_then(
+        &self,
+        spec: TrialSpec,
+        plan: ReadPlan,
+        on_answer: &mut dyn FnMut() -> Option<u64>,
+    ) -> TrialRecord {
+        let (dir, timeout) = self.folder_and_timeout(&spec, &plan);
+        self.run_trial_in(spec, plan, &dir, timeout, on_answer)
+    }
+
+    fn folder_and_timeout(&self, spec: &TrialSpec, plan: &ReadPlan) -> (PathBuf, Duration) {
         let dir = self.trials_dir.join(slug(&spec.name));
-        let timeout = self.timeout.unwrap_or_else(|| timeout_for(&spec, &plan));
-        self.run_trial_in(spec, plan, &dir, timeout)
+        let timeout = self.timeout.unwrap_or_else(|| timeout_for(spec, plan));
+        (dir, timeout)
     }
 
     /// One worker reading `plan` in `dir`, killed after `timeout`: a whole trial, or one GPU's
@@ -95,8 +126,22 @@ impl Launcher {
         plan: ReadPlan,
         dir: &Path,
         timeout: Duration,
+        on_answer: &mut dyn FnMut() -> Option<u64>,
     ) -> TrialRecord {
-        match self.start(&spec, plan, dir, timeout) {
+        let started = self.start(&spec, plan, dir, timeout, false);
+        self.conclude(spec, dir, started, on_answer)
+    }
+
+    /// Watches a started worker to its end, calling `on_answer` once as its answer appears,
+    /// and turns what happened into the trial's record.
+    fn conclude(
+        &self,
+        spec: TrialSpec,
+        dir: &Path,
+        started: Result<Started, StartError>,
+        on_answer: &mut dyn FnMut() -> Option<u64>,
+    ) -> TrialRecord {
+        match started.and_then(|started| Self::finish(started, on_answer)) {
             Ok(ran) => self.judge(spec, dir, ran),
             Err(StartError::Missing(what)) if spec.reader.python() => {
                 let needs = match spec.reader {
@@ -118,13 +163,16 @@ impl Launcher {
         }
     }
 
+    /// Sets up the trial's folder and starts its worker; one started `held` waits before its
+    /// first timed byte for [`ahead::Held::release`].
     fn start(
         &self,
         spec: &TrialSpec,
         plan: ReadPlan,
         dir: &Path,
         timeout: Duration,
-    ) -> Result<Ran, StartError> {
+        held: bool,
+    ) -> Result<Started, StartError> {
         let _ = std::fs::remove_dir_all(dir);
         std::fs::create_dir_all(dir).map_err(|error| {
             StartError::Setup(format!(
@@ -176,13 +224,16 @@ impl Launcher {
         ]);
         // Stamped last, so that preparing the folder is not counted as the worker's start-up.
         let mut worker_spec = WorkerSpec::new(spec.clone(), plan);
-        let mut sampler = self
+        let sampler = self
             .gds_stats
             .clone()
             .filter(|_| spec.reader.uses_cufile())
             .map(|tool| sampling::Sampler::new(tool, dir));
         if sampler.is_some() {
             worker_spec.hold_for_sampling = Some(dir.to_path_buf());
+        }
+        if held {
+            worker_spec.hold_for_release = Some(dir.to_path_buf());
         }
         write(
             "spec.json",
@@ -196,13 +247,7 @@ impl Launcher {
             timeout,
         };
         let nvfs_before = crate::assess::nvfs_snapshot();
-        let finished = process::run_watching(&job, |pid, time_left| {
-            if let Some(sampler) = sampler.as_mut() {
-                sampler.poll(pid, time_left);
-            }
-            crate::progress::poll(&progress_path);
-        })
-        .map_err(|error| match error.kind() {
+        let running = process::spawn(&job).map_err(|error| match error.kind() {
             std::io::ErrorKind::NotFound => {
                 StartError::Missing(format!("`{}` not found", program.display()))
             }
@@ -211,15 +256,60 @@ impl Launcher {
                 program.display()
             )),
         })?;
+        Ok(Started {
+            asked: worker_spec,
+            running,
+            program,
+            sampler,
+            progress_path,
+            result_path,
+            nvfs_before,
+        })
+    }
+
+    /// Watches the worker to its end and reads its answer.
+    fn finish(
+        started: Started,
+        on_answer: &mut dyn FnMut() -> Option<u64>,
+    ) -> Result<Ran, StartError> {
+        let Started {
+            asked,
+            running,
+            program,
+            mut sampler,
+            progress_path,
+            result_path,
+            nvfs_before,
+        } = started;
+        let mut next_started_unix_ns = None;
+        let mut answered = false;
+        let finished = running.watch(|pid, time_left| {
+            if let Some(sampler) = sampler.as_mut() {
+                sampler.poll(pid, time_left);
+            }
+            crate::progress::poll(&progress_path);
+            // The answer is written whole (renamed into place): the worker's I/O is over.
+            if !answered && result_path.exists() {
+                answered = true;
+                next_started_unix_ns = on_answer();
+            }
+        });
+        let finished = finished.map_err(|error| {
+            StartError::Setup(format!(
+                "lost track of the worker `{}`: {error}",
+                program.display()
+            ))
+        })?;
         let result = match std::fs::read_to_string(&result_path) {
             Err(_) => Err(NoResult::Missing),
             Ok(text) => serde_json::from_str::<WorkerResult>(&text).map_err(NoResult::Invalid),
         };
         Ok(Ran {
-            asked: worker_spec,
+            asked,
             finished,
             result,
             nvfs_before,
+            next_started_unix_ns,
         })
     }
 
@@ -244,6 +334,7 @@ impl Launcher {
             finished,
             result,
             nvfs_before,
+            next_started_unix_ns,
         } = ran;
         let tail = finished.tail(TAIL_LINES);
         let shown_tail = if tail.trim().is_empty() {
@@ -261,7 +352,10 @@ impl Launcher {
             seconds: finished.elapsed.as_secs_f64(),
             after_answer_seconds: answered
                 .map(|answered| finished.ended_unix_ns.saturating_sub(answered) as f64 / 1e9),
-            exit_beside_next_seconds: None,
+            exit_beside_next_seconds: next_started_unix_ns.map(|next| {
+                let from = answered.map_or(next, |answered| answered.max(next));
+                finished.ended_unix_ns.saturating_sub(from) as f64 / 1e9
+            }),
         };
         let result = result.map(|mut result| {
             if let (Some(m), Some(raw)) = (result.measurement.as_mut(), result.raw_cufile.take()) {
@@ -555,6 +649,52 @@ mod tests {
         let script = script.replace("CANNED", &canned.display().to_string());
         let (spec, plan) = trial();
         launcher(dir.path(), &script, strict).run_trial(spec, plan)
+    }
+
+    /// A worker started as the previous one answers starts up beside that one's exit, and is
+    /// released only once it is gone. The stand-in's first worker answers, then takes 0.4 s to
+    /// exit; the second, held, checks at its release that the first is gone.
+    #[test]
+    fn a_worker_started_ahead_starts_beside_the_last_exit_and_runs_after_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let canned = valid_result(dir.path());
+        let root = dir.path().display();
+        let script = format!(
+            "if grep -q '\"hold_for_release\": \"' \"$3\"; then
+               while [ ! -f \"$(dirname \"$5\")/released\" ]; do sleep 0.01; done
+               kill -0 $(cat {root}/first.pid) 2>/dev/null && echo alive > {root}/verdict
+               cp {c} \"$5\"
+             else
+               echo $$ > {root}/first.pid; cp {c} \"$5\"; sleep 0.4
+             fi",
+            c = canned.display()
+        );
+        let mut launcher = launcher(dir.path(), &script, false);
+        launcher.timeout = Some(Duration::from_secs(20));
+        let (first, plan) = trial();
+        let mut second = first.clone();
+        second.name = "s::second".into();
+        let mut held = None;
+        let record = launcher.run_trial_then(first, plan.clone(), &mut || {
+            let ahead = launcher.start_ahead(second.clone(), plan.clone())?;
+            let since = ahead.since_unix_ns;
+            held = Some(ahead);
+            Some(since)
+        });
+        assert_eq!(record.checks, Status::Passed, "{record:#?}");
+        let beside = record.worker.unwrap().exit_beside_next_seconds.unwrap();
+        assert!(
+            beside > 0.3,
+            "the first exit ran {beside} s beside the next start-up"
+        );
+        let held = held.expect("the second worker was started ahead");
+        assert_eq!(held.name(), "s::second");
+        let record = launcher.run_held(held, &mut || None);
+        assert_eq!(record.checks, Status::Passed, "{record:#?}");
+        assert!(
+            !dir.path().join("verdict").exists(),
+            "released before the first was gone"
+        );
     }
 
     #[test]

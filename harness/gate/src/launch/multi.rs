@@ -129,8 +129,9 @@ impl Launcher {
                     one.gpu = gpu;
                     let gpu_dir = dir.join(format!("gpu{gpu}"));
                     let copy = one.clone();
-                    let handle =
-                        scope.spawn(move || self.run_trial_in(one, shard, &gpu_dir, timeout));
+                    let handle = scope.spawn(move || {
+                        self.run_trial_in(one, shard, &gpu_dir, timeout, &mut || None)
+                    });
                     (gpu, copy, handle)
                 })
                 .collect();
