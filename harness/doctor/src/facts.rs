@@ -78,6 +78,19 @@ pub struct Facts {
     pub gdscheck: Fact<GdscheckFacts>,
 }
 
+impl Facts {
+    /// Whether every GPU lets two processes hold a CUDA context at once (compute mode
+    /// `Default`); not known counts as no.
+    pub fn contexts_overlap(&self) -> bool {
+        contexts_overlap(&self.gpus)
+    }
+}
+
+fn contexts_overlap(gpus: &Fact<Vec<Gpu>>) -> bool {
+    matches!(gpus, Fact::Known(gpus) if !gpus.is_empty()
+        && gpus.iter().all(|gpu| gpu.compute_mode.as_deref() == Some("Default")))
+}
+
 /// Where the facts come from: a collection on a host, or a hand-made fixture (which says so).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Provenance {
@@ -119,6 +132,10 @@ pub struct Gpu {
     pub pcie_gen_max: Option<u32>,
     pub pcie_width: Option<u32>,
     pub pcie_width_max: Option<u32>,
+    /// `Default`, `Exclusive_Process` or `Prohibited`: whether two processes may hold a CUDA
+    /// context on it at once, which starting a worker ahead needs.
+    #[serde(default)]
+    pub compute_mode: Option<String>,
     pub bar1_mib: Option<u64>,
 }
 
@@ -346,4 +363,29 @@ pub struct ToolFacts {
 pub struct GdscheckFacts {
     pub text: String,
     pub parsed: GdscheckReport,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn contexts_overlap_only_where_every_gpu_is_known_to_allow_it() {
+        let gpu = |mode: Option<&str>| Gpu {
+            compute_mode: mode.map(str::to_owned),
+            ..Gpu::default()
+        };
+        let known = |modes: &[Option<&str>]| Fact::Known(modes.iter().map(|m| gpu(*m)).collect());
+        assert!(contexts_overlap(&known(&[
+            Some("Default"),
+            Some("Default")
+        ])));
+        assert!(!contexts_overlap(&known(&[
+            Some("Default"),
+            Some("Exclusive_Process")
+        ])));
+        assert!(!contexts_overlap(&known(&[None])));
+        assert!(!contexts_overlap(&known(&[])));
+        assert!(!contexts_overlap(&Fact::Unknown("no nvidia-smi".into())));
+    }
 }

@@ -295,6 +295,11 @@ pub struct RunArgs {
     /// Fail trials that only warn, such as a worker that crashed after a complete result.
     #[arg(long, env = "GDS_GATE_STRICT")]
     pub strict: bool,
+    /// Start each trial's worker only once the previous one has exited. By default it starts as
+    /// the previous one answers, so that its start-up hides that one's exit, and waits before
+    /// its first timed byte until that one is gone.
+    #[arg(long, env = "GDS_GATE_ONE_WORKER_AT_A_TIME")]
+    pub one_worker_at_a_time: bool,
     #[command(flatten)]
     pub baselines: BaselineArgs,
     /// Runs of a trial that looks slower than its baseline again (fresh worker) up to N times;

@@ -51,6 +51,10 @@ impl Scratch {
     }
     /// Runs the gate with this scratch's data and report directories.
     pub fn gate(&self, args: &[&str]) -> Run {
+        self.gate_with(args, &[])
+    }
+    /// [`Scratch::gate`] with these environment variables set.
+    pub fn gate_with(&self, args: &[&str], env: &[(&str, &str)]) -> Run {
         let output = Command::new(GATE)
             .args(args)
             .arg("--data-dir")
@@ -60,6 +64,7 @@ impl Scratch {
             .arg("--baselines")
             .arg(self.path("baselines"))
             .hermetic(self)
+            .envs(env.iter().copied())
             .output()
             .unwrap();
         Run::from(output)

@@ -10,7 +10,7 @@ use super::{read_text, run_ok};
 use crate::facts::{DriverFacts, Fact, Gpu};
 use gds_runner::host::HostFacts;
 
-const QUERY: &str = "--query-gpu=index,name,pci.bus_id,pcie.link.gen.current,pcie.link.gen.max,pcie.link.width.current,pcie.link.width.max";
+const QUERY: &str = "--query-gpu=index,name,pci.bus_id,pcie.link.gen.current,pcie.link.gen.max,pcie.link.width.current,pcie.link.width.max,compute_mode";
 const TIMEOUT: Duration = Duration::from_secs(30);
 
 pub(super) fn driver(host: &HostFacts, nvidia_smi: Option<&str>) -> DriverFacts {
@@ -160,6 +160,7 @@ pub fn parse_query_csv(text: &str) -> Result<Vec<Gpu>, CsvError> {
             pcie_gen_max: number("pcie.link.gen.max"),
             pcie_width: number("pcie.link.width.current"),
             pcie_width_max: number("pcie.link.width.max"),
+            compute_mode: text("compute_mode").map(str::to_owned),
             bar1_mib: None,
         });
     }
@@ -204,13 +205,15 @@ mod tests {
     #[test]
     fn csv_by_column_name_with_units_and_missing_values() {
         // Constructed in nvidia-smi's CSV shape (header with units, `[N/A]` for missing values).
-        let text = "index, name, pci.bus_id, pcie.link.gen.current, pcie.link.gen.max, pcie.link.width.current, pcie.link.width.max\n0, NVIDIA H200, 00000000:00:05.0, 5, 5, 16, 16\n1, NVIDIA H200, 00000000:00:06.0, [N/A], 5, 8, 16\n";
+        let text = "index, name, pci.bus_id, pcie.link.gen.current, pcie.link.gen.max, pcie.link.width.current, pcie.link.width.max, compute_mode\n0, NVIDIA H200, 00000000:00:05.0, 5, 5, 16, 16, Default\n1, NVIDIA H200, 00000000:00:06.0, [N/A], 5, 8, 16, Exclusive_Process\n";
         let gpus = parse_query_csv(text).unwrap();
         assert_eq!(gpus.len(), 2);
         assert_eq!(gpus[0].name, "NVIDIA H200");
         assert_eq!(gpus[0].pci_bus_id.as_deref(), Some("00000000:00:05.0"));
         assert_eq!((gpus[0].pcie_gen, gpus[0].pcie_width), (Some(5), Some(16)));
         assert_eq!((gpus[1].pcie_gen, gpus[1].pcie_width), (None, Some(8)));
+        assert_eq!(gpus[0].compute_mode.as_deref(), Some("Default"));
+        assert_eq!(gpus[1].compute_mode.as_deref(), Some("Exclusive_Process"));
         assert!(parse_query_csv("").is_err());
         assert!(parse_query_csv("index, name\n0\n").is_err());
     }

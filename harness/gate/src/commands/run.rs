@@ -14,6 +14,7 @@ use crate::console;
 use crate::error::Error;
 use crate::exit;
 
+mod ahead;
 pub(crate) mod baseline;
 mod control;
 use crate::escape::terminal;
@@ -210,6 +211,14 @@ pub fn run_trials(
         confirm_delay: std::time::Duration::from_secs(args.confirm_delay),
         settler,
         judged: Mutex::default(),
+        order: specs
+            .iter()
+            .filter(|spec| !left_out(spec) && !libtest.is_filtered_out(&listed(spec)))
+            .cloned()
+            .collect(),
+        start_ahead: !args.one_worker_at_a_time,
+        contexts_overlap: preflight.facts.contexts_overlap(),
+        ahead: Mutex::default(),
     });
 
     let records: Arc<Mutex<Vec<TrialRecord>>> = Arc::default();
@@ -229,11 +238,12 @@ pub fn run_trials(
                 if runs {
                     crate::progress::trial_started();
                 }
-                let started = Instant::now();
+                let started = executor.window_start(&spec.name);
                 let mut record = executor.execute_and_confirm(spec);
                 if runs {
                     crate::progress::trial_finished();
-                    record.wall_seconds = Some(started.elapsed().as_secs_f64());
+                    let ended = executor.window_end(started);
+                    record.wall_seconds = Some(ended.duration_since(started).as_secs_f64());
                 }
                 let failure = executor.judge(&mut record);
                 if show_summary && record.checks != Status::Ignored {
@@ -288,6 +298,8 @@ pub fn run_trials(
         }
         None => libtest_mimic::run(&libtest, trials).num_failed as usize,
     };
+    // Started for a trial that did not run after all (an interrupt, a panic).
+    executor.stop_held();
     crate::progress::end();
 
     let trials = std::mem::take(
@@ -381,6 +393,16 @@ struct Executor {
     settler: Option<crate::control::Settler>,
     /// Each trial's judgement against the baseline, as [`Executor::judge`] made it.
     judged: Mutex<BTreeMap<String, Judgement>>,
+    /// The trials libtest runs, in its order: whose worker may start during the trial before.
+    order: Vec<TrialSpec>,
+    /// Whether a trial's worker may start as the previous one answers (not
+    /// `--one-worker-at-a-time`).
+    start_ahead: bool,
+    /// Whether every GPU lets two processes hold a CUDA context at once (compute mode
+    /// `Default`), which a GPU worker started during another's exit needs.
+    contexts_overlap: bool,
+    /// The next trial's worker, started ahead ([`ahead`]).
+    ahead: Mutex<Option<crate::launch::Held>>,
 }
 
 impl Executor {
@@ -408,6 +430,7 @@ impl Executor {
         };
         let needs = gds_model::record::Needs::of(&spec);
         while against.wants_confirmation(&record, self.confirm) {
+            self.stop_held();
             let n = record.confirmations.len() + 1;
             crate::interrupt::sleep(self.confirm_delay);
             let check = self
@@ -504,24 +527,32 @@ impl Executor {
 impl Executor {
     /// Reads the prepared `files` as the trial says, in one worker or one per GPU.
     fn read(&self, spec: TrialSpec, files: Vec<PlannedFile>, launcher: &Launcher) -> TrialRecord {
-        // A user's own file is measured only now: its plan is checked before it is built.
-        let sizes: Vec<u64> = files.iter().map(|file| file.size).collect();
-        if let Err(problem) = scenario::limits::check_plan(&sizes, 1, &spec.pattern, spec.task_size)
-        {
-            let details = format!(
-                "{}
-  next: change the scenario as the reason says",
-                crate::assess::where_(&spec)
-            );
-            return TrialRecord::failed(spec, format!("read plan: {problem}"), details, None);
-        }
-        let plan = ReadPlan::new(files, &spec.pattern);
+        let plan = match checked_plan(&spec, files) {
+            Ok(plan) => plan,
+            Err(problem) => {
+                let details = format!(
+                    "{}\n  next: change the scenario as the reason says",
+                    crate::assess::where_(&spec)
+                );
+                return TrialRecord::failed(spec, format!("read plan: {problem}"), details, None);
+            }
+        };
         // A writing trial's files stay for the next run, which blanks them in place before each
         // pass: removing 1 GiB costs as much as writing it on a `discard` mount (a TRIM).
         let paths: Vec<_> = plan.files.iter().map(|file| file.path.clone()).collect();
         let record = match spec.gpus.clone() {
-            Some(set) => self.execute_on_gpus(spec, plan, &set, launcher),
-            None => launcher.run_trial(spec, plan),
+            Some(set) => {
+                self.stop_held();
+                self.execute_on_gpus(spec, plan, &set, launcher)
+            }
+            None => {
+                let name = spec.name.clone();
+                let on_answer = &mut || self.start_next_after(&name);
+                match self.take_held(&name) {
+                    Some(held) => launcher.run_held(held, on_answer),
+                    None => launcher.run_trial_then(spec, plan, on_answer),
+                }
+            }
         };
         leave_uncached(&paths);
         record
@@ -561,6 +592,15 @@ impl Executor {
             }
         }
     }
+}
+
+/// The trial's read plan, once its files are known: a user's own file is measured only then, and
+/// its plan is checked before it is built.
+fn checked_plan(spec: &TrialSpec, files: Vec<PlannedFile>) -> Result<ReadPlan, String> {
+    let sizes: Vec<u64> = files.iter().map(|file| file.size).collect();
+    scenario::limits::check_plan(&sizes, 1, &spec.pattern, spec.task_size)
+        .map_err(|problem| problem.to_string())?;
+    Ok(ReadPlan::new(files, &spec.pattern))
 }
 
 /// Why a trial cannot run on this host or build, if it cannot.
