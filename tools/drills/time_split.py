@@ -6,12 +6,15 @@ the gate counts as its own, taken apart by what the report also holds.
   time, `worker.seconds`, less its start-up, preparation, I/O, verification and exit): cuFile's
   statistics, the `gds_stats` sample, the last page cache drop, the libraries' handles, buffers
   and contexts released.
-- `exit`: the worker's time after its answer was complete (the report's own `exit`, from
-  `worker.after_answer_seconds`): the answer written and the process's exit, where the kernel
-  tears down its CUDA context and pinned memory. Reports of gates before it was recorded have
-  none (shown as 0, and counted in `gate`).
-- `after`: the gate's time after the worker ended (the trial's wall time less the worker's and
-  the runner waits): judging, and dropping the page cache the trial's reads left.
+- `exit`: the report's own `exit`: the worker's time after its answer was complete
+  (`worker.after_answer_seconds`), the answer written and the process's exit, where the kernel
+  tears down its CUDA context and pinned memory, less what ran beside the next trial's worker
+  starting (`exit_beside_next_seconds`); and the time this worker, started ahead, waited for
+  the previous one's exit. Reports of gates before it was recorded have none (shown as 0, and
+  counted in `gate`).
+- `after`: the gate's time in the trial's window outside its worker (the window less the
+  worker's time in it and the runner waits): judging, and dropping the page cache the trial's
+  reads left.
 
 Wind-down and after make up the report's `gate`: the worker's start-up is counted from the moment the gate
 stamped its spec, just before starting it.
@@ -24,6 +27,9 @@ With confirmation runs the worker's time is the first run's only; such trials ar
 import argparse
 import json
 import sys
+
+# The start-up phase of a worker started ahead, waiting for the previous worker's exit.
+HELD_PHASE = "held for the previous worker's exit"
 
 
 def main():
@@ -45,10 +51,14 @@ def main():
         if split is None or worker is None:
             continue
         inside = split["startup"] + split["preparation"] + split["io"] + split["verification"]
+        setup = (record.get("measurement") or {}).get("setup") or []
+        held = sum(seconds for phase, seconds in setup if phase == HELD_PHASE)
+        own_exit = record["worker"].get("after_answer_seconds") or 0.0
+        beside_next = record["worker"].get("exit_beside_next_seconds") or 0.0
         row = dict(split)
         row.setdefault("exit", 0.0)
-        row["wind-down"] = max(worker - inside - row["exit"], 0.0)
-        row["after"] = max(split["wall"] - worker - split["runner_wait"], 0.0)
+        row["wind-down"] = max(worker - inside - held - own_exit, 0.0)
+        row["after"] = max(split["wall"] - (worker - beside_next) - split["runner_wait"], 0.0)
         for column in columns:
             totals[column] += row[column]
         mark = " (confirmed)" if record.get("confirmations") else ""

@@ -51,7 +51,7 @@ fn time(report: &Report) -> String {
         &mut out,
         "Time",
         &format!(
-            "The runner was held {} s: I/O {} s ({}), the libraries' start-up {} s ({}), the passes' preparation {} s ({}: page cache drops, destinations cleared, written files blanked), verification {} s ({}), waiting for the runner {} s, the workers' exits {} s ({}: answers written, processes ended, and for a GPU worker the kernel releasing its CUDA context and pinned memory), the gate {} s ({}: starting and reading back workers, judging, and {} s before and after the trials). Seconds per trial:",
+            "The runner was held {} s: I/O {} s ({}), the libraries' start-up {} s ({}), the passes' preparation {} s ({}: page cache drops, destinations cleared, written files blanked), verification {} s ({}), waiting for the runner {} s, the workers' exits {} s ({}: answers written, processes ended, and for a GPU worker the kernel releasing its CUDA context and pinned memory, where the next worker's start-up did not hide them), the gate {} s ({}: starting and reading back workers, judging, and {} s before and after the trials). Seconds per trial:",
             s(time.wall),
             s(t.io),
             share(t.io),
@@ -352,7 +352,7 @@ mod tests {
         let section = time(&report);
         assert!(
             section.contains(
-                "The runner was held 3.0 s: I/O 1.0 s (33%), the libraries' start-up 0.0 s (0%), the passes' preparation 0.0 s (0%: page cache drops, destinations cleared, written files blanked), verification 0.1 s (3%), waiting for the runner 0.0 s, the workers' exits 0.3 s (10%: answers written, processes ended, and for a GPU worker the kernel releasing its CUDA context and pinned memory), the gate 1.6 s (53%: starting and reading back workers, judging, and 1.0 s before and after the trials)"
+                "The runner was held 3.0 s: I/O 1.0 s (33%), the libraries' start-up 0.0 s (0%), the passes' preparation 0.0 s (0%: page cache drops, destinations cleared, written files blanked), verification 0.1 s (3%), waiting for the runner 0.0 s, the workers' exits 0.3 s (10%: answers written, processes ended, and for a GPU worker the kernel releasing its CUDA context and pinned memory, where the next worker's start-up did not hide them), the gate 1.6 s (53%: starting and reading back workers, judging, and 1.0 s before and after the trials)"
             ),
             "{section}"
         );

@@ -105,7 +105,14 @@ pub(super) fn driver(facts: &Facts, rows: &mut Vec<Check>) {
                     .as_ref()
                     .map(|b| format!(" at {b}"))
                     .unwrap_or_default();
-                let evidence = format!("{}{at}, {pcie}, {bar1}", gpu.name);
+                // Two processes cannot hold a context at once: no worker starts ahead.
+                let mode = match gpu.compute_mode.as_deref() {
+                    Some(mode) if mode != "Default" => format!(
+                        ", compute mode {mode} (each GPU worker starts after the last one exits)"
+                    ),
+                    _ => String::new(),
+                };
+                let evidence = format!("{}{at}, {pcie}, {bar1}{mode}", gpu.name);
                 let component = format!("GPU {}", gpu.index);
                 let narrow =
                     matches!((gpu.pcie_width, gpu.pcie_width_max), (Some(c), Some(m)) if c < m);
