@@ -729,7 +729,8 @@ fn a_budget_keeps_the_trials_that_fit_and_says_what_it_left_out() {
 /// The next trial's worker starts as the previous one answers, and waits before its first
 /// timed byte until that one is gone: its start-up hides that one's exit, which counts once.
 /// The worker is a **stand-in** for the GPU readers' long start-up and exit: the real one, run
-/// by a shell script that sleeps 0.3 s before and after it.
+/// by a shell script that sleeps 0.3 s before and after it. (`window: whole`: a posix read that
+/// sizes its window by the memory available is never started beside another worker.)
 #[test]
 fn the_next_worker_starts_beside_the_last_exit_and_measures_after_it() {
     use std::os::unix::fs::PermissionsExt;
@@ -739,7 +740,7 @@ fn the_next_worker_starts_beside_the_last_exit_and_measures_after_it() {
     fs::write(&worker, script).unwrap();
     fs::set_permissions(&worker, fs::Permissions::from_mode(0o755)).unwrap();
     let suite = scratch.suite(
-        "suite: ahead\nscenarios:\n  - name: read\n    files: { size: 1MiB, seed: 5 }\n    nthreads: [1, 2, 3]\n    warmup: 0\n    repetitions: 1\n",
+        "suite: ahead\nscenarios:\n  - name: read\n    files: { size: 1MiB, seed: 5 }\n    nthreads: [1, 2, 3]\n    window: whole\n    warmup: 0\n    repetitions: 1\n",
     );
     let suite = suite.to_str().unwrap();
     let env = [("GDS_GATE_WORKER", worker.to_str().unwrap())];

@@ -149,6 +149,11 @@ impl Running {
         })
     }
 
+    /// Gives the worker `more` time before its timeout: what it spent waiting for the gate.
+    pub fn extend_timeout(&mut self, more: Duration) {
+        self.timeout += more;
+    }
+
     /// Ends a worker that is not wanted any more, and what it started, at once.
     pub fn stop(mut self) {
         kill_group(self.pgid, libc::SIGKILL);

@@ -58,8 +58,14 @@ impl Launcher {
     /// does. The previous worker must be gone.
     pub fn run_held(&self, held: Held, on_answer: &mut dyn FnMut() -> Option<u64>) -> TrialRecord {
         let Held {
-            spec, dir, started, ..
+            spec,
+            dir,
+            mut started,
+            since,
+            ..
         } = held;
+        // Its timeout counts from here: a previous worker slow to exit is not this one's hang.
+        started.running.extend_timeout(since.elapsed());
         let released = dir.join(RELEASED);
         if let Err(error) = std::fs::write(&released, b"") {
             started.running.stop();

@@ -8,6 +8,8 @@ use std::time::Instant;
 
 use super::{Executor, unavailable};
 use crate::launch::Held;
+use gds_model::scenario::window_mode::WindowMode;
+use gds_model::scenario::{Reader, TrialSpec};
 
 impl Executor {
     /// Starts, held, the worker of the next trial after `current` that starts one, when it can
@@ -21,7 +23,10 @@ impl Executor {
         let next = self.order[at + 1..]
             .iter()
             .find(|spec| unavailable(spec, &self.host).is_none())?;
-        if next.gpus.is_some() || (next.reader.uses_gpu() && !self.contexts_overlap) {
+        if next.gpus.is_some()
+            || (next.reader.uses_gpu() && !self.contexts_overlap)
+            || sizes_by_free_memory(next)
+        {
             return None;
         }
         let files = self.data.files_for(next).ok()?;
@@ -73,5 +78,28 @@ impl Executor {
         self.ahead
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+/// A `posix` read with `window: auto` sizes its window by the host memory available as it
+/// starts, which a worker still exiting holds part of: it must start alone, or its window would
+/// depend on when. (Its start-up is milliseconds; there is nothing to hide.)
+fn sizes_by_free_memory(spec: &TrialSpec) -> bool {
+    spec.reader == Reader::Posix && spec.window == WindowMode::Auto && !spec.op.writes()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_posix_read_with_an_auto_window_must_start_alone() {
+        let mut spec = crate::baseline::fixtures::spec("s::t");
+        (spec.reader, spec.window) = (Reader::Posix, WindowMode::Auto);
+        assert!(sizes_by_free_memory(&spec));
+        spec.window = WindowMode::Whole;
+        assert!(!sizes_by_free_memory(&spec));
+        (spec.reader, spec.window) = (Reader::H2d, WindowMode::Auto);
+        assert!(!sizes_by_free_memory(&spec));
     }
 }
