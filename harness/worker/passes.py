@@ -145,11 +145,11 @@ def read_passes(spec, io, cupy, device, buffer, verifier, windows, m, state):
             cached_after_drop = max(cached_after_drop or 0.0, resident)
         if p > 0:  # the first pass's preparation is part of the start-up
             add_preparation(m, time.perf_counter() - prepared)
-        if p == trial["warmup"]:
-            io.measured_from()
         if p == 0:
             hold_for_release(spec, m)
             m["startup_seconds"] = (time.time_ns() - spec["spawned_at_unix_ns"]) / 1e9
+        if p == trial["warmup"]:
+            io.measured_from()
         ops_before = io.counters() if record else None
         what = "%s read" % io.library
         if windows:
@@ -344,11 +344,11 @@ def write_passes(spec, io, cupy, device, buffer, verifier, m, phase):
         if p > 0:  # the first pass's preparation is part of the start-up
             add_preparation(m, time.perf_counter() - prepared)
         io.open_for_write(paths)
-        if p == trial["warmup"]:
-            io.measured_from()
         if p == 0:
             hold_for_release(spec, m)
             m["startup_seconds"] = (time.time_ns() - spec["spawned_at_unix_ns"]) / 1e9
+        if p == trial["warmup"]:
+            io.measured_from()
         cpu_before = cpu_time() if record else None
         with watched(total, "%s write" % io.library):
             t0 = time.perf_counter()

@@ -726,54 +726,40 @@ fn a_budget_keeps_the_trials_that_fit_and_says_what_it_left_out() {
     );
 }
 
-/// The next trial's worker starts as the previous one answers, and waits before its first
-/// timed byte until that one is gone: its start-up hides that one's exit, which counts once.
-/// The worker is a **stand-in** for the GPU readers' long start-up and exit: the real one, run
-/// by a shell script that sleeps 0.3 s before and after it. (`window: whole`: a posix read that
-/// sizes its window by the memory available is never started beside another worker.)
+/// A posix worker sizes its buffer by the host memory available as it starts, and starts in
+/// milliseconds: it is never started beside another worker's exit, even a slow one. The worker
+/// is a **stand-in** for a long exit: the real one, run by a shell script that sleeps 0.3 s
+/// after it. (GPU trials are started ahead: `commands::run::ahead`'s tests.)
 #[test]
-fn the_next_worker_starts_beside_the_last_exit_and_measures_after_it() {
+fn a_posix_worker_never_starts_beside_another() {
     use std::os::unix::fs::PermissionsExt;
     let scratch = Scratch::new();
-    let worker = scratch.path("slow-worker");
-    let script = format!("#!/bin/sh\nsleep 0.3\n'{GATE}' \"$@\"\ncode=$?\nsleep 0.3\nexit $code\n");
+    let worker = scratch.path("slow-exit");
+    let script = format!("#!/bin/sh\n'{GATE}' \"$@\"\ncode=$?\nsleep 0.3\nexit $code\n");
     fs::write(&worker, script).unwrap();
     fs::set_permissions(&worker, fs::Permissions::from_mode(0o755)).unwrap();
     let suite = scratch.suite(
-        "suite: ahead\nscenarios:\n  - name: read\n    files: { size: 1MiB, seed: 5 }\n    nthreads: [1, 2, 3]\n    window: whole\n    warmup: 0\n    repetitions: 1\n",
+        "suite: alone\nscenarios:\n  - name: read\n    files: { size: 1MiB, seed: 5 }\n    nthreads: [1, 2]\n    window: [whole, auto]\n    warmup: 0\n    repetitions: 1\n",
     );
-    let suite = suite.to_str().unwrap();
     let env = [("GDS_GATE_WORKER", worker.to_str().unwrap())];
-    let held = |trial: &serde_json::Value| {
-        trial["measurement"]["setup"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|phase| phase[0] == gds_model::record::HELD_PHASE)
-            .map(|phase| phase[1].as_f64().unwrap())
-    };
-    let exits = |report: &serde_json::Value| report["time"]["trials"]["exit"].as_f64().unwrap();
-
-    let run = scratch.gate_with(&["--suite", suite], &env);
+    let run = scratch.gate_with(&["--suite", suite.to_str().unwrap()], &env);
     assert_eq!(run.code, 0, "{run:?}");
     let report = scratch.report();
-    let trials = report["trials"].as_array().unwrap();
-    assert_eq!(report["totals"]["passed"], 3, "{run:?}");
-    for (before, after) in trials.iter().zip(&trials[1..]) {
-        let beside = before["worker"]["exit_beside_next_seconds"].as_f64();
-        assert!(beside.is_some_and(|s| s > 0.2), "{}", before["worker"]);
-        let held = held(after).expect("the next worker waited for the release");
+    for trial in report["trials"].as_array().unwrap() {
         assert!(
-            held < 0.25,
-            "its start-up hid little of the exit: held {held} s"
+            trial["worker"]["exit_beside_next_seconds"].is_null(),
+            "{trial}"
+        );
+        let setup = trial["measurement"]["setup"].as_array().unwrap();
+        assert!(
+            setup
+                .iter()
+                .all(|phase| phase[0] != gds_model::record::HELD_PHASE)
         );
     }
-    assert!(exits(&report) < 0.75, "{}", report["time"]);
-
-    let run = scratch.gate_with(&["--suite", suite, "--one-worker-at-a-time"], &env);
-    assert_eq!(run.code, 0, "{run:?}");
-    let report = scratch.report();
-    let trials = report["trials"].as_array().unwrap();
-    assert!(trials.iter().all(|trial| held(trial).is_none()));
-    assert!(exits(&report) > 0.85, "{}", report["time"]);
+    assert!(
+        report["time"]["trials"]["exit"].as_f64().unwrap() > 4.0 * 0.25,
+        "{}",
+        report["time"]
+    );
 }

@@ -79,16 +79,29 @@ pub struct Facts {
 }
 
 impl Facts {
-    /// Whether every GPU lets two processes hold a CUDA context at once (compute mode
-    /// `Default`); not known counts as no.
-    pub fn contexts_overlap(&self) -> bool {
-        contexts_overlap(&self.gpus)
+    /// The smallest GPU's memory in bytes, when every GPU lets two processes hold a CUDA context
+    /// at once (compute mode `Default`), which a worker started while another exits needs; `None`
+    /// when either is not known.
+    pub fn room_for_two_workers(&self) -> Option<u64> {
+        room_for_two_workers(&self.gpus)
     }
 }
 
-fn contexts_overlap(gpus: &Fact<Vec<Gpu>>) -> bool {
-    matches!(gpus, Fact::Known(gpus) if !gpus.is_empty()
-        && gpus.iter().all(|gpu| gpu.compute_mode.as_deref() == Some("Default")))
+fn room_for_two_workers(gpus: &Fact<Vec<Gpu>>) -> Option<u64> {
+    let Fact::Known(gpus) = gpus else {
+        return None;
+    };
+    if !gpus
+        .iter()
+        .all(|gpu| gpu.compute_mode.as_deref() == Some("Default"))
+    {
+        return None;
+    }
+    gpus.iter()
+        .map(|gpu| gpu.memory_total_mib.map(|mib| mib << 20))
+        .collect::<Option<Vec<u64>>>()?
+        .into_iter()
+        .min()
 }
 
 /// Where the facts come from: a collection on a host, or a hand-made fixture (which says so).
@@ -136,6 +149,8 @@ pub struct Gpu {
     /// context on it at once, which starting a worker ahead needs.
     #[serde(default)]
     pub compute_mode: Option<String>,
+    #[serde(default)]
+    pub memory_total_mib: Option<u64>,
     pub bar1_mib: Option<u64>,
 }
 
@@ -370,22 +385,29 @@ mod tests {
     use super::*;
 
     #[test]
-    fn contexts_overlap_only_where_every_gpu_is_known_to_allow_it() {
-        let gpu = |mode: Option<&str>| Gpu {
+    fn two_workers_fit_only_where_every_gpu_is_known_to_allow_them() {
+        let gpu = |mode: Option<&str>, mib: Option<u64>| Gpu {
             compute_mode: mode.map(str::to_owned),
+            memory_total_mib: mib,
             ..Gpu::default()
         };
-        let known = |modes: &[Option<&str>]| Fact::Known(modes.iter().map(|m| gpu(*m)).collect());
-        assert!(contexts_overlap(&known(&[
-            Some("Default"),
-            Some("Default")
-        ])));
-        assert!(!contexts_overlap(&known(&[
-            Some("Default"),
-            Some("Exclusive_Process")
-        ])));
-        assert!(!contexts_overlap(&known(&[None])));
-        assert!(!contexts_overlap(&known(&[])));
-        assert!(!contexts_overlap(&Fact::Unknown("no nvidia-smi".into())));
+        let room = |gpus: Vec<Gpu>| room_for_two_workers(&Fact::Known(gpus));
+        let default = Some("Default");
+        assert_eq!(
+            room(vec![
+                gpu(default, Some(143_771)),
+                gpu(default, Some(81_559))
+            ]),
+            Some(81_559 << 20)
+        );
+        let exclusive = Some("Exclusive_Process");
+        assert_eq!(
+            room(vec![gpu(default, Some(1)), gpu(exclusive, Some(1))]),
+            None
+        );
+        assert_eq!(room(vec![gpu(None, Some(1))]), None);
+        assert_eq!(room(vec![gpu(default, None)]), None);
+        assert_eq!(room(Vec::new()), None);
+        assert_eq!(room_for_two_workers(&Fact::Unknown("none".into())), None);
     }
 }

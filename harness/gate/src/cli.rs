@@ -295,8 +295,8 @@ pub struct RunArgs {
     /// Fail trials that only warn, such as a worker that crashed after a complete result.
     #[arg(long, env = "GDS_GATE_STRICT")]
     pub strict: bool,
-    /// Start each trial's worker only once the previous one has exited. By default it starts as
-    /// the previous one answers, so that its start-up hides that one's exit, and waits before
+    /// Start each GPU trial's worker only once the previous one has exited. By default it starts
+    /// as the previous one answers, so that its start-up hides that one's exit, and waits before
     /// its first timed byte until that one is gone.
     #[arg(long, env = "GDS_GATE_ONE_WORKER_AT_A_TIME")]
     pub one_worker_at_a_time: bool,

@@ -33,7 +33,8 @@ pub struct TrialTime {
     /// Workers' exits, where the kernel tears down a CUDA context and pinned memory: this
     /// trial's worker's time after its answer was complete, less what ran beside the next
     /// trial's start-up (that trial's time), and this trial's wait, ready, for the previous
-    /// trial's worker to be gone. The first run's worker only: a confirmation's exit is in `gate`.
+    /// trial's worker to be gone and judged. The first run's worker only: a confirmation's exit
+    /// is in `gate`.
     #[serde(default)]
     pub exit: f64,
     /// The rest: the gate's own cost.
@@ -76,7 +77,9 @@ impl TrialTime {
             .iter()
             .any(|m| m.startup_seconds.is_some());
         if !started && let Some(worker) = &record.worker {
-            time.startup += (worker.seconds - own_exit).max(0.0);
+            // Less the exit, and whatever ran beside the next trial's start-up even when the
+            // worker said nothing of its exit (a failure without a measurement).
+            time.startup += (worker.seconds - own_exit.max(beside_next)).max(0.0);
         }
         // Folded from +0.0: an empty `sum` of f64 is -0.0, which would print as such.
         time.runner_wait = record

@@ -65,8 +65,11 @@ pub fn run_watching(job: &Job, watch: impl FnMut(u32, Duration)) -> io::Result<F
 }
 
 /// A worker started and not yet waited for: [`Running::watch`] it to its end, or
-/// [`Running::stop`] it. Its timeout counts from the start.
+/// [`Running::stop`] it; dropped on the way (an error, a panic), it is stopped. Its timeout
+/// counts from the start.
 pub struct Running {
+    /// Whether the worker ended and was reaped.
+    ended: bool,
     child: std::process::Child,
     pgid: i32,
     lineage: String,
@@ -96,6 +99,7 @@ pub fn spawn(job: &Job) -> io::Result<Running> {
     let start = Instant::now();
     let child = command.spawn()?;
     Ok(Running {
+        ended: false,
         pgid: child.id() as i32,
         child,
         lineage,
@@ -139,13 +143,14 @@ impl Running {
             std::thread::sleep(Duration::from_millis(5));
         };
         let ended_unix_ns = gds_model::protocol::now_unix_ns();
+        self.ended = true;
         self.clean_up();
         Ok(Finished {
             ending,
             elapsed: start.elapsed(),
             ended_unix_ns,
-            stdout: self.stdout,
-            stderr: self.stderr,
+            stdout: std::mem::take(&mut self.stdout),
+            stderr: std::mem::take(&mut self.stderr),
         })
     }
 
@@ -155,10 +160,8 @@ impl Running {
     }
 
     /// Ends a worker that is not wanted any more, and what it started, at once.
-    pub fn stop(mut self) {
-        kill_group(self.pgid, libc::SIGKILL);
-        let _ = self.child.wait();
-        self.clean_up();
+    pub fn stop(self) {
+        drop(self);
     }
 
     fn clean_up(&self) {
@@ -167,6 +170,16 @@ impl Running {
         kill_group(self.pgid, libc::SIGKILL);
         // Nor what left the group: those are the gate's children now, the gate being a subreaper.
         sweep::sweep(self.pgid, &self.lineage);
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if !self.ended {
+            kill_group(self.pgid, libc::SIGKILL);
+            let _ = self.child.wait();
+            self.clean_up();
+        }
     }
 }
 

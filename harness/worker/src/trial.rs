@@ -335,7 +335,9 @@ fn passes(
         method: trial.expect.integrity,
         expected: spec.expected_checksum,
     };
-    let mut device_peak = reader.device_memory_used();
+    // Sampled from the first timed byte on: before it, a worker started ahead would count the
+    // memory of the previous worker, still exiting.
+    let mut device_peak = None;
     let cold = match trial.cache {
         Cache::Cold => Some(cold::CachedFiles::open(plan)?),
         Cache::Warm => None,
@@ -372,6 +374,7 @@ fn passes(
                 ));
             }
             hold_for_release(spec, m);
+            device_peak = reader.device_memory_used();
             m.startup_seconds = Some(
                 gds_model::protocol::now_unix_ns().saturating_sub(spec.spawned_at_unix_ns) as f64
                     / 1e9,

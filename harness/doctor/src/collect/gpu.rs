@@ -10,7 +10,7 @@ use super::{read_text, run_ok};
 use crate::facts::{DriverFacts, Fact, Gpu};
 use gds_runner::host::HostFacts;
 
-const QUERY: &str = "--query-gpu=index,name,pci.bus_id,pcie.link.gen.current,pcie.link.gen.max,pcie.link.width.current,pcie.link.width.max,compute_mode";
+const QUERY: &str = "--query-gpu=index,name,pci.bus_id,pcie.link.gen.current,pcie.link.gen.max,pcie.link.width.current,pcie.link.width.max,compute_mode,memory.total";
 const TIMEOUT: Duration = Duration::from_secs(30);
 
 pub(super) fn driver(host: &HostFacts, nvidia_smi: Option<&str>) -> DriverFacts {
@@ -161,6 +161,8 @@ pub fn parse_query_csv(text: &str) -> Result<Vec<Gpu>, CsvError> {
             pcie_width: number("pcie.link.width.current"),
             pcie_width_max: number("pcie.link.width.max"),
             compute_mode: text("compute_mode").map(str::to_owned),
+            memory_total_mib: text("memory.total")
+                .and_then(|v| v.trim_end_matches("MiB").trim().parse().ok()),
             bar1_mib: None,
         });
     }
@@ -205,7 +207,7 @@ mod tests {
     #[test]
     fn csv_by_column_name_with_units_and_missing_values() {
         // Constructed in nvidia-smi's CSV shape (header with units, `[N/A]` for missing values).
-        let text = "index, name, pci.bus_id, pcie.link.gen.current, pcie.link.gen.max, pcie.link.width.current, pcie.link.width.max, compute_mode\n0, NVIDIA H200, 00000000:00:05.0, 5, 5, 16, 16, Default\n1, NVIDIA H200, 00000000:00:06.0, [N/A], 5, 8, 16, Exclusive_Process\n";
+        let text = "index, name, pci.bus_id, pcie.link.gen.current, pcie.link.gen.max, pcie.link.width.current, pcie.link.width.max, compute_mode, memory.total [MiB]\n0, NVIDIA H200, 00000000:00:05.0, 5, 5, 16, 16, Default, 143771 MiB\n1, NVIDIA H200, 00000000:00:06.0, [N/A], 5, 8, 16, Exclusive_Process, [N/A]\n";
         let gpus = parse_query_csv(text).unwrap();
         assert_eq!(gpus.len(), 2);
         assert_eq!(gpus[0].name, "NVIDIA H200");
@@ -214,6 +216,10 @@ mod tests {
         assert_eq!((gpus[1].pcie_gen, gpus[1].pcie_width), (None, Some(8)));
         assert_eq!(gpus[0].compute_mode.as_deref(), Some("Default"));
         assert_eq!(gpus[1].compute_mode.as_deref(), Some("Exclusive_Process"));
+        assert_eq!(
+            (gpus[0].memory_total_mib, gpus[1].memory_total_mib),
+            (Some(143_771), None)
+        );
         assert!(parse_query_csv("").is_err());
         assert!(parse_query_csv("index, name\n0\n").is_err());
     }

@@ -216,8 +216,10 @@ pub fn run_trials(
             .filter(|spec| !left_out(spec) && !libtest.is_filtered_out(&listed(spec)))
             .cloned()
             .collect(),
-        start_ahead: !args.one_worker_at_a_time,
-        contexts_overlap: preflight.facts.contexts_overlap(),
+        ahead_room: preflight
+            .facts
+            .room_for_two_workers()
+            .filter(|_| !args.one_worker_at_a_time),
         ahead: Mutex::default(),
     });
 
@@ -395,12 +397,10 @@ struct Executor {
     judged: Mutex<BTreeMap<String, Judgement>>,
     /// The trials libtest runs, in its order: whose worker may start during the trial before.
     order: Vec<TrialSpec>,
-    /// Whether a trial's worker may start as the previous one answers (not
-    /// `--one-worker-at-a-time`).
-    start_ahead: bool,
-    /// Whether every GPU lets two processes hold a CUDA context at once (compute mode
-    /// `Default`), which a GPU worker started during another's exit needs.
-    contexts_overlap: bool,
+    /// The smallest GPU's memory, when a GPU trial's worker may start as the previous one
+    /// answers ([`ahead`]): every GPU lets two processes hold a CUDA context at once, and the
+    /// run is not `--one-worker-at-a-time`.
+    ahead_room: Option<u64>,
     /// The next trial's worker, started ahead ([`ahead`]).
     ahead: Mutex<Option<crate::launch::Held>>,
 }
@@ -424,13 +424,19 @@ impl Executor {
     /// Runs the trial, then again (fresh worker, own folder) for as long as it looks slower than
     /// its baseline and confirmations are left: a slow run that does not repeat is noise.
     fn execute_and_confirm(&self, spec: TrialSpec) -> TrialRecord {
-        let mut record = self.execute_catching_panics(spec.clone(), &self.launcher);
+        let mut record = self.execute_catching_panics(spec.clone(), &self.launcher, true);
         let Some(against) = &self.against else {
             return record;
         };
         let needs = gds_model::record::Needs::of(&spec);
         while against.wants_confirmation(&record, self.confirm) {
-            self.stop_held();
+            // The next trial's worker waits until the confirmations are done: stopped, its
+            // start-up hid none of this run's exit after all.
+            if self.stop_held()
+                && let Some(worker) = record.worker.as_mut()
+            {
+                worker.exit_beside_next_seconds = None;
+            }
             let n = record.confirmations.len() + 1;
             crate::interrupt::sleep(self.confirm_delay);
             let check = self
@@ -450,7 +456,7 @@ impl Executor {
             let window = check
                 .as_ref()
                 .and_then(|_| control::start_window(self.data.data_dir()));
-            let repeat = self.execute_catching_panics(spec.clone(), &launcher);
+            let repeat = self.execute_catching_panics(spec.clone(), &launcher, false);
             if let (Some(settler), Some(mut check)) = (&self.settler, check) {
                 control::end_window(settler, &mut check, window, spec.nthreads);
                 record.runner_checks.push(check);
@@ -474,10 +480,17 @@ impl Executor {
     }
 
     /// A panic in the gate fails that trial with a record, instead of leaving a hole in the reports.
-    fn execute_catching_panics(&self, spec: TrialSpec, launcher: &Launcher) -> TrialRecord {
+    /// A trial's `first_run` may start the next trial's worker as it answers ([`ahead`]); a
+    /// confirmation run may not, as another confirmation may follow.
+    fn execute_catching_panics(
+        &self,
+        spec: TrialSpec,
+        launcher: &Launcher,
+        first_run: bool,
+    ) -> TrialRecord {
         let copy = spec.clone();
         std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            self.execute(spec, launcher)
+            self.execute(spec, launcher, first_run)
         }))
         .unwrap_or_else(|panic| {
             let message = gds_model::panic_message(panic.as_ref());
@@ -487,13 +500,13 @@ impl Executor {
         })
     }
 
-    fn execute(&self, spec: TrialSpec, launcher: &Launcher) -> TrialRecord {
+    fn execute(&self, spec: TrialSpec, launcher: &Launcher, first_run: bool) -> TrialRecord {
         if let Some(signal) = crate::interrupt::received() {
             return TrialRecord::ignored(spec, crate::interrupt::not_run_reason(signal));
         }
         match unavailable(&spec, &self.host) {
             None => match self.data.files_for(&spec) {
-                Ok(files) => self.read(spec, files, launcher),
+                Ok(files) => self.read(spec, files, launcher, first_run),
                 Err(error) => {
                     let details = format!(
                         "{}\n  next: fix the data problem above and run again",
@@ -526,7 +539,13 @@ impl Executor {
 
 impl Executor {
     /// Reads the prepared `files` as the trial says, in one worker or one per GPU.
-    fn read(&self, spec: TrialSpec, files: Vec<PlannedFile>, launcher: &Launcher) -> TrialRecord {
+    fn read(
+        &self,
+        spec: TrialSpec,
+        files: Vec<PlannedFile>,
+        launcher: &Launcher,
+        first_run: bool,
+    ) -> TrialRecord {
         let plan = match checked_plan(&spec, files) {
             Ok(plan) => plan,
             Err(problem) => {
@@ -546,9 +565,10 @@ impl Executor {
                 self.execute_on_gpus(spec, plan, &set, launcher)
             }
             None => {
-                let name = spec.name.clone();
-                let on_answer = &mut || self.start_next_after(&name);
-                match self.take_held(&name) {
+                let (current, bytes) = (spec.clone(), plan.total_bytes());
+                let on_answer =
+                    &mut || first_run.then(|| self.start_next_after(&current, bytes))?;
+                match self.take_held(&spec.name) {
                     Some(held) => launcher.run_held(held, on_answer),
                     None => launcher.run_trial_then(spec, plan, on_answer),
                 }

@@ -31,10 +31,12 @@ impl Held {
         &self.spec.name
     }
 
-    /// Ends a held worker whose trial will not run next (a confirmation run comes first, or the
-    /// run was interrupted).
+    /// Ends a held worker whose trial does not run next (a confirmation run or a trial over
+    /// several GPUs comes first, or the run was interrupted), and removes its half-filled folder:
+    /// the trial, when it runs, starts in a fresh one.
     pub fn stop(self) {
         self.started.running.stop();
+        let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
 

@@ -164,7 +164,7 @@ impl Launcher {
     }
 
     /// Sets up the trial's folder and starts its worker; one started `held` waits before its
-    /// first timed byte for [`ahead::Held::release`].
+    /// first timed byte for [`Launcher::run_held`].
     fn start(
         &self,
         spec: &TrialSpec,
@@ -233,6 +233,16 @@ impl Launcher {
             worker_spec.hold_for_sampling = Some(dir.to_path_buf());
         }
         if held {
+            // A `released` left from an earlier run (its folder could not be removed) would
+            // let the worker go before the previous one is gone.
+            let released = dir.join(gds_model::protocol::RELEASED);
+            let _ = std::fs::remove_file(&released);
+            if released.exists() {
+                return Err(StartError::Setup(format!(
+                    "cannot remove `{}` left by an earlier run",
+                    released.display()
+                )));
+            }
             worker_spec.hold_for_release = Some(dir.to_path_buf());
         }
         write(
