@@ -211,11 +211,7 @@ pub fn run_trials(
         confirm_delay: std::time::Duration::from_secs(args.confirm_delay),
         settler,
         judged: Mutex::default(),
-        order: specs
-            .iter()
-            .filter(|spec| !left_out(spec) && !libtest.is_filtered_out(&listed(spec)))
-            .cloned()
-            .collect(),
+        order: selected.iter().map(|spec| (*spec).clone()).collect(),
         ahead_room: preflight
             .facts
             .room_for_two_workers()
