@@ -409,12 +409,17 @@ fn bless_writes_a_baseline_that_the_next_run_is_judged_against_and_refuses_in_ci
 
     let judged = scratch.gate(&["--suite", suite, "--runner", "ci-box"]);
     assert!(judged.code == 0 || judged.code == 3, "{judged:?}");
-    if judged.code == 0 {
+    let report = scratch.report();
+    let confirmed = report["trials"][0]["confirmations"]
+        .as_array()
+        .is_some_and(|runs| !runs.is_empty());
+    if judged.code == 0 && !confirmed {
         // A clean run: libtest's lines for its one trial, then a line each for the baseline
         // and the reports, and no warning per trial. Not counted: the run's `control:` line,
         // said when the runner starts below its blessed level, and a `progress:` line of a wait
         // for the runner before a confirmation (on a shared host, whenever another job keeps it
-        // busier than at bless).
+        // busier than at bless). A first run that looked slower on a host busy with the other
+        // tests, and was confirmed away, is not a clean run: it warns, by design.
         let runner = judged
             .stderr
             .lines()
@@ -425,7 +430,6 @@ fn bless_writes_a_baseline_that_the_next_run_is_judged_against_and_refuses_in_ci
         assert!(lines <= 10, "{lines} lines: {judged:?}");
         assert!(!judged.stderr.contains("warning:"), "{judged:?}");
     }
-    let report = scratch.report();
     assert_eq!(report["runner"], "ci-box");
     assert!(
         report["baseline"]["trials"][0]["trial"] == "small::read",
