@@ -4,11 +4,10 @@ the gate counts as its own, taken apart by what the report also holds.
 
 - `wind-down`: the worker's time after its last pass until its answer was complete (its wall
   time, `worker.seconds`, less its start-up, preparation, I/O, verification and exit): cuFile's
-  statistics, the `gds_stats` sample, the last page cache drop, the libraries' handles, buffers
-  and contexts released.
+  statistics, the `gds_stats` sample, the libraries' handles, buffers and contexts released.
 - `exit`: the report's own `exit`: the worker's time after its answer was complete
-  (`worker.after_answer_seconds`), the answer written and the process's exit, where the kernel
-  tears down its CUDA context and pinned memory, less what ran beside the next trial's worker
+  (`worker.after_answer_seconds`), the answer written, the last pass's page cache drop finished
+  and the process's exit, where the kernel tears down its CUDA context and pinned memory, less what ran beside the next trial's worker
   starting (`exit_beside_next_seconds`); and the time this worker, started ahead, waited for
   the previous one's exit. Reports of gates before it was recorded have none (shown as 0, and
   counted in `gate`).

@@ -51,8 +51,9 @@ pub struct WorkerRun {
     pub dir: std::path::PathBuf,
     pub ending: Ending,
     pub seconds: f64,
-    /// Of `seconds`, the time after the worker's answer was complete: writing it, and the
-    /// process's exit, where the kernel tears down what it held (a CUDA context, pinned memory).
+    /// Of `seconds`, the time after the worker's answer was complete: writing it, a cold trial's
+    /// last page cache drop finishing, and the process's exit, where the kernel tears down what it
+    /// held (a CUDA context, pinned memory).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub after_answer_seconds: Option<f64>,
     /// Of `after_answer_seconds`, what ran beside the next trial's worker starting up, which

@@ -40,9 +40,16 @@ pub enum Job {
 pub fn serve(job: Job, spec: &Path, result: &Path) -> u8 {
     let next = "a bug in gds-gate or a library it loads broken; the worker's output above has the place: report it with the trial's folder";
     match job {
-        Job::Trial => answer(spec, result, trial::run, |_, why| {
-            WorkerResult::failed(format!("the worker panicked: {why}"), next.into())
-        }),
+        Job::Trial => {
+            let code = answer(spec, result, trial::run, |_, why| {
+                WorkerResult::failed(format!("the worker panicked: {why}"), next.into())
+            });
+            // The last pass's page cache drop ends after the answer, within the process's exit:
+            // a worker started ahead does its start-up meanwhile, and is released only once this
+            // process is gone, so its first timed byte still finds the cache cold.
+            trial::finish_wind_down();
+            code
+        }
         Job::Probe => answer(spec, result, probe::run, |spec, why| {
             ProbeResult::failed(spec, &format!("the probe panicked: {why}"))
         }),

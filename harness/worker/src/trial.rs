@@ -3,6 +3,8 @@
 //! path evidence the reader can give.
 
 mod cold;
+
+pub use cold::finish_wind_down;
 mod recheck;
 mod write;
 
@@ -119,8 +121,6 @@ fn measure(spec: &WorkerSpec) -> WorkerResult {
         }),
     }
     .err();
-    // The last drop of the page cache ran beside the libraries' shutdown above.
-    cold::finish_wind_down();
     m.memory = Some(MemoryPeak {
         host_rss_bytes: gds_model::meminfo::peak_rss(),
         ..m.memory.unwrap_or_default()
@@ -315,7 +315,8 @@ fn with_cufile(
 
 /// Warmup and measured passes: drop the cache, clear the destination, read (timed), verify.
 /// `measured_from` runs as the first measured pass is about to read. A cold trial's drop after a
-/// pass starts as its reads end ([`cold`]); the last one runs on into the worker's wind-down.
+/// pass starts as its reads end ([`cold`]); the last one runs on past the answer
+/// ([`finish_wind_down`]).
 fn passes(
     spec: &WorkerSpec,
     reader: &mut dyn PlanReader,
