@@ -61,16 +61,12 @@ impl TrialTime {
             .measurement
             .as_ref()
             .map_or(0.0, Measurement::held_seconds);
-        let own_exit = record
-            .worker
-            .as_ref()
-            .and_then(|worker| worker.after_answer_seconds)
-            .unwrap_or(0.0);
-        let beside_next = record
-            .worker
-            .as_ref()
-            .and_then(|worker| worker.exit_beside_next_seconds)
-            .unwrap_or(0.0);
+        let (own_exit, beside_next) = record.worker.as_ref().map_or((0.0, 0.0), |worker| {
+            (
+                worker.after_answer_seconds.unwrap_or(0.0),
+                worker.exit_beside_next_seconds.unwrap_or(0.0),
+            )
+        });
         time.exit = held + (own_exit - beside_next).max(0.0);
         let started = record
             .measurement
