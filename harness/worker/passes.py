@@ -273,7 +273,8 @@ class Drop(threading.Thread):
     does (harness/worker/src/trial/cold.rs): started as a pass's reads end, it runs beside the
     pass's verification and the next pass's clearing; `finish` waits for it (the worst fraction
     still cached, None with nothing to drop) and raises what it raised. The last one runs on
-    beside the worker's wind-down and past its answer, in WIND_DOWN. With no paths (a warm trial) no thread starts."""
+    beside the worker's wind-down and past its answer, in WIND_DOWN. With no paths (a warm
+    trial) no thread starts."""
 
     def __init__(self, io, paths):
         super().__init__(name="page cache drop", daemon=True)
