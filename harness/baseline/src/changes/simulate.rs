@@ -15,9 +15,10 @@
 //! - **creep**: [`LEAD_RUNS`] runs at the old level, then three steps of −5%, [`STEP_SPACING`] runs
 //!   apart, judged [`super::CONFIRM_RUNS`] runs after the third (the first moment a change point at
 //!   the third step can be confirmed): 200 runs in all. *Flagged*: a confirmed change point to a
-//!   lower level. *The gate fails*: [`super::creep`] says yes at tolerance 10%, once with the
-//!   baseline at the true old level and once with a baseline blessed from 6 runs of it (the
-//!   default bless), whose own noise the comparison inherits.
+//!   lower level. *The gate fails*: the gate's own question, [`super::held_creep`] (a creep found
+//!   over the history as it stood at any of the last [`super::HOLD_RUNS`] runs), says yes at
+//!   tolerance 10%, once with the baseline at the true old level and once with a baseline blessed
+//!   from 6 runs of it (the default bless), whose own noise the comparison inherits.
 
 use std::fmt;
 
@@ -28,7 +29,7 @@ use rayon::prelude::*;
 use super::super::decision::BLESS_RUNS;
 use super::super::history::History;
 use super::super::noise;
-use super::{Changes, Options, Run, creep, find_with};
+use super::{Changes, Options, Run, find_with, hold, recent_searches};
 
 /// Runs in a stationary history.
 pub const STATIONARY_RUNS: usize = 200;
@@ -198,14 +199,22 @@ fn flagged(changes: &Changes) -> bool {
 /// `after` runs after the third.
 fn creep_rates(noise: &Noise, step: f64, after: usize, histories: usize, seed: u64) -> [f64; 2] {
     let speeds = creep_speeds(step, STEPS, after);
-    let options = Options::default();
     shares(histories, seed, |rng| {
-        let changes = find_with(&noise.history(rng, &speeds), &options);
-        [
-            flagged(&changes),
-            matches!(creep(&changes, 1.0, TOLERANCE), Ok(Some(_))),
-        ]
+        let searches = recent_searches(&noise.history(rng, &speeds));
+        [flagged(whole(&searches)), gate_fails(&searches, 1.0)]
     })
+}
+
+/// The search over the whole history: the last of [`recent_searches`].
+fn whole(searches: &[Changes]) -> &Changes {
+    searches
+        .last()
+        .expect("a history's searches end with the whole history's")
+}
+
+/// Whether the gate fails on a creep, as it asks after a run ([`super::held_creep`]).
+fn gate_fails(searches: &[Changes], baseline: f64) -> bool {
+    matches!(hold(searches, baseline, TOLERANCE), Ok(Some(_)))
 }
 
 /// A baseline's level as a bless records it: the geometric mean of [`BLESS_RUNS`] run medians
@@ -231,17 +240,19 @@ pub fn rates(runner: &Runner, histories: usize, seed: u64) -> Figures {
     });
     let speeds = creep_speeds(STEP, STEPS, options.confirm_runs);
     let [flagged_share, gate_true_baseline, gate_blessed] = shares(histories, seed + 1, |rng| {
-        let changes = find_with(&noise.history(rng, &speeds), &options);
+        let searches = recent_searches(&noise.history(rng, &speeds));
         let blessed = blessed_level(&noise, rng);
-        let fails = |baseline: f64| matches!(creep(&changes, baseline, TOLERANCE), Ok(Some(_)));
-        [flagged(&changes), fails(1.0), fails(blessed)]
+        [
+            flagged(whole(&searches)),
+            gate_fails(&searches, 1.0),
+            gate_fails(&searches, blessed),
+        ]
     });
     let lone: Vec<f64> = creep_speeds(STEP, 1, STATIONARY_RUNS - LEAD_RUNS);
     let [lone_step_true_baseline, lone_step_blessed] = shares(histories, seed + 4, |rng| {
-        let changes = find_with(&noise.history(rng, &lone), &options);
-        let baseline = blessed_level(&noise, rng);
-        let fails = |baseline: f64| matches!(creep(&changes, baseline, TOLERANCE), Ok(Some(_)));
-        [fails(1.0), fails(baseline)]
+        let searches = recent_searches(&noise.history(rng, &lone));
+        let blessed = blessed_level(&noise, rng);
+        [gate_fails(&searches, 1.0), gate_fails(&searches, blessed)]
     });
     Figures {
         runner: runner.clone(),
@@ -295,7 +306,15 @@ pub fn measure(runner: &Runner, histories: usize, seed: u64) -> Figures {
 /// Bisection on the step size (0.5% to 15% a step) for the smallest creep flagged in
 /// [`DETECTION_TARGET`] of histories; `None` when even 15% steps are not.
 fn smallest_flagged(noise: &Noise, after: usize, histories: usize, seed: u64) -> Option<f64> {
-    let rate = |step| creep_rates(noise, step, after, histories, seed)[0];
+    let speeds = |step| creep_speeds(step, STEPS, after);
+    let options = Options::default();
+    let rate = |step| {
+        let speeds = speeds(step);
+        let [flagged_share] = shares(histories, seed, |rng| {
+            [flagged(&find_with(&noise.history(rng, &speeds), &options))]
+        });
+        flagged_share
+    };
     let (mut low, mut high) = (0.005, 0.15);
     if rate(high) < DETECTION_TARGET {
         return None;
