@@ -50,10 +50,13 @@ def main():
     result = run(spec, os.path.dirname(os.path.abspath(__file__)))
     if result.get("measurement") is not None:
         result["measurement"]["answered_unix_ns"] = time.time_ns()
-    write_result(args.result, result)
-    # The last pass's page cache drop ends within the exit, as the Rust worker's does
-    # (harness/worker/src/lib.rs): a worker started ahead is released only once this one is gone.
-    finish_wind_down()
+    try:
+        write_result(args.result, result)
+    finally:
+        # The last pass's page cache drop ends within the exit, as the Rust worker's does
+        # (harness/worker/src/lib.rs): a worker started ahead is released only once this one is
+        # gone.
+        finish_wind_down()
     # The answer is on disk: leave without the interpreter's teardown of KvikIO, cupy and PyTorch,
     # as the Rust worker leaves with _exit. The next trial's first timed byte waits for this
     # process to end, and a teardown is where libcufile has crashed at exit.

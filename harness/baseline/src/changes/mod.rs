@@ -42,11 +42,12 @@
 //! What it can see is set by the runner's run-to-run spread, not by the tolerance; from
 //! `cargo xtask bench --stats` ([`simulate`]), three −5% steps 20 runs apart, 10 runs after the
 //! third: at 7.5% CV all are flagged; at 12%, 93% (the gate, asking [`held_creep`], fails on 73%
-//! then against the true level, on 90% after 25 runs); at 18.6%, 47% (90% after 40 runs). A step
-//! too small to be told apart from its neighbour leaves the latest segment mixing two levels,
-//! which is why the gate answers later than the change point is flagged. The price, at 12%: one
-//! −5% step, within a 10% tolerance, fails the gate 50 runs on in 4.3% of histories against the
-//! true level, and in 9.2% against a level blessed from 6 runs, whose own noise it inherits.
+//! then against the true level, on 90% after 25 runs); at 18.6%, 47% (flagged in 90% after 40
+//! runs). A step too small to be told apart from its neighbour leaves the latest segment mixing
+//! two levels, which is why the gate answers later than the change point is flagged. The price,
+//! at 12%: one −5% step, within a 10% tolerance, fails the gate 50 runs on in 4.3% of histories
+//! against the true level, and in 9.2% against a level blessed from 6 runs, whose own noise it
+//! inherits.
 
 pub mod series;
 pub mod simulate;

@@ -369,7 +369,9 @@ pub(crate) fn listed(spec: &TrialSpec) -> Trial {
 /// inherits the pages of the ones before it (a name filter cannot change a result, and a warm
 /// trial warms the cache with its own warmup passes), and a cold trial does not pay for evicting
 /// its predecessor's pages in its start-up: on the H200 host that took 0.4-0.5 s for 4 GiB read
-/// by 8 threads. Best effort: a cold trial's own drop reports what fails.
+/// by 8 threads. (A worker started ahead may still drop the same file beside the previous
+/// worker's own last drop, before its hold.) Best effort: a cold trial's own drop reports what
+/// fails.
 fn leave_uncached(paths: &[std::path::PathBuf]) {
     for path in paths {
         let _ = gds_model::cache::drop_path(path);
