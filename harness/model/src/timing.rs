@@ -31,10 +31,9 @@ pub struct TrialTime {
     /// Waiting for the runner to come back to its level before a confirmation run.
     pub runner_wait: f64,
     /// Workers' exits (a cold trial's last page cache drop ending, and the kernel tearing down a
-    /// CUDA context and pinned memory): this
-    /// trial's worker's time after its answer was complete, less what ran beside the next
-    /// trial's start-up (that trial's time), and this trial's wait, ready, for the previous
-    /// trial's worker to be gone and judged. The first run's worker only: a confirmation's exit
+    /// CUDA context and pinned memory): this trial's worker's time after its answer was
+    /// complete, less what ran beside the next trial's start-up (that trial's time), and this
+    /// trial's wait, ready, for the previous trial's worker to be gone and judged. The first run's worker only: a confirmation's exit
     /// is in `gate`.
     #[serde(default)]
     pub exit: f64,

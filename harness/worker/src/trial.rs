@@ -3,10 +3,10 @@
 //! path evidence the reader can give.
 
 mod cold;
-
-pub use cold::finish_wind_down;
 mod recheck;
 mod write;
+
+pub use cold::finish_wind_down;
 
 use std::path::Path;
 use std::time::{Duration, Instant};

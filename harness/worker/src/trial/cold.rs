@@ -8,8 +8,9 @@
 //! pass's clearing, and after the last pass beside the worker's wind-down (cuFile statistics, the
 //! `gds_stats` sample, the libraries' shutdown) and on past its answer, into its exit: on the
 //! H200 runner that drop was 0.1-0.3 s of an 8-thread posix or KvikIO compat-ON trial's
-//! wind-down, which the next worker's start-up hides where the gate started it ahead. Whatever of it is still running once the next
-//! pass's destination is cleared is waited for there, and counted as that pass's preparation.
+//! wind-down, which the next worker's start-up hides where the gate started it ahead. Whatever
+//! of a drop is still running once the next pass's destination is cleared is waited for there,
+//! and counted as that pass's preparation.
 
 use std::fs::File;
 use std::sync::{Arc, Mutex};
