@@ -2,7 +2,9 @@
 //! its baseline was blessed, this run included, searched for level shifts
 //! ([`crate::changes::find`]); a run that passes on its own is judged [`Judgement::Creep`] when
 //! the latest confirmed level is below the baseline by more than the trial's tolerance, or was
-//! at one of the last runs and has not been found back ([`crate::changes::held_creep`]).
+//! at one of the last runs and has not been found back ([`crate::changes::held_creep`]). The
+//! bless itself counts as a change point when the runs since it sit at a level its runs do not
+//! explain ([`crate::changes::shift_at_bless`]): a drop that came with the bless fails too.
 //!
 //! Only the runs since the bless are searched. They were judged against this baseline's level;
 //! older runs were judged against another one, and a maintainer who blessed the new level after a
@@ -10,7 +12,7 @@
 
 use std::time::SystemTime;
 
-use crate::changes::{Creep, held_creep, series};
+use crate::changes::{Creep, Reference, held_creep, series};
 use crate::file::TrialBaseline;
 use crate::history::{History, HistoryLine};
 use crate::judgement::Judgement;
@@ -54,11 +56,15 @@ impl RunnerHistory {
             Judgement::Pass { throughput } | Judgement::Faster { throughput } => throughput,
             _ => return judgement,
         };
+        let reference = Reference {
+            level: throughput.level,
+            runs: &entry.run_medians_gbps,
+        };
         match self.creep(
             trial,
             &entry.blessed_at,
             run,
-            throughput.level,
+            reference,
             throughput.tolerance,
         ) {
             Some(creep) => Judgement::Creep {
@@ -70,14 +76,14 @@ impl RunnerHistory {
         }
     }
 
-    /// The creep of `trial` over the runs since `blessed_at` and `run`, against `level` (GB/s)
+    /// The creep of `trial` over the runs since `blessed_at` and `run`, against `reference`
     /// and `tolerance`.
     pub fn creep(
         &self,
         trial: &str,
         blessed_at: &str,
         run: &HistoryLine,
-        level: f64,
+        reference: Reference<'_>,
         tolerance: f64,
     ) -> Option<Creep> {
         // The baseline file refuses a `blessed_at` that is not a time.
@@ -95,7 +101,7 @@ impl RunnerHistory {
         };
         let runs = series(&history, &self.runner, trial);
         // The level and the tolerance come from a checked baseline and suite: never refused here.
-        held_creep(&runs, level, tolerance).ok().flatten()
+        held_creep(&runs, reference, tolerance).ok().flatten()
     }
 }
 

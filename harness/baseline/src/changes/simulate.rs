@@ -29,7 +29,7 @@ use rayon::prelude::*;
 use super::super::decision::BLESS_RUNS;
 use super::super::history::History;
 use super::super::noise;
-use super::{Changes, Options, Run, find_with, hold, recent_searches};
+use super::{Changes, Options, Reference, Run, find_with, hold, recent_searches};
 
 /// Runs in a stationary history.
 pub const STATIONARY_RUNS: usize = 200;
@@ -43,6 +43,8 @@ pub const STEPS: usize = 3;
 pub const STEP: f64 = 0.05;
 /// The trial tolerance the gate's creep question is asked with.
 pub const TOLERANCE: f64 = 0.10;
+/// A drop that comes with the bless: every run after it this much below the blessed level.
+pub const BLESS_DROP: f64 = 0.20;
 
 /// At most this share of stationary histories may show a change point.
 pub const FALSE_TARGET: f64 = 0.01;
@@ -149,6 +151,10 @@ pub struct Figures {
     /// failures, and the blessed baseline's own noise is most of them.
     pub lone_step_true_baseline: f64,
     pub lone_step_blessed: f64,
+    /// Every run since a bless [`BLESS_DROP`] below its level: share of histories the gate fails
+    /// on [`super::CONFIRM_RUNS`] + 1 runs on, against a baseline blessed from [`BLESS_RUNS`]
+    /// runs ([`super::shift_at_bless`]).
+    pub drop_at_bless: f64,
     /// Runs after the third step until [`DETECTION_TARGET`] of creeps are flagged: the first of
     /// 10, 15, 20, 25, 30, 40, 50, 60, 80, 100 that does.
     pub runs_to_flag: Option<usize>,
@@ -201,7 +207,10 @@ fn creep_rates(noise: &Noise, step: f64, after: usize, histories: usize, seed: u
     let speeds = creep_speeds(step, STEPS, after);
     shares(histories, seed, |rng| {
         let searches = recent_searches(&noise.history(rng, &speeds));
-        [flagged(whole(&searches)), gate_fails(&searches, 1.0)]
+        [
+            flagged(whole(&searches)),
+            gate_fails(&searches, Reference::exact(1.0)),
+        ]
     })
 }
 
@@ -213,17 +222,17 @@ fn whole(searches: &[Changes]) -> &Changes {
 }
 
 /// Whether the gate fails on a creep, as it asks after a run ([`super::held_creep`]).
-fn gate_fails(searches: &[Changes], baseline: f64) -> bool {
+fn gate_fails(searches: &[Changes], baseline: Reference<'_>) -> bool {
     matches!(hold(searches, baseline, TOLERANCE), Ok(Some(_)))
 }
 
-/// A baseline's level as a bless records it: the geometric mean of [`BLESS_RUNS`] run medians
-/// at the true level.
-fn blessed_level(noise: &Noise, rng: &mut StdRng) -> f64 {
-    let logs: f64 = (0..BLESS_RUNS)
-        .map(|_| noise.run_median(rng, 1.0).ln())
-        .sum();
-    (logs / f64::from(BLESS_RUNS)).exp()
+/// A bless at the true level: [`BLESS_RUNS`] run medians, and their geometric mean.
+fn blessed(noise: &Noise, rng: &mut StdRng) -> (f64, Vec<f64>) {
+    let runs: Vec<f64> = (0..BLESS_RUNS)
+        .map(|_| noise.run_median(rng, 1.0))
+        .collect();
+    let logs: f64 = runs.iter().map(|m| m.ln()).sum();
+    ((logs / f64::from(BLESS_RUNS)).exp(), runs)
 }
 
 /// The rates for one runner, `histories` histories each; no thresholds searched.
@@ -241,22 +250,32 @@ pub fn rates(runner: &Runner, histories: usize, seed: u64) -> Figures {
     let speeds = creep_speeds(STEP, STEPS, options.confirm_runs);
     let [flagged_share, gate_true_baseline, gate_blessed] = shares(histories, seed + 1, |rng| {
         let searches = recent_searches(&noise.history(rng, &speeds));
-        let blessed = blessed_level(&noise, rng);
+        let (level, runs) = blessed(&noise, rng);
         [
             flagged(whole(&searches)),
-            gate_fails(&searches, 1.0),
-            gate_fails(&searches, blessed),
+            gate_fails(&searches, Reference::exact(1.0)),
+            gate_fails(&searches, Reference { level, runs: &runs }),
         ]
     });
     let lone: Vec<f64> = creep_speeds(STEP, 1, STATIONARY_RUNS - LEAD_RUNS);
     let [lone_step_true_baseline, lone_step_blessed] = shares(histories, seed + 4, |rng| {
         let searches = recent_searches(&noise.history(rng, &lone));
-        let blessed = blessed_level(&noise, rng);
-        [gate_fails(&searches, 1.0), gate_fails(&searches, blessed)]
+        let (level, runs) = blessed(&noise, rng);
+        [
+            gate_fails(&searches, Reference::exact(1.0)),
+            gate_fails(&searches, Reference { level, runs: &runs }),
+        ]
+    });
+    let since_bless = vec![1.0 - BLESS_DROP; options.confirm_runs + 1];
+    let [drop_at_bless] = shares(histories, seed + 5, |rng| {
+        let searches = recent_searches(&noise.history(rng, &since_bless));
+        let (level, runs) = blessed(&noise, rng);
+        [gate_fails(&searches, Reference { level, runs: &runs })]
     });
     Figures {
         runner: runner.clone(),
         histories,
+        drop_at_bless,
         false_any,
         false_confirmed,
         flagged: flagged_share,
@@ -388,19 +407,21 @@ impl fmt::Display for Table<'_> {
         let after = o.confirm_runs;
         writeln!(
             f,
-            "| runner | run-to-run CV | false change points in {STATIONARY_RUNS} runs (≤ {:.0}%) | creep flagged {after} runs after the 3rd step (≥ {target:.0}%) | runs after the 3rd step to flag {target:.0}% | smallest creep flagged in {target:.0}%, {after} runs after | gate fails {after} runs after: true baseline / blessed from {BLESS_RUNS} runs | runs after the 3rd step until the gate fails {target:.0}% (true baseline) | gate fails on one −{:.0}% step, {} runs on: true baseline / blessed |",
+            "| runner | run-to-run CV | false change points in {STATIONARY_RUNS} runs (≤ {:.0}%) | creep flagged {after} runs after the 3rd step (≥ {target:.0}%) | runs after the 3rd step to flag {target:.0}% | smallest creep flagged in {target:.0}%, {after} runs after | gate fails {after} runs after: true baseline / blessed from {BLESS_RUNS} runs | runs after the 3rd step until the gate fails {target:.0}% (true baseline) | gate fails on one −{:.0}% step, {} runs on: true baseline / blessed | gate fails on a level −{:.0}% since the bless, {} runs on (blessed) |",
             FALSE_TARGET * 100.0,
             STEP * 100.0,
             STATIONARY_RUNS - LEAD_RUNS,
+            BLESS_DROP * 100.0,
+            after + 1,
         )?;
-        writeln!(f, "|---|---:|---:|---:|---:|---:|---:|---:|---:|")?;
+        writeln!(f, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")?;
         let mark = |ok: bool| if ok { "ok" } else { "MISSED" };
         let runs = |runs: Option<usize>| runs.map_or("over 100".into(), |runs| runs.to_string());
         for figures in self.0 {
             let n = &figures.runner.noise;
             writeln!(
                 f,
-                "| {} | {:.1}% (passes {:.1}%) | {:.2}% ({:.2}% confirmed) {} | {:.1}% {} | {} | {} | {:.1}% / {:.1}% | {} | {:.1}% / {:.1}% |",
+                "| {} | {:.1}% (passes {:.1}%) | {:.2}% ({:.2}% confirmed) {} | {:.1}% {} | {} | {} | {:.1}% / {:.1}% | {} | {:.1}% / {:.1}% | {:.1}% |",
                 figures.runner.name,
                 n.between_cv * 100.0,
                 n.within_cv * 100.0,
@@ -422,6 +443,7 @@ impl fmt::Display for Table<'_> {
                 runs(figures.runs_to_fail),
                 figures.lone_step_true_baseline * 100.0,
                 figures.lone_step_blessed * 100.0,
+                figures.drop_at_bless * 100.0,
             )?;
         }
         Ok(())

@@ -156,7 +156,7 @@ fn one_wild_run_is_not_a_level() {
 }
 
 fn creep_of(changes: &Changes, baseline: f64) -> Option<Creep> {
-    creep(changes, baseline, 0.10).unwrap()
+    creep(changes, Reference::exact(baseline), 0.10).unwrap()
 }
 
 #[test]
@@ -193,21 +193,73 @@ fn a_tentative_change_point_neither_fails_nor_clears() {
 }
 
 #[test]
-fn no_change_point_no_creep_however_low() {
-    let changes = find(&history(8, 0.05, &[0.5; 60]));
+fn a_level_that_moved_with_the_bless_creeps_once_it_held() {
+    // Every run since the bless at half the blessed level: no change point among them, but the
+    // bless is one.
+    let runs = history(8, 0.05, &[0.5; 60]);
+    let changes = find(&runs);
     assert!(changes.change_points.is_empty());
-    assert_eq!(creep_of(&changes, 1.0), None);
+    let found = creep_of(&changes, 1.0).expect("a creep at the bless");
+    let point = &found.change_point;
+    assert_eq!(
+        (point.index, point.last_index, point.runs_after),
+        (0, 59, 60)
+    );
+    assert_eq!(
+        (point.before, point.time.as_str()),
+        (1.0, runs[0].time.as_str())
+    );
+    // Nine runs: seen, not yet confirmed.
+    assert_eq!(creep_of(&find(&runs[..9]), 1.0), None);
+    // Runs at the blessed level, however noisy, do not.
+    assert_eq!(creep_of(&find(&history(8, 0.15, &[1.0; 60])), 1.0), None);
+}
+
+/// As the CPU host's drill saw it: six blessed runs, one of them slow (0.87 among ~1.55), then
+/// the disk capped for 11 runs at 1.09: each run inside the band the slow run widened, no change
+/// point among them, yet the level is 23% below the baseline's.
+#[test]
+fn a_drop_after_a_bless_with_a_slow_run_is_a_creep_at_the_bless() {
+    let blessed = [1.55, 1.60, 1.50, 0.87, 1.58, 1.52];
+    let level = (blessed.iter().map(|m: &f64| m.ln()).sum::<f64>() / 6.0).exp();
+    let reference = Reference {
+        level,
+        runs: &blessed,
+    };
+    let capped: Vec<Run> = history(3, 0.03, &[1.0; 11])
+        .into_iter()
+        .map(|run| Run {
+            median_gbps: run.median_gbps * 1.09,
+            ..run
+        })
+        .collect();
+    let found = held_creep(&capped, reference, 0.10)
+        .unwrap()
+        .expect("a creep");
+    assert_eq!(found.change_point.index, 0);
+    assert!((found.ratio - 1.09 / level).abs() < 0.03, "{found:?}");
+    // Ten runs are one too few for a level to hold.
+    assert_eq!(held_creep(&capped[..9], reference, 0.10).unwrap(), None);
+    // At the blessed level the same runs pass.
+    let clean: Vec<Run> = capped
+        .iter()
+        .map(|run| Run {
+            median_gbps: run.median_gbps / 1.09 * 1.55,
+            ..run.clone()
+        })
+        .collect();
+    assert_eq!(held_creep(&clean, reference, 0.10).unwrap(), None);
 }
 
 #[test]
 fn a_baseline_or_tolerance_that_cannot_be_compared_is_refused() {
     let changes = Changes::default();
     for level in [0.0, -1.0, f64::NAN, f64::INFINITY] {
-        let error = creep(&changes, level, 0.1).unwrap_err();
+        let error = creep(&changes, Reference::exact(level), 0.1).unwrap_err();
         assert!(matches!(error, CreepError::BaselineLevel(_)), "{error}");
     }
     for tolerance in [-0.1, 1.0, f64::NAN] {
-        let error = creep(&changes, 1.0, tolerance).unwrap_err();
+        let error = creep(&changes, Reference::exact(1.0), tolerance).unwrap_err();
         assert!(error.to_string().contains("expect.tolerance"), "{error}");
     }
 }
@@ -231,7 +283,9 @@ fn one_fast_run_does_not_clear_a_confirmed_creep() {
             lost += 1;
         }
         assert!(
-            held_creep(&runs, 1.0, 0.10).unwrap().is_some(),
+            held_creep(&runs, Reference::exact(1.0), 0.10)
+                .unwrap()
+                .is_some(),
             "seed {seed}: the fast run cleared the creep"
         );
     }
@@ -247,7 +301,14 @@ fn one_fast_run_does_not_clear_a_confirmed_creep() {
 fn a_confirmed_recovery_clears_a_held_creep() {
     let back = history(7, 0.02, &speeds(45, &[(20, 0.80), (32, 1.0)]));
     assert!(creep_of(&find(&back[..32]), 1.0).is_some());
-    assert_eq!(held_creep(&back, 1.0, 0.10).unwrap(), None);
+    assert_eq!(
+        held_creep(&back, Reference::exact(1.0), 0.10).unwrap(),
+        None
+    );
     // Held while the recovery is tentative.
-    assert!(held_creep(&back[..36], 1.0, 0.10).unwrap().is_some());
+    assert!(
+        held_creep(&back[..36], Reference::exact(1.0), 0.10)
+            .unwrap()
+            .is_some()
+    );
 }

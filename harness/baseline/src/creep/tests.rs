@@ -22,13 +22,18 @@ fn rfc3339(time: SystemTime) -> String {
 /// noisy runner): a single run 15% below is within its noise, so only the history can see a
 /// creep of that size.
 fn entry(level: f64, blessed: SystemTime) -> TrialBaseline {
+    entry_of(&[1.0, 1.15, 0.87, 1.05, 0.92, 1.02], level, blessed)
+}
+
+/// A baseline entry blessed at `blessed` from runs at `factors` times `level`.
+fn entry_of(factors: &[f64], level: f64, blessed: SystemTime) -> TrialBaseline {
     let provenance = Provenance {
         blessed_at: rfc3339(blessed),
         gate_version: "0.1.0".into(),
         host: "h".into(),
         revision: None,
     };
-    let runs: Vec<_> = [1.0, 1.15, 0.87, 1.05, 0.92, 1.02]
+    let runs: Vec<_> = factors
         .iter()
         .map(|f| {
             let m = level * f;
@@ -99,6 +104,32 @@ fn steps_that_add_up_fail_a_run_that_passes_alone() {
         Outcome::Slower,
         "a creep fails as a slower run does"
     );
+}
+
+/// As the CPU host's drill saw it: six blessed runs, one of them slow, then every run 25% below
+/// the rest. Each run passes alone inside the band the slow run widened, and no change point lies
+/// among them; once they held for 10 runs the bless itself is the step.
+#[test]
+fn a_drop_that_came_with_the_bless_fails_once_it_held() {
+    let blessed = entry_of(&[1.0, 1.02, 0.98, 0.56, 1.01, 0.99], 2.0, at(0));
+    let (alone, judgement) = judged(&blessed, &[1.5; 10], 1.5);
+    assert!(matches!(alone, Judgement::Pass { .. }), "{alone:?}");
+    let Judgement::Creep { creep, .. } = &judgement else {
+        panic!("expected a creep, got {judgement:?}");
+    };
+    let point = &creep.change_point;
+    assert_eq!(
+        (point.index, point.last_index, point.runs_after),
+        (0, 10, 11)
+    );
+    assert!(creep.earlier.is_empty());
+    assert!((point.before - creep.baseline_level).abs() < 1e-12);
+    // Nine runs: not held long enough.
+    let (alone, judgement) = judged(&blessed, &[1.5; 8], 1.5);
+    assert_eq!(judgement, alone);
+    // At the blessed level, the same runs pass.
+    let (alone, judgement) = judged(&blessed, &[2.0; 10], 2.0);
+    assert_eq!(judgement, alone);
 }
 
 #[test]
