@@ -3,7 +3,7 @@
 
 A run's passes agree with each other because they are adjacent in time; whole runs differ by far
 more. This drill separates the two on a GPU runner, with the gate itself reading one cold 1 GiB
-file (one thread, 4 MiB tasks) through posix, cufile and KvikIO AUTO:
+file (one thread unless --nthreads, 4 MiB tasks) through posix, cufile and KvikIO AUTO:
 
   long         one process per reader, PASSES passes each: the drift within one process, in time
                (cufile also with `execution.parallel_io: false`, one cuFile I/O thread per read)
@@ -42,16 +42,16 @@ suite: {name}
 defaults:
   files: {{ size: 1GiB, seed: 3 }}
   cache: cold
-  nthreads: 1
+  nthreads: {nthreads}
   warmup: 0
   repetitions: {passes}
 scenarios:
 """
 
 
-def suite_text(phase, passes, rounds):
+def suite_text(phase, passes, rounds, nthreads=1):
     """The phase's suite: trial order is suite order, so it is the schedule."""
-    lines = [HEADER.format(name=phase, passes=passes if phase == "long" else 3)]
+    lines = [HEADER.format(name=phase, passes=passes if phase == "long" else 3, nthreads=nthreads)]
     if phase == "long":
         lines.append("  - { name: p, reader: [posix, cufile, kvikio], compat_mode: AUTO }\n")
         lines.append(
@@ -107,7 +107,7 @@ def run(args):
     try:
         for phase in args.phases:
             suite = work / f"{phase}.yaml"
-            suite.write_text(suite_text(phase, args.passes, args.rounds))
+            suite.write_text(suite_text(phase, args.passes, args.rounds, args.nthreads))
             started = time.time()
             with open(work / f"{phase}.log", "w") as log:
                 code = subprocess.call(
@@ -237,6 +237,8 @@ def main():
     r.add_argument("--work", required=True)
     r.add_argument("--passes", type=int, default=40, help="passes of each long process (default 40)")
     r.add_argument("--rounds", type=int, default=10, help="processes per reader (default 10)")
+    r.add_argument("--nthreads", type=int, default=1,
+                   help="threads of every trial (default 1): more keep more requests in flight")
     r.add_argument("--phases", nargs="+", default=["long", "interleaved", "in-a-row"],
                    choices=["long", "interleaved", "in-a-row"])
     r.add_argument("gate_args", nargs="*", help="after --: passed to every gate run")

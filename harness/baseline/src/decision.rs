@@ -42,6 +42,21 @@ pub const MIN_RUNS: usize = 3;
 /// a halved disk caught in over 99% of runs at 12% run-to-run CV (five: 98.8%).
 pub const BLESS_RUNS: u16 = 6;
 
+/// The drop every trial should be able to see; a trial that cannot says what would let it.
+pub const WANTED_DROP: f64 = 0.20;
+
+/// Blessed runs beyond which [`ToSee::runs`] gives up: more would not be taken in practice.
+const MOST_RUNS: usize = 100;
+
+/// What would let a trial see a drop of [`WANTED_DROP`], when its spread hides one.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct ToSee {
+    /// Blessed runs that would do at this spread; `None` when no number up to 100 would.
+    pub runs: Option<usize>,
+    /// The run-to-run spread that would do with as many blessed runs as now (log scale, ≈ CV).
+    pub spread: f64,
+}
+
 /// What one run (and its confirmations) says about a trial's speed against its baseline.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Throughput {
@@ -65,6 +80,10 @@ pub struct Throughput {
     /// Ratios of the confirmation runs, in the order they ran.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub confirmations: Vec<f64>,
+    /// What would let this trial see a drop of 20% (`WANTED_DROP`); absent when it does, or when
+    /// the spread is unknown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub to_see: Option<ToSee>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -82,11 +101,7 @@ impl Throughput {
         let (log_level, between) = log_mean_sd(&medians);
         let runs = medians.len();
         let spread = (runs >= MIN_RUNS).then(|| between.max(median_noise(baseline_runs)));
-        let margin = spread.map(|spread| {
-            student_t_quantile(1.0 - ALPHA, (runs - 1) as f64)
-                * spread
-                * (1.0 + 1.0 / runs as f64).sqrt()
-        });
+        let margin = spread.map(|spread| spread * margin_per_spread(runs));
         let level = log_level.exp();
         Throughput {
             baseline: Summary::of(&medians),
@@ -98,6 +113,7 @@ impl Throughput {
             upper_bound: margin.map(f64::exp),
             tolerance,
             confirmations: Vec::new(),
+            to_see: spread.and_then(|spread| to_see(spread, runs)),
         }
     }
 
@@ -167,6 +183,25 @@ impl Throughput {
     pub fn drop(&self) -> f64 {
         1.0 - self.ratio
     }
+}
+
+/// The prediction bound's margin (log scale) per unit of spread, for `runs` blessed runs.
+fn margin_per_spread(runs: usize) -> f64 {
+    student_t_quantile(1.0 - ALPHA, (runs - 1) as f64) * (1.0 + 1.0 / runs as f64).sqrt()
+}
+
+/// What would bring the bound at `spread` with `runs` blessed runs within [`WANTED_DROP`]: the
+/// runs that would (the t quantile and the bless's own uncertainty shrink with more), and the
+/// spread that would with as many runs as now. `None` when it is within already.
+fn to_see(spread: f64, runs: usize) -> Option<ToSee> {
+    let allowed = -(1.0 - WANTED_DROP).ln();
+    if spread * margin_per_spread(runs) <= allowed {
+        return None;
+    }
+    Some(ToSee {
+        runs: (runs + 1..=MOST_RUNS).find(|&k| spread * margin_per_spread(k) <= allowed),
+        spread: allowed / margin_per_spread(runs),
+    })
 }
 
 /// The spread a run median gets from its own passes' noise: the within-run scatter of the logs,
@@ -273,6 +308,29 @@ mod tests {
             !t.wants_confirmation(5),
             "a cleared trial needs no more runs"
         );
+    }
+
+    #[test]
+    fn a_trial_that_cannot_see_20_percent_says_what_would_let_it() {
+        // 7% spread over 6 runs: the bound is −14%, within reach.
+        let quiet =
+            Throughput::measure(&blessed(&[1.30, 1.45, 1.20, 1.40, 1.25, 1.32]), &[1.3], 0.1);
+        assert!(quiet.detectable_drop() <= WANTED_DROP, "{quiet:?}");
+        assert_eq!(quiet.to_see, None);
+        // 13%: more blessed runs would do, or a spread of 10.3% with six.
+        let wider =
+            Throughput::measure(&blessed(&[1.30, 1.55, 1.10, 1.45, 1.15, 1.32]), &[1.3], 0.1);
+        let needed = wider.to_see.expect("cannot see 20%");
+        let runs = needed.runs.expect("some number of runs would do");
+        assert!(runs > 6 && runs < MOST_RUNS, "{needed:?}");
+        assert!((needed.spread + 0.8f64.ln() / margin_per_spread(6)).abs() < 1e-12);
+        assert!(needed.spread < wider.spread.unwrap());
+        // With that many runs at that spread the bound is within 20%.
+        assert!(wider.spread.unwrap() * margin_per_spread(runs) <= 0.2232);
+        // Over 22.3%/1.645 = 13.6%, no number of runs would: the spread itself must fall.
+        let noisy =
+            Throughput::measure(&blessed(&[1.84, 1.66, 1.08, 1.62, 1.02, 1.84]), &[1.5], 0.1);
+        assert_eq!(noisy.to_see.unwrap().runs, None, "{noisy:?}");
     }
 
     #[test]

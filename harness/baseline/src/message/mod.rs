@@ -9,7 +9,7 @@ use std::path::Path;
 use std::sync::OnceLock;
 
 use super::compare::{Comparison, TrialJudgement};
-use super::decision::{BLESS_RUNS, Throughput};
+use super::decision::{BLESS_RUNS, Throughput, ToSee, WANTED_DROP};
 use super::fingerprint::{self, FieldChange, Fingerprint};
 use super::judgement::{Expected, Judgement, Missing};
 use super::stats::Summary;
@@ -210,6 +210,24 @@ fn run_figures(t: &Throughput) -> String {
     text
 }
 
+/// `; to see a 20% drop: …`: what would bring the bound within [`WANTED_DROP`].
+fn to_see(needed: &ToSee, runs: usize) -> String {
+    let spread = format!(
+        "a run-to-run spread of {:.1}% or less (a quieter disk, or passes spread over the run's span)",
+        needed.spread * 100.0
+    );
+    match needed.runs {
+        Some(more) => format!(
+            "; to see a {} drop: bless from {more} runs instead of {runs}, or {spread}",
+            percent(WANTED_DROP)
+        ),
+        None => format!(
+            "; to see a {} drop: {spread}; no number of blessed runs would do at this spread",
+            percent(WANTED_DROP)
+        ),
+    }
+}
+
 /// Where the line between noise and slower lies for this trial, and what set it.
 pub fn threshold(t: &Throughput) -> String {
     let line = format!(
@@ -220,10 +238,12 @@ pub fn threshold(t: &Throughput) -> String {
     );
     match (t.spread, t.lower_bound) {
         (Some(spread), Some(bound)) if t.spread_exceeds_tolerance() => format!(
-            "{line}: this runner's run-to-run spread ({:.1}%) explains drops up to {}, more than the tolerance of {}: smaller drops cannot be told from noise here",
+            "{line}: this runner's run-to-run spread ({:.1}%) explains drops up to {}, more than the tolerance of {}: smaller drops cannot be told from noise here{}",
             spread * 100.0,
             percent(1.0 - bound),
-            percent(t.tolerance)
+            percent(t.tolerance),
+            t.to_see
+                .map_or_else(String::new, |needed| to_see(&needed, t.baseline.count))
         ),
         (Some(spread), Some(_)) => format!(
             "{line}: the tolerance of {} (this runner's run-to-run spread, {:.1}%, explains less)",
@@ -677,5 +697,31 @@ mod tests {
     fn changes_are_signed_percentages() {
         assert_eq!(change(0.848), "−15.2%");
         assert_eq!(change(1.25), "+25.0%");
+    }
+
+    /// Six blessed runs whose medians are `levels`, each of three passes within ±1%.
+    fn at(levels: &[f64]) -> Throughput {
+        let runs: Vec<Vec<f64>> = levels
+            .iter()
+            .map(|&l| vec![l * 0.99, l, l * 1.01])
+            .collect();
+        Throughput::measure(&runs, &[1.3], 0.10)
+    }
+
+    #[test]
+    fn a_trial_blind_to_20_percent_says_what_would_let_it_see() {
+        let more_runs = threshold(&at(&[1.30, 1.55, 1.10, 1.45, 1.15, 1.32]));
+        assert!(
+            more_runs.contains("; to see a 20% drop: bless from 44 runs instead of 6")
+                && more_runs.contains(", or a run-to-run spread of 10.3% or less"),
+            "{more_runs}"
+        );
+        let quieter = threshold(&at(&[1.84, 1.66, 1.08, 1.62, 1.02, 1.84]));
+        assert!(
+            quieter.contains("no number of blessed runs would do at this spread"),
+            "{quieter}"
+        );
+        let sees = threshold(&at(&[1.30, 1.45, 1.20, 1.40, 1.25, 1.32]));
+        assert!(!sees.contains("to see"), "{sees}");
     }
 }
