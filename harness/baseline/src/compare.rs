@@ -208,7 +208,8 @@ pub fn judge_run(
             to: Some(to),
         };
     }
-    let mut throughput = Throughput::measure(&entry.runs, &run.gbps, tolerances.throughput);
+    let mut throughput =
+        Throughput::measure(&entry.runs, &run.gbps, tolerances.throughput).advise();
     for repeat in confirmations.iter().filter(|r| !r.gbps.is_empty()) {
         throughput.confirm(&repeat.gbps);
     }

@@ -29,6 +29,7 @@ pub mod outcome;
 pub mod plot;
 pub mod probe;
 pub mod render;
+pub mod schedule;
 pub mod shift_table;
 pub mod simulate;
 pub mod stats;

@@ -495,7 +495,8 @@ fn take(
     };
     let figures: Vec<&RunFigures> = measured.iter().map(|run| &run.figures).collect();
     let new = TrialBaseline::from_runs(&figures, &options.provenance);
-    let sensitivity = Throughput::measure(&new.runs, &new.runs[0], trial.tolerances.throughput);
+    let sensitivity =
+        Throughput::measure(&new.runs, &new.runs[0], trial.tolerances.throughput).advise();
     if sensitivity.spread_exceeds_tolerance() || sensitivity.spread.is_none() {
         outcome
             .insensitive

@@ -705,7 +705,7 @@ mod tests {
             .iter()
             .map(|&l| vec![l * 0.99, l, l * 1.01])
             .collect();
-        Throughput::measure(&runs, &[1.3], 0.10)
+        Throughput::measure(&runs, &[1.3], 0.10).advise()
     }
 
     #[test]

@@ -48,6 +48,9 @@ fn stats(source: &Path) -> Result<u8, Error> {
     }
     let (text, targets_met) = crate::baseline::simulate::bench_stats(&history, source);
     println!("{text}");
+    // What spreading a trial's passes over the run would buy on a runner that drifts in time:
+    // shown, not a target, until the gate schedules passes so.
+    println!("{}", crate::baseline::schedule::table());
     let (changes, changes_met) = crate::baseline::changes::simulate::bench_stats(&history);
     println!("{changes}");
     Ok(if targets_met && changes_met {
