@@ -13,10 +13,10 @@
 //! times the true level, slowed by `spell_factor` while a slow spell lasts. F and S are
 //! Ornstein–Uhlenbeck processes (a fast drift over seconds, a slow one over minutes), the spells a
 //! two-state Markov chain; each is stepped exactly between the passes' times. A cycle blesses
-//! [`Timing::bless_runs`] runs [`Timing::bless_interval`] seconds apart, then judges a run far
-//! later (a fresh stationary state), with a confirmation run after it for as long as the gate
-//! would ask for one, placed the same way. Nothing in the gate uses this: it says what a schedule
-//! would buy, before the gate has one.
+//! [`Timing::bless_runs`] runs starting [`Timing::bless_interval`] seconds apart (or when the one
+//! before ended, as bless waits), then judges a run far later (a fresh stationary state), with a
+//! confirmation run after it for as long as the gate would ask for one, placed the same way.
+//! Nothing in the gate uses this: it says what a schedule would buy, before the gate has one.
 
 use std::fmt;
 
@@ -226,9 +226,12 @@ fn cycle(rng: &mut StdRng, drift: &Drift, timing: &Timing, rounds: usize) -> [f6
     let mut state = drift.stationary(rng, 0.0);
     let mut blessed = Vec::with_capacity(timing.bless_runs);
     for k in 0..timing.bless_runs {
-        state = drift.step(rng, state, k as f64 * timing.bless_interval);
-        let (passes, _) = run(rng, drift, timing, rounds, state, 1.0);
+        // As bless does: runs start `bless_interval` apart, and none before the last ended.
+        let start = (k as f64 * timing.bless_interval).max(state.time);
+        state = drift.step(rng, state, start);
+        let (passes, end) = run(rng, drift, timing, rounds, state, 1.0);
         blessed.push(passes);
+        state = end;
     }
     let judge = |rng: &mut StdRng, speed: f64| {
         let start = drift.stationary(rng, 0.0);
