@@ -25,6 +25,7 @@ use rand::{RngExt, SeedableRng};
 use rayon::prelude::*;
 
 use super::decision::{BLESS_RUNS, Throughput, Verdict, WANTED_DROP};
+use super::simulate::standard_normal as normal;
 use super::stats::{log_mean_sd, median};
 
 /// How a runner's level moves in time (log scale; times in seconds).
@@ -254,13 +255,6 @@ fn cycle(rng: &mut StdRng, drift: &Drift, timing: &Timing, rounds: usize) -> [f6
         unchanged.detectable_drop(),
         unchanged.run.median,
     ]
-}
-
-/// Box–Muller; one of the pair is enough here.
-fn normal(rng: &mut StdRng) -> f64 {
-    let u1 = 1.0 - rng.random::<f64>();
-    let u2 = rng.random::<f64>();
-    (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
 }
 
 /// Cycles per row of `bench --stats`'s schedules table.

@@ -169,8 +169,9 @@ fn log_normal(rng: &mut StdRng, sigma: f64) -> f64 {
     (sigma * standard_normal(rng) - sigma * sigma / 2.0).exp()
 }
 
-/// Box–Muller; one of the pair is enough here.
-fn standard_normal(rng: &mut StdRng) -> f64 {
+/// Box–Muller; one of the pair is enough here. The change-point and schedule simulations draw
+/// with it too.
+pub(crate) fn standard_normal(rng: &mut StdRng) -> f64 {
     let u1 = 1.0 - rng.random::<f64>(); // (0, 1]: ln is finite
     let u2 = rng.random::<f64>();
     (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()

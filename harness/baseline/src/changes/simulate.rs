@@ -22,13 +22,14 @@
 
 use std::fmt;
 
+use rand::SeedableRng;
 use rand::rngs::StdRng;
-use rand::{RngExt, SeedableRng};
 use rayon::prelude::*;
 
 use super::super::decision::BLESS_RUNS;
 use super::super::history::History;
 use super::super::noise;
+use super::super::simulate::standard_normal;
 use super::{Changes, Options, Reference, Run, find_with, hold, recent_searches};
 
 /// Runs in a stationary history.
@@ -87,13 +88,6 @@ impl Noise {
 /// Log-scale standard deviation of a log-normal with coefficient of variation `cv`.
 fn sigma(cv: f64) -> f64 {
     (1.0 + cv * cv).ln().sqrt()
-}
-
-/// Box–Muller; one of the pair is enough here.
-fn standard_normal(rng: &mut StdRng) -> f64 {
-    let u1 = 1.0 - rng.random::<f64>(); // (0, 1]: ln is finite
-    let u2 = rng.random::<f64>();
-    (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
 }
 
 /// The speeds of a creep of `steps` drops of `step`, judged `after` runs after the last.
