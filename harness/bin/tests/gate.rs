@@ -779,3 +779,40 @@ fn a_posix_worker_never_starts_beside_another() {
         report["time"]
     );
 }
+
+/// `rounds: 3`: each trial's passes in three fresh workers, the trials' rounds interleaved (a b a
+/// b a b), each round in its own folder; the report holds every pass and which round read it.
+#[test]
+fn rounds_interleave_the_trials_workers_and_join_their_passes() {
+    let scratch = Scratch::new();
+    let suite = scratch.suite(
+        "suite: r\ndefaults: { files: { size: 1MiB, seed: 5 }, warmup: 0, repetitions: 3, rounds: 3 }\nscenarios:\n  - name: a\n  - name: b\n",
+    );
+    let run = scratch.gate(&["--suite", suite.to_str().unwrap()]);
+    assert_eq!(run.code, 0, "{run:?}");
+    let report = scratch.report();
+    let mut answered = Vec::new();
+    for (trial, letter) in report["trials"].as_array().unwrap().iter().zip(["a", "b"]) {
+        let m = &trial["measurement"];
+        assert_eq!(m["gbps"].as_array().unwrap().len(), 3, "{trial}");
+        assert_eq!(m["rounds"], serde_json::json!([1, 1, 1]), "{trial}");
+        let last = PathBuf::from(trial["worker"]["dir"].as_str().unwrap());
+        let trials = last.parent().unwrap();
+        let name = last.file_name().unwrap();
+        for (round, folder) in [
+            (1, trials.join("round-1").join(name)),
+            (2, trials.join("round-2").join(name)),
+            (3, last.clone()),
+        ] {
+            let result = fs::metadata(folder.join("result.json")).unwrap();
+            answered.push((result.modified().unwrap(), format!("{letter}{round}")));
+        }
+    }
+    answered.sort();
+    let order: Vec<&str> = answered.iter().map(|(_, job)| job.as_str()).collect();
+    assert_eq!(
+        order,
+        ["a1", "b1", "a2", "b2", "a3", "b3"],
+        "the trials' rounds must alternate"
+    );
+}

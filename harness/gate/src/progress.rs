@@ -1,4 +1,4 @@
-//! The live view of a run while trials read: trial i of n, pass k of m, the last pass's
+//! The live view of a run while trials read: worker i of n (a trial's, or a round's), pass k of m, the last pass's
 //! throughput and the time left. On a terminal it is drawn after libtest's `test NAME ... ` and
 //! erased before the trial's result is printed there; otherwise (a CI log, a pipe) it is a plain
 //! line now and then, so that a long trial is not silent and a log is not flooded.
@@ -178,14 +178,14 @@ fn lock() -> std::sync::MutexGuard<'static, Option<Live>> {
     LIVE.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-/// `trial 3 of 16, pass 2 of 6, last pass 3.10 GB/s, about 1 min 20 s left`
+/// `worker 3 of 16, pass 2 of 6, last pass 3.10 GB/s, about 1 min 20 s left`
 fn status(
     trial: usize,
     trials: usize,
     pass: Option<&PassProgress>,
     left: Option<Duration>,
 ) -> String {
-    let mut text = format!("trial {trial} of {trials}");
+    let mut text = format!("worker {trial} of {trials}");
     if let Some(pass) = pass {
         text.push_str(&format!(
             ", pass {} of {}, last pass {}",
@@ -302,9 +302,9 @@ mod tests {
     fn the_status_names_trial_pass_speed_and_time_left() {
         assert_eq!(
             status(3, 16, Some(&pass(2, 6, 3.1)), Some(Duration::from_secs(80))),
-            "trial 3 of 16, pass 2 of 6, last pass 3.10 GB/s, about 1 min 20 s left"
+            "worker 3 of 16, pass 2 of 6, last pass 3.10 GB/s, about 1 min 20 s left"
         );
-        assert_eq!(status(1, 2, None, None), "trial 1 of 2");
+        assert_eq!(status(1, 2, None, None), "worker 1 of 2");
         assert_eq!(
             compact(3, 16, &pass(2, 6, 3.1), Some(Duration::from_secs(80))),
             "[3/16] pass 2/6 3.10 GB/s ~1 min 20 s left"

@@ -208,6 +208,7 @@ mod tests {
             window: None,
             memory: None,
             write: None,
+            rounds: Vec::new(),
         }
     }
 

@@ -190,6 +190,10 @@ pub struct Measurement {
     /// then its write section's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub write: Option<WriteFigures>,
+    /// A trial of several rounds (`rounds:`): the measured passes of each round's worker, in
+    /// the order of `seconds`; empty for a trial of one worker.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rounds: Vec<u32>,
 }
 
 /// What a writing trial measures besides its write section, per measured pass in the order of

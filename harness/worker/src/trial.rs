@@ -81,6 +81,7 @@ fn measure(spec: &WorkerSpec) -> WorkerResult {
         window: None,
         memory: None,
         write: None,
+        rounds: Vec::new(),
     };
     // Writing trials hold their files whole (`validate` refuses a smaller window for them).
     let failure = match spec.trial.reader {

@@ -17,6 +17,7 @@ use crate::exit;
 mod ahead;
 pub(crate) mod baseline;
 mod control;
+mod rounds;
 use crate::escape::terminal;
 use crate::host::HostFacts;
 use crate::launch::Launcher;
@@ -211,7 +212,7 @@ pub fn run_trials(
         confirm_delay: std::time::Duration::from_secs(args.confirm_delay),
         settler,
         judged: Mutex::default(),
-        order: selected.iter().map(|spec| (*spec).clone()).collect(),
+        schedule: rounds::Schedule::new(selected.iter().map(|spec| (*spec).clone()).collect()),
         ahead_room: preflight
             .facts
             .room_for_two_workers()
@@ -231,18 +232,7 @@ pub fn run_trials(
                 (spec.clone(), Arc::clone(&executor), Arc::clone(&records));
             let (kind, name) = (spec.reader.name(), spec.name.clone());
             Trial::ignorable_test(name, move || {
-                // The live view counts the trials that start a worker, as its total does.
-                let runs = unavailable(&spec, &executor.host).is_none();
-                if runs {
-                    crate::progress::trial_started();
-                }
-                let started = executor.window_start(&spec.name);
                 let mut record = executor.execute_and_confirm(spec);
-                if runs {
-                    crate::progress::trial_finished();
-                    let ended = executor.window_end(started);
-                    record.wall_seconds = Some(ended.duration_since(started).as_secs_f64());
-                }
                 let failure = executor.judge(&mut record);
                 if show_summary && record.checks != Status::Ignored {
                     print!("{} ", terminal(&record.summary()));
@@ -272,11 +262,14 @@ pub fn run_trials(
             undefined += 1;
         }
     }
+    let schedule = &executor.schedule;
     crate::progress::begin(
-        selected
+        schedule
+            .jobs
             .iter()
+            .map(|&job| schedule.spec(job))
             .filter(|spec| unavailable(spec, &host).is_none())
-            .map(|spec| crate::progress::planned_bytes(spec))
+            .map(|spec| crate::progress::planned_bytes(&spec))
             .collect(),
     );
     let libtest_failed = match crate::interrupt::received() {
@@ -393,14 +386,15 @@ struct Executor {
     settler: Option<crate::control::Settler>,
     /// Each trial's judgement against the baseline, as [`Executor::judge`] made it.
     judged: Mutex<BTreeMap<String, Judgement>>,
-    /// The trials libtest runs, in its order: whose worker may start during the trial before.
-    order: Vec<TrialSpec>,
+    /// The trials libtest runs, in its order, and their rounds' workers in the order they run:
+    /// whose worker may start during the one before.
+    schedule: rounds::Schedule,
     /// The smallest GPU's memory, when a GPU trial's worker may start as the previous one
     /// answers ([`ahead`]): every GPU lets two processes hold a CUDA context at once, and the
     /// run is not `--one-worker-at-a-time`.
     ahead_room: Option<u64>,
     /// The next trial's worker, started ahead ([`ahead`]).
-    ahead: Mutex<Option<crate::launch::Held>>,
+    ahead: Mutex<Option<(usize, crate::launch::Held)>>,
 }
 
 impl Executor {
@@ -419,10 +413,18 @@ impl Executor {
         failure
     }
 
-    /// Runs the trial, then again (fresh worker, own folder) for as long as it looks slower than
-    /// its baseline and confirmations are left: a slow run that does not repeat is noise.
+    /// Runs the trial's rounds ([`rounds`]), then the trial again (fresh workers, own folder) for
+    /// as long as it looks slower than its baseline and confirmations are left: a slow run that
+    /// does not repeat is noise. The trial's time is its rounds' windows and its confirmations.
     fn execute_and_confirm(&self, spec: TrialSpec) -> TrialRecord {
-        let mut record = self.execute_catching_panics(spec.clone(), &self.launcher, true);
+        let Some((rounds, windows)) = self.run_rounds(&spec) else {
+            return self.execute_catching_panics(spec, &self.launcher, None);
+        };
+        let started = std::time::Instant::now();
+        let mut record = crate::launch::rounds::join(&spec, rounds);
+        if unavailable(&spec, &self.host).is_none() {
+            record.wall_seconds = Some(windows.as_secs_f64());
+        }
         let Some(against) = &self.against else {
             return record;
         };
@@ -454,7 +456,7 @@ impl Executor {
             let window = check
                 .as_ref()
                 .and_then(|_| control::start_window(self.data.data_dir()));
-            let repeat = self.execute_catching_panics(spec.clone(), &launcher, false);
+            let repeat = self.confirmation_run(&spec, &launcher);
             if let (Some(settler), Some(mut check)) = (&self.settler, check) {
                 control::end_window(settler, &mut check, window, spec.nthreads);
                 record.runner_checks.push(check);
@@ -474,21 +476,24 @@ impl Executor {
                 }
             }
         }
+        if let Some(wall) = record.wall_seconds.as_mut() {
+            *wall += started.elapsed().as_secs_f64();
+        }
         record
     }
 
     /// A panic in the gate fails that trial with a record, instead of leaving a hole in the reports.
-    /// A trial's `first_run` may start the next trial's worker as it answers ([`ahead`]); a
-    /// confirmation run may not, as another confirmation may follow.
+    /// A job of the schedule (`job`: its place) may start the next job's worker as it answers
+    /// ([`ahead`]); a confirmation run may not, as another confirmation may follow.
     fn execute_catching_panics(
         &self,
         spec: TrialSpec,
         launcher: &Launcher,
-        first_run: bool,
+        job: Option<usize>,
     ) -> TrialRecord {
         let copy = spec.clone();
         std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            self.execute(spec, launcher, first_run)
+            self.execute(spec, launcher, job)
         }))
         .unwrap_or_else(|panic| {
             let message = gds_model::panic_message(panic.as_ref());
@@ -498,13 +503,13 @@ impl Executor {
         })
     }
 
-    fn execute(&self, spec: TrialSpec, launcher: &Launcher, first_run: bool) -> TrialRecord {
+    fn execute(&self, spec: TrialSpec, launcher: &Launcher, job: Option<usize>) -> TrialRecord {
         if let Some(signal) = crate::interrupt::received() {
             return TrialRecord::ignored(spec, crate::interrupt::not_run_reason(signal));
         }
         match unavailable(&spec, &self.host) {
             None => match self.data.files_for(&spec) {
-                Ok(files) => self.read(spec, files, launcher, first_run),
+                Ok(files) => self.read(spec, files, launcher, job),
                 Err(error) => {
                     let details = format!(
                         "{}\n  next: fix the data problem above and run again",
@@ -542,7 +547,7 @@ impl Executor {
         spec: TrialSpec,
         files: Vec<PlannedFile>,
         launcher: &Launcher,
-        first_run: bool,
+        job: Option<usize>,
     ) -> TrialRecord {
         let plan = match checked_plan(&spec, files) {
             Ok(plan) => plan,
@@ -563,10 +568,9 @@ impl Executor {
                 self.execute_on_gpus(spec, plan, &set, launcher)
             }
             None => {
-                let (current, bytes) = (spec.clone(), plan.total_bytes());
-                let on_answer =
-                    &mut || first_run.then(|| self.start_next_after(&current, bytes))?;
-                match self.take_held(&spec.name) {
+                let bytes = plan.total_bytes();
+                let on_answer = &mut || self.start_next_after(job?, bytes);
+                match job.and_then(|at| self.take_held(at)) {
                     Some(held) => launcher.run_held(held, on_answer),
                     None => launcher.run_trial_then(spec, plan, on_answer),
                 }

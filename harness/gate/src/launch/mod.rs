@@ -8,6 +8,7 @@
 
 mod ahead;
 pub mod multi;
+pub mod rounds;
 mod sampling;
 
 use std::ffi::OsString;
@@ -641,6 +642,7 @@ mod tests {
             window: None,
             memory: None,
             write: None,
+            rounds: Vec::new(),
         };
         let result = WorkerResult {
             protocol: PROTOCOL_VERSION,

@@ -383,6 +383,7 @@ fn aggregate_measurement(
             .filter_map(|(_, m)| m.memory)
             .reduce(MemoryPeak::max),
         write: None,
+        rounds: Vec::new(),
     }
 }
 

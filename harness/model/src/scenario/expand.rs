@@ -49,6 +49,10 @@ pub struct TrialSpec {
     pub cache: Cache,
     pub warmup: u32,
     pub repetitions: u32,
+    /// The measured passes split over this many workers, each started fresh in its own round
+    /// of the run (records of older gates have none: 1).
+    #[serde(default = "one")]
+    pub rounds: u32,
     pub buffer: BufferKind,
     pub gpu: u32,
     /// `gpus:`: one worker per GPU, each reading its shard of the files at the same time (see
@@ -71,6 +75,24 @@ impl TrialSpec {
     /// `warmup: 4294967295, repetitions: 1` in 32 bits would run none).
     pub fn passes(&self) -> u64 {
         u64::from(self.warmup) + u64::from(self.repetitions)
+    }
+
+    /// What round `k` (from 0) of [`TrialSpec::rounds`] runs: the trial with its share of the
+    /// measured passes (the first rounds take one more where they do not divide evenly) and its
+    /// own warm-up, as every fresh worker needs. `None` past the last round.
+    pub fn round(&self, k: u32) -> Option<TrialSpec> {
+        let rounds = self.round_count();
+        (k < rounds).then(|| TrialSpec {
+            repetitions: self.repetitions / rounds + u32::from(k < self.repetitions % rounds),
+            rounds: 1,
+            ..self.clone()
+        })
+    }
+
+    /// The rounds the trial's passes are split over: [`TrialSpec::rounds`], at most one per
+    /// measured pass.
+    pub fn round_count(&self) -> u32 {
+        self.rounds.clamp(1, self.repetitions.max(1))
     }
 }
 
@@ -171,6 +193,7 @@ fn expand_scenario(suite_def: &Suite, scenario: &Scenario) -> Vec<TrialSpec> {
             cache: scenario.caches[0],
             warmup: scenario.warmup,
             repetitions: scenario.repetitions,
+            rounds: scenario.rounds,
             buffer: scenario.buffers[0],
             gpu: scenario.gpus[0],
             gpus: scenario.gpu_set.clone(),

@@ -181,6 +181,23 @@ impl Validator<'_> {
                 "1 warm-up pass and 5 to 20 measured ones are typical; the baseline's statistics come from repeated runs, not from many passes",
             ));
         }
+        if s.rounds > s.repetitions {
+            return Err(self.error(
+                at("rounds"),
+                format!(
+                    "{context}: `rounds: {}` splits `repetitions: {}` measured passes, so each round needs one at least",
+                    s.rounds, s.repetitions
+                ),
+                "set `rounds` to at most `repetitions` (3 rounds of the default suite's 3 passes: one pass each)",
+            ));
+        }
+        if s.rounds > 1 && s.gpu_set.is_some() {
+            return Err(self.error(
+                at("rounds"),
+                format!("{context}: `rounds` does not apply to a trial over several GPUs (`gpus`)"),
+                "remove `rounds` from this scenario; its workers read at the same time, in one round",
+            ));
+        }
         if let Some(&threads) = s.nthreads.iter().find(|&&n| n > MAX_NTHREADS) {
             return Err(self.error(
                 at("nthreads"),

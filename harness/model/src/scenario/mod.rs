@@ -63,6 +63,7 @@ pub struct Scenario {
     pub caches: Vec<Cache>,
     pub warmup: u32,
     pub repetitions: u32,
+    pub rounds: u32,
     pub buffers: Vec<BufferKind>,
     pub gpus: Vec<u32>,
     pub windows: Vec<window_mode::WindowMode>,
@@ -410,6 +411,7 @@ impl Validator<'_> {
                 .repetitions
                 .or(defaults.repetitions)
                 .map_or(defaults::REPETITIONS, u32::from),
+            rounds: fields.rounds.or(defaults.rounds).map_or(1, u32::from),
             buffers: pick!(buffer, BufferKind::Unregistered),
             gpus: match &gpu_set {
                 // `gpus` replaces a single `gpu` (a list was refused above); the trial's own

@@ -61,6 +61,9 @@ pub struct ScenarioFields {
     pub cache: Option<OneOrMany<Cache>>,
     pub warmup: Option<u32>,
     pub repetitions: Option<NonZeroU32>,
+    /// The measured passes split over this many fresh workers, interleaved with the other
+    /// trials' (see [`super::TrialSpec::round`]).
+    pub rounds: Option<NonZeroU32>,
     pub buffer: Option<OneOrMany<BufferKind>>,
     pub gpu: Option<OneOrMany<u32>>,
     /// `whole`, `auto` or a window size such as `1GiB`: streaming reads (see [`crate::window`]).

@@ -11,47 +11,47 @@ use crate::launch::Held;
 use gds_model::scenario::TrialSpec;
 
 impl Executor {
-    /// Starts, held, the worker of the next trial after `current` (whose pass moves
+    /// Starts, held, the worker of the next job after the one at `current` (whose pass moves
     /// `current_bytes`) that starts one, when it can start now: a GPU trial of one worker (not
     /// `gpus:`), on GPUs that let two processes hold a context at once, whose buffers and the
     /// current worker's fit a quarter of the smallest GPU's memory. Its buffers are allocated
     /// before its hold, beside those of the current worker, which is still exiting; a `posix`
     /// worker sizes its buffer and window by the host memory available as it starts, and its
     /// start-up is milliseconds: nothing to hide. Says when it started.
-    pub(super) fn start_next_after(&self, current: &TrialSpec, current_bytes: u64) -> Option<u64> {
+    pub(super) fn start_next_after(&self, current: usize, current_bytes: u64) -> Option<u64> {
         if crate::interrupt::received().is_some() {
             return None;
         }
         let room = self.ahead_room?;
-        let at = self
-            .order
-            .iter()
-            .position(|spec| spec.name == current.name)?;
-        let next = self.order[at + 1..]
-            .iter()
-            .find(|spec| unavailable(spec, &self.host).is_none())?;
+        let schedule = &self.schedule;
+        let now = schedule.spec(schedule.jobs[current]);
+        let at = (current + 1..schedule.jobs.len()).find(|&at| {
+            unavailable(&schedule.trials[schedule.jobs[at].trial], &self.host).is_none()
+        })?;
+        let job = schedule.jobs[at];
+        let next = schedule.spec(job);
         if next.gpus.is_some() || !next.reader.uses_gpu() {
             return None;
         }
-        let files = self.data.files_for(next).ok()?;
-        let plan = super::checked_plan(next, files).ok()?;
-        let together = device_footprint(current, current_bytes)
-            .saturating_add(device_footprint(next, plan.total_bytes()));
+        let files = self.data.files_for(&next).ok()?;
+        let plan = super::checked_plan(&next, files).ok()?;
+        let together = device_footprint(&now, current_bytes)
+            .saturating_add(device_footprint(&next, plan.total_bytes()));
         if together > room / 4 {
             return None;
         }
-        let held = self.launcher.start_ahead(next.clone(), plan)?;
+        let held = self.launcher_for(job).start_ahead(next, plan)?;
         let since = held.since_unix_ns;
-        if let Some(stale) = self.ahead().replace(held) {
+        if let Some((_, stale)) = self.ahead().replace((at, held)) {
             stale.stop();
         }
         Some(since)
     }
 
-    /// The worker started ahead for `name`'s trial; one held for another trial is stopped.
-    pub(super) fn take_held(&self, name: &str) -> Option<Held> {
-        let held = self.ahead().take()?;
-        if held.name() == name {
+    /// The worker started ahead for the job at `at`; one held for another job is stopped.
+    pub(super) fn take_held(&self, at: usize) -> Option<Held> {
+        let (job, held) = self.ahead().take()?;
+        if job == at {
             return Some(held);
         }
         held.stop();
@@ -62,27 +62,27 @@ impl Executor {
     /// over several GPUs) must have the machine to itself.
     pub(super) fn stop_held(&self) -> bool {
         let held = self.ahead().take();
-        held.map(Held::stop).is_some()
+        held.map(|(_, held)| held.stop()).is_some()
     }
 
-    /// Where the time of `name`'s trial begins: when its worker was started ahead, else now.
-    pub(super) fn window_start(&self, name: &str) -> Instant {
+    /// Where the time of the job at `at` begins: when its worker was started ahead, else now.
+    pub(super) fn window_start(&self, at: usize) -> Instant {
         match &*self.ahead() {
-            Some(held) if held.name() == name => held.since,
+            Some((job, held)) if *job == at => held.since,
             _ => Instant::now(),
         }
     }
 
-    /// Where the time of the trial that began at `start` ends: where the next trial's began,
-    /// when its worker was started during this one, else now.
+    /// Where the time of the job that began at `start` ends: where the next job's began, when
+    /// its worker was started during this one, else now.
     pub(super) fn window_end(&self, start: Instant) -> Instant {
         match &*self.ahead() {
-            Some(held) if held.since > start => held.since,
+            Some((_, held)) if held.since > start => held.since,
             _ => Instant::now(),
         }
     }
 
-    fn ahead(&self) -> MutexGuard<'_, Option<Held>> {
+    fn ahead(&self) -> MutexGuard<'_, Option<(usize, Held)>> {
         self.ahead
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -175,7 +175,7 @@ mv "$5.part" "$5"; sleep 0.3
             confirm_delay: Duration::ZERO,
             settler: None,
             judged: Mutex::default(),
-            order: specs.clone(),
+            schedule: super::super::rounds::Schedule::new(specs.clone()),
             ahead_room: room,
             ahead: Mutex::default(),
         };
@@ -187,8 +187,9 @@ mv "$5.part" "$5"; sleep 0.3
     fn run(executor: &Executor, specs: &[TrialSpec]) -> Vec<(TrialRecord, Instant, Instant)> {
         let runs = specs
             .iter()
-            .map(|spec| {
-                let start = executor.window_start(&spec.name);
+            .enumerate()
+            .map(|(at, spec)| {
+                let start = executor.window_start(at);
                 let record = executor.execute_and_confirm(spec.clone());
                 (record, start, executor.window_end(start))
             })

@@ -112,6 +112,7 @@ fn constructed(gpu: u32, bytes: u64, seconds: &[f64], path: &str, checksum: u64)
         window: None,
         memory: None,
         write: None,
+        rounds: Vec::new(),
     }
 }
 

@@ -1,0 +1,222 @@
+//! The run's schedule of workers: a trial of `rounds: R` takes its measured passes in R fresh
+//! workers, and the run takes round 1 of every trial, then round 2 of those that have one, and so
+//! on (A B C A B C…). A runner whose level drifts in time (a slow stretch of seconds, a slow
+//! spell of a minute) then weighs on every trial alike, and no trial's passes sit in one moment
+//! of it (`bench --stats`, schedules).
+//!
+//! libtest calls the trials' closures in order, one at a time. A closure works through the
+//! schedule from where the last one stopped until its own trial's rounds are done, keeping the
+//! other trials' rounds for their closures; the first closure runs most of the run. Each round
+//! is a job as a trial of one round is: its worker may be started ahead as the one before
+//! answers ([`super::ahead`]), and its window of time is the trial's.
+
+use std::collections::BTreeMap;
+use std::sync::{Mutex, MutexGuard};
+use std::time::Duration;
+
+use super::{Executor, unavailable};
+use crate::launch::Launcher;
+use gds_model::record::{Status, TrialRecord};
+use gds_model::scenario::TrialSpec;
+
+/// One worker of the schedule: round `round` (from 0) of trial `trial` (an index into
+/// [`Schedule::trials`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Job {
+    pub trial: usize,
+    pub round: u32,
+}
+
+/// The trials libtest runs, in its order, and their rounds in the order they run.
+pub(super) struct Schedule {
+    pub trials: Vec<TrialSpec>,
+    pub jobs: Vec<Job>,
+    done: Mutex<Done>,
+}
+
+/// What the closures have run of the schedule so far.
+#[derive(Default)]
+struct Done {
+    /// The next job to run.
+    next: usize,
+    /// Each trial's rounds so far, and the time their windows took.
+    records: BTreeMap<usize, (Vec<TrialRecord>, Duration)>,
+}
+
+impl Schedule {
+    pub fn new(trials: Vec<TrialSpec>) -> Schedule {
+        let most = trials.iter().map(TrialSpec::round_count).max().unwrap_or(1);
+        let jobs = (0..most)
+            .flat_map(|round| {
+                trials
+                    .iter()
+                    .enumerate()
+                    .filter(move |(_, spec)| round < spec.round_count())
+                    .map(move |(trial, _)| Job { trial, round })
+            })
+            .collect();
+        Schedule {
+            trials,
+            jobs,
+            done: Mutex::default(),
+        }
+    }
+
+    /// The worker's trial: `job`'s round of its trial.
+    pub fn spec(&self, job: Job) -> TrialSpec {
+        let trial = &self.trials[job.trial];
+        trial.round(job.round).unwrap_or_else(|| trial.clone())
+    }
+
+    fn done(&self) -> MutexGuard<'_, Done> {
+        self.done
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Whether trial `trial` needs no more rounds: all ran, or one did not pass.
+    fn finished(&self, done: &Done, trial: usize) -> bool {
+        done.records.get(&trial).is_some_and(|(rounds, _)| {
+            rounds.len() as u32 >= self.trials[trial].round_count()
+                || rounds.iter().any(|round| round.checks != Status::Passed)
+        })
+    }
+}
+
+impl Executor {
+    /// Runs the schedule until `spec`'s rounds are done; returns them, in order, and the time
+    /// their windows took. `None` for a trial the schedule does not hold.
+    pub(super) fn run_rounds(&self, spec: &TrialSpec) -> Option<(Vec<TrialRecord>, Duration)> {
+        let schedule = &self.schedule;
+        let trial = schedule.trials.iter().position(|t| t.name == spec.name)?;
+        loop {
+            let job = {
+                let mut done = schedule.done();
+                if schedule.finished(&done, trial) {
+                    return done.records.remove(&trial);
+                }
+                let Some(at) = (done.next..schedule.jobs.len())
+                    .find(|&at| !schedule.finished(&done, schedule.jobs[at].trial))
+                else {
+                    return done.records.remove(&trial);
+                };
+                done.next = at + 1;
+                at
+            };
+            let (record, time) = self.run_job(job);
+            let trial_of_job = schedule.jobs[job].trial;
+            let mut done = schedule.done();
+            let entry = done.records.entry(trial_of_job).or_default();
+            entry.0.push(record);
+            entry.1 += time;
+        }
+    }
+
+    /// Runs the job at `at` of the schedule; returns its record and the time of its window.
+    fn run_job(&self, at: usize) -> (TrialRecord, Duration) {
+        let job = self.schedule.jobs[at];
+        let spec = self.schedule.spec(job);
+        let runs = unavailable(&spec, &self.host).is_none();
+        if runs {
+            crate::progress::trial_started();
+        }
+        let start = self.window_start(at);
+        let record = self.execute_catching_panics(spec, &self.launcher_for(job), Some(at));
+        let time = self.window_end(start).duration_since(start);
+        if runs {
+            crate::progress::trial_finished();
+        }
+        (record, time)
+    }
+
+    /// Where `job`'s worker keeps its folder: the trial's own for its last round, as for a trial
+    /// of one round, and `round-N/` under the trials' folder for the others.
+    pub(super) fn launcher_for(&self, job: Job) -> Launcher {
+        round_launcher(
+            &self.launcher,
+            job.round,
+            self.schedule.trials[job.trial].round_count(),
+        )
+    }
+
+    /// A confirmation run of `spec`, placed as its run is: its rounds in fresh workers, each
+    /// after the confirmation's pause (the first waited already), so that the repeat samples the
+    /// runner's drift over time as the run did, not one moment of it.
+    pub(super) fn confirmation_run(&self, spec: &TrialSpec, launcher: &Launcher) -> TrialRecord {
+        let count = spec.round_count();
+        let mut rounds = Vec::new();
+        for round in 0..count {
+            if round > 0 {
+                crate::interrupt::sleep(self.confirm_delay);
+            }
+            let Some(round_spec) = spec.round(round) else {
+                break;
+            };
+            let record = self.execute_catching_panics(
+                round_spec,
+                &round_launcher(launcher, round, count),
+                None,
+            );
+            let passed = record.checks == Status::Passed;
+            rounds.push(record);
+            if !passed {
+                break;
+            }
+        }
+        crate::launch::rounds::join(spec, rounds)
+    }
+}
+
+/// `launcher` for round `round` of `count`: the same for the last, `round-N/` for the others.
+fn round_launcher(launcher: &Launcher, round: u32, count: u32) -> Launcher {
+    match round + 1 < count {
+        true => Launcher {
+            trials_dir: launcher.trials_dir.join(format!("round-{}", round + 1)),
+            ..launcher.clone()
+        },
+        false => launcher.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn trials(rounds: &[u32]) -> Vec<TrialSpec> {
+        rounds
+            .iter()
+            .enumerate()
+            .map(|(i, &rounds)| {
+                let mut spec = crate::baseline::fixtures::spec(&format!("s::t{i}"));
+                (spec.repetitions, spec.rounds) = (3, rounds);
+                spec
+            })
+            .collect()
+    }
+
+    #[test]
+    fn rounds_interleave_the_trials_and_a_trial_of_fewer_rounds_drops_out() {
+        let schedule = Schedule::new(trials(&[3, 1, 2]));
+        let order: Vec<(usize, u32)> = schedule.jobs.iter().map(|j| (j.trial, j.round)).collect();
+        assert_eq!(
+            order,
+            [(0, 0), (1, 0), (2, 0), (0, 1), (2, 1), (0, 2)],
+            "round 1 of every trial, then round 2 of those with one, …"
+        );
+        assert_eq!(Schedule::new(trials(&[1, 1])).jobs.len(), 2);
+    }
+
+    #[test]
+    fn each_round_gets_its_share_of_the_passes_and_its_own_warmup() {
+        let mut spec = trials(&[3])[0].clone();
+        (spec.warmup, spec.repetitions) = (1, 5);
+        let shares: Vec<(u32, u32)> = (0..4)
+            .filter_map(|k| spec.round(k))
+            .map(|round| (round.warmup, round.repetitions))
+            .collect();
+        assert_eq!(shares, [(1, 2), (1, 2), (1, 1)]);
+        // More rounds than passes: one pass a round.
+        spec.rounds = 9;
+        assert_eq!(spec.round_count(), 5);
+    }
+}
