@@ -25,7 +25,7 @@ use rand::{RngExt, SeedableRng};
 use rayon::prelude::*;
 
 use super::decision::{BLESS_RUNS, Throughput, Verdict, WANTED_DROP};
-use super::simulate::standard_normal as normal;
+use super::simulate::{Scale, standard_normal as normal};
 use super::stats::{log_mean_sd, median};
 
 /// How a runner's level moves in time (log scale; times in seconds).
@@ -188,6 +188,8 @@ pub struct Seen {
     pub rounds: usize,
     pub run_span: f64,
     pub bless_runs: usize,
+    /// Bless-then-judge cycles simulated.
+    pub cycles: usize,
     /// Run-to-run CV of the trial's run medians (log-scale standard deviation).
     pub run_cv: f64,
     pub false_alarm: f64,
@@ -213,6 +215,7 @@ pub fn see(drift: &Drift, timing: &Timing, rounds: usize, cycles: usize, seed: u
         rounds,
         run_span: timing.run_span,
         bless_runs: timing.bless_runs,
+        cycles,
         run_cv: log_mean_sd(&medians).1,
         false_alarm: share(0),
         caught_wanted: share(1),
@@ -257,14 +260,15 @@ fn cycle(rng: &mut StdRng, drift: &Drift, timing: &Timing, rounds: usize) -> [f6
     ]
 }
 
-/// Cycles per row of `bench --stats`'s schedules table.
+/// Cycles per row of `bench --stats`'s schedules table (a full run's).
 pub const CYCLES: usize = 10_000;
 pub const SEED: u64 = 0x5c4e_d01e;
 
 /// The rows `bench --stats` shows: today's passes in one stretch, and in 3 and 5 rounds, in a
 /// short drill-sized run and in a default-suite-sized one; then the long run's with 20 blessed
-/// runs (a bless from history), which samples the slow spells the bless's own six may miss.
-pub fn table() -> Table {
+/// runs (a bless from history), which samples the slow spells the bless's own six may miss;
+/// [`CYCLES`] cycles a row, at `scale`.
+pub fn table(scale: Scale) -> Table {
     let rows = [(20.0, 6), (200.0, 6), (200.0, 20)]
         .into_iter()
         .flat_map(|(span, runs)| [1, 3, 5].map(move |rounds| (span, runs, rounds)))
@@ -273,7 +277,7 @@ pub fn table() -> Table {
                 bless_runs: runs,
                 ..Timing::drill(span)
             };
-            see(&H200_CUFILE, &timing, rounds, CYCLES, SEED)
+            see(&H200_CUFILE, &timing, rounds, scale.of(CYCLES), SEED)
         })
         .collect();
     Table(rows)
@@ -285,9 +289,10 @@ impl fmt::Display for Table {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let d = H200_CUFILE;
         let t = Timing::drill(0.0);
+        let cycles = self.0.first().map_or(CYCLES, |s| s.cycles);
         writeln!(
             f,
-            "\nschedules on a runner whose level drifts in time (model of the H200's cufile trial: passes ±{:.0}%, drift {:.0}% over {:.0} s and {:.0}% over {:.0} s, slow spells at {:.1}× for {:.0} s every {:.0} s on average); {} passes of {:.1} s, blessed runs {:.0} s apart, tolerance 10%, one confirmation placed as the run; {CYCLES} cycles, seed {SEED:#x}",
+            "\nschedules on a runner whose level drifts in time (model of the H200's cufile trial: passes ±{:.0}%, drift {:.0}% over {:.0} s and {:.0}% over {:.0} s, slow spells at {:.1}× for {:.0} s every {:.0} s on average); {} passes of {:.1} s, blessed runs {:.0} s apart, tolerance 10%, one confirmation placed as the run; {cycles} cycles, seed {SEED:#x}",
             d.pass_sigma * 100.0,
             d.fast_sigma * 100.0,
             d.fast_tau,

@@ -177,22 +177,53 @@ pub(crate) fn standard_normal(rng: &mut StdRng) -> f64 {
     (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
 }
 
+/// How much of every simulation `bench --stats` runs: all of it, or (`--quick`) a share of its
+/// cycles, histories and comparisons, for figures that are coarse but come in seconds. Passed
+/// down to each simulation, which divides its counts by it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Scale {
+    divisor: usize,
+}
+
+impl Scale {
+    /// Every cycle: the figures the docs quote, and the targets judged.
+    pub const FULL: Scale = Scale { divisor: 1 };
+    /// A twentieth of the cycles (`bench --stats --quick`).
+    pub const QUICK: Scale = Scale { divisor: 20 };
+
+    /// `count` cycles, histories or comparisons at this scale (at least one).
+    pub fn of(self, count: usize) -> usize {
+        (count / self.divisor).max(1)
+    }
+
+    /// What a full run's counts are divided by.
+    pub fn divisor(self) -> usize {
+        self.divisor
+    }
+
+    /// Whether figures at this scale are precise enough to judge the targets by: only a full
+    /// run's are.
+    pub fn judges_targets(self) -> bool {
+        self.divisor == 1
+    }
+}
+
 /// `cargo xtask bench --stats`: the figures for the stated runner, then, when `history` (read
-/// from `source`) holds enough runs to fit, for this runner's own noise. Returns the text to print
-/// and whether every simulated runner meets the targets.
-pub fn bench_stats(history: &History, source: &Path) -> (String, bool) {
-    let stated = simulate(&SimulationOptions::default());
+/// from `source`) holds enough runs to fit, for this runner's own noise, every simulation at
+/// `scale`. Returns the text to print and whether every simulated runner meets the targets.
+pub fn bench_stats(history: &History, source: &Path, scale: Scale) -> (String, bool) {
+    let stated = simulate(&scaled(&SimulationOptions::default(), scale));
     let mut text = stated.to_string();
     let mut met = stated.meets_targets();
-    text.push_str(&passes_table(&SimulationOptions::default()));
-    text.push_str(&blessed_runs_table(&SimulationOptions::default()));
+    text.push_str(&passes_table(&SimulationOptions::default(), scale));
+    text.push_str(&blessed_runs_table(&SimulationOptions::default(), scale));
     match noise::fit(history) {
         Some(fitted) => {
             let options = SimulationOptions::fitted(&fitted);
-            let own = simulate(&options);
+            let own = simulate(&scaled(&options, scale));
             text.push_str(&format!("\n{fitted}\n{own}"));
             if !own.meets_targets() {
-                text.push_str(&match runs_needed(&options) {
+                text.push_str(&match runs_needed(&options, scale) {
                     Some(runs) => format!(
                         "to meet the targets with this noise, bless with --runs {runs}: more blessed runs pin the spread down, so the bound need not allow for an unlucky estimate of it\n"
                     ),
@@ -211,16 +242,25 @@ pub fn bench_stats(history: &History, source: &Path) -> (String, bool) {
     (text, met)
 }
 
+/// `options` with its comparisons at `scale`.
+fn scaled(options: &SimulationOptions, scale: Scale) -> SimulationOptions {
+    SimulationOptions {
+        comparisons: scale.of(options.comparisons),
+        ..options.clone()
+    }
+}
+
 /// Measured passes per run the suites may choose from, for [`passes_table`].
 const PASS_COUNTS: [usize; 5] = [1, 2, 3, 5, 8];
 
 /// What each measured pass of a run buys: the decision's false alarms and detection for runs of
 /// 1 to 8 passes, blessed and judged alike, at `options`' noise. The run, not the pass, is the
 /// independent sample: once a run's median is pinned down to well inside the run-to-run spread,
-/// more passes cost time and change the verdict little.
-pub fn passes_table(options: &SimulationOptions) -> String {
+/// more passes cost time and change the verdict little. At most 10 000 comparisons a row, at
+/// `scale`.
+pub fn passes_table(options: &SimulationOptions, scale: Scale) -> String {
     let options = SimulationOptions {
-        comparisons: options.comparisons.min(10_000),
+        comparisons: scale.of(options.comparisons.min(10_000)),
         ..options.clone()
     };
     table(
@@ -241,10 +281,10 @@ const BLESSED_RUN_COUNTS: [usize; 6] = [3, 4, 6, 8, 10, 15];
 
 /// What each blessed run buys: the decision's false alarms and detection for baselines of 3 to
 /// 15 runs at `options`' noise. The defaults of `bless --runs` and `bless --from-history
-/// --history-runs` are read off it.
-pub fn blessed_runs_table(options: &SimulationOptions) -> String {
+/// --history-runs` are read off it. `options`' comparisons a row, at `scale`.
+pub fn blessed_runs_table(options: &SimulationOptions, scale: Scale) -> String {
     table(
-        options,
+        &scaled(options, scale),
         "blessed runs",
         "blessed runs",
         &BLESSED_RUN_COUNTS,
@@ -287,12 +327,12 @@ fn table(
 const MAX_BLESS_RUNS: usize = 24;
 
 /// The fewest blessed runs (up to [`MAX_BLESS_RUNS`]) with which `options`' noise meets the
-/// targets, at 10 000 cycles per try.
-pub fn runs_needed(options: &SimulationOptions) -> Option<usize> {
+/// targets, at (at most) 10 000 cycles per try, at `scale`.
+pub fn runs_needed(options: &SimulationOptions, scale: Scale) -> Option<usize> {
     (options.blessed_runs..=MAX_BLESS_RUNS).find(|&runs| {
         simulate(&SimulationOptions {
             blessed_runs: runs,
-            comparisons: options.comparisons.min(10_000),
+            comparisons: scale.of(options.comparisons.min(10_000)),
             ..options.clone()
         })
         .meets_targets()
@@ -400,7 +440,7 @@ mod tests {
             ..SimulationOptions::default()
         };
         assert!(!simulate(&noisy).meets_targets());
-        let runs = runs_needed(&noisy).expect("some number of runs meets the targets");
+        let runs = runs_needed(&noisy, Scale::FULL).expect("some number of runs meets the targets");
         assert!(runs > noisy.blessed_runs, "{runs}");
         assert!(
             simulate(&SimulationOptions {
@@ -413,7 +453,11 @@ mod tests {
 
     #[test]
     fn bench_text_says_when_no_noise_could_be_fitted() {
-        let (text, met) = bench_stats(&History::default(), Path::new("runs/history.jsonl"));
+        let (text, met) = bench_stats(
+            &History::default(),
+            Path::new("runs/history.jsonl"),
+            Scale::FULL,
+        );
         assert!(met, "{text}");
         assert!(
             text.contains("no runner noise fitted: the history (runs/history.jsonl)"),
@@ -423,10 +467,13 @@ mod tests {
 
     #[test]
     fn ten_blessed_runs_meet_the_false_alarm_target_at_the_stated_noise() {
-        let table = blessed_runs_table(&SimulationOptions {
-            comparisons: 4_000,
-            ..SimulationOptions::default()
-        });
+        let table = blessed_runs_table(
+            &SimulationOptions {
+                comparisons: 4_000,
+                ..SimulationOptions::default()
+            },
+            Scale::FULL,
+        );
         println!("{table}");
         let false_alarms: Vec<f64> = table
             .lines()

@@ -90,13 +90,14 @@ fn the_history_lives_out_of_target_and_an_old_one_moves_there_once() {
     );
     assert_eq!(lines(&new), 4);
 
-    // `--history` puts it elsewhere; `bench --stats` reads the default place.
+    // `--history` puts it elsewhere; `bench --stats` reads the default place (`--quick`: the
+    // figures do not matter here, only the noise fitted).
     let chosen = scratch.path("elsewhere/h.jsonl");
     let elsewhere = run_in(&scratch, &repo, &["--history", chosen.to_str().unwrap()]);
     assert_eq!(elsewhere.code, 0, "{elsewhere:?}");
     assert_eq!((lines(&chosen), lines(&new)), (1, 4));
     let stats: Run = Command::new(GATE)
-        .args(["bench", "--stats"])
+        .args(["bench", "--stats", "--quick"])
         .current_dir(&repo)
         .env_remove("GDS_GATE_HISTORY")
         .output()

@@ -227,6 +227,10 @@ pub enum Command {
         /// when it has one.
         #[arg(long)]
         stats: bool,
+        /// With `--stats`: a twentieth of every simulation's cycles, histories and comparisons,
+        /// for coarse figures in seconds rather than minutes; the targets are not judged (exit 0).
+        #[arg(long, requires = "stats")]
+        quick: bool,
         /// The history the noise model is fitted to.
         #[arg(
             long,

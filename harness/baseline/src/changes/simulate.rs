@@ -29,7 +29,7 @@ use rayon::prelude::*;
 use super::super::decision::BLESS_RUNS;
 use super::super::history::History;
 use super::super::noise;
-use super::super::simulate::standard_normal;
+use super::super::simulate::{Scale, standard_normal};
 use super::{Changes, Options, Reference, Run, find_with, hold, recent_searches};
 
 /// Runs in a stationary history.
@@ -284,13 +284,14 @@ pub fn rates(runner: &Runner, histories: usize, seed: u64) -> Figures {
 }
 
 /// [`rates`], and the thresholds: how many runs after the third step a 3 × 5% creep needs to be
-/// flagged and to fail the gate, and the smallest creep flagged by the third step.
-pub fn measure(runner: &Runner, histories: usize, seed: u64) -> Figures {
+/// flagged and to fail the gate, and the smallest creep flagged by the third step; `histories`
+/// (and the searches' share of them) at `scale`.
+pub fn measure(runner: &Runner, histories: usize, seed: u64, scale: Scale) -> Figures {
     let noise = runner.noise;
     let confirm = Options::default().confirm_runs;
     // The searches take fewer histories per try: they only place a threshold (to ±1% or so at
     // 1000 histories), and look at coarser steps further out.
-    let search = (histories / 4).max(200);
+    let search = scale.of((histories / 4).max(200));
     let (mut runs_to_flag, mut runs_to_fail) = (None, None);
     let afters = (confirm..30)
         .step_by(5)
@@ -312,7 +313,7 @@ pub fn measure(runner: &Runner, histories: usize, seed: u64) -> Figures {
         runs_to_flag,
         runs_to_fail,
         smallest_flagged: smallest_flagged(&noise, confirm, search, seed + 3),
-        ..rates(runner, histories, seed)
+        ..rates(runner, scale.of(histories), seed)
     }
 }
 
@@ -344,11 +345,11 @@ fn smallest_flagged(noise: &Noise, after: usize, histories: usize, seed: u64) ->
 }
 
 /// The change-point part of `bench --stats`: the stated runners, then the noise fitted to
-/// `history` when it holds enough runs. Returns the table and whether the false change point
-/// target holds for every runner and the detection target for the stated runner (12%): the
-/// detection a noisier runner allows is a property of that runner, shown, not a failure of the
-/// method.
-pub fn bench_stats(history: &History) -> (String, bool) {
+/// `history` when it holds enough runs, [`HISTORIES`] histories per figure at `scale`. Returns
+/// the table and whether the false change point target holds for every runner and the detection
+/// target for the stated runner (12%): the detection a noisier runner allows is a property of
+/// that runner, shown, not a failure of the method.
+pub fn bench_stats(history: &History, scale: Scale) -> (String, bool) {
     let mut runners = stated_runners();
     if let Some(fitted) = noise::fit(history) {
         runners.push(Runner {
@@ -362,7 +363,7 @@ pub fn bench_stats(history: &History) -> (String, bool) {
     }
     let figures: Vec<Figures> = runners
         .iter()
-        .map(|runner| measure(runner, HISTORIES, SEED))
+        .map(|runner| measure(runner, HISTORIES, SEED, scale))
         .collect();
     let met = figures.iter().all(Figures::meets_false_target)
         && figures
@@ -372,7 +373,8 @@ pub fn bench_stats(history: &History) -> (String, bool) {
     (Table(&figures).to_string(), met)
 }
 
-/// Histories per figure in `bench --stats`: the false change point rate to ±0.2% or so.
+/// Histories per figure in `bench --stats` (a full run's): the false change point rate to ±0.2% or
+/// so.
 pub const HISTORIES: usize = 4_000;
 pub const SEED: u64 = 0xc4a_9e5;
 

@@ -101,6 +101,7 @@ pub fn dispatch(cli: Cli, argv: Vec<String>) -> Result<u8, Error> {
             rest,
             rows,
             stats,
+            quick,
             history,
         }) => {
             let setting = crate::bench::parity::Setting {
@@ -111,7 +112,14 @@ pub fn dispatch(cli: Cli, argv: Vec<String>) -> Result<u8, Error> {
                 rows,
             };
             let mode = match (stats, gpu, parity) {
-                (true, _, _) => bench::Mode::Stats(&history),
+                (true, _, _) => bench::Mode::Stats(
+                    &history,
+                    if quick {
+                        crate::baseline::simulate::Scale::QUICK
+                    } else {
+                        crate::baseline::simulate::Scale::FULL
+                    },
+                ),
                 (_, true, _) => bench::Mode::Gpu(setting),
                 (_, _, true) => bench::Mode::Parity(setting),
                 _ => bench::Mode::Cpu,
