@@ -47,6 +47,9 @@ Usage: throughput.sh [OPTIONS] [-- GATE_ARGS...]
   --throttled N            throttled runs, all must be caught (default: 2)
   --throttle-fraction F    read cap as a fraction of the measured rate, 0<F<1 (default: 0.5)
   --calibrate              lower the cap until paced dd reads run near F x rate (see step 4)
+  --cap-each               cap each trial at F x its own rate in the last clean run instead, one
+                           gate run per trial (--exact NAME) under its own cap: a trial that reads
+                           below the disk's rate (one thread, posix) is then capped too
   -- GATE_ARGS...          passed to every gate invocation (e.g. a trial filter: -- posix)
 EOF
 }
@@ -225,13 +228,37 @@ run_gate() {
   echo "   $phase $n: exit $rc, slower $slower, confirmed away $confirmed, failed $failed  ($log)"
 }
 
+# --cap-each: THROTTLED rounds of one gate run per trial, each under a cap of FRACTION times that
+# trial's median in the last clean run. DEV is the disk; the rest are the gate's common arguments.
+throttle_each() {
+  local dev=$1; shift
+  local name rate cap i k=0 rates
+  rates=$(python3 -c 'import json, sys
+for t in json.load(open(sys.argv[1]))["trials"]:
+    m = t.get("measurement") or {}
+    if m.get("median_gbps"): print("%s\t%d" % (t["name"], m["median_gbps"] * 1e9))' "$WORK/clean-$CLEAN/report.json") ||
+    die "cannot read the trials' rates from $WORK/clean-$CLEAN/report.json"
+  say "4. throttled runs: $THROTTLED, each trial alone under $FRACTION of its own rate in clean run $CLEAN"
+  cg_create "$dev" 1000000000 || die "cannot create the throttling cgroup"
+  for ((i = 1; i <= THROTTLED; i++)); do
+    while IFS=$'\t' read -r name rate; do
+      k=$((k + 1))
+      cap=$(awk -v r="$rate" -v f="$FRACTION" 'BEGIN { printf "%d", r * f }')
+      cg_cap "$cap"
+      echo "   $name: clean $((rate / 1000000)) MB/s, cap $((cap / 1000000)) MB/s"
+      run_gate throttled "$i.$k" cg_run "$GATE" "$@" --out "$WORK/throttled-$i.$k" "${EXTRA[@]}" --exact "$name"
+    done <<< "$rates"
+  done
+}
+
 main() {
-  GATE="" SUITE="" RUNNER=drill WORK="" DATA="" BASELINES="" BLESS_RUNS=6 BLESS_INTERVAL=60 CLEAN=10 CLEAN_INTERVAL=0 THROTTLED=2 FRACTION=0.5 CALIBRATE=0
+  GATE="" SUITE="" RUNNER=drill WORK="" DATA="" BASELINES="" BLESS_RUNS=6 BLESS_INTERVAL=60 CLEAN=10 CLEAN_INTERVAL=0 THROTTLED=2 FRACTION=0.5 CALIBRATE=0 CAP_EACH=0
   EXTRA=()
   while (($#)); do
     case $1 in
       -h|--help) usage; exit 0 ;;
       --calibrate) CALIBRATE=1; shift ;;
+      --cap-each) CAP_EACH=1; shift ;;
       --) shift; EXTRA=("$@"); break ;;
       --gate|--suite|--runner|--work|--data-dir|--baselines|--bless-runs|--bless-interval|--clean|--clean-interval|--throttled|--throttle-fraction)
         (($# >= 2)) || die "$1 needs a value (see --help)"
@@ -252,6 +279,7 @@ main() {
   ((BLESS_RUNS >= 1)) || die "--bless-runs must be at least 1"
   awk -v f="$FRACTION" 'BEGIN { exit !(f ~ /^[0-9]*\.?[0-9]+$/ && f > 0 && f < 1) }' ||
     die "--throttle-fraction must be a number between 0 and 1, got '$FRACTION'"
+  ((CAP_EACH == 0 || CLEAN > 0)) || die "--cap-each takes each trial's rate from the last clean run: give --clean 1 or more"
   ((EUID == 0)) || ((THROTTLED == 0)) || die "throttled runs need root (cgroups); run as root or with --throttled 0"
   command -v python3 > /dev/null || die "python3 is needed to read report.json"
   SUITE=${SUITE:-$repo/scenarios/smoke.yaml}
@@ -311,29 +339,33 @@ main() {
     cap=$(awk -v r="$rate" -v f="$FRACTION" 'BEGIN { printf "%d", r * f }')
     echo "   $file on device $dev: $((rate / 1000000)) MB/s (O_DIRECT, median of 3); cap $((cap / 1000000)) MB/s"
 
-    say "4. throttled runs: $THROTTLED"
-    cg_create "$dev" "$cap" || die "cannot create the throttling cgroup"
-    # How the cap holds for reads paced like the gate's passes; with --calibrate, lower it until their
-    # median (the gate judges medians too) is within 15% of the target rate.
-    local target=$cap step paced
-    for step in 1 2 3 4 5; do
-      paced=$(cg_run bash -c "$(declare -f dd_rate dd_rate_paced); dd_rate_paced '$file'" | sort -n |
-        awk '{ r[NR] = $1 } END { printf "%d %d %d", r[3], r[1], r[5] }')
-      read -r capped lo hi <<< "$paced"
-      echo "   cap $((cap / 1000000)) MB/s: dd inside $CG, 5 reads 60 ms apart:" \
-        "median $((capped / 1000000)) MB/s (range $((lo / 1000000))-$((hi / 1000000)))"
-      ((CALIBRATE == 0 || capped * 100 <= target * 115 || step == 5)) && break
-      cap=$(awk -v c="$cap" -v t="$target" -v m="$capped" 'BEGIN { c = c * t / m; printf "%d", c < 1e6 ? 1e6 : c }')
-      cg_cap "$cap"
-    done
-    ((capped * 100 <= target * 115)) ||
-      echo "   WARNING: paced reads inside the cgroup reach $((capped * 100 / target))% of the target rate:" \
-        "the throttle may not halve the gate's reads. Use bigger files (e.g. scenarios/drill.yaml)," \
-        "--calibrate or a smaller --throttle-fraction."
-    for ((i = 1; i <= THROTTLED; i++)); do
-      run_gate throttled "$i" cg_run "$GATE" "${common[@]}" "${throttled_history[@]}" --out "$WORK/throttled-$i" \
-        "${EXTRA[@]}"
-    done
+    if ((CAP_EACH)); then
+      throttle_each "$dev" "${common[@]}" "${throttled_history[@]}"
+    else
+      say "4. throttled runs: $THROTTLED"
+      cg_create "$dev" "$cap" || die "cannot create the throttling cgroup"
+      # How the cap holds for reads paced like the gate's passes; with --calibrate, lower it until their
+      # median (the gate judges medians too) is within 15% of the target rate.
+      local target=$cap step paced
+      for step in 1 2 3 4 5; do
+        paced=$(cg_run bash -c "$(declare -f dd_rate dd_rate_paced); dd_rate_paced '$file'" | sort -n |
+          awk '{ r[NR] = $1 } END { printf "%d %d %d", r[3], r[1], r[5] }')
+        read -r capped lo hi <<< "$paced"
+        echo "   cap $((cap / 1000000)) MB/s: dd inside $CG, 5 reads 60 ms apart:" \
+          "median $((capped / 1000000)) MB/s (range $((lo / 1000000))-$((hi / 1000000)))"
+        ((CALIBRATE == 0 || capped * 100 <= target * 115 || step == 5)) && break
+        cap=$(awk -v c="$cap" -v t="$target" -v m="$capped" 'BEGIN { c = c * t / m; printf "%d", c < 1e6 ? 1e6 : c }')
+        cg_cap "$cap"
+      done
+      ((capped * 100 <= target * 115)) ||
+        echo "   WARNING: paced reads inside the cgroup reach $((capped * 100 / target))% of the target rate:" \
+          "the throttle may not halve the gate's reads. Use bigger files (e.g. scenarios/drill.yaml)," \
+          "--calibrate or a smaller --throttle-fraction."
+      for ((i = 1; i <= THROTTLED; i++)); do
+        run_gate throttled "$i" cg_run "$GATE" "${common[@]}" "${throttled_history[@]}" --out "$WORK/throttled-$i" \
+          "${EXTRA[@]}"
+      done
+    fi
     cg_remove
   fi
 
@@ -342,14 +374,15 @@ main() {
     printf 'phase\trun\texit\tslower\tconfirmed-away\tfailed\tjudged\tratios (run/baseline >confirmations, ! = slower)\ttotals\n'
     cat "$WORK/table.tsv"
   } | awk -F'\t' '{ printf "%-10s %-4s %-5s %-7s %-15s %-7s %-7s %s   %s\n", $1, $2, $3, $4, $5, $6, $7, $8, $9 }'
-  local bad_clean caught
+  local bad_clean caught throttled_runs
   bad_clean=$(awk -F'\t' '$1 == "clean" && ($3 != 0 || $4 != 0 || $6 != 0)' "$WORK/table.tsv" | wc -l)
   caught=$(awk -F'\t' '$1 == "throttled" && $3 == 3 && $4 >= 1' "$WORK/table.tsv" | wc -l)
+  throttled_runs=$(awk -F'\t' '$1 == "throttled"' "$WORK/table.tsv" | wc -l)
   awk -F'\t' '$1 == "throttled" && $4 != "-" && $4 < $7 { print "   note: throttled run " $2 " caught " $4 " of " $7 " judged trials" }' "$WORK/table.tsv"
   echo "clean: $(awk -F'\t' '$1 == "clean" && ($3 == 3 || $4 > 0)' "$WORK/table.tsv" | wc -l) of $CLEAN runs had a slower verdict (0 expected); $bad_clean of $CLEAN not clean (exit != 0 or failures)"
-  echo "throttled: $caught of $THROTTLED runs caught (all expected)"
+  echo "throttled: $caught of $throttled_runs runs caught (all expected)"
   echo "logs and reports: $WORK"
-  ((bad_clean == 0 && caught == THROTTLED)) && { echo "DRILL PASSED"; exit 0; }
+  ((bad_clean == 0 && caught == throttled_runs)) && { echo "DRILL PASSED"; exit 0; }
   echo "DRILL FAILED"; exit 1
 }
 
