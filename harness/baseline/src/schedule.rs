@@ -16,7 +16,7 @@
 //! [`Timing::bless_runs`] runs starting [`Timing::bless_interval`] seconds apart (or when the one
 //! before ended, as bless waits), then judges a run far later (a fresh stationary state), with a
 //! confirmation run after it for as long as the gate would ask for one, placed the same way.
-//! Nothing in the gate uses this: it says what a schedule would buy, before the gate has one.
+//! It says what a suite's `rounds:` buys; the gate's decision is the one it runs.
 
 use std::fmt;
 

@@ -55,8 +55,8 @@ fn stats(source: &Path, scale: Scale) -> Result<u8, Error> {
     }
     let (text, targets_met) = crate::baseline::simulate::bench_stats(&history, source, scale);
     println!("{text}");
-    // What spreading a trial's passes over the run would buy on a runner that drifts in time:
-    // shown, not a target, until the gate schedules passes so.
+    // What spreading a trial's passes over the run (`rounds:`) buys on a runner that drifts in
+    // time: shown, not a target; the model is loose, fitted to one runner.
     println!("{}", crate::baseline::schedule::table(scale));
     let (changes, changes_met) = crate::baseline::changes::simulate::bench_stats(&history, scale);
     println!("{changes}");
