@@ -160,3 +160,90 @@ fn add_latency(a: Option<&Latency>, b: Option<&Latency>) -> Option<Latency> {
         max_us: a.max_us.zip(b.max_us).map(|(x, y)| x.max(y)),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::baseline::fixtures::{self, CHECKSUM};
+
+    fn spec() -> TrialSpec {
+        let mut spec = fixtures::spec("s::t");
+        (spec.repetitions, spec.rounds) = (3, 3);
+        spec
+    }
+
+    fn round(gbps: f64, path: &str) -> TrialRecord {
+        let mut record = fixtures::passed("s::t", &[gbps], path, CHECKSUM);
+        record.spec = spec().round(0).unwrap();
+        record
+    }
+
+    #[test]
+    fn the_rounds_passes_join_in_order_with_their_median_and_the_full_spec() {
+        let joined = join(
+            &spec(),
+            vec![round(1.0, "host"), round(3.0, "host"), round(2.0, "host")],
+        );
+        assert_eq!(joined.checks, Status::Passed);
+        assert_eq!(joined.spec, spec(), "the trial's own spec, not a round's");
+        let m = joined.measurement.unwrap();
+        assert_eq!(m.gbps, [1.0, 3.0, 2.0]);
+        assert_eq!((m.median_gbps, m.rounds), (Some(2.0), vec![1, 1, 1]));
+        assert_eq!(m.warmup_seconds.len(), 3, "every round's warm-up");
+        assert!((m.total_seconds - 9.0).abs() < 1e-9, "{}", m.total_seconds);
+    }
+
+    #[test]
+    fn a_failed_round_is_the_trials_outcome_naming_its_round() {
+        let mut bad = fixtures::failed("s::t", &[1.0]);
+        bad.spec = spec().round(1).unwrap();
+        let joined = join(&spec(), vec![round(1.0, "cufile-posix"), bad]);
+        assert_eq!(joined.checks, Status::Failed);
+        assert_eq!(joined.spec, spec());
+        let reason = joined.reason.unwrap();
+        assert!(reason.starts_with("round 2 of 2: wrong path"), "{reason}");
+    }
+
+    #[test]
+    fn a_path_that_changes_between_rounds_fails_the_trial() {
+        let joined = join(
+            &spec(),
+            vec![
+                round(1.0, "nvfs"),
+                round(1.0, "nvfs"),
+                round(1.0, "cufile-posix"),
+            ],
+        );
+        assert_eq!(joined.checks, Status::Failed);
+        assert_eq!(
+            joined.reason.as_deref(),
+            Some("the path changed between rounds: nvfs before round 3, cufile-posix in it")
+        );
+    }
+
+    #[test]
+    fn joined_latency_keeps_calls_mean_and_max_but_no_percentile() {
+        let latency = |calls, mean_us, max_us| Latency {
+            calls,
+            mean_us,
+            p50_us: Some(mean_us),
+            p90_us: Some(max_us),
+            p99_us: Some(max_us),
+            p999_us: Some(max_us),
+            max_us: Some(max_us),
+        };
+        let joined = add_latency(Some(&latency(1, 10.0, 20.0)), Some(&latency(3, 30.0, 90.0)));
+        assert_eq!(
+            joined,
+            Some(Latency {
+                calls: 4,
+                mean_us: 25.0,
+                p50_us: None,
+                p90_us: None,
+                p99_us: None,
+                p999_us: None,
+                max_us: Some(90.0),
+            })
+        );
+    }
+}
