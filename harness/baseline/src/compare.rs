@@ -135,7 +135,7 @@ pub fn compare(loaded: &Loaded, path: &Path, runner: &str, run: &RunResults<'_>)
 /// A trial against `baseline`: compared with its entry, or new to it.
 pub fn judge_record(baseline: &super::Baseline, record: &TrialRecord) -> Judgement {
     match baseline.trials.get(&record.name) {
-        Some(entry) => judge(entry, record),
+        Some(entry) => judge(entry, baseline.spread_floor(&record.name), record),
         None => unexpected(record),
     }
 }
@@ -159,7 +159,8 @@ impl Tolerances {
 
 /// A trial the baseline has. Order matters: the wrong bytes explain everything else, and a changed
 /// path explains a changed speed.
-pub fn judge(entry: &TrialBaseline, record: &TrialRecord) -> Judgement {
+/// `spread_floor`: see [`super::Baseline::spread_floor`].
+pub fn judge(entry: &TrialBaseline, spread_floor: Option<f64>, record: &TrialRecord) -> Judgement {
     let m = match (record.checks, &record.measurement) {
         (Status::Ignored, _) => {
             return Judgement::MissingTrial {
@@ -186,6 +187,7 @@ pub fn judge(entry: &TrialBaseline, record: &TrialRecord) -> Judgement {
     let confirmations: Vec<RunFigures> = record.confirmations.iter().map(RunFigures::of).collect();
     judge_run(
         entry,
+        spread_floor,
         &RunFigures::of(m),
         &confirmations,
         Tolerances::of(&record.spec.expect),
@@ -196,6 +198,7 @@ pub fn judge(entry: &TrialBaseline, record: &TrialRecord) -> Judgement {
 /// judgement whether the figures come from the run itself or from its line in the history.
 pub fn judge_run(
     entry: &TrialBaseline,
+    spread_floor: Option<f64>,
     run: &RunFigures,
     confirmations: &[RunFigures],
     tolerances: Tolerances,
@@ -208,8 +211,9 @@ pub fn judge_run(
             to: Some(to),
         };
     }
-    let mut throughput =
-        Throughput::measure(&entry.runs, &run.gbps, tolerances.throughput).advise();
+    let mut throughput = Throughput::measure(&entry.runs, &run.gbps, tolerances.throughput)
+        .with_spread_floor(spread_floor)
+        .advise();
     for repeat in confirmations.iter().filter(|r| !r.gbps.is_empty()) {
         throughput.confirm(&repeat.gbps);
     }

@@ -71,6 +71,10 @@ pub struct Throughput {
     /// Run-to-run spread the bounds use (log-scale standard deviation, about the CV); `None` when
     /// the baseline has fewer than [`MIN_RUNS`] runs.
     pub spread: Option<f64>,
+    /// The trial's own blessed spread, where the spread pooled over its scenario's trials on the
+    /// same path was wider and replaced it ([`Throughput::with_spread_floor`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub own_spread: Option<f64>,
     /// The lowest ratio this runner's spread explains at [`ALPHA`].
     pub lower_bound: Option<f64>,
     /// The highest ratio it explains.
@@ -98,23 +102,43 @@ impl Throughput {
     /// (the baseline file and the comparison check that before).
     pub fn measure(baseline_runs: &[Vec<f64>], run: &[f64], tolerance: f64) -> Throughput {
         let medians: Vec<f64> = baseline_runs.iter().map(|passes| median(passes)).collect();
-        let (log_level, between) = log_mean_sd(&medians);
         let runs = medians.len();
-        let spread = (runs >= MIN_RUNS).then(|| between.max(median_noise(baseline_runs)));
+        let spread = spread_of(baseline_runs);
         let margin = spread.map(|spread| spread * margin_per_spread(runs));
-        let level = log_level.exp();
+        let level = log_mean_sd(&medians).0.exp();
         Throughput {
             baseline: Summary::of(&medians),
             level,
             run: Summary::of(run),
             ratio: median(run) / level,
             spread,
+            own_spread: None,
             lower_bound: margin.map(|m| (-m).exp()),
             upper_bound: margin.map(f64::exp),
             tolerance,
             confirmations: Vec::new(),
             to_see: None,
         }
+    }
+
+    /// Raises the spread to `floor` where that is wider: the spread pooled over the trials of the
+    /// same scenario and path ([`crate::Baseline::spread_floor`]), so that a bless that happened
+    /// to be quiet for one trial does not set a bound its runner cannot keep (on the CPU host a
+    /// trial blessed at 5.3% beside two at 9.1–9.3% failed a clean run at −14%). The t quantile
+    /// stays that of this trial's own runs: the trials' blessed runs shared their moments, so
+    /// pooling them adds no independent runs.
+    pub fn with_spread_floor(mut self, floor: Option<f64>) -> Throughput {
+        let (Some(spread), Some(floor)) = (self.spread, floor) else {
+            return self;
+        };
+        if floor > spread {
+            let margin = floor * margin_per_spread(self.baseline.count);
+            self.own_spread = Some(spread);
+            self.spread = Some(floor);
+            self.lower_bound = Some((-margin).exp());
+            self.upper_bound = Some(margin.exp());
+        }
+        self
     }
 
     /// Fills [`Throughput::to_see`]: a judgement people read says what would let the trial see
@@ -193,6 +217,14 @@ impl Throughput {
     pub fn drop(&self) -> f64 {
         1.0 - self.ratio
     }
+}
+
+/// The run-to-run spread of blessed `runs` (each run's passes): the standard deviation of the
+/// logs of their medians, never less than the passes' own noise puts into a median; `None` with
+/// fewer than [`MIN_RUNS`] runs.
+pub fn spread_of(runs: &[Vec<f64>]) -> Option<f64> {
+    let medians: Vec<f64> = runs.iter().map(|passes| median(passes)).collect();
+    (runs.len() >= MIN_RUNS).then(|| log_mean_sd(&medians).1.max(median_noise(runs)))
 }
 
 /// The prediction bound's margin (log scale) per unit of spread, for `runs` blessed runs.
@@ -288,6 +320,24 @@ mod tests {
         assert!((quiet.detectable_drop() - 0.10).abs() < 1e-12);
         assert!(noisy.spread_exceeds_tolerance());
         assert!(noisy.detectable_drop() > 0.2, "{noisy:?}");
+    }
+
+    #[test]
+    fn a_spread_floor_widens_a_quiet_bless_and_keeps_its_own_runs_t() {
+        let quiet = blessed(&[1.30, 1.31, 1.29, 1.30, 1.32]);
+        let alone = Throughput::measure(&quiet, &passes(1.2), 0.10);
+        let pooled = alone.clone().with_spread_floor(Some(0.08));
+        assert_eq!(
+            (pooled.spread, pooled.own_spread),
+            (Some(0.08), alone.spread)
+        );
+        let bound = (-0.08 * margin_per_spread(5)).exp();
+        assert!((pooled.lower_bound.unwrap() - bound).abs() < 1e-12);
+        assert!(pooled.detectable_drop() > alone.detectable_drop());
+        // A floor below the trial's own spread, or none, changes nothing.
+        let noisy = Throughput::measure(&blessed(&[1.30, 1.60, 1.05, 1.40, 1.15]), &[1.0], 0.10);
+        assert_eq!(noisy.clone().with_spread_floor(Some(0.01)), noisy);
+        assert_eq!(noisy.clone().with_spread_floor(None), noisy);
     }
 
     #[test]

@@ -89,6 +89,31 @@ pub struct TrialBaseline {
     pub latency_p99_us: Option<f64>,
 }
 
+impl Baseline {
+    /// The run-to-run spread of `trial`'s runner pooled over the trials of its scenario (the
+    /// name before `[`) that took the same path, each weighted by its blessed runs less one:
+    /// what [`crate::decision::Throughput::with_spread_floor`] floors the trial's own spread
+    /// with. `None` when no other such trial has a spread.
+    pub fn spread_floor(&self, trial: &str) -> Option<f64> {
+        let scenario = |name: &str| name.split('[').next().unwrap_or(name).to_string();
+        let own = self.trials.get(trial)?;
+        let peers: Vec<(f64, f64)> = self
+            .trials
+            .iter()
+            .filter(|(name, entry)| scenario(name) == scenario(trial) && entry.path == own.path)
+            .filter_map(|(_, entry)| {
+                let spread = crate::decision::spread_of(&entry.runs)?;
+                Some((spread, (entry.runs.len() - 1) as f64))
+            })
+            .collect();
+        if peers.len() < 2 {
+            return None;
+        }
+        let weight: f64 = peers.iter().map(|(_, df)| df).sum();
+        Some((peers.iter().map(|(s, df)| s * s * df).sum::<f64>() / weight).sqrt())
+    }
+}
+
 impl TrialBaseline {
     /// What a judgement against this entry quotes of it.
     pub fn expected(&self) -> Expected {
@@ -536,6 +561,49 @@ mod tests {
             control: None,
             trials,
         }
+    }
+
+    /// The CPU drill's case: `whole[nthreads=1]` blessed at 5.3% beside `whole[nthreads=4]` at
+    /// 9.3% (same scenario, same path) is floored at their pooled spread; `chunks`, another
+    /// scenario, and a trial on another path are not pooled with them.
+    #[test]
+    fn the_spread_floor_pools_a_scenarios_trials_on_one_path() {
+        let entry = |cv: f64, path: &str| {
+            // Six runs at 1 ± cv of a level; the test reads back the spread they make.
+            let factors = [1.0, 1.0 + cv, 1.0 - cv, 1.0 + cv, 1.0 - cv, 1.0];
+            let runs: Vec<RunFigures> = factors
+                .iter()
+                .map(|&f| RunFigures::of(&fixtures::measurement(&[f, f, f], path, CHECKSUM)))
+                .collect();
+            let refs: Vec<&RunFigures> = runs.iter().collect();
+            TrialBaseline::from_runs(&refs, &provenance())
+        };
+        let mut baseline = sample("r");
+        baseline.trials = BTreeMap::from([
+            ("s::whole[nthreads=1]".to_string(), entry(0.05, "host")),
+            ("s::whole[nthreads=4]".to_string(), entry(0.10, "host")),
+            ("s::whole[nthreads=8]".to_string(), entry(0.30, "nvfs")),
+            ("s::chunks".to_string(), entry(0.30, "host")),
+        ]);
+        let spread = |name: &str| crate::decision::spread_of(&baseline.trials[name].runs).unwrap();
+        let (one, four) = (
+            spread("s::whole[nthreads=1]"),
+            spread("s::whole[nthreads=4]"),
+        );
+        let pooled = ((one * one + four * four) / 2.0).sqrt();
+        let floor = baseline.spread_floor("s::whole[nthreads=1]").unwrap();
+        assert!((floor - pooled).abs() < 1e-12, "{floor} vs {pooled}");
+        assert_eq!(baseline.spread_floor("s::whole[nthreads=4]"), Some(floor));
+        assert_eq!(
+            baseline.spread_floor("s::chunks"),
+            None,
+            "alone in its scenario"
+        );
+        assert_eq!(
+            baseline.spread_floor("s::whole[nthreads=8]"),
+            None,
+            "alone on its path"
+        );
     }
 
     fn scratch() -> (tempfile::TempDir, PathBuf) {

@@ -169,8 +169,12 @@ fn creep_judged(loaded: &Loaded, records: &[TrialRecord]) -> BTreeMap<String, Ju
         &fixtures::fingerprint(),
         std::slice::from_ref(record),
     );
-    let judgement =
-        RunnerHistory::of(history, "r1").judge(judge(entry, record), &record.name, entry, &line);
+    let judgement = RunnerHistory::of(history, "r1").judge(
+        judge(entry, None, record),
+        &record.name,
+        entry,
+        &line,
+    );
     assert!(
         matches!(judgement, Judgement::Creep { .. }),
         "{judgement:?}"

@@ -514,7 +514,13 @@ fn take(
             // creep (each run within the noise, the level below the baseline), the gate fails
             // until the new level is recorded, and its message tells the maintainer to bless.
             let within_noise = measured.iter().all(|run| {
-                let judged = judge_run(old, &run.figures, &run.confirmations, trial.tolerances);
+                let judged = judge_run(
+                    old,
+                    None,
+                    &run.figures,
+                    &run.confirmations,
+                    trial.tolerances,
+                );
                 matches!(judged, Judgement::Pass { .. })
             }) && level_within(old, &new, trial.tolerances.throughput);
             if old.same_figures(&new) || (within_noise && !re_record_all) {

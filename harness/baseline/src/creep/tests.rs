@@ -67,7 +67,7 @@ fn this_run(time: SystemTime, median: f64) -> (TrialRecord, HistoryLine) {
 fn judged(entry: &TrialBaseline, medians: &[f64], median: f64) -> (Judgement, Judgement) {
     let history = fixtures::history(TRIAL, "r1", at(1), medians);
     let (record, line) = this_run(at(1 + medians.len() as u64), median);
-    let alone = compare::judge(entry, &record);
+    let alone = compare::judge(entry, None, &record);
     let with_history = RunnerHistory::of(history, "r1").judge(alone.clone(), TRIAL, entry, &line);
     (alone, with_history)
 }
@@ -195,7 +195,7 @@ fn another_runners_history_is_not_this_ones() {
     let history = fixtures::history(TRIAL, "r2", at(1), &medians[..59]);
     let blessed = entry(2.0, at(0));
     let (record, line) = this_run(at(60), medians[59]);
-    let alone = compare::judge(&blessed, &record);
+    let alone = compare::judge(&blessed, None, &record);
     let judgement = RunnerHistory::of(history, "r1").judge(alone.clone(), TRIAL, &blessed, &line);
     assert_eq!(judgement, alone);
 }
@@ -210,7 +210,7 @@ fn the_words_say_what_fell_where_and_what_to_do() {
         line.fingerprint.driver = Some("590.10".into());
     }
     let (record, line) = this_run(at(60), medians[59]);
-    let alone = compare::judge(&blessed, &record);
+    let alone = compare::judge(&blessed, None, &record);
     let judgement = RunnerHistory::of(history, "r1").judge(alone, TRIAL, &blessed, &line);
     let ctx = crate::message::Context {
         runner: "r1",

@@ -236,19 +236,28 @@ pub fn threshold(t: &Throughput) -> String {
         change(t.slower_below()),
         gbps(t.level)
     );
+    // A spread that is its scenario's, pooled, says so: the trial's own was narrower.
+    let spread_text = |spread: f64| match t.own_spread {
+        Some(own) => format!(
+            "{:.1}%, pooled over its scenario's trials on this path; its own {:.1}%",
+            spread * 100.0,
+            own * 100.0
+        ),
+        None => format!("{:.1}%", spread * 100.0),
+    };
     match (t.spread, t.lower_bound) {
         (Some(spread), Some(bound)) if t.spread_exceeds_tolerance() => format!(
-            "{line}: this runner's run-to-run spread ({:.1}%) explains drops up to {}, more than the tolerance of {}: smaller drops cannot be told from noise here{}",
-            spread * 100.0,
+            "{line}: this runner's run-to-run spread ({}) explains drops up to {}, more than the tolerance of {}: smaller drops cannot be told from noise here{}",
+            spread_text(spread),
             percent(1.0 - bound),
             percent(t.tolerance),
             t.to_see
                 .map_or_else(String::new, |needed| to_see(&needed, t.baseline.count))
         ),
         (Some(spread), Some(_)) => format!(
-            "{line}: the tolerance of {} (this runner's run-to-run spread, {:.1}%, explains less)",
+            "{line}: the tolerance of {} (this runner's run-to-run spread, {}, explains less)",
             percent(t.tolerance),
-            spread * 100.0
+            spread_text(spread)
         ),
         _ => format!(
             "{line}: the tolerance of {} alone, since {} blessed run(s) cannot show this runner's run-to-run spread (bless with --runs {} or more)",

@@ -475,3 +475,83 @@ fn a_writing_trial_that_costs_more_cpu_says_per_gib_written() {
     );
     assert!(!a.message.contains("GiB read"), "{}", a.message);
 }
+
+/// Verbatim figures of a CPU-host drill (`tools/drills/throughput.sh` on the 512 MiB posix suite
+/// in 3 rounds, blessed with the defaults): `whole[nthreads=1]`'s bless happened to be quiet
+/// (spread 5.3%) beside `whole[nthreads=4]`'s (9.3%), and its fourth clean run, at −14% and
+/// confirmed at −15%, failed as slower on its own spread. Floored at the pair's pooled spread it
+/// passes, and the floor says so; a 30% drop is still slower.
+#[test]
+fn a_quiet_bless_of_one_trial_is_floored_at_its_scenarios_pooled_spread() {
+    let one = [
+        [1.5377, 1.4362, 1.4924],
+        [1.6887, 1.5269, 1.2261],
+        [1.2479, 1.6137, 1.7088],
+        [1.6075, 1.518, 1.4014],
+        [1.6187, 1.2144, 1.4241],
+        [1.4356, 1.3469, 1.3918],
+    ];
+    let four = [
+        [1.1635, 1.0634, 1.5344],
+        [1.0802, 1.7798, 1.1754],
+        [1.3604, 1.4054, 1.3464],
+        [1.6273, 1.4395, 1.2273],
+        [1.3636, 1.0648, 1.4654],
+        [1.1105, 1.4152, 1.5075],
+    ];
+    let provenance = crate::file::Provenance {
+        blessed_at: "2026-12-06T09:12:02Z".into(),
+        gate_version: "0.1.0".into(),
+        host: "cpu-host".into(),
+        revision: None,
+    };
+    let entry = |runs: &[[f64; 3]]| {
+        let figures: Vec<crate::figures::RunFigures> = runs
+            .iter()
+            .map(|run| {
+                crate::figures::RunFigures::of(&fixtures::measurement(run, "host", CHECKSUM))
+            })
+            .collect();
+        let refs: Vec<&crate::figures::RunFigures> = figures.iter().collect();
+        crate::file::TrialBaseline::from_runs(&refs, &provenance)
+    };
+    let mut baseline = crate::Baseline {
+        schema_version: crate::file::SCHEMA_VERSION,
+        runner: "cpu-host".into(),
+        fingerprint: fixtures::fingerprint(),
+        provenance: provenance.clone(),
+        control: None,
+        trials: [
+            ("s::whole[nthreads=1]".to_string(), entry(&one)),
+            ("s::whole[nthreads=4]".to_string(), entry(&four)),
+        ]
+        .into(),
+    };
+    let record = |gbps: &[f64], confirmation: &[f64]| {
+        let mut record = fixtures::passed("s::whole[nthreads=1]", gbps, "host", CHECKSUM);
+        record
+            .confirmations
+            .push(fixtures::measurement(confirmation, "host", CHECKSUM));
+        record
+    };
+    let clean = record(&[1.2824, 1.4628, 1.2266], &[1.2639, 1.2224, 1.5761]);
+    let name = "s::whole[nthreads=1]";
+    let alone = crate::compare::judge(&baseline.trials[name], None, &clean);
+    assert!(matches!(alone, Judgement::Regression { .. }), "{alone:?}");
+    let Judgement::Pass { throughput } = crate::compare::judge_record(&baseline, &clean) else {
+        panic!("the pooled floor should clear it");
+    };
+    assert!(throughput.own_spread.unwrap() < 0.06, "{throughput:?}");
+    assert!(throughput.spread.unwrap() > 0.07, "{throughput:?}");
+    assert!(
+        crate::message::threshold(&throughput)
+            .contains("pooled over its scenario's trials on this path; its own 5."),
+        "{}",
+        crate::message::threshold(&throughput)
+    );
+    let slow = record(&[1.05; 3], &[1.05; 3]);
+    let caught = crate::compare::judge_record(&baseline, &slow);
+    assert!(matches!(caught, Judgement::Regression { .. }), "{caught:?}");
+    baseline.trials.remove("s::whole[nthreads=4]");
+    assert_eq!(baseline.spread_floor(name), None);
+}

@@ -35,7 +35,7 @@ fn a_level_past_the_tolerance_is_re_recorded_though_each_run_is_within_noise() {
         panic!("blessed")
     };
     for records in &crept {
-        let judgement = crate::compare::judge(&old.trials["s::a"], &records[0]);
+        let judgement = crate::compare::judge(&old.trials["s::a"], None, &records[0]);
         assert!(matches!(judgement, Judgement::Pass { .. }), "{judgement:?}");
     }
     // ...and the new level is recorded all the same.
