@@ -11,7 +11,8 @@
 //! - **level**: the geometric mean of the blessed run medians;
 //! - **spread**: the standard deviation of their logs (≈ CV), never less than what the passes'
 //!   own noise puts into a run median (σ_within·√(π/2n)), so that a few lucky blessed runs cannot
-//!   make the bound razor-thin;
+//!   make the bound razor-thin, nor than the spread of its scenario's trials on the same path,
+//!   pooled ([`Throughput::with_spread_floor`]), so that a quiet bless of one trial cannot either;
 //! - **prediction bound**: a new run of the unchanged system falls below
 //!   `level · exp(−t(1−α; k−1) · spread · √(1 + 1/k))` with probability α (Student t, k blessed
 //!   runs: it pays for estimating the level and the spread from k runs).

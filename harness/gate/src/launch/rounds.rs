@@ -14,12 +14,12 @@ use crate::assess::where_;
 /// The trial `spec` from the records of its rounds, in order (at least one). The last round's
 /// worker, folder and evidence stand for the trial; passes, costs and times are every round's.
 pub fn join(spec: &TrialSpec, rounds: Vec<TrialRecord>) -> TrialRecord {
-    let count = rounds.len();
+    let count = spec.round_count() as usize;
     let mut rounds = rounds.into_iter().enumerate();
     let Some((_, mut trial)) = rounds.next() else {
         unreachable!("a trial runs one round at least")
     };
-    if count > 1 && trial.checks != Status::Passed {
+    if trial.checks != Status::Passed {
         return in_round(trial, 1, count, spec);
     }
     for (k, round) in rounds {
@@ -45,10 +45,13 @@ pub fn join(spec: &TrialSpec, rounds: Vec<TrialRecord>) -> TrialRecord {
     trial
 }
 
-/// A round that did not pass is the trial's outcome, saying which round it was.
+/// A round that did not pass is the trial's outcome; a failure says which round it was (a trial
+/// not run is not run in every round).
 fn in_round(mut round: TrialRecord, k: usize, count: usize, spec: &TrialSpec) -> TrialRecord {
     round.spec = spec.clone();
-    if let Some(reason) = round.reason.as_mut() {
+    if let Some(reason) = round.reason.as_mut().filter(|_| count > 1)
+        && round.checks == Status::Failed
+    {
         *reason = format!("round {k} of {count}: {reason}");
     }
     round
@@ -201,7 +204,13 @@ mod tests {
         assert_eq!(joined.checks, Status::Failed);
         assert_eq!(joined.spec, spec());
         let reason = joined.reason.unwrap();
-        assert!(reason.starts_with("round 2 of 2: wrong path"), "{reason}");
+        assert!(reason.starts_with("round 2 of 3: wrong path"), "{reason}");
+        let ignored = join(&spec(), vec![fixtures::ignored("s::t")]);
+        assert_eq!(
+            ignored.reason,
+            fixtures::ignored("s::t").reason,
+            "not run is not a round's"
+        );
     }
 
     #[test]
