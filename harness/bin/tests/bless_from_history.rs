@@ -15,7 +15,11 @@ fn bless_from_history_takes_passing_runs_and_refuses_too_few() {
         scratch.gate(&[&["bless", "--from-history"], &common[..], args].concat())
     };
 
-    let none = bless(&[]);
+    // GDS_GATE_BLESS_INTERVAL, set for a runner's scheduled bless, is no conflict here.
+    let none = scratch.gate_with(
+        &[&["bless", "--from-history"], &common[..]].concat(),
+        &[("GDS_GATE_BLESS_INTERVAL", "30")],
+    );
     assert_eq!(none.code, 2, "{none:?}");
     assert!(none.stderr.contains("there is no such file"), "{none:?}");
 

@@ -69,7 +69,9 @@ pub enum Command {
         /// Take each trial's last passing runs of this runner's current fingerprint from the run
         /// history (--history) instead of running the trials: the recommended way once CI runs
         /// have accumulated. Refuses when there are too few or they span too little time.
-        #[arg(long, conflicts_with_all = ["from", "runs", "interval"])]
+        // Not in conflict with `interval`: a runner's GDS_GATE_BLESS_INTERVAL, set for its
+        // scheduled bless, must not refuse a bless from history, which does not use it.
+        #[arg(long, conflicts_with_all = ["from", "runs"])]
         from_history: bool,
         /// With --from-history: passing runs each trial takes, its last ones (more when those
         /// span less than --min-span).
@@ -99,7 +101,8 @@ pub enum Command {
         runs: u16,
         /// Seconds from the start of one blessed run to the start of the next, at least: short
         /// suites then wait between runs, so that the runs also sample the runner's slow drift (a
-        /// shared or cloud disk's level can move by a quarter over minutes). Unused with --from.
+        /// shared or cloud disk's level can move by a quarter over minutes). Unused with --from
+        /// and --from-history.
         #[arg(
             long,
             value_name = "SECONDS",
@@ -459,6 +462,36 @@ fn parse_expected(text: &str) -> Result<gds_model::scenario::ExpectedPath, NotAP
 #[cfg(test)]
 mod tests {
     use clap::Parser;
+
+    /// The first table of docs/reference/environment.md lists exactly the variables the command
+    /// line reads, so that a new `env =` cannot go undocumented.
+    #[test]
+    fn the_environment_page_lists_every_variable_the_command_line_reads() {
+        use clap::CommandFactory;
+        use std::collections::BTreeSet;
+        fn read_by(command: &clap::Command, found: &mut BTreeSet<String>) {
+            for arg in command.get_arguments() {
+                found.extend(arg.get_env().map(|env| env.to_string_lossy().into_owned()));
+            }
+            for sub in command.get_subcommands() {
+                read_by(sub, found);
+            }
+        }
+        let mut clap_reads = BTreeSet::new();
+        read_by(&super::Cli::command(), &mut clap_reads);
+        let page = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../docs/reference/environment.md"
+        ))
+        .expect("docs/reference/environment.md");
+        let options = page.split("\n## ").nth(1).expect("a table of options");
+        let documented: BTreeSet<String> = options
+            .lines()
+            .filter_map(|line| line.strip_prefix("| `")?.split('`').next())
+            .map(str::to_string)
+            .collect();
+        assert_eq!(documented, clap_reads);
+    }
 
     #[test]
     fn an_expected_path_that_is_none_is_refused_with_the_paths_there_are() {
