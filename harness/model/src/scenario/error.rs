@@ -57,7 +57,7 @@ pub(super) fn from_yaml(
     error: &yaml_serde::Error,
 ) -> ScenarioError {
     let (line, column) = crate::yaml::position(error, text);
-    let message = crate::yaml::message(error);
+    let message = in_suite_terms(crate::yaml::message(error));
     let hint = suggestion(&message);
     ScenarioError::Invalid {
         file: file.to_path_buf(),
@@ -66,6 +66,29 @@ pub(super) fn from_yaml(
         message,
         hint,
     }
+}
+
+/// serde names Rust's types (`expected a nonzero u32`); a suite's author reads numbers.
+fn in_suite_terms(message: String) -> String {
+    const TYPES: [(&str, &str); 5] = [
+        (
+            "expected a nonzero u32",
+            "expected a whole number of 1 or more",
+        ),
+        (
+            "expected a nonzero u64",
+            "expected a whole number of 1 or more",
+        ),
+        (
+            "expected u32",
+            "expected a whole number from 0 to 4294967295",
+        ),
+        ("expected u64", "expected a whole number of 0 or more"),
+        ("expected f64", "expected a number"),
+    ];
+    TYPES.iter().fold(message, |message, (serde, ours)| {
+        message.replace(serde, ours)
+    })
 }
 
 /// For serde's "unknown field `x`, expected one of `a`, `b`" (and "unknown variant"), the nearest
@@ -108,5 +131,30 @@ mod tests {
             None
         );
         assert_eq!(suggestion("invalid type: map"), None);
+    }
+
+    #[test]
+    fn numbers_out_of_range_are_said_in_the_suites_terms() {
+        for (key, value, expected) in [
+            ("repetitions", "-1", "expected a whole number of 1 or more"),
+            ("nthreads", "0", "expected a whole number of 1 or more"),
+            (
+                "warmup",
+                "-2",
+                "expected a whole number from 0 to 4294967295",
+            ),
+        ] {
+            let text = format!(
+                "scenarios:\n  - name: a\n    files: {{ size: 1MiB }}\n    {key}: {value}\n"
+            );
+            let error = crate::scenario::parse(std::path::Path::new("s.yaml"), &text)
+                .expect_err(key)
+                .to_string();
+            assert!(
+                error.contains(&format!("scenarios[0].{key}: ")) && error.contains(expected),
+                "{error}"
+            );
+            assert!(!error.contains("u32"), "{error}");
+        }
     }
 }
