@@ -15,7 +15,8 @@
 //! two-state Markov chain; each is stepped exactly between the passes' times. A cycle blesses
 //! [`Timing::bless_runs`] runs starting [`Timing::bless_interval`] seconds apart (or when the one
 //! before ended, as bless waits), then judges a run far later (a fresh stationary state), with a
-//! confirmation run after it for as long as the gate would ask for one, placed the same way.
+//! confirmation run after it for as long as the gate would ask for one, placed as the gate places
+//! one: each of its rounds after the confirmation pause.
 //! It says what a suite's `rounds:` buys; the gate's decision is the one it runs.
 
 use std::fmt;
@@ -152,12 +153,42 @@ fn pass_times(rng: &mut StdRng, timing: &Timing, rounds: usize, start: f64) -> V
     let share = timing.run_span / rounds as f64;
     let mut times = Vec::with_capacity(timing.passes);
     for round in 0..rounds {
-        let in_round = timing.passes / rounds + usize::from(round < timing.passes % rounds);
+        let in_round = in_round(timing.passes, rounds, round);
         let room = (share - in_round as f64 * timing.pass_seconds).max(0.0);
         let first = start + round as f64 * share + rng.random::<f64>() * room;
         times.extend((0..in_round).map(|k| first + k as f64 * timing.pass_seconds));
     }
     times
+}
+
+/// The passes of round `round` of `rounds`: the first rounds take one more where they do not
+/// divide evenly, as `TrialSpec::round` splits them.
+fn in_round(passes: usize, rounds: usize, round: usize) -> usize {
+    passes / rounds + usize::from(round < passes % rounds)
+}
+
+/// A confirmation run from `state` on, as the gate places one: each of its rounds after the
+/// confirmation pause, its passes back to back. Returns them and the state at its end.
+fn confirmation(
+    rng: &mut StdRng,
+    drift: &Drift,
+    timing: &Timing,
+    rounds: usize,
+    state: State,
+    speed: f64,
+) -> (Vec<f64>, State) {
+    let rounds = rounds.clamp(1, timing.passes);
+    let (mut state, mut passes) = (state, Vec::with_capacity(timing.passes));
+    for round in 0..rounds {
+        let mut time = state.time + timing.confirm_delay;
+        for _ in 0..in_round(timing.passes, rounds, round) {
+            state = drift.step(rng, state, time);
+            passes.push(drift.pass(rng, &state, speed));
+            time += timing.pass_seconds;
+        }
+        state = drift.step(rng, state, time);
+    }
+    (passes, state)
 }
 
 /// A run's passes from `state` on (starting at its time); returns them and the state at its end.
@@ -242,8 +273,7 @@ fn cycle(rng: &mut StdRng, drift: &Drift, timing: &Timing, rounds: usize) -> [f6
         let (passes, mut state) = run(rng, drift, timing, rounds, start, speed);
         let mut throughput = Throughput::measure(&blessed, &passes, 0.10);
         while throughput.wants_confirmation(1) {
-            let at = drift.step(rng, state, state.time + timing.confirm_delay);
-            let (again, next) = run(rng, drift, timing, rounds, at, speed);
+            let (again, next) = confirmation(rng, drift, timing, rounds, state, speed);
             throughput.confirm(&again);
             state = next;
         }
@@ -264,7 +294,7 @@ fn cycle(rng: &mut StdRng, drift: &Drift, timing: &Timing, rounds: usize) -> [f6
 pub const CYCLES: usize = 10_000;
 pub const SEED: u64 = 0x5c4e_d01e;
 
-/// The rows `bench --stats` shows: today's passes in one stretch, and in 3 and 5 rounds, in a
+/// The rows `bench --stats` shows: passes in one stretch (one round), and in 3 and 5 rounds, in a
 /// short drill-sized run and in a default-suite-sized one; then the long run's with 20 blessed
 /// runs (a bless from history), which samples the slow spells the bless's own six may miss;
 /// [`CYCLES`] cycles a row, at `scale`.
@@ -292,7 +322,7 @@ impl fmt::Display for Table {
         let cycles = self.0.first().map_or(CYCLES, |s| s.cycles);
         writeln!(
             f,
-            "\nschedules on a runner whose level drifts in time (model of the H200's cufile trial: passes ±{:.0}%, drift {:.0}% over {:.0} s and {:.0}% over {:.0} s, slow spells at {:.1}× for {:.0} s every {:.0} s on average); {} passes of {:.1} s, blessed runs {:.0} s apart, tolerance 10%, one confirmation placed as the run; {cycles} cycles, seed {SEED:#x}",
+            "\nschedules on a runner whose level drifts in time (model of the H200's cufile trial: passes ±{:.0}%, drift {:.0}% over {:.0} s and {:.0}% over {:.0} s, slow spells at {:.1}× for {:.0} s every {:.0} s on average); {} passes of {:.1} s, blessed runs {:.0} s apart, tolerance 10%, one confirmation, each of its rounds after a pause of {:.0} s; {cycles} cycles, seed {SEED:#x}",
             d.pass_sigma * 100.0,
             d.fast_sigma * 100.0,
             d.fast_tau,
@@ -304,6 +334,7 @@ impl fmt::Display for Table {
             t.passes,
             t.pass_seconds,
             t.bless_interval,
+            t.confirm_delay,
         )?;
         writeln!(
             f,
@@ -312,7 +343,7 @@ impl fmt::Display for Table {
         )?;
         for s in &self.0 {
             let placed = if s.rounds == 1 {
-                "in one stretch (today)".to_string()
+                "in one stretch (one round)".to_string()
             } else {
                 format!("in {} rounds", s.rounds)
             };
