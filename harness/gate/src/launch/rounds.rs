@@ -87,10 +87,6 @@ fn add_round(before: TrialRecord, mut round: TrialRecord) -> TrialRecord {
 
 /// The rounds' workers as one: the last one's folder and ending, every one's time.
 fn add_worker(before: WorkerRun, last: WorkerRun) -> WorkerRun {
-    let sum = |a: Option<f64>, b: Option<f64>| match (a, b) {
-        (None, None) => None,
-        (a, b) => Some(a.unwrap_or(0.0) + b.unwrap_or(0.0)),
-    };
     WorkerRun {
         seconds: before.seconds + last.seconds,
         after_answer_seconds: sum(before.after_answer_seconds, last.after_answer_seconds),
@@ -99,6 +95,14 @@ fn add_worker(before: WorkerRun, last: WorkerRun) -> WorkerRun {
             last.exit_beside_next_seconds,
         ),
         ..last
+    }
+}
+
+/// Two rounds' time of one kind; `None` when neither round had it.
+fn sum(a: Option<f64>, b: Option<f64>) -> Option<f64> {
+    match (a, b) {
+        (None, None) => None,
+        (a, b) => Some(a.unwrap_or(0.0) + b.unwrap_or(0.0)),
     }
 }
 
@@ -117,14 +121,8 @@ fn add_measurement(before: Measurement, last: Measurement) -> Measurement {
         latency: add_latency(before.latency.as_ref(), last.latency.as_ref()),
         verify_seconds: before.verify_seconds + last.verify_seconds,
         total_seconds: before.total_seconds + last.total_seconds,
-        startup_seconds: Some(
-            before.startup_seconds.unwrap_or(0.0) + last.startup_seconds.unwrap_or(0.0),
-        )
-        .filter(|_| before.startup_seconds.is_some() || last.startup_seconds.is_some()),
-        preparation_seconds: match (before.preparation_seconds, last.preparation_seconds) {
-            (None, None) => None,
-            (a, b) => Some(a.unwrap_or(0.0) + b.unwrap_or(0.0)),
-        },
+        startup_seconds: sum(before.startup_seconds, last.startup_seconds),
+        preparation_seconds: sum(before.preparation_seconds, last.preparation_seconds),
         setup: [before.setup, last.setup].concat(),
         resident_after_drop: [before.resident_after_drop, last.resident_after_drop]
             .into_iter()
