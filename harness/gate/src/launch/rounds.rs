@@ -45,11 +45,13 @@ pub fn join(spec: &TrialSpec, rounds: Vec<TrialRecord>) -> TrialRecord {
     trial
 }
 
-/// A round that did not pass is the trial's outcome; a failure says which round it was (a trial
-/// not run is not run in every round).
+/// A round that did not pass is the trial's outcome. A failure of the round's worker says which
+/// round it was; one before any worker started (the trial's data, its plan) or a trial not run is
+/// the trial's, whichever round met it.
 fn in_round(mut round: TrialRecord, k: usize, count: usize, spec: &TrialSpec) -> TrialRecord {
     round.spec = spec.clone();
-    if let Some(reason) = round.reason.as_mut().filter(|_| count > 1)
+    let workers = round.worker.is_some();
+    if let Some(reason) = round.reason.as_mut().filter(|_| count > 1 && workers)
         && round.checks == Status::Failed
     {
         *reason = format!("round {k} of {count}: {reason}");
@@ -198,6 +200,18 @@ mod tests {
     fn a_failed_round_is_the_trials_outcome_naming_its_round() {
         let mut bad = fixtures::failed("s::t", &[1.0]);
         bad.spec = spec().round(1).unwrap();
+        bad.worker = Some(WorkerRun {
+            dir: "trials/s__t".into(),
+            ending: gds_model::record::Ending::Exited { code: 0 },
+            seconds: 1.0,
+            after_answer_seconds: None,
+            exit_beside_next_seconds: None,
+        });
+        // Before any worker (the data missing): the trial's failure, in no round of its own.
+        let mut no_data = fixtures::failed("s::t", &[1.0]);
+        no_data.measurement = None;
+        let unrounded = join(&spec(), vec![no_data.clone()]);
+        assert_eq!(unrounded.reason, no_data.reason);
         let joined = join(&spec(), vec![round(1.0, "cufile-posix"), bad]);
         assert_eq!(joined.checks, Status::Failed);
         assert_eq!(joined.spec, spec());
