@@ -115,7 +115,11 @@ impl Fingerprint {
             gpu_count: self.gpu_count.or(old.gpu_count),
             driver: pick(&self.driver, &old.driver),
             cuda: pick(&self.cuda, &old.cuda),
-            libcufile: pick(&self.libcufile, &old.libcufile),
+            libcufile: if partly_observed(&old.libcufile, &self.libcufile) {
+                old.libcufile.clone()
+            } else {
+                pick(&self.libcufile, &old.libcufile)
+            },
             kvikio: pick(&self.kvikio, &old.kvikio),
             torch: pick(&self.torch, &old.torch),
             nvidia_fs_loaded: self.nvidia_fs_loaded,
@@ -138,6 +142,7 @@ pub fn diff(baseline: &Fingerprint, run: &Fingerprint) -> Vec<FieldChange> {
         .map(|((field, from), (_, to))| {
             let kind = match (&from, &to) {
                 (Some(_), None) => ChangeKind::NotObserved,
+                _ if field == "libcufile" && partly_observed(&from, &to) => ChangeKind::NotObserved,
                 (None, Some(_)) => ChangeKind::Learned,
                 _ => ChangeKind::Changed,
             };
@@ -149,6 +154,32 @@ pub fn diff(baseline: &Fingerprint, run: &Fingerprint) -> Vec<FieldChange> {
             }
         })
         .collect()
+}
+
+/// Whether a run that loaded only some of the libcufiles the baseline names (`1.15 (a); 1.15
+/// (b)`, from workers of several kinds) saw nothing else: a filtered run whose trials all load one
+/// of them says `1.15`, which is not a change of library.
+fn partly_observed(baseline: &Option<String>, run: &Option<String>) -> bool {
+    let (Some(baseline), Some(run)) = (baseline, run) else {
+        return false;
+    };
+    // `version (path)` or a bare version, `; `-separated.
+    let libraries = |value: &str| -> Vec<(String, Option<String>)> {
+        value
+            .split("; ")
+            .map(|entry| match entry.split_once(" (") {
+                Some((version, path)) => (version.into(), Some(path.trim_end_matches(')').into())),
+                None => (entry.into(), None),
+            })
+            .collect()
+    };
+    let blessed = libraries(baseline);
+    blessed.len() > 1
+        && libraries(run).iter().all(|(version, path)| {
+            blessed
+                .iter()
+                .any(|(v, p)| v == version && (path.is_none() || path == p))
+        })
 }
 
 /// Only the real changes (known on both sides and different).
@@ -184,6 +215,38 @@ mod tests {
             kernel: Some("6.8.0".into()),
             ..Fingerprint::default()
         }
+    }
+
+    #[test]
+    fn a_run_that_loaded_one_of_the_blessed_libcufiles_changed_nothing() {
+        let blessed = Fingerprint {
+            libcufile: Some("1.15 (/venv/libcufile.so.0); 1.15 (/cuda/libcufile.so.1.15.1)".into()),
+            ..Fingerprint::default()
+        };
+        let run = |libcufile: &str| Fingerprint {
+            libcufile: Some(libcufile.into()),
+            ..Fingerprint::default()
+        };
+        for partial in ["1.15", "1.15 (/cuda/libcufile.so.1.15.1)"] {
+            let changes = diff(&blessed, &run(partial));
+            assert_eq!(changes[0].kind, ChangeKind::NotObserved, "{partial}");
+            assert_eq!(run(partial).merged_over(&blessed), blessed);
+        }
+        for other in [
+            "1.16",
+            "1.15 (/venv/libcufile.so.0); 1.16 (/cuda/libcufile.so.1.16)",
+        ] {
+            assert_eq!(
+                diff(&blessed, &run(other))[0].kind,
+                ChangeKind::Changed,
+                "{other}"
+            );
+        }
+        // A single library blessed and another one seen is a change, version alike or not.
+        assert_eq!(
+            diff(&run("1.15"), &run("1.16"))[0].kind,
+            ChangeKind::Changed
+        );
     }
 
     #[test]
