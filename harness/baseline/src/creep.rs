@@ -56,9 +56,14 @@ impl RunnerHistory {
             Judgement::Pass { throughput } | Judgement::Faster { throughput } => throughput,
             _ => return judgement,
         };
+        // The blessed runs the level rests on: far slower ones are left out of both.
+        let kept: Vec<f64> = (entry.run_medians_gbps.iter().enumerate())
+            .filter(|(k, _)| !throughput.left_out.contains(k))
+            .map(|(_, median)| *median)
+            .collect();
         let reference = Reference {
             level: throughput.level,
-            runs: &entry.run_medians_gbps,
+            runs: &kept,
         };
         match self.creep(
             trial,

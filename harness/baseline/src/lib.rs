@@ -32,6 +32,7 @@ pub mod render;
 pub mod schedule;
 pub mod shift_table;
 pub mod simulate;
+pub mod slow_runs;
 pub mod stats;
 
 #[cfg(any(test, feature = "fixtures"))]

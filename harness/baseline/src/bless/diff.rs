@@ -4,6 +4,7 @@
 use std::fmt;
 
 use super::{BlessOutcome, TrialChange};
+use crate::decision::Blessed;
 use crate::file::TrialBaseline;
 use crate::message::{change, gbps, number};
 use crate::stats::{Summary, log_mean_sd};
@@ -68,8 +69,9 @@ impl fmt::Display for BlessOutcome {
     }
 }
 
-/// `level 1.29 GB/s over 5 runs (run medians 1.16–1.41, spread 7.5%)`, the level being what
-/// runs are compared with (the geometric mean of the run medians); or the passes of one run.
+/// `level 1.29 GB/s over 5 runs (run medians 1.16–1.41, spread 7.5%)`, the level and spread being
+/// what runs are compared with ([`Blessed`]: far slower runs left out, and named); or the passes of
+/// one run.
 fn runs_figures(trial: &TrialBaseline) -> String {
     let medians = &trial.run_medians_gbps;
     if medians.len() < 2 {
@@ -81,11 +83,19 @@ fn runs_figures(trial: &TrialBaseline) -> String {
             number(trial.max_gbps)
         );
     }
-    let (log_level, spread) = log_mean_sd(medians);
+    let blessed = Blessed::of(&trial.runs);
+    let spread = blessed
+        .spread()
+        .unwrap_or_else(|| log_mean_sd(medians).1.max(0.0));
+    let left_out: String = blessed
+        .left_out
+        .iter()
+        .map(|k| format!("; run {} far slower than the rest, left out", k + 1))
+        .collect();
     let range = Summary::of(medians);
     format!(
-        "level {} over {} runs (run medians {}–{}, spread {:.1}%)",
-        gbps(log_level.exp()),
+        "level {} over {} runs (run medians {}–{}, spread {:.1}%{left_out})",
+        gbps(blessed.level()),
         medians.len(),
         number(range.min),
         number(range.max),

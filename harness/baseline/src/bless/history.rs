@@ -27,8 +27,8 @@ use gds_model::record::{Outcome, Status};
 /// nothing to take, and more blessed runs pin the spread down, so the bound need not allow for an
 /// unlucky estimate of it. At the stated runner's noise (5% CV within a run, 12% between runs,
 /// one confirmation), `cargo xtask bench --stats` gives for 6 blessed runs (a bless that runs the
-/// suite) 0.73% false alarms, 99.45% of halved disks caught and a smallest drop flagged of 22.0%;
-/// for 10: 0.55%, 99.91% and 20.2%; 15 gain little more (0.45%, 19.5%).
+/// suite) 0.83% false alarms, 99.46% of halved disks caught and a smallest drop flagged of 21.9%;
+/// for 10: 0.53%, 99.92% and 20.2%; 15 gain little more (0.41%, 19.5%).
 pub const DEFAULT_RUNS: u16 = 10;
 
 /// The least time from the first to the last taken run unless told otherwise: ten minutes, so

@@ -20,7 +20,6 @@ use super::file::{self, Baseline, Loaded, Provenance, SCHEMA_VERSION, TrialBasel
 use super::fingerprint::{self, FieldChange, Fingerprint};
 use super::judgement::Judgement;
 use super::message::{bless_command, quote, threshold};
-use super::stats::log_mean_sd;
 use crate::control::{ControlBaseline, ControlReading};
 use gds_model::record::{Status, TrialRecord};
 
@@ -538,11 +537,11 @@ fn take(
     }
 }
 
-/// The new blessed runs' level (geometric mean of their medians) is within `tolerance` of the
-/// old one's, either way.
+/// The new blessed runs' level (as runs are judged against it) is within `tolerance` of the old
+/// one's, either way.
 fn level_within(old: &TrialBaseline, new: &TrialBaseline, tolerance: f64) -> bool {
-    let level = |entry: &TrialBaseline| log_mean_sd(&entry.run_medians_gbps).0;
-    let ratio = (level(new) - level(old)).exp();
+    let level = |entry: &TrialBaseline| crate::decision::Blessed::of(&entry.runs).level();
+    let ratio = level(new) / level(old);
     (1.0 - tolerance..=1.0 + tolerance).contains(&ratio)
 }
 

@@ -230,8 +230,20 @@ fn to_see(needed: &ToSee, runs: usize) -> String {
 
 /// Where the line between noise and slower lies for this trial, and what set it.
 pub fn threshold(t: &Throughput) -> String {
+    let left_out = match t.left_out.as_slice() {
+        [] => String::new(),
+        runs => format!(
+            ", over {} of {} blessed runs: {} far slower than the rest, left out",
+            t.runs_used(),
+            t.baseline.count,
+            runs.iter()
+                .map(|k| format!("run {}", k + 1))
+                .collect::<Vec<_>>()
+                .join(" and ")
+        ),
+    };
     let line = format!(
-        "slower means below {} ({} of the level {})",
+        "slower means below {} ({} of the level {}{left_out})",
         gbps(t.level * t.slower_below()),
         change(t.slower_below()),
         gbps(t.level)
@@ -252,7 +264,7 @@ pub fn threshold(t: &Throughput) -> String {
             percent(1.0 - bound),
             percent(t.tolerance),
             t.to_see
-                .map_or_else(String::new, |needed| to_see(&needed, t.baseline.count))
+                .map_or_else(String::new, |needed| to_see(&needed, t.runs_used()))
         ),
         (Some(spread), Some(_)) => format!(
             "{line}: the tolerance of {} (this runner's run-to-run spread, {}, explains less)",
