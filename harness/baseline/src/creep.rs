@@ -13,9 +13,11 @@
 use std::time::SystemTime;
 
 use crate::changes::{Creep, Reference, held_creep, series};
+use crate::decision::Blessed;
 use crate::file::TrialBaseline;
 use crate::history::{History, HistoryLine};
 use crate::judgement::Judgement;
+use crate::slow_runs::ALPHA_SLOW_CREEP;
 
 /// The runner's history before this run, as the creep reads it.
 #[derive(Clone, Debug, Default)]
@@ -56,11 +58,9 @@ impl RunnerHistory {
             Judgement::Pass { throughput } | Judgement::Faster { throughput } => throughput,
             _ => return judgement,
         };
-        // The blessed runs the level rests on: far slower ones are left out of both.
-        let kept: Vec<f64> = (entry.run_medians_gbps.iter().enumerate())
-            .filter(|(k, _)| !throughput.left_out.contains(k))
-            .map(|(_, median)| *median)
-            .collect();
+        // The level a run is judged against, and the blessed runs a shift at the bless is tested
+        // against: far slower ones left out, at the creep's looser rule.
+        let kept = Blessed::at(&entry.runs, ALPHA_SLOW_CREEP).medians();
         let reference = Reference {
             level: throughput.level,
             runs: &kept,

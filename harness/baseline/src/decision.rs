@@ -32,7 +32,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::slow_runs::slow_runs;
+use super::slow_runs::{ALPHA_SLOW, slow_runs};
 use super::stats::{Summary, log_mean_sd, median, student_t_quantile};
 
 /// One-sided level of the prediction bound, per run (the first and each confirmation).
@@ -250,10 +250,16 @@ pub struct Blessed<'a> {
 }
 
 impl<'a> Blessed<'a> {
+    /// What a run is judged against: far slower runs left out at [`ALPHA_SLOW`].
     pub fn of(runs: &'a [Vec<f64>]) -> Blessed<'a> {
+        Blessed::at(runs, ALPHA_SLOW)
+    }
+
+    /// Far slower runs left out at `alpha`.
+    pub fn at(runs: &'a [Vec<f64>], alpha: f64) -> Blessed<'a> {
         let all: Vec<&[f64]> = runs.iter().map(Vec::as_slice).collect();
         let medians: Vec<f64> = all.iter().map(|passes| median(passes)).collect();
-        let mut left_out = slow_runs(&medians, median_noise(&all));
+        let mut left_out = slow_runs(&medians, median_noise(&all), alpha);
         let kept = (0..runs.len())
             .filter(|k| !left_out.contains(k))
             .map(|k| all[k])
@@ -262,7 +268,8 @@ impl<'a> Blessed<'a> {
         Blessed { kept, left_out }
     }
 
-    fn medians(&self) -> Vec<f64> {
+    /// The kept runs' medians.
+    pub fn medians(&self) -> Vec<f64> {
         self.kept.iter().map(|passes| median(passes)).collect()
     }
 

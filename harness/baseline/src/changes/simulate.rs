@@ -31,6 +31,7 @@ use super::super::history::History;
 use super::super::noise;
 use super::super::simulate::{Scale, standard_normal};
 use super::{Changes, Options, Reference, Run, find_with, hold, recent_searches};
+use crate::slow_runs::{ALPHA_SLOW, ALPHA_SLOW_CREEP, slow_runs};
 
 /// Runs in a stationary history.
 pub const STATIONARY_RUNS: usize = 200;
@@ -220,13 +221,24 @@ fn gate_fails(searches: &[Changes], baseline: Reference<'_>) -> bool {
     matches!(hold(searches, baseline, TOLERANCE), Ok(Some(_)))
 }
 
-/// A bless at the true level: [`BLESS_RUNS`] run medians, and their geometric mean.
+/// A bless at the true level, as the gate reads it: the geometric mean of [`BLESS_RUNS`] run
+/// medians less far slower ones, and the runs a shift at the bless is tested against (less those
+/// far slower at the creep's looser rule). No pass noise floors the rule here: it leaves out at
+/// least as many runs as the gate's.
 fn blessed(noise: &Noise, rng: &mut StdRng) -> (f64, Vec<f64>) {
     let runs: Vec<f64> = (0..BLESS_RUNS)
         .map(|_| noise.run_median(rng, 1.0))
         .collect();
-    let logs: f64 = runs.iter().map(|m| m.ln()).sum();
-    ((logs / f64::from(BLESS_RUNS)).exp(), runs)
+    let kept = |alpha: f64| -> Vec<f64> {
+        let slow = slow_runs(&runs, 0.0, alpha);
+        (0..runs.len())
+            .filter(|k| !slow.contains(k))
+            .map(|k| runs[k])
+            .collect()
+    };
+    let level = kept(ALPHA_SLOW);
+    let logs: f64 = level.iter().map(|m| m.ln()).sum();
+    ((logs / level.len() as f64).exp(), kept(ALPHA_SLOW_CREEP))
 }
 
 /// The rates for one runner, `histories` histories each; no thresholds searched.
