@@ -12,9 +12,9 @@
 //! aside with the runs above it (how far below their mean, in units of their spread, as a
 //! prediction for one more run: Student t with their count less one degrees of freedom). The slow
 //! runs are the lowest j for the largest step j whose statistic exceeds its critical value, so
-//! that two slow runs do not hide each other. The critical value is the t quantile at
-//! 1 − [`ALPHA_SLOW`]/n: on a runner with normal run-to-run noise a bless leaves a run out with
-//! probability of at most about [`ALPHA_SLOW`].
+//! that two slow runs do not hide each other. The critical value is the t quantile at 1 − α/n
+//! (α: [`ALPHA_SLOW`] for the level, [`ALPHA_SLOW_CREEP`] for the creep): on a runner with normal
+//! run-to-run noise a bless leaves a run out with a probability of about α.
 //!
 //! The spread of the runs above is never taken below what the passes' own noise puts into a run
 //! median, so that runs that agree by luck cannot make an ordinary run look like an outlier.
