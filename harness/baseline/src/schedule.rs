@@ -28,6 +28,7 @@ use rayon::prelude::*;
 use super::decision::{BLESS_RUNS, Throughput, Verdict, WANTED_DROP};
 use super::simulate::{Scale, standard_normal as normal};
 use super::stats::{log_mean_sd, median};
+use gds_model::scenario::passes_in_round;
 
 /// How a runner's level moves in time (log scale; times in seconds).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -161,10 +162,10 @@ fn pass_times(rng: &mut StdRng, timing: &Timing, rounds: usize, start: f64) -> V
     times
 }
 
-/// The passes of round `round` of `rounds`: the first rounds take one more where they do not
-/// divide evenly, as `TrialSpec::round` splits them.
+/// The passes of round `round` of `rounds`, split as the gate splits a trial's.
 fn in_round(passes: usize, rounds: usize, round: usize) -> usize {
-    passes / rounds + usize::from(round < passes % rounds)
+    let count = |n: usize| u32::try_from(n).expect("a model's passes and rounds are few");
+    passes_in_round(count(passes), count(rounds), count(round)) as usize
 }
 
 /// A confirmation run from `state` on, as the gate places one: each of its rounds after the

@@ -83,7 +83,7 @@ impl TrialSpec {
     pub fn round(&self, k: u32) -> Option<TrialSpec> {
         let rounds = self.round_count();
         (k < rounds).then(|| TrialSpec {
-            repetitions: self.repetitions / rounds + u32::from(k < self.repetitions % rounds),
+            repetitions: passes_in_round(self.repetitions, rounds, k),
             rounds: 1,
             ..self.clone()
         })
@@ -94,6 +94,12 @@ impl TrialSpec {
     pub fn round_count(&self) -> u32 {
         self.rounds.clamp(1, self.repetitions.max(1))
     }
+}
+
+/// The passes of round `k` (from 0) when `passes` are split over `rounds` (1 or more): the first
+/// rounds take one more where they do not divide evenly.
+pub fn passes_in_round(passes: u32, rounds: u32, k: u32) -> u32 {
+    passes / rounds + u32::from(k < passes % rounds)
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]

@@ -18,7 +18,7 @@ use std::num::NonZeroU32;
 use std::path::{Path, PathBuf};
 
 pub use error::ScenarioError;
-pub use expand::{Expectations, FileSet, TrialSpec, expand};
+pub use expand::{Expectations, FileSet, TrialSpec, expand, passes_in_round};
 pub use model::{
     BufferKind, Cache, CompatMode, ExpectedPath, GpuSet, Integrity, KvikioApi, Op, Pattern,
     RandomReads, Reader,
