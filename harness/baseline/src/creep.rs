@@ -13,7 +13,7 @@
 use std::time::SystemTime;
 
 use crate::changes::{Creep, Reference, held_creep, series};
-use crate::decision::Blessed;
+use crate::decision::BlessedRuns;
 use crate::file::TrialBaseline;
 use crate::history::{History, HistoryLine};
 use crate::judgement::Judgement;
@@ -60,7 +60,7 @@ impl RunnerHistory {
         };
         // The level a run is judged against, and the blessed runs a shift at the bless is tested
         // against: far slower ones left out, at the creep's looser rule.
-        let kept = Blessed::at(&entry.runs, ALPHA_SLOW_CREEP).medians();
+        let kept = BlessedRuns::at(&entry.runs, ALPHA_SLOW_CREEP).medians;
         let reference = Reference {
             level: throughput.level,
             runs: &kept,

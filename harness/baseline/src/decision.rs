@@ -32,7 +32,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::slow_runs::{ALPHA_SLOW, slow_runs};
+use super::slow_runs::{ALPHA_SLOW, kept, slow_runs};
 use super::stats::{Summary, log_mean_sd, median, student_t_quantile};
 
 /// One-sided level of the prediction bound, per run (the first and each confirmation).
@@ -109,7 +109,7 @@ impl Throughput {
     /// (the baseline file and the comparison check that before).
     pub fn measure(baseline_runs: &[Vec<f64>], run: &[f64], tolerance: f64) -> Throughput {
         let medians: Vec<f64> = baseline_runs.iter().map(|passes| median(passes)).collect();
-        let blessed = Blessed::of(baseline_runs);
+        let blessed = BlessedRuns::of(baseline_runs);
         let spread = blessed.spread();
         let margin = spread.map(|spread| spread * margin_per_spread(blessed.kept.len()));
         let level = blessed.level();
@@ -239,49 +239,46 @@ impl Throughput {
 /// standard deviation of the logs of their medians, never less than the passes' own noise puts
 /// into a median; `None` with fewer than [`MIN_RUNS`] runs.
 pub fn spread_of(runs: &[Vec<f64>]) -> Option<f64> {
-    Blessed::of(runs).spread()
+    BlessedRuns::of(runs).spread()
 }
 
 /// The blessed runs a level and spread rest on: all less the far slower ones.
-pub struct Blessed<'a> {
+pub struct BlessedRuns<'a> {
     kept: Vec<&'a [f64]>,
+    /// The kept runs' medians.
+    pub medians: Vec<f64>,
     /// The runs left out (their places among the blessed runs, from 0), in order.
     pub left_out: Vec<usize>,
 }
 
-impl<'a> Blessed<'a> {
+impl<'a> BlessedRuns<'a> {
     /// What a run is judged against: far slower runs left out at [`ALPHA_SLOW`].
-    pub fn of(runs: &'a [Vec<f64>]) -> Blessed<'a> {
-        Blessed::at(runs, ALPHA_SLOW)
+    pub fn of(runs: &'a [Vec<f64>]) -> BlessedRuns<'a> {
+        BlessedRuns::at(runs, ALPHA_SLOW)
     }
 
     /// Far slower runs left out at `alpha`.
-    pub fn at(runs: &'a [Vec<f64>], alpha: f64) -> Blessed<'a> {
+    pub fn at(runs: &'a [Vec<f64>], alpha: f64) -> BlessedRuns<'a> {
         let all: Vec<&[f64]> = runs.iter().map(Vec::as_slice).collect();
         let medians: Vec<f64> = all.iter().map(|passes| median(passes)).collect();
         let mut left_out = slow_runs(&medians, median_noise(&all), alpha);
-        let kept = (0..runs.len())
-            .filter(|k| !left_out.contains(k))
-            .map(|k| all[k])
-            .collect();
         left_out.sort_unstable();
-        Blessed { kept, left_out }
-    }
-
-    /// The kept runs' medians.
-    pub fn medians(&self) -> Vec<f64> {
-        self.kept.iter().map(|passes| median(passes)).collect()
+        BlessedRuns {
+            kept: kept(&all, &left_out),
+            medians: kept(&medians, &left_out),
+            left_out,
+        }
     }
 
     /// The geometric mean of the kept runs' medians.
     pub fn level(&self) -> f64 {
-        log_mean_sd(&self.medians()).0.exp()
+        log_mean_sd(&self.medians).0.exp()
     }
 
     /// As [`spread_of`].
     pub fn spread(&self) -> Option<f64> {
         (self.kept.len() >= MIN_RUNS)
-            .then(|| log_mean_sd(&self.medians()).1.max(median_noise(&self.kept)))
+            .then(|| log_mean_sd(&self.medians).1.max(median_noise(&self.kept)))
     }
 }
 

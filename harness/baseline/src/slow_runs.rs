@@ -57,6 +57,14 @@ pub fn slow_runs(medians: &[f64], noise_floor: f64, alpha: f64) -> Vec<usize> {
     order[..slow].to_vec()
 }
 
+/// `items` less those at the places `left_out`, in order.
+pub fn kept<T: Copy>(items: &[T], left_out: &[usize]) -> Vec<T> {
+    (items.iter().enumerate())
+        .filter(|(k, _)| !left_out.contains(k))
+        .map(|(_, item)| *item)
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -4,9 +4,9 @@
 use std::fmt;
 
 use super::{BlessOutcome, TrialChange};
-use crate::decision::Blessed;
+use crate::decision::BlessedRuns;
 use crate::file::TrialBaseline;
-use crate::message::{change, gbps, number};
+use crate::message::{change, gbps, number, runs_left_out};
 use crate::stats::{Summary, log_mean_sd};
 
 impl fmt::Display for BlessOutcome {
@@ -70,7 +70,7 @@ impl fmt::Display for BlessOutcome {
 }
 
 /// `level 1.29 GB/s over 5 runs (run medians 1.16–1.41, spread 7.5%)`, the level and spread being
-/// what runs are compared with ([`Blessed`]: far slower runs left out, and named); or the passes of
+/// what runs are compared with ([`BlessedRuns`]: far slower runs left out, and named); or the passes of
 /// one run.
 fn runs_figures(trial: &TrialBaseline) -> String {
     let medians = &trial.run_medians_gbps;
@@ -83,15 +83,12 @@ fn runs_figures(trial: &TrialBaseline) -> String {
             number(trial.max_gbps)
         );
     }
-    let blessed = Blessed::of(&trial.runs);
-    let spread = blessed
-        .spread()
-        .unwrap_or_else(|| log_mean_sd(medians).1.max(0.0));
-    let left_out: String = blessed
-        .left_out
-        .iter()
-        .map(|k| format!("; run {} far slower than the rest, left out", k + 1))
-        .collect();
+    let blessed = BlessedRuns::of(&trial.runs);
+    let spread = blessed.spread().unwrap_or_else(|| log_mean_sd(medians).1);
+    let left_out = match blessed.left_out.as_slice() {
+        [] => String::new(),
+        runs => format!("; {}", runs_left_out(runs)),
+    };
     let range = Summary::of(medians);
     format!(
         "level {} over {} runs (run medians {}–{}, spread {:.1}%{left_out})",

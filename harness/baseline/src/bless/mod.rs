@@ -540,7 +540,7 @@ fn take(
 /// The new blessed runs' level (as runs are judged against it) is within `tolerance` of the old
 /// one's, either way.
 fn level_within(old: &TrialBaseline, new: &TrialBaseline, tolerance: f64) -> bool {
-    let level = |entry: &TrialBaseline| crate::decision::Blessed::of(&entry.runs).level();
+    let level = |entry: &TrialBaseline| crate::decision::BlessedRuns::of(&entry.runs).level();
     let ratio = level(new) / level(old);
     (1.0 - tolerance..=1.0 + tolerance).contains(&ratio)
 }

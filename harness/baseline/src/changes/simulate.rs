@@ -31,7 +31,8 @@ use super::super::history::History;
 use super::super::noise;
 use super::super::simulate::{Scale, standard_normal};
 use super::{Changes, Options, Reference, Run, find_with, hold, recent_searches};
-use crate::slow_runs::{ALPHA_SLOW, ALPHA_SLOW_CREEP, slow_runs};
+use crate::slow_runs::{ALPHA_SLOW, ALPHA_SLOW_CREEP, kept, slow_runs};
+use crate::stats::log_mean_sd;
 
 /// Runs in a stationary history.
 pub const STATIONARY_RUNS: usize = 200;
@@ -229,16 +230,9 @@ fn blessed(noise: &Noise, rng: &mut StdRng) -> (f64, Vec<f64>) {
     let runs: Vec<f64> = (0..BLESS_RUNS)
         .map(|_| noise.run_median(rng, 1.0))
         .collect();
-    let kept = |alpha: f64| -> Vec<f64> {
-        let slow = slow_runs(&runs, 0.0, alpha);
-        (0..runs.len())
-            .filter(|k| !slow.contains(k))
-            .map(|k| runs[k])
-            .collect()
-    };
-    let level = kept(ALPHA_SLOW);
-    let logs: f64 = level.iter().map(|m| m.ln()).sum();
-    ((logs / level.len() as f64).exp(), kept(ALPHA_SLOW_CREEP))
+    let without_slow = |alpha: f64| kept(&runs, &slow_runs(&runs, 0.0, alpha));
+    let level = log_mean_sd(&without_slow(ALPHA_SLOW)).0.exp();
+    (level, without_slow(ALPHA_SLOW_CREEP))
 }
 
 /// The rates for one runner, `histories` histories each; no thresholds searched.

@@ -228,18 +228,22 @@ fn to_see(needed: &ToSee, runs: usize) -> String {
     }
 }
 
+/// `run 3 and run 5 far slower than the rest, left out`: the blessed runs (places from 0) a
+/// level and spread leave out ([`crate::slow_runs`]), as bless and the threshold line say it.
+pub fn runs_left_out(runs: &[usize]) -> String {
+    let runs: Vec<String> = runs.iter().map(|k| format!("run {}", k + 1)).collect();
+    format!("{} far slower than the rest, left out", runs.join(" and "))
+}
+
 /// Where the line between noise and slower lies for this trial, and what set it.
 pub fn threshold(t: &Throughput) -> String {
     let left_out = match t.left_out.as_slice() {
         [] => String::new(),
         runs => format!(
-            ", over {} of {} blessed runs: {} far slower than the rest, left out",
+            ", over {} of {} blessed runs: {}",
             t.runs_used(),
             t.baseline.count,
-            runs.iter()
-                .map(|k| format!("run {}", k + 1))
-                .collect::<Vec<_>>()
-                .join(" and ")
+            runs_left_out(runs)
         ),
     };
     let line = format!(
@@ -744,5 +748,18 @@ mod tests {
         );
         let sees = threshold(&at(&[1.30, 1.45, 1.20, 1.40, 1.25, 1.32]));
         assert!(!sees.contains("to see"), "{sees}");
+    }
+
+    #[test]
+    fn the_threshold_names_the_blessed_runs_left_out() {
+        let line = threshold(&at(&[1.84, 1.80, 1.05, 1.82, 1.02, 1.86]));
+        assert!(
+            line.contains(
+                ", over 4 of 6 blessed runs: run 3 and run 5 far slower than the rest, left out)"
+            ),
+            "{line}"
+        );
+        let none = threshold(&at(&[1.30, 1.45, 1.20, 1.40, 1.25, 1.32]));
+        assert!(!none.contains("left out"), "{none}");
     }
 }
