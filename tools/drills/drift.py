@@ -51,12 +51,16 @@ scenarios:
 
 def suite_text(phase, passes, rounds, nthreads=1):
     """The phase's suite: trial order is suite order, so it is the schedule."""
-    lines = [HEADER.format(name=phase, passes=passes if phase == "long" else 3, nthreads=nthreads)]
+    per_process = {"long": passes, "series": 1}.get(phase, 3)
+    lines = [HEADER.format(name=phase, passes=per_process, nthreads=nthreads)]
     if phase == "long":
         lines.append("  - { name: p, reader: [posix, cufile, kvikio], compat_mode: AUTO }\n")
         lines.append(
             "  - { name: serial, reader: cufile, cufile: { execution.parallel_io: false } }\n"
         )
+    elif phase == "series":
+        for r in range(rounds):
+            lines.append(f"  - {{ name: s{r:03}, reader: [posix, cufile, kvikio], compat_mode: AUTO }}\n")
     elif phase == "interleaved":
         for r in range(rounds):
             lines.append(f"  - {{ name: r{r:02}, reader: [posix, cufile, kvikio], compat_mode: AUTO }}\n")
@@ -228,6 +232,66 @@ def analyze(args):
     return 0
 
 
+LAG_BINS = [(0, 15), (15, 45), (45, 120), (120, 300), (300, 900)]
+
+
+def variogram(points):
+    """Per lag bin (seconds): (pairs, mean of half the squared difference of the logs)."""
+    out = []
+    for low, high in LAG_BINS:
+        halves = [0.5 * (b[1] - a[1]) ** 2 for i, a in enumerate(points) for b in points[i + 1:]
+                  if low <= b[0] - a[0] < high]
+        out.append((len(halves), statistics.fmean(halves) if halves else float("nan")))
+    return out
+
+
+def fitted_variogram(nugget, sigma, tau, lag):
+    """An independent part per process plus an Ornstein–Uhlenbeck drift, at `lag` seconds."""
+    return nugget ** 2 + sigma ** 2 * (1 - math.exp(-lag / tau))
+
+
+def fit_drift(points):
+    """Least squares over the lag bins (weighted by pairs): (nugget, sigma, tau) on the log scale."""
+    seen = [(n, g, (low + min(high, points[-1][0] - points[0][0])) / 2)
+            for (n, g), (low, high) in zip(variogram(points), LAG_BINS) if n]
+    best = None
+    for nugget in [i / 1000 for i in range(0, 200, 2)]:
+        for sigma in [i / 1000 for i in range(0, 150, 2)]:
+            for tau in [5, 10, 20, 40, 60, 90, 120, 180, 300, 450, 600, 900]:
+                err = sum(n * (g - fitted_variogram(nugget, sigma, tau, lag)) ** 2 for n, g, lag in seen)
+                if best is None or err < best[0]:
+                    best = (err, nugget, sigma, tau)
+    return best[1:]
+
+
+def fit(args):
+    """The series phase: per reader, how process medians decorrelate with time between them."""
+    report = Path(args.work) / "series" / "report.json"
+    trials = json.loads(report.read_text())["trials"]
+    by_reader = {}
+    for trial in trials:
+        m = trial.get("measurement") or {}
+        if m.get("gbps") and m.get("answered_unix_ns"):
+            by_reader.setdefault(trial["spec"]["reader"], []).append(
+                (m["answered_unix_ns"] / 1e9, math.log(statistics.median(m["gbps"]))))
+    print("| reader | processes | span s | CV | below 0.8 of median | "
+          + " | ".join(f"√γ {low}–{high} s" for low, high in LAG_BINS)
+          + " | fit: independent | drift | τ s |")
+    print("|---" * (8 + len(LAG_BINS)) + "|")
+    for reader, points in by_reader.items():
+        points.sort()
+        t0 = points[0][0]
+        points = [(t - t0, x) for t, x in points]
+        logs = [x for _, x in points]
+        centre = statistics.median(logs)
+        slow = sum(x < centre + math.log(0.8) for x in logs) / len(logs)
+        cells = " | ".join(f"{math.sqrt(g):.3f} ({n})" if n else "—" for n, g in variogram(points))
+        nugget, sigma, tau = fit_drift(points)
+        print(f"| {reader} | {len(points)} | {points[-1][0]:.0f} | {statistics.stdev(logs):.1%} | "
+              f"{slow:.0%} | {cells} | {nugget:.3f} | {sigma:.3f} | {tau} |")
+    return 0
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -240,12 +304,14 @@ def main():
     r.add_argument("--nthreads", type=int, default=1,
                    help="threads of every trial (default 1): more keep more requests in flight")
     r.add_argument("--phases", nargs="+", default=["long", "interleaved", "in-a-row"],
-                   choices=["long", "interleaved", "in-a-row"])
+                   choices=["long", "interleaved", "in-a-row", "series"])
     r.add_argument("gate_args", nargs="*", help="after --: passed to every gate run")
     a = sub.add_parser("analyze", help="print the tables of a finished WORK folder")
     a.add_argument("work")
+    f = sub.add_parser("fit", help="fit the series phase's drift in time, per reader")
+    f.add_argument("work")
     args = parser.parse_args()
-    return run(args) if args.command == "run" else analyze(args)
+    return {"run": run, "analyze": analyze, "fit": fit}[args.command](args)
 
 
 if __name__ == "__main__":

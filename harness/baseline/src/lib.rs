@@ -23,6 +23,7 @@ pub mod file;
 pub mod fingerprint;
 pub mod history;
 pub mod judgement;
+pub mod limitations;
 pub mod message;
 pub mod noise;
 pub mod outcome;

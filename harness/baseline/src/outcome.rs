@@ -54,6 +54,9 @@ pub struct Totals {
     pub checksum_changed: usize,
     pub missing: usize,
     pub ignored: usize,
+    /// Trials that failed for their runner's recorded limitation.
+    #[serde(default)]
+    pub limited: usize,
     /// Trials the filter left out: not part of the run.
     pub filtered_out: usize,
 }
@@ -82,6 +85,7 @@ impl Totals {
             Outcome::ChecksumChanged => self.checksum_changed,
             Outcome::Missing => self.missing,
             Outcome::Ignored => self.ignored,
+            Outcome::Limited => self.limited,
         }
     }
 
@@ -95,6 +99,7 @@ impl Totals {
             Outcome::ChecksumChanged => &mut self.checksum_changed,
             Outcome::Missing => &mut self.missing,
             Outcome::Ignored => &mut self.ignored,
+            Outcome::Limited => &mut self.limited,
         }
     }
 

@@ -37,6 +37,9 @@ pub enum Outcome {
     Passed,
     /// Did not run, for an accepted reason the baseline does not contradict.
     Ignored,
+    /// Failed its own checks for the reason recorded as this runner's known limitation (e.g.
+    /// `strict-gds` where nvidia-fs is not loaded): counted apart, failing nothing.
+    Limited,
     /// Slower than its baseline, in the run and in every confirmation run; or its level over the
     /// runner's history since the bless crept below the baseline by more than the tolerance.
     Slower,
@@ -53,9 +56,10 @@ pub enum Outcome {
 }
 
 impl Outcome {
-    pub const ALL: [Outcome; 8] = [
+    pub const ALL: [Outcome; 9] = [
         Outcome::Passed,
         Outcome::Ignored,
+        Outcome::Limited,
         Outcome::Slower,
         Outcome::Costlier,
         Outcome::Failed,
@@ -73,9 +77,10 @@ impl Outcome {
         }
     }
 
-    /// Fails the run: everything but passed and ignored. libtest counts these as `failed`.
+    /// Fails the run: everything but passed, ignored and limited. libtest counts these as
+    /// `failed`.
     pub fn is_failure(self) -> bool {
-        !matches!(self, Outcome::Passed | Outcome::Ignored)
+        !matches!(self, Outcome::Passed | Outcome::Ignored | Outcome::Limited)
     }
 
     /// A failure against the baseline's figures (exit 3), not of correctness (exit 1).
@@ -88,6 +93,7 @@ impl Outcome {
         match self {
             Outcome::Passed => "passed",
             Outcome::Ignored => "ignored",
+            Outcome::Limited => "limited",
             Outcome::Slower => "slower",
             Outcome::Costlier => "costlier",
             Outcome::Failed => "failed",
@@ -102,6 +108,7 @@ impl Outcome {
         match self {
             Outcome::Passed => "ok",
             Outcome::Ignored => "ignored",
+            Outcome::Limited => "limited",
             Outcome::Slower => "SLOWER",
             Outcome::Costlier => "COSTLIER",
             Outcome::Failed => "FAILED",
@@ -131,12 +138,12 @@ mod tests {
     }
 
     #[test]
-    fn only_passed_and_ignored_do_not_fail_a_run() {
+    fn only_passed_ignored_and_limited_do_not_fail_a_run() {
         let failing: Vec<Outcome> = Outcome::ALL
             .into_iter()
             .filter(|o| o.is_failure())
             .collect();
         assert_eq!(failing.len(), 6);
-        assert!(failing.iter().all(|o| *o > Outcome::Ignored));
+        assert!(failing.iter().all(|o| *o > Outcome::Limited));
     }
 }

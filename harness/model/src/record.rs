@@ -43,6 +43,10 @@ pub struct TrialRecord {
     /// runner. Where it went is [`crate::timing::TrialTime`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wall_seconds: Option<f64>,
+    /// Outcome `limited`: the runner's recorded limitation it failed for, as recorded (the
+    /// doctor's reason why the trial cannot pass on this runner).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limitation: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -420,6 +424,7 @@ impl TrialRecord {
             confirmations: Vec::new(),
             runner_checks: Vec::new(),
             wall_seconds: None,
+            limitation: None,
         }
     }
 
@@ -437,6 +442,7 @@ impl TrialRecord {
             confirmations: Vec::new(),
             runner_checks: Vec::new(),
             wall_seconds: None,
+            limitation: None,
         }
     }
 
@@ -459,6 +465,7 @@ impl TrialRecord {
             confirmations: Vec::new(),
             runner_checks: Vec::new(),
             wall_seconds: None,
+            limitation: None,
         }
     }
 
@@ -468,6 +475,15 @@ impl TrialRecord {
         self.status = Outcome::Failed;
         self.reason = Some(reason);
         self.details = Some(details);
+    }
+
+    /// Outcome `limited`: the recorded limitation, then what the trial's own checks said.
+    pub fn limited_line(&self) -> Option<String> {
+        let recorded = self.limitation.as_deref()?;
+        Some(format!(
+            "runner limitation: {recorded} (failed as recorded: {})",
+            self.reason.as_deref().unwrap_or("failed")
+        ))
     }
 
     /// `4.12 GB/s, host, checksum 0x…`: the line shown next to `ok`.

@@ -12,8 +12,9 @@ use super::Report;
 use gds_baseline::Judgement;
 
 /// In report order: one `::error` per trial whose outcome fails the run (its own failure, or
-/// its failure against the baseline), one `::warning` per trial warning, one `::notice` per
-/// trial significantly faster than its baseline; then one `::error` per baseline trial no suite
+/// its failure against the baseline), one `::notice` per trial limited by its runner, one
+/// `::warning` per trial warning, one `::notice` per trial significantly faster than its
+/// baseline; then one `::error` per baseline trial no suite
 /// defines any more, at the baseline file. Scenario paths are relative to the checkout
 /// (`$GITHUB_WORKSPACE`, else the current directory). Print them to stdout when
 /// `GITHUB_ACTIONS=true`.
@@ -34,6 +35,9 @@ pub fn github_annotations_in(report: &Report, workspace: Option<&Path>) -> Vec<S
         let line = trial.spec.source_line;
         if let Some(words) = report.failure_of(trial) {
             lines.push(command("error", &file, line, &trial.name, &words.message));
+        }
+        if let Some(limited) = trial.limited_line() {
+            lines.push(command("notice", &file, line, &trial.name, &limited));
         }
         for warning in &trial.warnings {
             lines.push(command("warning", &file, line, &trial.name, warning));

@@ -19,11 +19,16 @@ use gds_baseline::creep::RunnerHistory;
 use gds_baseline::file::{self, Loaded, Provenance};
 use gds_baseline::fixtures::{self, BASE, CHECKSUM, NOISE, SLOW};
 use gds_baseline::history::HistoryLine;
+use gds_baseline::limitations::{self, Limitation};
 use gds_baseline::outcome::{self, Outcome, Totals};
 use gds_model::record::TrialRecord;
 use gds_runner::exit;
 
 const CPU: [f64; 5] = [0.4; 5];
+
+/// The doctor's reason, recorded and found again in the run, that `s::limited` cannot pass.
+const LIMITED_REASON: &str =
+    "expects path gds, but its reads would take cufile-posix here: nvidia-fs is not loaded";
 
 fn measured(name: &str, gbps: &[f64], path: &str, checksum: u64, cpu: f64) -> TrialRecord {
     fixtures::with_cpu(fixtures::passed(name, gbps, path, checksum), &[cpu; 5])
@@ -58,6 +63,8 @@ fn every_outcome() -> (Vec<TrialRecord>, BTreeMap<&'static str, Outcome>) {
             Outcome::Slower,
         ),
         (fixtures::failed("s::broken", &NOISE), Outcome::Failed),
+        // Fails its own checks for its runner's recorded limitation (applied in `judged_run`).
+        (fixtures::failed("s::limited", &NOISE), Outcome::Limited),
         (fixtures::ignored("s::gpu"), Outcome::Missing),
         (fixtures::ignored("s::new-gpu"), Outcome::Ignored),
     ];
@@ -139,9 +146,17 @@ fn judged_run(dir: &std::path::Path) -> (Report, BTreeMap<&'static str, Outcome>
             control: None,
         },
     );
+    let recorded = Limitation {
+        reason: LIMITED_REASON.into(),
+        recorded_at: "2026-12-06T15:00:00Z".into(),
+        host: "gpu01".into(),
+    };
     for record in &mut records {
         let judgement = comparison.get(&record.name).map(|j| &j.judgement);
         outcome::settle(record, judgement);
+        if record.name == "s::limited" {
+            limitations::apply(record, &recorded, Some(LIMITED_REASON));
+        }
     }
     let mut report = crate::test_support::report(records);
     report.runner = Some("r1".into());
@@ -182,7 +197,7 @@ fn creep_judged(loaded: &Loaded, records: &[TrialRecord]) -> BTreeMap<String, Ju
     BTreeMap::from([(record.name.clone(), judgement)])
 }
 
-/// `name` → what junit.xml says of it: `ok`, `skipped` or the failure's type.
+/// `name` → what junit.xml says of it: `ok`, `skipped` (or the skip's type) or the failure's type.
 fn junit_cases(xml: &str) -> BTreeMap<String, String> {
     let mut cases = BTreeMap::new();
     for case in xml.split("<testcase ").skip(1) {
@@ -203,8 +218,15 @@ fn junit_cases(xml: &str) -> BTreeMap<String, String> {
                 .next()
                 .unwrap()
                 .to_string()
-        } else if body.contains("<skipped") {
-            "skipped".to_string()
+        } else if let Some(skipped) = body.split("<skipped").nth(1) {
+            // A typed skip (`limited`) by its type.
+            skipped
+                .split('>')
+                .next()
+                .and_then(|attributes| attributes.split("type=\"").nth(1))
+                .and_then(|ty| ty.split('"').next())
+                .unwrap_or("skipped")
+                .to_string()
         } else {
             "ok".to_string()
         };
@@ -271,7 +293,7 @@ fn every_sink_tells_each_trials_outcome_the_totals_and_the_exit_code_alike() {
         let result = crate::libtest::result(trial, failure);
         match expected[trial.name.as_str()] {
             Outcome::Passed => assert!(matches!(result, Ok(libtest_mimic::Completion::Completed))),
-            Outcome::Ignored => assert!(matches!(
+            Outcome::Ignored | Outcome::Limited => assert!(matches!(
                 result,
                 Ok(libtest_mimic::Completion::Ignored { .. })
             )),
@@ -291,6 +313,7 @@ fn every_sink_tells_each_trials_outcome_the_totals_and_the_exit_code_alike() {
         let kind = match outcome {
             Outcome::Passed => "ok",
             Outcome::Ignored => "skipped",
+            Outcome::Limited => "limited",
             Outcome::Failed => "gds-gate",
             Outcome::Slower | Outcome::Costlier => "regression",
             _ => "baseline",
@@ -309,7 +332,7 @@ fn every_sink_tells_each_trials_outcome_the_totals_and_the_exit_code_alike() {
     assert!(summary.contains(&totals.counts()), "{summary}");
     for (name, outcome) in &expected {
         let cell = match outcome {
-            Outcome::Passed | Outcome::Ignored => outcome.label().to_string(),
+            Outcome::Passed | Outcome::Ignored | Outcome::Limited => outcome.label().to_string(),
             failing => format!("**{}**", failing.label()),
         };
         assert!(
@@ -339,6 +362,13 @@ fn every_sink_tells_each_trials_outcome_the_totals_and_the_exit_code_alike() {
         .collect();
     failing.insert("s::gone".into());
     assert_eq!(errors, failing);
+    let notices = annotations::github_annotations_in(&report, None);
+    assert!(
+        notices
+            .iter()
+            .any(|line| line.starts_with("::notice ") && line.contains("title=s%3A%3Alimited")),
+        "{notices:?}"
+    );
 
     // The merged report of two such runs: the same statuses, twice the totals, the same exit.
     let runs = [

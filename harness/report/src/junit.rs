@@ -42,6 +42,12 @@ pub fn render(report: &Report) -> String {
                 status.set_message(xml(trial.reason.as_deref().unwrap_or_default()));
                 status
             }
+            (Outcome::Limited, _) => {
+                let mut status = TestCaseStatus::skipped();
+                status.set_type("limited");
+                status.set_message(xml(&trial.limited_line().unwrap_or_default()));
+                status
+            }
             (outcome, failing) => {
                 let (message, description) =
                     failing.map(|w| (w.headline, w.message)).unwrap_or_default();

@@ -153,7 +153,9 @@ fn trial_table(report: &Report) -> String {
     let _ = writeln!(out, "|---|---|---:|---|---|---:|---:|---:|---|---:|---|");
     for trial in &report.trials {
         let result = match trial.status {
-            Outcome::Passed | Outcome::Ignored => trial.status.label().to_string(),
+            Outcome::Passed | Outcome::Ignored | Outcome::Limited => {
+                trial.status.label().to_string()
+            }
             failing => format!("**{}**", failing.label()),
         };
         let (median, range, path, checksum) = match &trial.measurement {
@@ -177,9 +179,10 @@ fn trial_table(report: &Report) -> String {
             .measurement
             .as_ref()
             .map_or_else(Default::default, cost);
-        let note = match report.failure_of(trial) {
-            Some(words) => text(&words.headline),
-            None => text(trial.reason.as_deref().unwrap_or("")),
+        let note = match (report.failure_of(trial), trial.limited_line()) {
+            (Some(words), _) => text(&words.headline),
+            (None, Some(limited)) => text(&limited),
+            (None, None) => text(trial.reason.as_deref().unwrap_or("")),
         };
         let _ = writeln!(
             out,

@@ -207,9 +207,14 @@ impl Taken {
     }
 
     /// Too few runs or too short a span; a trial no run measured is not short, it did not run
-    /// (a GPU trial on a host without one) and is kept or left out as any bless does.
+    /// (a GPU trial on a host without one) or failed only for its runner's recorded limitation,
+    /// and is kept or left out as any bless does.
     fn short(&self, selection: Selection) -> bool {
-        let measured = !self.runs.is_empty() || !self.passed_over.is_empty();
+        let measured = !self.runs.is_empty()
+            || self
+                .passed_over
+                .keys()
+                .any(|why| *why != not_passed(Outcome::Limited));
         measured && (self.runs.len() < selection.runs || self.span() < selection.min_span)
     }
 
@@ -334,6 +339,7 @@ fn not_passed(outcome: Outcome) -> &'static str {
         Outcome::Failed => "failed",
         Outcome::PathChanged => "path-changed",
         Outcome::ChecksumChanged => "checksum-changed",
+        Outcome::Limited => "limited",
         Outcome::Missing | Outcome::Ignored | Outcome::Passed => "not passed",
     }
 }
