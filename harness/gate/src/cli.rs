@@ -32,6 +32,22 @@ pub struct Cli {
     pub units: Units,
 }
 
+/// What `limitation` does to the selected trials' records.
+#[derive(Debug, Subcommand)]
+pub enum LimitationAction {
+    /// Record the selected trials the doctor says cannot pass here, each with its reason.
+    Record {
+        /// Boxed: the run's options dwarf every other subcommand's.
+        #[command(flatten)]
+        run: Box<RunArgs>,
+    },
+    /// Drop the selected trials' records.
+    Drop {
+        #[command(flatten)]
+        run: Box<RunArgs>,
+    },
+}
+
 /// `--units`: the throughput unit shown to people.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Units {
@@ -113,6 +129,13 @@ pub enum Command {
         /// Boxed: the run's options dwarf every other subcommand's.
         #[command(flatten)]
         run: Box<RunArgs>,
+    },
+    /// Record or drop a runner's known limitation: a trial that cannot pass on this runner
+    /// (`strict-gds` without nvidia-fs), with the doctor's reason. Runs count it `limited` while
+    /// it fails for that reason. Refuses in CI; prints what changed.
+    Limitation {
+        #[command(subcommand)]
+        action: LimitationAction,
     },
     /// Plots of throughput over past runs with the baseline band (SVG), linked from summary.md.
     Report {

@@ -477,12 +477,11 @@ impl TrialRecord {
         self.details = Some(details);
     }
 
-    /// Outcome `limited`: the recorded limitation, then what the trial's own checks said.
+    /// Outcome `limited`: the runner's recorded limitation it failed for, in one line.
     pub fn limited_line(&self) -> Option<String> {
-        let recorded = self.limitation.as_deref()?;
         Some(format!(
-            "runner limitation: {recorded} (failed as recorded: {})",
-            self.reason.as_deref().unwrap_or("failed")
+            "limited by this runner, as recorded: {}",
+            self.limitation.as_deref()?
         ))
     }
 

@@ -16,10 +16,9 @@ pub fn result(
             record.reason.as_deref().unwrap_or_default(),
         ))),
         // libtest has no word for it: counted as ignored there, named `limited` in the line.
-        (Outcome::Limited, _) => Ok(libtest_mimic::Completion::ignored_with(terminal(&format!(
-            "limited: {}",
-            record.limited_line().unwrap_or_default()
-        )))),
+        (Outcome::Limited, _) => Ok(libtest_mimic::Completion::ignored_with(terminal(
+            &record.limited_line().unwrap_or_default(),
+        ))),
         (_, Some(message)) => Err(libtest_mimic::Failed::from(terminal(&message))),
         (_, None) => Err(libtest_mimic::Failed::from(terminal(&format!(
             "{}\n{}",

@@ -207,14 +207,9 @@ impl Taken {
     }
 
     /// Too few runs or too short a span; a trial no run measured is not short, it did not run
-    /// (a GPU trial on a host without one) or failed only for its runner's recorded limitation,
-    /// and is kept or left out as any bless does.
+    /// (a GPU trial on a host without one), and is kept or left out as any bless does.
     fn short(&self, selection: Selection) -> bool {
-        let measured = !self.runs.is_empty()
-            || self
-                .passed_over
-                .keys()
-                .any(|why| *why != not_passed(Outcome::Limited));
+        let measured = !self.runs.is_empty() || !self.passed_over.is_empty();
         measured && (self.runs.len() < selection.runs || self.span() < selection.min_span)
     }
 
@@ -282,6 +277,24 @@ fn take_runs(lines: &[&HistoryLine], name: &str, selection: Selection) -> Taken 
         };
         if trial.status == Status::Ignored {
             continue;
+        }
+        // Limited in the latest run: the runner cannot do it now, whatever it did before. Not
+        // blessed, and not short of runs either.
+        let outcome = trial.bless.as_ref().map(|facts| facts.outcome);
+        if outcome == Some(Outcome::Limited) && runs.is_empty() && passed_over.is_empty() {
+            return Taken {
+                rounds: TrialRounds {
+                    name: name.to_string(),
+                    tolerances: Tolerances {
+                        throughput: 0.0,
+                        cpu: 0.0,
+                    },
+                    runs: Vec::new(),
+                    why_missing: "limited by this runner in the latest run".into(),
+                },
+                runs: Vec::new(),
+                passed_over,
+            };
         }
         let why_not = match (&trial.bless, trial.figures()) {
             (None, _) => Some("from an older gate that did not record the outcome"),

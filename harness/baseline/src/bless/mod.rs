@@ -21,6 +21,7 @@ use super::fingerprint::{self, FieldChange, Fingerprint};
 use super::judgement::Judgement;
 use super::message::{bless_command, quote, threshold};
 use crate::control::{ControlBaseline, ControlReading};
+use gds_model::outcome::Outcome;
 use gds_model::record::{Status, TrialRecord};
 
 /// Which trials a bless takes: libtest-mimic's rules, so that bless takes exactly the trials a run
@@ -268,6 +269,7 @@ pub fn bless(
 fn rounds_of(records: &[&TrialRecord]) -> TrialRounds {
     let first = records[0];
     let why_missing = match first.checks {
+        _ if first.status == Outcome::Limited => first.limited_line().unwrap_or_default(),
         Status::Ignored => format!(
             "did not run: {}",
             first.reason.as_deref().unwrap_or("no reason given")
@@ -417,7 +419,8 @@ pub(crate) fn record(
 
 fn refuse_failures<'a>(records: impl Iterator<Item = &'a TrialRecord>) -> Result<(), BlessError> {
     let failed: Vec<&TrialRecord> = records
-        .filter(|record| record.checks == Status::Failed)
+        // A failure for its runner's recorded limitation is not blessed, and does not refuse.
+        .filter(|record| record.checks == Status::Failed && record.status != Outcome::Limited)
         .collect();
     if failed.is_empty() {
         return Ok(());

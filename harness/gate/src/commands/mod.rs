@@ -9,6 +9,7 @@ pub mod bless;
 pub mod doctor;
 pub mod explain;
 pub mod generate;
+pub mod limitation;
 pub mod report;
 pub mod run;
 pub mod validate;
@@ -61,6 +62,7 @@ pub fn dispatch(cli: Cli, argv: Vec<String>) -> Result<u8, Error> {
             },
             argv,
         ),
+        Some(Command::Limitation { action }) => limitation::run(action),
         Some(Command::Report {
             merge,
             out,

@@ -17,6 +17,7 @@ use crate::exit;
 mod ahead;
 pub(crate) mod baseline;
 mod control;
+pub(crate) mod limits;
 mod rounds;
 use crate::escape::terminal;
 use crate::host::HostFacts;
@@ -148,10 +149,15 @@ pub fn run_trials(
     let preflight =
         crate::doctor::preflight(&args.inputs.data_dir, &selected_specs, args.require_gpu);
     let doctor = crate::doctor::short_summary(&preflight);
+    let limits = Arc::new(limits::Limits::load(&args.baselines, &preflight)?);
     match &host.gpu_unavailable {
         _ if quiet.is_some_and(|q| !q.doctor) => {}
         Some(reason) if !args.require_gpu && !args.doctor => {
             console::say(&crate::doctor::cpu_only_line(&preflight, reason));
+        }
+        // What the doctor finds is what this runner is known not to do: once, not as a failure.
+        _ if !args.doctor && limits.cover_the_doctors_findings() => {
+            console::say(&limits.doctor_line());
         }
         _ => {
             for line in &doctor {
@@ -228,12 +234,17 @@ pub fn run_trials(
         .iter()
         .filter(|spec| !left_out(spec))
         .map(|spec| {
-            let (spec, executor, records) =
-                (spec.clone(), Arc::clone(&executor), Arc::clone(&records));
+            let (spec, executor, records, limits) = (
+                spec.clone(),
+                Arc::clone(&executor),
+                Arc::clone(&records),
+                Arc::clone(&limits),
+            );
             let (kind, name) = (spec.reader.name(), spec.name.clone());
             Trial::ignorable_test(name, move || {
                 let mut record = executor.execute_and_confirm(spec);
                 let failure = executor.judge(&mut record);
+                limits.apply(&mut record);
                 if show_summary && record.checks != Status::Ignored {
                     print!("{} ", terminal(&record.summary()));
                     let _ = std::io::stdout().flush();
@@ -307,6 +318,7 @@ pub fn run_trials(
     let totals = Totals::of(&trials, undefined, specs.len() - selected.len());
     let mut notes = notes(&trials, args.require_gpu);
     notes.extend(plan.as_ref().and_then(crate::budget::Plan::note));
+    notes.extend(limits.notes());
     let duration_seconds = started.elapsed().as_secs_f64();
     let report = Report {
         schema_version: report::SCHEMA_VERSION,

@@ -1,0 +1,104 @@
+//! The runner's recorded limitations ([`gds_baseline::limitations`]) in a run: each trial that
+//! has one is settled against it as it finishes, with the reason the doctor gave at the start of
+//! this run; a trial that passes again leaves a note saying its record can go.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Mutex;
+
+use super::baseline::runner_and_path;
+use crate::baseline::limitations::{self, Finding, Limitation};
+use crate::cli::BaselineArgs;
+use crate::doctor::DoctorReport;
+use crate::doctor::Outcome as Outlook;
+use crate::error::Error;
+use gds_model::record::TrialRecord;
+
+pub struct Limits {
+    path: PathBuf,
+    recorded: BTreeMap<String, Limitation>,
+    /// Why the doctor, at the start of this run, says each trial it expects to fail cannot pass.
+    doctor: BTreeMap<String, String>,
+    /// Trials with a record that passed in this run.
+    gone: Mutex<Vec<String>>,
+}
+
+impl Limits {
+    /// Reads the runner's limitations (a damaged file stops the run before its first trial).
+    pub fn load(baselines: &BaselineArgs, preflight: &DoctorReport) -> Result<Limits, Error> {
+        let (runner, _) = runner_and_path(baselines, &crate::host::hostname())?;
+        let path = limitations::path_for(&baselines.baselines, &runner)?;
+        let recorded = limitations::read(&path)?.map_or_else(BTreeMap::new, |l| l.trials);
+        Ok(Limits {
+            path,
+            recorded,
+            doctor: doctor_reasons(preflight),
+            gone: Mutex::default(),
+        })
+    }
+
+    /// Settles `record` against its recorded limitation, if it has one.
+    pub fn apply(&self, record: &mut TrialRecord) {
+        let Some(recorded) = self.recorded.get(&record.name) else {
+            return;
+        };
+        let doctor = self.doctor.get(&record.name).map(String::as_str);
+        if limitations::apply(record, recorded, doctor) == Some(Finding::Gone) {
+            self.gone
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner())
+                .push(record.name.clone());
+        }
+    }
+
+    /// One note per trial that passed despite its recorded limitation, with how to drop it.
+    pub fn notes(&self) -> Vec<String> {
+        let gone = self
+            .gone
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        gone.iter()
+            .map(|trial| {
+                format!(
+                    "{trial} passed: its recorded limitation in {} no longer holds; drop it with `cargo xtask gds-gate limitation drop --exact {trial}` and commit the change",
+                    self.path.display()
+                )
+            })
+            .collect()
+    }
+
+    /// Whether every trial the doctor expects to fail has its reason recorded: then the
+    /// doctor's findings are the runner's known limitations, said once.
+    pub fn cover_the_doctors_findings(&self) -> bool {
+        !self.doctor.is_empty()
+            && self.doctor.iter().all(|(trial, reason)| {
+                self.recorded
+                    .get(trial)
+                    .is_some_and(|recorded| recorded.reason == *reason)
+            })
+    }
+
+    /// The doctor's one line when [`Limits::cover_the_doctors_findings`].
+    pub fn doctor_line(&self) -> String {
+        let mut reasons: Vec<&str> = self.doctor.values().map(String::as_str).collect();
+        reasons.dedup();
+        format!(
+            "doctor: {} cannot pass here, a recorded limitation of this runner ({}): {}",
+            self.doctor.keys().cloned().collect::<Vec<_>>().join(", "),
+            self.path.display(),
+            reasons.join("; ")
+        )
+    }
+}
+
+/// The doctor's reason for each selected trial it expects to fail.
+pub fn doctor_reasons(preflight: &DoctorReport) -> BTreeMap<String, String> {
+    preflight
+        .trials
+        .iter()
+        .filter_map(|trial| match &trial.outcome {
+            Outlook::Fail { reason } => Some((trial.name.clone(), reason.clone())),
+            _ => None,
+        })
+        .collect()
+}
