@@ -162,6 +162,13 @@ impl Tolerances {
 /// `spread_floor`: see [`super::Baseline::spread_floor`].
 pub fn judge(entry: &TrialBaseline, spread_floor: Option<f64>, record: &TrialRecord) -> Judgement {
     let m = match (record.checks, &record.measurement) {
+        (Status::Ignored, _) if record.interrupted_by.is_some() => {
+            return Judgement::MissingTrial {
+                cause: Missing::Interrupted {
+                    signal: record.interrupted_by.clone().unwrap_or_default(),
+                },
+            };
+        }
         (Status::Ignored, _) => {
             return Judgement::MissingTrial {
                 cause: Missing::Ignored {

@@ -69,6 +69,8 @@ pub enum Missing {
     NotDefined,
     /// It is not among this run's trials (what defines them is unknown).
     NotRun,
+    /// The gate was interrupted (by this signal) before it.
+    Interrupted { signal: String },
 }
 
 /// What the baseline expected of a trial, as far as a judgement's words quote it.

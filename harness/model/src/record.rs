@@ -47,6 +47,9 @@ pub struct TrialRecord {
     /// doctor's reason why the trial cannot pass on this runner).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub limitation: Option<String>,
+    /// Not run because the gate was interrupted by this signal (e.g. `SIGTERM`) before it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interrupted_by: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -425,6 +428,7 @@ impl TrialRecord {
             runner_checks: Vec::new(),
             wall_seconds: None,
             limitation: None,
+            interrupted_by: None,
         }
     }
 
@@ -443,6 +447,7 @@ impl TrialRecord {
             runner_checks: Vec::new(),
             wall_seconds: None,
             limitation: None,
+            interrupted_by: None,
         }
     }
 
@@ -466,6 +471,7 @@ impl TrialRecord {
             runner_checks: Vec::new(),
             wall_seconds: None,
             limitation: None,
+            interrupted_by: None,
         }
     }
 

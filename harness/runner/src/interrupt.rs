@@ -80,6 +80,16 @@ pub fn signal_name(signal: i32) -> &'static str {
 }
 
 /// Why a trial did not run: for the record of every trial after the signal.
+/// A trial the gate did not reach because `signal` interrupted it.
+pub fn not_run(
+    spec: gds_model::scenario::TrialSpec,
+    signal: i32,
+) -> gds_model::record::TrialRecord {
+    let mut record = gds_model::record::TrialRecord::ignored(spec, not_run_reason(signal));
+    record.interrupted_by = Some(signal_name(signal).to_string());
+    record
+}
+
 pub fn not_run_reason(signal: i32) -> String {
     format!(
         "not run: the gate was interrupted by {}",

@@ -386,6 +386,9 @@ pub fn label(judgement: &Judgement) -> String {
             Missing::Ignored { reason } => format!("did not run: {reason}"),
             Missing::NotDefined => "no suite defines it".into(),
             Missing::NotRun => "not in this run".into(),
+            Missing::Interrupted { signal } => {
+                format!("not run: the gate was interrupted by {signal}")
+            }
         },
         Judgement::NewTrial => "new trial".into(),
         Judgement::NoBaseline => "no baseline".into(),
@@ -679,6 +682,12 @@ fn missing(
             "in the baseline, but no suite defines it".to_string(),
             format!(
                 "{trial}: in the baseline, but no suite defines it any more\n  expected: the trial of the baseline: {expected}\n  seen:     no scenario of the loaded suites has this name\n  likely cause: the scenario was renamed or removed, or a suite file is missing from --suite\n  next: if that was intended, drop it from the baseline:\n        {drop}\n        otherwise restore the scenario or pass its suite"
+            ),
+        ),
+        Missing::Interrupted { signal } => (
+            format!("not run: the gate was interrupted by {signal} before it"),
+            format!(
+                "{trial}: not run: the gate was interrupted by {signal} before it\n  expected: a measurement like the baseline's: {expected}\n  seen:     nothing: the run stopped first\n  next: run the gate again; this run says nothing about the trial or the runner"
             ),
         ),
         Missing::NotRun => (

@@ -78,6 +78,28 @@ fn noise_only_passes() {
     ));
 }
 
+/// A trial the gate did not reach because it was stopped is missing for that reason, in words
+/// that blame neither the trial nor the runner.
+#[test]
+fn a_trial_not_reached_before_an_interrupt_says_so() {
+    let s = scratch();
+    blessed(&s.path);
+    let mut record = fixtures::ignored("s::a");
+    record.reason = Some("not run: the gate was interrupted by SIGTERM".into());
+    record.interrupted_by = Some("SIGTERM".into());
+    let comparison = judge_one(&s.path, record, &fixtures::fingerprint());
+    let a = comparison.get("s::a").unwrap();
+    assert!(
+        matches!(&a.judgement, Judgement::MissingTrial { cause: Missing::Interrupted { signal } } if signal == "SIGTERM"),
+        "{a:?}"
+    );
+    assert!(
+        a.message.contains("interrupted by SIGTERM before it") && !a.message.contains("is gone"),
+        "{}",
+        a.message
+    );
+}
+
 /// A first run that looked slower and a confirmation run at the usual speed: a pass, and the
 /// headline says why, instead of "as fast as" beside a first run 19% down.
 #[test]

@@ -291,8 +291,7 @@ pub fn run_trials(
                 .lock()
                 .unwrap_or_else(|poisoned| poisoned.into_inner());
             for spec in &selected {
-                let mut record =
-                    TrialRecord::ignored((*spec).clone(), crate::interrupt::not_run_reason(signal));
+                let mut record = crate::interrupt::not_run((*spec).clone(), signal);
                 executor.judge(&mut record);
                 records.push(record);
             }
@@ -517,7 +516,7 @@ impl Executor {
 
     fn execute(&self, spec: TrialSpec, launcher: &Launcher, job: Option<usize>) -> TrialRecord {
         if let Some(signal) = crate::interrupt::received() {
-            return TrialRecord::ignored(spec, crate::interrupt::not_run_reason(signal));
+            return crate::interrupt::not_run(spec, signal);
         }
         match unavailable(&spec, &self.host) {
             None => match self.data.files_for(&spec) {
