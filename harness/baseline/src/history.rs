@@ -87,9 +87,12 @@ pub struct HistoryTrial {
     pub checksum: Option<u64>,
     /// The tolerance the trial was judged with: the plot's baseline band.
     pub tolerance: f64,
-    /// The gate's wall clock around the trial: what `--budget` plans the next run with.
+    /// The gate's wall clock around the trial, confirmations included.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wall_seconds: Option<f64>,
+    /// Of it, the trial's own run without confirmations: what `--budget` plans the next run with.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub measured_seconds: Option<f64>,
     /// What a bless from history needs beyond the fields above; lines of gates before it have
     /// none, and a bless cannot take their runs (it would not know that they passed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -156,6 +159,7 @@ impl HistoryLine {
                     checksum: m.and_then(|m| m.integrity.checksum),
                     tolerance: record.spec.expect.tolerance,
                     wall_seconds: record.wall_seconds,
+                    measured_seconds: record.measured_seconds,
                     bless: Some(BlessFacts {
                         outcome: record.status,
                         reader: record.spec.reader.name().to_string(),

@@ -1,7 +1,8 @@
 //! `--budget` (or a suite's `budget:`): a run planned to fit a wall time before its first trial.
 //! Each trial is estimated from this runner's history (the gate's clock around the trial's last
-//! passing run), else from its planned bytes at an assumed rate plus its reader's start-up. Trials
-//! are kept in suite order while they fit; the rest are left out, said before the first trial and
+//! passing run, without its confirmations), else from its planned bytes at an assumed rate plus
+//! its reader's start-up. Trials are kept in suite order while they fit, and a trial whose last
+//! run failed is kept whatever it costs; the rest are left out, said before the first trial and
 //! again in the reports. A trial left out is not selected, as one a filter leaves out: neither a
 //! pass nor missing from the baseline.
 
@@ -12,6 +13,8 @@ use gds_model::scenario::size::Budget;
 use gds_model::scenario::{Reader, TrialSpec};
 
 use crate::baseline::history::HistoryLine;
+use gds_model::outcome::Outcome;
+use gds_model::record::Status;
 
 /// The rate a trial this runner has no history of is estimated at: a modest disk, so that the
 /// first run of a new suite errs towards fitting.
@@ -29,25 +32,38 @@ fn startup_guess(reader: Reader) -> f64 {
     }
 }
 
-/// The gate's clock around each trial's latest passing run in a runner's history.
-pub fn last_walls(lines: &[HistoryLine]) -> BTreeMap<String, f64> {
-    let mut walls = BTreeMap::new();
+/// What a runner's history says of a trial for planning a run.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Last {
+    /// The gate's clock around its latest passing run's own measuring (confirmations and the
+    /// waits before them left out: a trial is not priced by its last slow spell).
+    pub seconds: Option<f64>,
+    /// Its latest run's outcome failed that run: it is never left out, whatever it costs.
+    pub failed: bool,
+}
+
+/// Each trial's [`Last`] in a runner's history, oldest line first.
+pub fn last_runs(lines: &[HistoryLine]) -> BTreeMap<String, Last> {
+    let mut last: BTreeMap<String, Last> = BTreeMap::new();
     for line in lines {
         for (name, trial) in &line.trials {
-            if trial.status == gds_model::record::Status::Passed
-                && let Some(wall) = trial.wall_seconds
+            let entry = last.entry(name.clone()).or_default();
+            let outcome = trial.bless.as_ref().map(|facts| facts.outcome);
+            entry.failed = outcome.map_or(trial.status == Status::Failed, Outcome::is_failure);
+            if trial.status == Status::Passed
+                && let Some(seconds) = trial.measured_seconds.or(trial.wall_seconds)
             {
-                walls.insert(name.clone(), wall);
+                entry.seconds = Some(seconds);
             }
         }
     }
-    walls
+    last
 }
 
 /// One trial's expected wall time, and whether this runner's history gave it.
-fn estimate(spec: &TrialSpec, walls: &BTreeMap<String, f64>) -> (f64, bool) {
-    if let Some(&wall) = walls.get(&spec.name) {
-        return (wall, true);
+fn estimate(spec: &TrialSpec, last: Option<&Last>) -> (f64, bool) {
+    if let Some(seconds) = last.and_then(|last| last.seconds) {
+        return (seconds, true);
     }
     let bytes = crate::progress::planned_bytes(spec).unwrap_or(0) as f64;
     (
@@ -69,13 +85,13 @@ pub struct Plan {
     pub from_history: usize,
 }
 
-/// Keeps `specs` in order while their estimates fit in `budget`; `runs` says which start a
-/// worker (the others cost nothing).
+/// Keeps `specs` in order while their estimates fit in `budget`, and every trial whose latest run
+/// failed whatever it costs; `runs` says which start a worker (the others cost nothing).
 pub fn plan(
     specs: &[&TrialSpec],
     runs: impl Fn(&TrialSpec) -> bool,
     budget: Budget,
-    walls: &BTreeMap<String, f64>,
+    last: &BTreeMap<String, Last>,
 ) -> Plan {
     let mut plan = Plan {
         budget,
@@ -85,12 +101,16 @@ pub fn plan(
         from_history: 0,
     };
     for spec in specs {
+        let last = last.get(&spec.name);
         let (seconds, known) = if runs(spec) {
-            estimate(spec, walls)
+            estimate(spec, last)
         } else {
             (0.0, true)
         };
-        if plan.left_out.is_empty() && plan.expected + seconds <= budget.0.as_secs_f64() {
+        let fits = plan.left_out.is_empty() && plan.expected + seconds <= budget.0.as_secs_f64();
+        // A trial that failed last time is what the run is for: leaving it out would pass a
+        // regression by not looking.
+        if fits || last.is_some_and(|last| last.failed) {
             plan.expected += seconds;
             plan.from_history += usize::from(known);
             plan.kept.push(spec.name.clone());
@@ -176,11 +196,73 @@ mod tests {
         Budget::parse(text).unwrap()
     }
 
+    /// A trial whose latest passing run's own measuring took `seconds`.
+    fn took(seconds: f64) -> Last {
+        Last {
+            seconds: Some(seconds),
+            failed: false,
+        }
+    }
+
+    #[test]
+    fn a_trial_whose_last_run_failed_is_never_left_out() {
+        let specs = specs();
+        let refs: Vec<&TrialSpec> = specs.iter().collect();
+        let last = BTreeMap::from([
+            (specs[0].name.clone(), took(5.0)),
+            (specs[1].name.clone(), took(50.0)),
+            (
+                specs[2].name.clone(),
+                Last {
+                    failed: true,
+                    ..took(50.0)
+                },
+            ),
+        ]);
+        let plan = plan(&refs, |_| true, budget("10s"), &last);
+        assert_eq!(plan.kept, [specs[0].name.clone(), specs[2].name.clone()]);
+        assert_eq!(plan.left_out.len(), 1);
+    }
+
+    #[test]
+    fn a_trial_is_priced_by_its_own_measuring_not_its_confirmations() {
+        let spec = &specs()[0];
+        let record = |seconds: f64, measured: f64, outcome: Outcome| {
+            let mut record = gds_baseline::fixtures::passed(&spec.name, &[1.0], "host", 1);
+            record.wall_seconds = Some(seconds);
+            record.measured_seconds = Some(measured);
+            record.status = outcome;
+            record
+        };
+        let line = |records: &[gds_model::record::TrialRecord]| {
+            HistoryLine::new(
+                "2026-12-06T15:00:00Z".into(),
+                "r",
+                "h",
+                &gds_baseline::fixtures::fingerprint(),
+                records,
+            )
+        };
+        // Slower, confirmed after a wait for the runner: 130 s in all, 12 s of its own.
+        let lines = [
+            line(&[record(12.0, 12.0, Outcome::Passed)]),
+            line(&[record(130.0, 12.0, Outcome::Slower)]),
+        ];
+        let last = last_runs(&lines);
+        assert_eq!(
+            last[&spec.name],
+            Last {
+                seconds: Some(12.0),
+                failed: true
+            }
+        );
+    }
+
     #[test]
     fn trials_are_kept_in_suite_order_while_they_fit_by_history_or_estimate() {
         let specs = specs();
         let refs: Vec<&TrialSpec> = specs.iter().collect();
-        let walls = BTreeMap::from([(specs[0].name.clone(), 20.0)]);
+        let walls = BTreeMap::from([(specs[0].name.clone(), took(20.0))]);
         // posix from history 20 s; cufile estimated 0.9 s + 201 MB at 1 GB/s; torch 8.2 s.
         let plan = plan(&refs, |_| true, budget("25s"), &walls);
         assert_eq!(plan.kept, [specs[0].name.clone(), specs[1].name.clone()]);
@@ -203,9 +285,9 @@ mod tests {
         let specs = specs();
         let refs: Vec<&TrialSpec> = specs.iter().collect();
         let walls = BTreeMap::from([
-            (specs[0].name.clone(), 5.0),
-            (specs[1].name.clone(), 50.0),
-            (specs[2].name.clone(), 1.0),
+            (specs[0].name.clone(), took(5.0)),
+            (specs[1].name.clone(), took(50.0)),
+            (specs[2].name.clone(), took(1.0)),
         ]);
         let plan = plan(&refs, |_| true, budget("10s"), &walls);
         assert_eq!(plan.kept.len(), 1);
@@ -225,7 +307,7 @@ mod tests {
     }
 
     /// Only the posix trial starts a worker: the others cost nothing.
-    fn plan_all(specs: &[&TrialSpec], walls: &BTreeMap<String, f64>) -> Plan {
+    fn plan_all(specs: &[&TrialSpec], walls: &BTreeMap<String, Last>) -> Plan {
         plan(
             specs,
             |spec| spec.reader == Reader::Posix,

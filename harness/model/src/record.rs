@@ -47,6 +47,10 @@ pub struct TrialRecord {
     /// doctor's reason why the trial cannot pass on this runner).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub limitation: Option<String>,
+    /// Of `wall_seconds`, the trial's own run (its rounds), without its confirmation runs and
+    /// the waits before them: what `--budget` prices the trial at.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub measured_seconds: Option<f64>,
     /// Not run because the gate was interrupted by this signal (e.g. `SIGTERM`) before it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub interrupted_by: Option<String>,
@@ -428,6 +432,7 @@ impl TrialRecord {
             runner_checks: Vec::new(),
             wall_seconds: None,
             limitation: None,
+            measured_seconds: None,
             interrupted_by: None,
         }
     }
@@ -447,6 +452,7 @@ impl TrialRecord {
             runner_checks: Vec::new(),
             wall_seconds: None,
             limitation: None,
+            measured_seconds: None,
             interrupted_by: None,
         }
     }
@@ -471,6 +477,7 @@ impl TrialRecord {
             runner_checks: Vec::new(),
             wall_seconds: None,
             limitation: None,
+            measured_seconds: None,
             interrupted_by: None,
         }
     }

@@ -435,6 +435,7 @@ impl Executor {
         let mut record = crate::launch::rounds::join(&spec, rounds);
         if unavailable(&spec, &self.host).is_none() {
             record.wall_seconds = Some(windows.as_secs_f64());
+            record.measured_seconds = record.wall_seconds;
         }
         let Some(against) = &self.against else {
             return record;
@@ -663,12 +664,12 @@ fn budget_plan(
     let budget = args
         .budget
         .or_else(|| suites.iter().filter_map(|suite| suite.budget).min())?;
-    let walls = crate::budget::last_walls(against.history().lines());
+    let last = crate::budget::last_runs(against.history().lines());
     Some(crate::budget::plan(
         selected,
         |spec| unavailable(spec, host).is_none(),
         budget,
-        &walls,
+        &last,
     ))
 }
 
