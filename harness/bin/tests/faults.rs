@@ -388,6 +388,112 @@ fn ctrl_c_before_the_first_trial_does_not_say_ok() {
     );
 }
 
+/// A cgroup that caps reads from one block device, for one test (cgroup v2 `io.max`, else v1
+/// `blkio.throttle.read_bps_device`); `None` where this host offers neither to this user.
+struct ReadCap {
+    dir: PathBuf,
+}
+
+impl ReadCap {
+    fn new(device: u64, bytes_per_second: u64) -> Option<ReadCap> {
+        let (major, minor) = (libc::major(device), libc::minor(device));
+        let v2 = PathBuf::from("/sys/fs/cgroup");
+        let (parent, file, rule) = if v2.join("cgroup.controllers").exists() {
+            let enabled = fs::read_to_string(v2.join("cgroup.subtree_control")).ok()?;
+            if !enabled.split_whitespace().any(|c| c == "io") {
+                fs::write(v2.join("cgroup.subtree_control"), "+io").ok()?;
+            }
+            (
+                v2,
+                "io.max",
+                format!("{major}:{minor} rbps={bytes_per_second}"),
+            )
+        } else {
+            let v1 = PathBuf::from("/sys/fs/cgroup/blkio");
+            (
+                v1,
+                "blkio.throttle.read_bps_device",
+                format!("{major}:{minor} {bytes_per_second}"),
+            )
+        };
+        let dir = parent.join(format!("gds-gate-test-{}", std::process::id()));
+        fs::create_dir(&dir).ok()?;
+        let cap = ReadCap { dir };
+        fs::write(cap.dir.join(file), rule).ok()?;
+        Some(cap)
+    }
+
+    /// `command`, started inside the cgroup (its children inherit it).
+    fn wrap(&self, command: &Command) -> Command {
+        let mut inside = Command::new("sh");
+        inside
+            .arg("-c")
+            .arg("echo $$ > \"$0/cgroup.procs\" && exec \"$@\"")
+            .arg(&self.dir)
+            .arg(command.get_program())
+            .args(command.get_args());
+        for (key, value) in command.get_envs() {
+            match value {
+                Some(value) => inside.env(key, value),
+                None => inside.env_remove(key),
+            };
+        }
+        inside
+    }
+}
+
+impl Drop for ReadCap {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir(&self.dir);
+    }
+}
+
+/// Ctrl-C while the gate itself reads at the start (its control file, O_DIRECT) from a disk the
+/// cgroup io controller caps at 4 MB/s: honoured within 2 s, not when the read ends (16 s).
+/// Skipped where this user cannot make such a cgroup.
+#[test]
+fn ctrl_c_during_the_gates_own_reads_on_a_throttled_disk_ends_it_within_two_seconds() {
+    use std::os::unix::fs::MetadataExt;
+    let drill = Drill::new(
+        "suite: drill\nscenarios:\n  - name: read\n    files: { size: 1MiB, seed: 4 }\n    warmup: 0\n    repetitions: 1\n",
+    );
+    let device = fs::metadata(drill.dir.path()).unwrap().dev();
+    let Some(cap) = ReadCap::new(device, 4 << 20) else {
+        eprintln!("skipped: cannot cap this disk's reads with a cgroup here (needs root)");
+        return;
+    };
+    let mut command = drill.gate(&[]);
+    command.env("GDS_GATE_CONTROL_SIZE", "64MiB");
+    let gate = cap
+        .wrap(&command)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The control is a generated file of its own size: once it is complete, the gate reads it.
+    let written = wait_for(Duration::from_secs(30), || {
+        fs::read_dir(drill.path("data"))
+            .ok()?
+            .flatten()
+            .find(|entry| {
+                !entry.file_name().to_string_lossy().contains(".partial-")
+                    && entry.metadata().is_ok_and(|m| m.len() == 64 << 20)
+            })
+    });
+    assert!(written.is_some(), "the control file was not written");
+    std::thread::sleep(Duration::from_secs(2));
+    signal(&gate, libc::SIGINT);
+    let stopping = Instant::now();
+    let output = finish(gate);
+    let took = stopping.elapsed();
+    let (stdout, stderr) = (text(&output.stdout), text(&output.stderr));
+    assert_eq!(output.status.code(), Some(130), "{stdout}\n{stderr}");
+    assert!(
+        took < Duration::from_secs(2),
+        "took {took:?} to stop\n{stderr}"
+    );
+}
+
 /// Every report this test wrote matches the published schema.
 impl Drop for Drill {
     fn drop(&mut self) {

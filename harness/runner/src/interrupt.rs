@@ -64,6 +64,19 @@ pub fn sleep(duration: std::time::Duration) {
     }
 }
 
+/// An error once the gate has been interrupted: what the gate's own long reads and writes (the
+/// runner's control, generating and checking data files) check between blocks, so that Ctrl-C
+/// stops them within a block's time even on a slow disk.
+pub fn stop_if_interrupted() -> std::io::Result<()> {
+    match received() {
+        Some(signal) => Err(std::io::Error::other(format!(
+            "stopped: the gate was interrupted by {}",
+            signal_name(signal)
+        ))),
+        None => Ok(()),
+    }
+}
+
 /// `SIGINT`, `SIGTERM`, ... for messages.
 pub fn signal_name(signal: i32) -> &'static str {
     match signal {
@@ -79,7 +92,6 @@ pub fn signal_name(signal: i32) -> &'static str {
     }
 }
 
-/// Why a trial did not run: for the record of every trial after the signal.
 /// A trial the gate did not reach because `signal` interrupted it.
 pub fn not_run(
     spec: gds_model::scenario::TrialSpec,
@@ -90,6 +102,7 @@ pub fn not_run(
     record
 }
 
+/// Why a trial did not run: for the record of every trial after the signal.
 pub fn not_run_reason(signal: i32) -> String {
     format!(
         "not run: the gate was interrupted by {}",

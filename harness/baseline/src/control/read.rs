@@ -104,6 +104,7 @@ impl Control {
         }
         let mut offset = 0;
         while offset < buf.len() {
+            gds_runner::interrupt::stop_if_interrupted()?;
             let end = (offset + CHUNK).min(buf.len());
             match file.read_at(&mut buf[offset..end], offset as u64) {
                 Ok(0) => {

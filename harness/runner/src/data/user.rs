@@ -203,6 +203,7 @@ fn fill_block(
     buf: &mut [u8],
     offset: u64,
 ) -> io::Result<usize> {
+    crate::interrupt::stop_if_interrupted()?;
     let mut len = 0;
     while len < buf.len() {
         match file.read_at(&mut buf[len..], offset + len as u64) {

@@ -109,6 +109,7 @@ pub fn write_generated_with(
         // leaving it blocked on a channel while the scope waits for it.
         let (full_rx, free_tx) = (full_rx, free_tx);
         for block in full_rx.iter() {
+            crate::interrupt::stop_if_interrupted().map_err(io_err("write"))?;
             // O_DIRECT needs whole 4 KiB blocks: the last one is padded and cut off below.
             let padded = block.len.next_multiple_of(ALIGN);
             let mut result = if direct {

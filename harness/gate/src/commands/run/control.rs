@@ -34,6 +34,8 @@ pub(super) fn start(
     };
     let reading = match control.read() {
         Ok(reading) => reading,
+        // Stopped by Ctrl-C: the run ends next, and says why.
+        Err(_) if crate::interrupt::received().is_some() => return (None, None),
         Err(error) => {
             warn(&error.to_string());
             return (None, None);
