@@ -294,10 +294,18 @@ fn run_gate(command: &GateCommand, extra: &[&str], scratch: &Scratch) -> Run {
 }
 
 fn the_command(workflow: &Workflow, job: &str) -> GateCommand {
+    the_subcommand(workflow, job, None)
+}
+
+/// The one gate command of `job` whose subcommand is `subcommand` (any, with `None`).
+fn the_subcommand(workflow: &Workflow, job: &str, subcommand: Option<&str>) -> GateCommand {
     let mut commands: Vec<GateCommand> = workflow
         .gate_commands()
         .into_iter()
         .filter(|command| command.job == job)
+        .filter(|command| {
+            subcommand.is_none_or(|s| command.args.first().map(String::as_str) == Some(s))
+        })
         .collect();
     assert_eq!(
         commands.len(),
@@ -652,7 +660,41 @@ fn refresh_baselines_is_dispatched_by_hand_and_only_opens_a_pull_request() {
     let branch = with["branch"].as_str().unwrap();
     assert!(branch.starts_with("gds-gate/bless-"), "{branch}");
     assert!(with["base"].is_null(), "the base is the dispatched branch");
-    assert_eq!(with["add-paths"], "baselines/${{ inputs.runner }}.yaml");
+    assert_eq!(
+        with["add-paths"],
+        "baselines/${{ inputs.runner }}.yaml\nbaselines/limitations/${{ inputs.runner }}.yaml\n"
+    );
+}
+
+#[test]
+fn limitations_are_recorded_on_request_with_ci_overridden_and_reach_the_pull_request() {
+    let refresh = workflow("refresh-baselines.yml");
+    let inputs = &refresh.yaml["on"]["workflow_dispatch"]["inputs"];
+    assert_eq!(inputs["record-limitations"]["default"], false);
+    let command = the_subcommand(&refresh, "bless", Some("limitation"));
+    assert_eq!(
+        command.args,
+        [
+            "limitation",
+            "record",
+            "--require-gpu",
+            "--runner",
+            "h200-nvme"
+        ]
+    );
+    assert_eq!(command.env.get("CI").map(String::as_str), Some("false"));
+    let upload = refresh.steps_using("actions/upload-artifact");
+    let paths = upload[0].1["with"]["path"].as_str().unwrap();
+    assert!(
+        paths.contains("baselines/limitations/${{ inputs.runner }}.yaml"),
+        "{paths}"
+    );
+    let mut in_ci = command;
+    in_ci.env.insert("CI".into(), "true".into());
+    let scratch = Scratch::new();
+    let run = run_gate(&in_ci, &[], &scratch);
+    assert_eq!(run.code, 2, "{run:?}");
+    assert!(run.stderr.contains("refusing to record"), "{run:?}");
 }
 
 // ---- the commands, run ------------------------------------------------------------------------
@@ -704,7 +746,7 @@ fn gpu_gate_command_parses_and_lists_its_trials() {
 #[test]
 fn bless_command_parses_and_runs_only_with_ci_overridden() {
     let refresh = workflow("refresh-baselines.yml");
-    let command = the_command(&refresh, "bless");
+    let command = the_subcommand(&refresh, "bless", Some("bless"));
     assert_eq!(
         command.args,
         ["bless", "--require-gpu", "--runner", "h200-nvme"]
