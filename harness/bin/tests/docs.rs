@@ -31,7 +31,7 @@ use std::process::{Command, Stdio};
 use support::{GATE, repo};
 
 /// The pages whose commands are run; `every_page_is_listed` keeps it complete.
-const PAGES: [&str; 19] = [
+const PAGES: [&str; 20] = [
     "README.md",
     "docs/README.md",
     "docs/architecture.md",
@@ -44,6 +44,7 @@ const PAGES: [&str; 19] = [
     "docs/guide/ci.md",
     "docs/guide/first-run.md",
     "docs/guide/fleet.md",
+    "docs/guide/runner.md",
     "docs/reference/baseline-file.md",
     "docs/reference/cli.md",
     "docs/reference/environment.md",
@@ -484,6 +485,7 @@ pages! {
     guide_ci: "docs/guide/ci.md",
     guide_first_run: "docs/guide/first-run.md",
     guide_fleet: "docs/guide/fleet.md",
+    guide_runner: "docs/guide/runner.md",
     reference_baseline_file: "docs/reference/baseline-file.md",
     reference_cli: "docs/reference/cli.md",
     reference_environment: "docs/reference/environment.md",
