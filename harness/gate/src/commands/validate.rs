@@ -30,7 +30,8 @@ pub fn run(paths: &[PathBuf]) -> Result<u8, Error> {
                     suite.scenarios.len()
                 );
             }
-            Err(error) => errors.push(error),
+            // A file's several errors are listed one by one, as those of several files are.
+            Err(error) => errors.extend(error.into_each()),
         }
     }
     if errors.is_empty() {

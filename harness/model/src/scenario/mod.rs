@@ -9,6 +9,7 @@ mod expand;
 pub mod limits;
 mod locate;
 mod model;
+mod passes;
 pub mod size;
 pub mod window_mode;
 mod writes;
@@ -23,6 +24,7 @@ pub use model::{
     BufferKind, Cache, CompatMode, ExpectedPath, GpuSet, Integrity, KvikioApi, Op, Pattern,
     RandomReads, Reader,
 };
+use passes::MAX_ERRORS;
 
 use model::{Files, ScenarioFields, SuiteFile};
 use size::{ByteSize, Fraction, PositiveSize};
@@ -135,9 +137,11 @@ pub fn parse(path: &Path, text: &str) -> Result<Suite, ScenarioError> {
             Some(problem.hint),
         ));
     }
-    let file: SuiteFile =
-        yaml_serde::from_str(text).map_err(|error| error::from_yaml(path, text, &error))?;
-    Validator { path, text }.suite(file)
+    let validator = Validator { path, text };
+    match yaml_serde::from_str::<SuiteFile>(text) {
+        Ok(file) => validator.suite(file),
+        Err(error) => Err(validator.every_error(&error)),
+    }
 }
 
 fn invalid(
@@ -169,7 +173,90 @@ impl Validator<'_> {
     }
 
     fn suite(&self, file: SuiteFile) -> Result<Suite, ScenarioError> {
-        let name = match file.suite {
+        let (name, mut errors) = match self.suite_name(file.suite) {
+            Ok(name) => (name, Vec::new()),
+            Err(error) => (String::new(), vec![error]),
+        };
+        errors.extend(self.defaults_name(&file.defaults).err());
+        errors.extend(self.some_scenarios(file.scenarios.len()).err());
+        let scenarios = self.scenarios(
+            file.scenarios.into_iter().enumerate(),
+            &file.defaults,
+            &mut errors,
+        );
+        if !errors.is_empty() {
+            return Err(self.gathered(errors, None));
+        }
+        let suite = Suite {
+            name,
+            path: self.path.to_path_buf(),
+            description: file.description,
+            python: file.python,
+            require_kvikio: file.require_kvikio,
+            budget: file.budget,
+            scenarios,
+        };
+        self.expansion_limits(&suite)?;
+        Ok(suite)
+    }
+
+    /// Every error of a file that does not deserialise (`first` is where its parse stopped): the
+    /// first of each top-level key, of `defaults` and of each scenario (see [`passes`]), and
+    /// the checks after deserialisation of the parts that did.
+    fn every_error(&self, first: &yaml_serde::Error) -> ScenarioError {
+        let yaml = |error: &yaml_serde::Error| error::from_yaml(self.path, self.text, error);
+        // Not YAML (or not one document): the parts cannot be read apart.
+        if yaml_serde::from_str::<serde::de::IgnoredAny>(self.text).is_err() {
+            return yaml(first);
+        }
+        let parts = passes::read(self.text);
+        let mut errors = vec![yaml(first)];
+        errors.extend(parts.errors.iter().map(yaml));
+        if let Some(top) = &parts.top {
+            errors.extend(self.suite_name(top.suite.clone()).err());
+            errors.extend(self.some_scenarios(top.scenarios.len()).err());
+        }
+        if let Some(defaults) = &parts.defaults {
+            errors.extend(self.defaults_name(defaults).err());
+            self.scenarios(parts.scenarios, defaults, &mut errors);
+        }
+        let beyond = parts
+            .beyond
+            .as_ref()
+            .map(|error| crate::yaml::position(error, self.text));
+        self.gathered(errors, beyond)
+    }
+
+    /// `errors` as one, in the file's order: at most [`MAX_ERRORS`], then a line at the first
+    /// one not shown (`beyond`: one found past them, if any).
+    fn gathered(
+        &self,
+        errors: Vec<ScenarioError>,
+        beyond: Option<(usize, usize)>,
+    ) -> ScenarioError {
+        let mut errors = ScenarioError::gathered(errors).into_each();
+        let not_shown = errors
+            .get(MAX_ERRORS)
+            .map(ScenarioError::position)
+            .into_iter()
+            .chain(beyond)
+            .min();
+        if let Some(at) = not_shown {
+            errors.truncate(MAX_ERRORS);
+            errors.push(self.error(
+                at,
+                format!(
+                    "there is an error here too, and maybe more after it: at most {MAX_ERRORS} errors of a file are shown at once"
+                ),
+                "fix the errors above and validate the file again",
+            ));
+        }
+        ScenarioError::from_each(errors)
+    }
+
+    /// The suite's name: `suite:`, else the file's stem.
+    fn suite_name(&self, suite: Option<String>) -> Result<String, ScenarioError> {
+        let name = match suite {
             Some(name) => name,
             None => self
                 .path
@@ -185,7 +272,11 @@ impl Validator<'_> {
                 "set `suite:` to a name such as `nightly`",
             ));
         }
-        if file.defaults.name.is_some() {
+        Ok(name)
+    }
+
+    fn defaults_name(&self, defaults: &ScenarioFields) -> Result<(), ScenarioError> {
+        if defaults.name.is_some() {
             let at = locate::key(self.text, 0, "defaults").unwrap_or((1, 1));
             return Err(self.error(
                 at,
@@ -193,7 +284,11 @@ impl Validator<'_> {
                 "move `name:` into a scenario under `scenarios:`",
             ));
         }
-        if file.scenarios.is_empty() {
+        Ok(())
+    }
+
+    fn some_scenarios(&self, count: usize) -> Result<(), ScenarioError> {
+        if count == 0 {
             let at = locate::key(self.text, 0, "scenarios").unwrap_or((1, 1));
             return Err(self.error(
                 at,
@@ -201,13 +296,42 @@ impl Validator<'_> {
                 "add at least one scenario under `scenarios:`, e.g. `- name: cold-read`",
             ));
         }
-        let mut scenarios: Vec<Scenario> = Vec::with_capacity(file.scenarios.len());
-        for (index, fields) in file.scenarios.into_iter().enumerate() {
-            let scenario = self.scenario(index, fields, &file.defaults)?;
-            if scenarios.iter().any(|other| other.name == scenario.name) {
-                let at =
-                    locate::nth_name(self.text, &scenario.name, 1).unwrap_or((scenario.line, 1));
-                return Err(self.error(
+        Ok(())
+    }
+
+    /// The scenarios (with their index in the file) that pass their own checks; the first error
+    /// of each that does not, and of each that repeats an earlier one's name, goes to `errors`.
+    fn scenarios(
+        &self,
+        fields: impl IntoIterator<Item = (usize, ScenarioFields)>,
+        defaults: &ScenarioFields,
+        errors: &mut Vec<ScenarioError>,
+    ) -> Vec<Scenario> {
+        let mut scenarios: Vec<Scenario> = Vec::new();
+        for (index, fields) in fields {
+            let scenario = match self.scenario(index, fields, defaults) {
+                Ok(scenario) => scenario,
+                Err(error) => {
+                    errors.push(error);
+                    continue;
+                }
+            };
+            let before = scenarios
+                .iter()
+                .filter(|other| other.name == scenario.name)
+                .count();
+            if before > 0 {
+                // This scenario's own `name:`, which the scenario's `line` (the first of its
+                // name) is not.
+                let item = locate::nth_list_item(self.text, "scenarios", index);
+                let next = locate::nth_list_item(self.text, "scenarios", index + 1);
+                let at = item
+                    .and_then(|(line, _)| {
+                        locate::key_before(self.text, line - 1, next.map(|(l, _)| l), "name")
+                    })
+                    .or_else(|| locate::nth_name(self.text, &scenario.name, before))
+                    .unwrap_or((scenario.line, 1));
+                errors.push(self.error(
                     at,
                     format!("scenarios[{index}]: duplicate scenario name `{}`", scenario.name),
                     "scenario names must be unique within a suite: they name the trials and their baselines",
@@ -215,17 +339,7 @@ impl Validator<'_> {
             }
             scenarios.push(scenario);
         }
-        let suite = Suite {
-            name,
-            path: self.path.to_path_buf(),
-            description: file.description,
-            python: file.python,
-            require_kvikio: file.require_kvikio,
-            budget: file.budget,
-            scenarios,
-        };
-        self.expansion_limits(&suite)?;
-        Ok(suite)
+        scenarios
     }
 
     /// Position of `key` for the scenario that starts on `start` (before `next`, where the next

@@ -12,9 +12,11 @@ use serde::{Deserialize, Deserializer, Serialize};
 
 use super::size::{ByteSize, Fraction, PositiveSize};
 
+/// A suite file. `defaults` and the scenarios are read as `D` and `S`: [`ScenarioFields`], or
+/// [`de::IgnoredAny`] where a pass over a file with errors checks the other keys alone.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct SuiteFile {
+pub struct SuiteFile<D = ScenarioFields, S = ScenarioFields> {
     /// Name used in trial names; defaults to the file stem.
     pub suite: Option<String>,
     pub description: Option<String>,
@@ -26,8 +28,8 @@ pub struct SuiteFile {
     /// The wall time a run of this suite should fit (`5m`): `--budget` when not given.
     pub budget: Option<super::size::Budget>,
     #[serde(default)]
-    pub defaults: ScenarioFields,
-    pub scenarios: Vec<ScenarioFields>,
+    pub defaults: D,
+    pub scenarios: Vec<S>,
 }
 
 /// The keys of one scenario. `defaults` uses the same keys (except `name`), so a key means the same

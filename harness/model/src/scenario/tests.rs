@@ -171,7 +171,10 @@ fn mistakes_are_reported_with_position_and_fix() {
         (
             "wrong type",
             "scenarios:\n  - name: a\n    files: { size: 1MiB }\n    nthreads: lots\n",
-            &[":4:", "nthreads", "invalid type"],
+            &[
+                ":4:15:",
+                "`nthreads` must be a whole number of at least 1, found \"lots\"",
+            ],
         ),
         (
             "zero size",
@@ -816,4 +819,198 @@ fn an_alias_bomb_is_refused_at_its_first_alias() {
         "{shown}"
     );
     assert!(shown.contains("aliases"), "{shown}");
+}
+
+/// Each error as `validate` shows it, one string apiece.
+fn each_error(text: &str) -> Vec<String> {
+    parse(Path::new("suites/test.yaml"), text)
+        .expect_err("must be rejected")
+        .into_each()
+        .iter()
+        .map(ToString::to_string)
+        .collect()
+}
+
+/// Three broken scenarios: three errors, each at its own line with its fix, in one answer.
+#[test]
+fn every_broken_scenario_is_reported_at_once() {
+    let text = "suite: bad\nscenarios:\n  - name: a\n    files: { size: 1MiB }\n    repetitons: 3\n  - name: b\n    files: { size: 1MiB }\n    reader: posx\n  - name: c\n    files: { size: 1MiB }\n    repetitions: -1\n";
+    let errors = each_error(text);
+    assert_eq!(errors.len(), 3, "{errors:#?}");
+    let expected: [&[&str]; 3] = [
+        &[
+            "suites/test.yaml:5:5: scenarios[0]: unknown field `repetitons`",
+            "help: did you mean the key `repetitions`?",
+        ],
+        &[
+            "suites/test.yaml:8:13: scenarios[1].reader: unknown variant `posx`",
+            "help: did you mean the value `posix`?",
+        ],
+        &[
+            "suites/test.yaml:11:18: scenarios[2]: `repetitions` must be a whole number of at least 1, found -1",
+            "help: write how many measured passes each trial makes",
+        ],
+    ];
+    for (error, needles) in errors.iter().zip(expected) {
+        for needle in needles {
+            assert!(error.contains(needle), "`{needle}` not in:\n{error}");
+        }
+    }
+    // As one error, the later ones on `error:` lines of their own.
+    let shown = parse_err(text);
+    assert_eq!(
+        shown.matches("\nerror: suites/test.yaml:").count(),
+        2,
+        "{shown}"
+    );
+}
+
+/// A file with one mistake gets the one error it always got, not a list of one.
+#[test]
+fn a_single_error_stays_a_single_error() {
+    let text = "scenarios:\n  - name: a\n    files: { size: 1MiB }\n    repetitons: 3\n  - name: b\n    files: { size: 1MiB }\n";
+    let error = parse(Path::new("suites/test.yaml"), text).expect_err("typo");
+    assert!(
+        matches!(
+            error,
+            ScenarioError::Invalid {
+                line: 4,
+                column: 5,
+                ..
+            }
+        ),
+        "{error:?}"
+    );
+    // Not YAML: the parse error alone, where the parser stopped.
+    let text = "scenarios:\n  - name: a\n    files: { size: 1MiB\n  - name: b\n    reader: posx\n";
+    assert_eq!(each_error(text).len(), 1);
+}
+
+/// Top-level keys, scenarios that do not deserialise and those that deserialise but fail their
+/// checks: each reported once, in the file's order.
+#[test]
+fn errors_of_every_part_are_gathered_in_the_files_order() {
+    let text = "suite: mixed\ndescripton: typo\ndefaults:\n  warmup: 0\nscenarios:\n  - name: a\n    files: { size: 1MiB }\n    gpus: [0, 1]\n  - name: b\n    files: { size: 1MiB }\n    nthreads: [1, -1]\n  - name: c\n    files: { size: 1MiB }\n  - name: c\n    files: { size: 1MiB }\n  - 3\npythn: python3\n";
+    let errors = each_error(text);
+    let expected = [
+        ":2:1: unknown field `descripton`",
+        ":8:5: scenarios[0] (`a`): `gpus` does not apply to reader `posix`",
+        ":11:19: scenarios[1]: `nthreads[1]` must be a whole number of at least 1, found -1",
+        ":14:5: scenarios[3]: duplicate scenario name `c`",
+        ":16:5: scenarios[4]: invalid type: integer `3`",
+        ":17:1: unknown field `pythn`",
+    ];
+    assert_eq!(errors.len(), expected.len(), "{errors:#?}");
+    for (error, start) in errors.iter().zip(expected) {
+        assert!(
+            error.starts_with(&format!("suites/test.yaml{start}")),
+            "`{start}` does not start:\n{error}"
+        );
+    }
+    assert!(errors[5].contains("did you mean the key `python`?"));
+    // Broken `defaults` are reported; the scenarios, which take their values, are checked no
+    // further than deserialisation then.
+    let text = "defaults:\n  warmup: -2\nscenarios:\n  - name: a\n    gpus: [0, 1]\n  - name: b\n    cache: hot\n";
+    let errors = each_error(text);
+    assert_eq!(errors.len(), 2, "{errors:#?}");
+    assert!(
+        errors[0].starts_with(
+            "suites/test.yaml:2:11: defaults: `warmup` must be a whole number of at least 0, found -2"
+        ),
+        "{}",
+        errors[0]
+    );
+    assert!(
+        errors[1].starts_with("suites/test.yaml:7:12: scenarios[1].cache: unknown variant `hot`"),
+        "{}",
+        errors[1]
+    );
+}
+
+/// A file of many broken scenarios shows the first [`MAX_ERRORS`] and where the next one is.
+#[test]
+fn errors_past_the_limit_are_said_to_be_there() {
+    let mut text = String::from("scenarios:\n");
+    for index in 0..MAX_ERRORS + 5 {
+        text.push_str(&format!(
+            "  - {{ name: s{index}, files: {{ size: 1MiB }}, repetitions: 0 }}\n"
+        ));
+    }
+    let errors = each_error(&text);
+    assert_eq!(errors.len(), MAX_ERRORS + 1, "{errors:#?}");
+    let last = &errors[MAX_ERRORS];
+    assert!(
+        last.starts_with(&format!("suites/test.yaml:{}:", MAX_ERRORS + 2))
+            && last.contains("at most 20 errors of a file are shown at once")
+            && last.contains("help: fix the errors above"),
+        "{last}"
+    );
+}
+
+/// A count out of range says the key, the bound and what was written, and how to write it.
+#[test]
+fn a_negative_count_is_said_in_the_suites_terms() {
+    let suite =
+        |line: &str| format!("scenarios:\n  - name: a\n    files: {{ size: 1MiB }}\n    {line}\n");
+    assert_eq!(
+        parse_err(&suite("repetitions: -1")),
+        "suites/test.yaml:4:18: scenarios[0]: `repetitions` must be a whole number of at least 1, found -1\n  help: write how many measured passes each trial makes, without quotes, e.g. `repetitions: 5` (the default)"
+    );
+    for (line, needles) in [
+        (
+            "warmup: -2",
+            &[
+                ":4:13:",
+                "`warmup` must be a whole number of at least 0, found -2",
+                "`warmup: 0` for none",
+            ][..],
+        ),
+        (
+            "rounds: -1",
+            &[
+                ":4:13:",
+                "`rounds` must be a whole number of at least 1, found -1",
+                "help: write how many workers",
+            ],
+        ),
+        (
+            "nthreads: 0",
+            &[
+                ":4:15:",
+                "`nthreads` must be a whole number of at least 1, found 0",
+                "`nthreads: [1, 8]`",
+            ],
+        ),
+        (
+            "repetitions: 1.5",
+            &["`repetitions` must be a whole number of at least 1, found 1.5"],
+        ),
+        (
+            "repetitions: \"3\"",
+            &["`repetitions` must be a whole number of at least 1, found \"3\""],
+        ),
+        (
+            "repetitions: 99999999999",
+            &["`repetitions` must be a whole number of at most 4294967295, found 99999999999"],
+        ),
+        (
+            "queue_depth: -4",
+            &[
+                "`queue_depth` must be a whole number of at least 1, found -4",
+                "help: write a whole number of 1 or more: digits only",
+            ],
+        ),
+    ] {
+        let shown = parse_err(&suite(line));
+        for needle in needles {
+            assert!(
+                shown.contains(needle),
+                "{line}: `{needle}` not in:\n{shown}"
+            );
+        }
+        assert!(
+            !shown.contains("u32") && !shown.contains("invalid"),
+            "{shown}"
+        );
+    }
 }
