@@ -265,9 +265,13 @@ def fit_drift(points):
 
 
 def fit(args):
-    """The series phase: per reader, how process medians decorrelate with time between them."""
-    report = Path(args.work) / "series" / "report.json"
-    trials = json.loads(report.read_text())["trials"]
+    """Per reader, how process medians decorrelate with the time between them (the phases'
+    processes together, each at the time it answered)."""
+    trials = []
+    for phase in args.phases:
+        report = Path(args.work) / phase / "report.json"
+        if report.exists():
+            trials += json.loads(report.read_text())["trials"]
     by_reader = {}
     for trial in trials:
         m = trial.get("measurement") or {}
@@ -308,8 +312,10 @@ def main():
     r.add_argument("gate_args", nargs="*", help="after --: passed to every gate run")
     a = sub.add_parser("analyze", help="print the tables of a finished WORK folder")
     a.add_argument("work")
-    f = sub.add_parser("fit", help="fit the series phase's drift in time, per reader")
+    f = sub.add_parser("fit", help="fit the drift in time of the phases' processes, per reader")
     f.add_argument("work")
+    f.add_argument("--phases", nargs="+", default=["series"],
+                   choices=["long", "interleaved", "in-a-row", "series"])
     args = parser.parse_args()
     return {"run": run, "analyze": analyze, "fit": fit}[args.command](args)
 
