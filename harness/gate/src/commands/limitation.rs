@@ -3,6 +3,7 @@
 //! and prints what changed. Refuses in CI: like a baseline, a limitation changes only through an
 //! explicit, reviewed step on the runner.
 
+use std::collections::BTreeMap;
 use std::fmt::Write;
 
 use super::run::baseline::runner_and_path;
@@ -35,65 +36,88 @@ pub fn run(action: LimitationAction) -> Result<u8, Error> {
         trials: Default::default(),
     });
     let selected = selected(&args)?;
-    let mut changes = String::new();
-    let mut passed_over = String::new();
-    if recording {
+    let (changes, notes) = if recording {
         let preflight =
             crate::doctor::preflight(&args.inputs.data_dir, &selected, args.require_gpu);
-        let reasons = doctor_reasons(&preflight);
         let blessed = crate::baseline::file::read(&baseline_path)?;
-        let blessed = blessed.present();
-        let recorded_at = humantime::format_rfc3339_seconds(std::time::SystemTime::now());
-        for spec in &selected {
-            let Some(reason) = reasons.get(&spec.name) else {
-                let _ = writeln!(
-                    passed_over,
-                    "  not recorded: {}: the doctor does not expect it to fail here",
-                    spec.name
-                );
-                continue;
-            };
-            let new = Limitation {
-                reason: reason.clone(),
-                recorded_at: recorded_at.to_string(),
-                host: hostname.clone(),
-            };
-            if let Some(blessed) = blessed.as_ref().and_then(|b| b.trials.get(&spec.name)) {
-                let _ = writeln!(
-                    passed_over,
-                    "  note: {} passed here when blessed (path {}): the runner lost what it had, and the trials that took that path will fail",
-                    spec.name, blessed.path
-                );
-            }
-            match file.trials.insert(spec.name.clone(), new) {
-                Some(old) if old.reason == *reason => {
-                    file.trials.insert(spec.name.clone(), old);
-                }
-                Some(old) => {
-                    let _ = writeln!(changes, "  ~ {}: {reason} (was: {})", spec.name, old.reason);
-                }
-                None => {
-                    let _ = writeln!(changes, "  + {}: {reason}", spec.name);
-                }
-            }
-        }
+        let recorded = Limitation {
+            reason: String::new(),
+            recorded_at: humantime::format_rfc3339_seconds(std::time::SystemTime::now())
+                .to_string(),
+            host: hostname,
+        };
+        record(
+            &mut file,
+            &selected,
+            &doctor_reasons(&preflight),
+            blessed.present(),
+            &recorded,
+        )
     } else {
-        for spec in &selected {
-            if let Some(old) = file.trials.remove(&spec.name) {
-                let _ = writeln!(changes, "  - {}: {}", spec.name, old.reason);
-            }
-        }
-    }
+        (drop(&mut file, &selected), String::new())
+    };
     if changes.is_empty() {
-        print!(
-            "up to date: {} (nothing changed)\n{passed_over}",
-            path.display()
-        );
+        print!("up to date: {} (nothing changed)\n{notes}", path.display());
         return Ok(exit::PASSED);
     }
     limitations::write(&path, &file)?;
-    print!("updating: {}\n{changes}{passed_over}", path.display());
+    print!("updating: {}\n{changes}{notes}", path.display());
     Ok(exit::PASSED)
+}
+
+/// Records the doctor's `reasons` for the `selected` trials that have one (`stamp`: when and on
+/// which host); returns the changes and the notes, one line each.
+fn record(
+    file: &mut Limitations,
+    selected: &[TrialSpec],
+    reasons: &BTreeMap<String, String>,
+    blessed: Option<&crate::baseline::Baseline>,
+    stamp: &Limitation,
+) -> (String, String) {
+    let (mut changes, mut notes) = (String::new(), String::new());
+    for spec in selected {
+        let name = &spec.name;
+        let Some(reason) = reasons.get(name) else {
+            let _ = writeln!(
+                notes,
+                "  not recorded: {name}: the doctor does not expect it to fail here"
+            );
+            continue;
+        };
+        if let Some(entry) = blessed.and_then(|b| b.trials.get(name)) {
+            let _ = writeln!(
+                notes,
+                "  note: {name} passed here when blessed (path {}): the runner lost what it had, and the trials that took that path will fail",
+                entry.path
+            );
+        }
+        match file.trials.get(name).map(|old| old.reason.as_str()) {
+            Some(old) if old == reason => continue,
+            Some(old) => {
+                let _ = writeln!(changes, "  ~ {name}: {reason} (was: {old})");
+            }
+            None => {
+                let _ = writeln!(changes, "  + {name}: {reason}");
+            }
+        }
+        let new = Limitation {
+            reason: reason.clone(),
+            ..stamp.clone()
+        };
+        file.trials.insert(name.clone(), new);
+    }
+    (changes, notes)
+}
+
+/// Drops the `selected` trials' records; returns the changes, one line each.
+fn drop(file: &mut Limitations, selected: &[TrialSpec]) -> String {
+    let mut changes = String::new();
+    for spec in selected {
+        if let Some(old) = file.trials.remove(&spec.name) {
+            let _ = writeln!(changes, "  - {}: {}", spec.name, old.reason);
+        }
+    }
+    changes
 }
 
 /// The trials the suites define that the filter selects, as a run selects them.
