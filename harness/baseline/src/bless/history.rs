@@ -262,6 +262,7 @@ fn take_runs(lines: &[&HistoryLine], name: &str, selection: Selection) -> Taken 
     let mut runs: Vec<(RunAt, TakenRun)> = Vec::new();
     let mut passed_over: BTreeMap<&'static str, usize> = BTreeMap::new();
     let mut tolerances = None;
+    let mut limited = false;
     for (index, line) in lines.iter().enumerate().rev() {
         let spanned = match (runs.first(), runs.last()) {
             (Some((newest, _)), Some((oldest, _))) => {
@@ -279,22 +280,11 @@ fn take_runs(lines: &[&HistoryLine], name: &str, selection: Selection) -> Taken 
             continue;
         }
         // Limited in the latest run: the runner cannot do it now, whatever it did before. Not
-        // blessed, and not short of runs either.
+        // blessed, and not short of runs either (none taken, none passed over).
         let outcome = trial.bless.as_ref().map(|facts| facts.outcome);
         if outcome == Some(Outcome::Limited) && runs.is_empty() && passed_over.is_empty() {
-            return Taken {
-                rounds: TrialRounds {
-                    name: name.to_string(),
-                    tolerances: Tolerances {
-                        throughput: 0.0,
-                        cpu: 0.0,
-                    },
-                    runs: Vec::new(),
-                    why_missing: "limited by this runner in the latest run".into(),
-                },
-                runs: Vec::new(),
-                passed_over,
-            };
+            limited = true;
+            break;
         }
         let why_not = match (&trial.bless, trial.figures()) {
             (None, _) => Some("from an older gate that did not record the outcome"),
@@ -324,7 +314,9 @@ fn take_runs(lines: &[&HistoryLine], name: &str, selection: Selection) -> Taken 
     }
     runs.reverse();
     let (at, taken): (Vec<RunAt>, Vec<TakenRun>) = runs.into_iter().unzip();
-    let why_missing = if passed_over.is_empty() {
+    let why_missing = if limited {
+        "limited by this runner in the latest run".to_string()
+    } else if passed_over.is_empty() {
         "did not run in the history's runs of this fingerprint".to_string()
     } else {
         "no passing run in the history's runs of this fingerprint".to_string()
