@@ -13,7 +13,7 @@ pub const USAGE: u8 = 2;
 pub const REGRESSION: u8 = 3;
 /// The gate could not do its own job (write reports, read its inputs).
 pub const SETUP: u8 = 4;
-/// No trial ran: everything was filtered out or ignored.
+/// No trial passed: everything was filtered out, ignored or limited.
 pub const NOTHING_RAN: u8 = 5;
 
 /// Interrupted by SIGINT or SIGTERM: what a shell reports for a process that `signal` ended,
@@ -30,7 +30,7 @@ Exit status:
   2  bad command line or suite file
   3  slower than the baseline
   4  setup error (cannot write reports or read inputs)
-  5  nothing ran (all trials filtered out or ignored)
+  5  nothing ran (all trials filtered out, ignored or limited)
   130, 143  interrupted (Ctrl-C, SIGTERM): workers stopped, reports hold what ran";
 
 #[cfg(test)]
