@@ -49,6 +49,21 @@ fn subcommands() -> Vec<String> {
     gds_gate::cli::subcommand_names()
 }
 
+/// The subcommands of subcommand `name`, as its `--help` lists them (clap's `help` left out).
+fn nested_subcommands(name: &str) -> Vec<String> {
+    use clap::CommandFactory;
+    gds_gate::cli::Cli::command()
+        .find_subcommand(name)
+        .map(|command| {
+            command
+                .get_subcommands()
+                .filter(|sub| !sub.is_hide_set() && sub.get_name() != "help")
+                .map(|sub| sub.get_name().to_string())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// `gds-gate ARGS --help` as a person sees it, with no `GDS_GATE_*` variable set (clap shows
 /// the value of a set one).
 fn help(args: &[&str]) -> String {
@@ -75,7 +90,12 @@ fn cli_reference() -> String {
          Below is each command's `--help`, verbatim.\n",
     );
     let mut commands = vec![Vec::new()];
-    commands.extend(subcommands().into_iter().map(|name| vec![name]));
+    for name in subcommands() {
+        // A subcommand's own subcommands (`limitation record`) follow it.
+        let nested = nested_subcommands(&name);
+        commands.push(vec![name.clone()]);
+        commands.extend(nested.into_iter().map(|sub| vec![name.clone(), sub]));
+    }
     for args in commands {
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         let title = ["gds-gate"]
