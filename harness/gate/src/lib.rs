@@ -14,7 +14,6 @@ pub mod bench;
 pub mod budget;
 pub mod cli;
 pub mod commands;
-pub mod console;
 pub mod error;
 pub mod launch;
 pub mod progress;
@@ -24,5 +23,5 @@ pub use gds_baseline::{self as baseline, control, outcome};
 pub use gds_doctor as doctor;
 pub use gds_report as report;
 pub use gds_runner::{
-    data, escape, exit, host, interrupt, job, mounts, out_lock, prepare, process, tools,
+    console, data, escape, exit, host, interrupt, job, mounts, out_lock, prepare, process, tools,
 };

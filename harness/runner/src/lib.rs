@@ -5,6 +5,7 @@
 //!
 //! It builds on `gds-model` only, and starts processes but never links CUDA or cuFile.
 
+pub mod console;
 pub mod data;
 pub mod escape;
 pub mod exit;

@@ -6,7 +6,6 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::data::{self, DataError, GeneratedFile};
-use crate::escape::terminal;
 use gds_model::plan::PlannedFile;
 use gds_model::scenario::{FileSet, TrialSpec};
 
@@ -151,17 +150,17 @@ impl DataSet {
                 match &prepared {
                     // Reused files are the quiet, usual case: report.json lists them.
                     Ok((file, record)) if record.action != "reused" => {
-                        eprintln!(
+                        crate::console::say(&format!(
                             "data: {} {} ({})",
                             record.action,
-                            terminal(&file.path.display().to_string()),
+                            file.path.display(),
                             gds_model::units::format_bytes(file.size, 2)
-                        );
+                        ));
                         set.log.push(record.clone());
                     }
                     Ok((_, record)) => set.log.push(record.clone()),
                     Err(error) => {
-                        eprintln!("error: {}", terminal(&gds_model::error_chain(error)))
+                        crate::console::say(&format!("error: {}", gds_model::error_chain(error)))
                     }
                 }
                 set.files.insert(key, prepared.map(|(file, _)| file));

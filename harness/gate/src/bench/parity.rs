@@ -24,6 +24,7 @@ mod progress;
 use progress::{BoundedError, Progress, progress_line, row_limit, run_bounded};
 
 use super::BenchError;
+use crate::console;
 use crate::launch::Launcher;
 use crate::prepare::DataSet;
 use gds_model::cost::RECORD_ENV;
@@ -241,17 +242,23 @@ pub fn run(setting: &Setting, runs: usize, dir: &Path, out: &mut String) -> Resu
             let limit = row_limit(setting.size, row.writes());
             let label = row.label(setting);
             if stuck[index] {
-                eprintln!(
-                    "{}",
-                    progress_line(run, runs, (position, in_run), &label, Progress::Skipped)
-                );
+                console::say(&progress_line(
+                    run,
+                    runs,
+                    (position, in_run),
+                    &label,
+                    Progress::Skipped,
+                ));
                 continue;
             }
             std::thread::sleep(setting.rest);
-            eprintln!(
-                "{}",
-                progress_line(run, runs, (position, in_run), &label, Progress::Started)
-            );
+            console::say(&progress_line(
+                run,
+                runs,
+                (position, in_run),
+                &label,
+                Progress::Started,
+            ));
             let started = Instant::now();
             let outcome = match row.scenario() {
                 None => if row.writes() {
@@ -297,22 +304,19 @@ pub fn run(setting: &Setting, runs: usize, dir: &Path, out: &mut String) -> Resu
                 }
             };
             let elapsed = started.elapsed();
-            eprintln!(
-                "{}",
-                progress_line(
-                    run,
-                    runs,
-                    (position, in_run),
-                    &label,
-                    Progress::Done(
-                        outcome
-                            .as_ref()
-                            .map(|m| m.gbps)
-                            .map_err(|why| why as &dyn std::error::Error),
-                        elapsed
-                    )
-                )
-            );
+            console::say(&progress_line(
+                run,
+                runs,
+                (position, in_run),
+                &label,
+                Progress::Done(
+                    outcome
+                        .as_ref()
+                        .map(|m| m.gbps)
+                        .map_err(|why| why as &dyn std::error::Error),
+                    elapsed,
+                ),
+            ));
             // A worker killed at its limit, or a dd stopped at it.
             if outcome.is_err() && elapsed >= limit {
                 stuck[index] = true;
