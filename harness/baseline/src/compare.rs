@@ -161,14 +161,14 @@ impl Tolerances {
 /// path explains a changed speed.
 /// `spread_floor`: see [`super::Baseline::spread_floor`].
 pub fn judge(entry: &TrialBaseline, spread_floor: Option<f64>, record: &TrialRecord) -> Judgement {
+    if let (Status::Ignored, Some(signal)) = (record.checks, &record.interrupted_by) {
+        return Judgement::MissingTrial {
+            cause: Missing::Interrupted {
+                signal: signal.clone(),
+            },
+        };
+    }
     let m = match (record.checks, &record.measurement) {
-        (Status::Ignored, _) if record.interrupted_by.is_some() => {
-            return Judgement::MissingTrial {
-                cause: Missing::Interrupted {
-                    signal: record.interrupted_by.clone().unwrap_or_default(),
-                },
-            };
-        }
         (Status::Ignored, _) => {
             return Judgement::MissingTrial {
                 cause: Missing::Ignored {

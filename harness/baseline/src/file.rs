@@ -495,7 +495,7 @@ fn line_after(text: &str, after: usize, needle: &str) -> Option<usize> {
 }
 
 /// 1-based line of the first line containing `needle`.
-fn line_of(text: &str, needle: &str) -> Option<usize> {
+pub(crate) fn line_of(text: &str, needle: &str) -> Option<usize> {
     text.lines()
         .position(|line| line.contains(needle))
         .map(|index| index + 1)

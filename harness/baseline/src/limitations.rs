@@ -3,8 +3,8 @@
 //! loaded). Recorded and reviewed as a baseline is (`limitation record`, a diff, refused in CI).
 //!
 //! A run counts such a trial `limited` only while it fails *for the recorded reason*: its own
-//! checks failed in a way a missing path explains (a path check, or the stack refusing), and the
-//! doctor, asked again in this run, gives the very reason recorded. A crash, a timeout, wrong
+//! checks failed, not by a crash, a timeout, an interrupt or wrong bytes, and the doctor, asked
+//! again in this run, gives the very reason recorded. A crash, a timeout, wrong
 //! bytes or another reason fail as usual; a trial that passes says its record can go. Only a
 //! trial's own failure is excused: a trial that passed and now takes another path than its
 //! baseline is `path-changed`, as ever.
@@ -141,11 +141,14 @@ pub fn read(path: &Path) -> Result<Option<Limitations>, BaselineError> {
             });
         }
     };
-    let corrupt = |error: yaml_serde::Error| BaselineError::Corrupt {
-        path: path.to_path_buf(),
-        line: yaml::position(&error, &text).0,
-        column: yaml::position(&error, &text).1,
-        message: yaml::message(&error),
+    let corrupt = |error: yaml_serde::Error| {
+        let (line, column) = yaml::position(&error, &text);
+        BaselineError::Corrupt {
+            path: path.to_path_buf(),
+            line,
+            column,
+            message: yaml::message(&error),
+        }
     };
     let value: yaml_serde::Value = yaml_serde::from_str(&text).map_err(corrupt)?;
     if let Some(found) = value
@@ -155,10 +158,7 @@ pub fn read(path: &Path) -> Result<Option<Limitations>, BaselineError> {
     {
         return Err(BaselineError::NewerSchema {
             path: path.to_path_buf(),
-            line: 1 + text
-                .lines()
-                .position(|l| l.starts_with("schema_version"))
-                .unwrap_or(0),
+            line: super::file::line_of(&text, "schema_version:").unwrap_or(1),
             found,
             supported: SCHEMA_VERSION,
         });

@@ -2,7 +2,7 @@
 //! has one is settled against it as it finishes, with the reason the doctor gave at the start of
 //! this run; a trial that passes again leaves a note saying its record can go.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::sync::Mutex;
 
@@ -80,13 +80,13 @@ impl Limits {
 
     /// The doctor's one line when [`Limits::cover_the_doctors_findings`].
     pub fn doctor_line(&self) -> String {
-        let mut reasons: Vec<&str> = self.doctor.values().map(String::as_str).collect();
-        reasons.dedup();
+        // Trials failing for one reason (nvidia-fs not loaded) share it: each reason once, sorted.
+        let reasons: BTreeSet<&str> = self.doctor.values().map(String::as_str).collect();
         format!(
             "doctor: {} cannot pass here, a recorded limitation of this runner ({}): {}",
             self.doctor.keys().cloned().collect::<Vec<_>>().join(", "),
             self.path.display(),
-            reasons.join("; ")
+            reasons.into_iter().collect::<Vec<_>>().join("; ")
         )
     }
 }
@@ -101,4 +101,48 @@ pub fn doctor_reasons(preflight: &DoctorReport) -> BTreeMap<String, String> {
             _ => None,
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Fixture: limits whose records are the doctor's reasons of this run.
+    fn limits(doctor: &[(&str, &str)]) -> Limits {
+        let doctor: BTreeMap<String, String> = doctor
+            .iter()
+            .map(|(trial, reason)| (trial.to_string(), reason.to_string()))
+            .collect();
+        let recorded = doctor
+            .iter()
+            .map(|(trial, reason)| {
+                let limitation = Limitation {
+                    reason: reason.clone(),
+                    recorded_at: "2026-12-06T15:00:00Z".into(),
+                    host: "gpu01".into(),
+                };
+                (trial.clone(), limitation)
+            })
+            .collect();
+        Limits {
+            path: PathBuf::from("baselines/limitations/gpu01.yaml"),
+            recorded,
+            doctor,
+            gone: Mutex::default(),
+        }
+    }
+
+    #[test]
+    fn the_doctors_one_line_names_each_reason_once() {
+        let limits = limits(&[
+            ("s::a", "nvidia-fs is not loaded"),
+            ("s::b", "no udev record"),
+            ("s::c", "nvidia-fs is not loaded"),
+        ]);
+        assert!(limits.cover_the_doctors_findings());
+        assert_eq!(
+            limits.doctor_line(),
+            "doctor: s::a, s::b, s::c cannot pass here, a recorded limitation of this runner (baselines/limitations/gpu01.yaml): no udev record; nvidia-fs is not loaded"
+        );
+    }
 }
