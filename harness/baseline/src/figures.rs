@@ -3,6 +3,7 @@
 //! history, so that a bless from history records exactly what a bless that ran the trials would,
 //! and a run is judged against its baseline the same way from either.
 
+use gds_model::path::Path;
 use gds_model::record::Measurement;
 
 #[derive(Clone, Debug, PartialEq)]
@@ -16,7 +17,7 @@ pub struct RunFigures {
     pub latency_p50_us: Option<f64>,
     pub latency_p99_us: Option<f64>,
     /// The path verdict, e.g. `nvfs`, `cufile-posix`, `host`.
-    pub path: String,
+    pub path: Path,
     pub checksum: Option<u64>,
 }
 

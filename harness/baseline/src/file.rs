@@ -67,7 +67,7 @@ pub struct TrialBaseline {
     /// Every blessed run's measured passes: what the comparison uses (see `decision`).
     pub runs: Vec<Vec<f64>>,
     /// The path verdict, e.g. `nvfs`, `cufile-posix`, `host`.
-    pub path: String,
+    pub path: gds_model::path::Path,
     /// The checksum of what was read, `0x…`; absent when the trial does not verify.
     #[serde(with = "gds_model::hex::option")]
     pub checksum: Option<u64>,
@@ -439,7 +439,7 @@ mod v1 {
         max_gbps: f64,
         samples: usize,
         gbps: Vec<f64>,
-        path: String,
+        path: gds_model::path::Path,
         #[serde(with = "gds_model::hex::option")]
         checksum: Option<u64>,
         blessed_at: String,

@@ -82,7 +82,7 @@ pub struct HistoryTrial {
     pub status: Status,
     pub median_gbps: Option<f64>,
     pub gbps: Vec<f64>,
-    pub path: Option<String>,
+    pub path: Option<gds_model::path::Path>,
     #[serde(with = "gds_model::hex::option")]
     pub checksum: Option<u64>,
     /// The tolerance the trial was judged with: the plot's baseline band.
@@ -298,8 +298,8 @@ mod tests {
         assert!(history.skipped.is_empty());
         let a = &history.lines[1].trials["s::a"];
         assert_eq!(
-            (a.median_gbps, a.path.as_deref()),
-            (Some(2.0), Some("nvfs"))
+            (a.median_gbps, a.path.as_ref()),
+            (Some(2.0), Some(&gds_model::path::Path::Nvfs))
         );
         assert_eq!(history.lines[1].trials["s::gpu"].status, Status::Ignored);
         let text = std::fs::read_to_string(&path).unwrap();

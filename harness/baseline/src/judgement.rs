@@ -2,6 +2,7 @@
 //! much it matters. Its words are [`super::message`]'s, rendered when a report is written; the
 //! comparison that makes it is [`super::compare`].
 
+use gds_model::path::Path;
 use serde::{Deserialize, Serialize};
 
 use super::changes::Creep;
@@ -36,8 +37,8 @@ pub enum Judgement {
     },
     /// The path verdict differs from the baseline's (e.g. `nvfs` → `cufile-posix`). A failure.
     PathChanged {
-        from: String,
-        to: String,
+        from: Path,
+        to: Path,
         throughput: Throughput,
     },
     /// The bytes read are not the bytes the baseline measured. A failure.
@@ -79,7 +80,7 @@ pub struct Expected {
     pub median_gbps: f64,
     /// Each blessed run's median, in the order the runs ran.
     pub run_medians_gbps: Vec<f64>,
-    pub path: String,
+    pub path: Path,
     pub blessed_at: String,
 }
 

@@ -123,7 +123,7 @@ fn real_workers_read_and_verify_their_shards_concurrently() {
             assert_eq!(m.gbps[r], plan.total_bytes() as f64 / slowest / 1e9);
         }
         assert_eq!(m.integrity.checksum, m.integrity.expected_checksum);
-        assert_eq!(m.path, "host");
+        assert_eq!(m.path, gds_model::path::Path::Host);
     }
 }
 

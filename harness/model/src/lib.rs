@@ -20,6 +20,7 @@ pub mod integrity;
 pub mod meminfo;
 pub mod numbers;
 pub mod outcome;
+pub mod path;
 pub mod plan;
 pub mod progress;
 pub mod protocol;

@@ -140,7 +140,7 @@ pub struct Measurement {
     /// `None` when no measured pass completed.
     pub median_gbps: Option<f64>,
     /// The path the bytes took, as the verdict judged it from every source of evidence.
-    pub path: String,
+    pub path: crate::path::Path,
     /// The verdict in full: which source said what, and the diagnosis.
     #[serde(default)]
     pub path_evidence: Option<String>,

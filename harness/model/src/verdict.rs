@@ -18,69 +18,10 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 use crate::evidence::{Bytes, Evidence};
+use crate::path::Path;
 use crate::scenario::{Expectations, ExpectedPath};
 
 pub use diagnose::Diagnosis;
-
-/// A way bytes reach the reader's buffer.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Path {
-    /// GPUDirect Storage through the nvidia-fs kernel module.
-    Nvfs,
-    /// GPUDirect Storage through PCIe P2PDMA.
-    P2p,
-    /// cuFile's compat mode: POSIX reads into host bounce buffers, then copies.
-    CufilePosix,
-    /// KvikIO's own POSIX path (compat mode ON, its per-file AUTO fallback, small reads).
-    KvikioPosix,
-    /// The posix reader: host memory, no GPU.
-    Host,
-    /// The h2d reader: POSIX into pinned memory, then a copy.
-    Bounce,
-    /// Handed to cuFile, but no counter says whether as nvfs, p2p or compat POSIX.
-    Cufile,
-    /// Nothing says how these bytes were read.
-    Unknown,
-    /// More than one path; see the split.
-    Mixed,
-}
-
-impl Path {
-    pub fn name(self) -> &'static str {
-        match self {
-            Path::Nvfs => "nvfs",
-            Path::P2p => "p2p",
-            Path::CufilePosix => "cufile-posix",
-            Path::KvikioPosix => "kvikio-posix",
-            Path::Host => "host",
-            Path::Bounce => "bounce",
-            Path::Cufile => "cufile (unconfirmed)",
-            Path::Unknown => "unknown",
-            Path::Mixed => "mixed",
-        }
-    }
-
-    /// Whether bytes on this path satisfy `expected`.
-    pub fn satisfies(self, expected: ExpectedPath) -> bool {
-        match expected {
-            ExpectedPath::Nvfs => self == Path::Nvfs,
-            ExpectedPath::P2p => self == Path::P2p,
-            ExpectedPath::Gds => matches!(self, Path::Nvfs | Path::P2p),
-            ExpectedPath::CufilePosix => self == Path::CufilePosix,
-            ExpectedPath::KvikioPosix => self == Path::KvikioPosix,
-            ExpectedPath::Host => self == Path::Host,
-            ExpectedPath::Bounce => self == Path::Bounce,
-            ExpectedPath::Any => true,
-        }
-    }
-}
-
-impl fmt::Display for Path {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
 
 /// `expect.path` as written in suite files.
 pub fn expected_name(expected: ExpectedPath) -> &'static str {
@@ -161,7 +102,7 @@ impl PathVerdict {
 
     /// Whether `path` carried bytes or, where bytes are unknown, is the verdict.
     pub fn involves(&self, path: Path) -> bool {
-        self.bytes_on(path) > 0 || self.path == path
+        self.path == path || self.bytes_on(path) > 0
     }
 
     /// The source column padded so that the table lines up.

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use gds_model::explain::explain;
-use gds_model::verdict::Path;
+use gds_model::path::Path;
 
 fn fixture(name: &str) -> String {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))

@@ -9,8 +9,9 @@ mod verdict_support;
 use gds_model::evidence::{
     CufileGpuCounters, CufileLogFindings, Evidence, NvfsEvidence, NvfsReads, NvfsStatsDelta,
 };
+use gds_model::path::Path;
 use gds_model::scenario::{CompatMode, Expectations, ExpectedPath, Integrity, Reader};
-use gds_model::verdict::{Path, judge, judge_trial, verdict};
+use gds_model::verdict::{judge, judge_trial, verdict};
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 use verdict_support::*;

@@ -7,8 +7,9 @@ mod verdict_support;
 
 use gds_model::cufile_abi::GpuCounters;
 use gds_model::evidence::{CufileGpuCounters, Evidence};
+use gds_model::path::Path;
 use gds_model::scenario::{ExpectedPath, Op, Reader};
-use gds_model::verdict::{Path, judge};
+use gds_model::verdict::judge;
 use verdict_support::*;
 
 fn batch_reads(counters: GpuCounters) -> Evidence {

@@ -6,8 +6,9 @@
 mod verdict_support;
 
 use gds_model::evidence::{CufileGpuCounters, CufileLogFindings, Evidence};
+use gds_model::path::Path;
 use gds_model::scenario::{CompatMode, ExpectedPath, Reader};
-use gds_model::verdict::{Path, judge};
+use gds_model::verdict::judge;
 use verdict_support::*;
 
 #[test]

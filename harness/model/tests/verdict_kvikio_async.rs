@@ -9,8 +9,9 @@
 mod verdict_support;
 
 use gds_model::evidence::{CufileLogFindings, Evidence};
+use gds_model::path::Path;
 use gds_model::scenario::{CompatMode, ExpectedPath, KvikioApi, Op};
-use gds_model::verdict::{Path, judge};
+use gds_model::verdict::judge;
 use verdict_support::*;
 
 /// KvikIO's five backends, all zero, and cuFile's GPU 0 with 256 POSIX reads of 1.00 GiB in all:

@@ -8,8 +8,9 @@ mod verdict_support;
 
 use gds_model::cufile_abi::GpuCounters;
 use gds_model::evidence::{CufileGpuCounters, Evidence, GdsStats};
+use gds_model::path::Path;
 use gds_model::scenario::{ExpectedPath, Op, Reader};
-use gds_model::verdict::{Path, judge};
+use gds_model::verdict::judge;
 use verdict_support::*;
 
 /// cuFile's counters after a cufile writer put 1 GiB in 256 writes of 4 MiB, all in compat mode

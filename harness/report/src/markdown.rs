@@ -164,7 +164,7 @@ fn trial_table(report: &Report) -> String {
                 (
                     m.median_gbps.map_or("-".into(), |g| rate.number(g, 2)),
                     format!("{}–{}", rate.number(min, 2), rate.number(max, 2)),
-                    text(&m.path),
+                    text(m.path.name()),
                     m.integrity.checksum.map_or("-".into(), hex::format),
                 )
             }
@@ -261,7 +261,7 @@ fn per_gpu(trials: &[TrialRecord]) -> String {
                 .and_then(|m| m.median_gbps)
                 .map_or("-".into(), |g| rate.number(g, 2));
             let bytes = own.map_or("-".into(), |m| m.bytes_per_repetition.to_string());
-            let path = own.map_or("-".into(), |m| text(&m.path));
+            let path = own.map_or("-".into(), |m| text(m.path.name()));
             let counters = own
                 .and_then(|m| m.cufile.as_ref())
                 .and_then(|c| c.stats.as_ref())

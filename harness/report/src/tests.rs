@@ -26,7 +26,7 @@ fn report() -> super::Report {
         record.spec.source_file = format!("suites/{bad}.yaml").into();
         record.warnings = vec![format!("warning {bad}")];
         if let Some(m) = record.measurement.as_mut() {
-            m.path = format!("nvfs{bad}");
+            m.path = gds_model::path::Path::Other(format!("nvfs{bad}"));
         }
         record
     };

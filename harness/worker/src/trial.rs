@@ -60,7 +60,7 @@ fn measure(spec: &WorkerSpec) -> WorkerResult {
         seconds: Vec::new(),
         gbps: Vec::new(),
         median_gbps: None,
-        path: String::new(),
+        path: gds_model::path::Path::Unknown,
         path_evidence: None,
         integrity: IntegrityResult::not_checked(Integrity::None),
         resident_after_drop: None,
@@ -326,9 +326,7 @@ fn passes(
     measured_from: &mut dyn FnMut(),
 ) -> Result<(), WorkerFailure> {
     let (trial, plan) = (&spec.trial, &spec.plan);
-    if m.path.is_empty() {
-        m.path = reader.path().to_string();
-    }
+    m.path = reader.path();
     m.window = window;
     let windows = window.map(|size| plan.windows(size));
     let settings = PassSettings {

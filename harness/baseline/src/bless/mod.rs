@@ -444,11 +444,11 @@ fn refuse_failures<'a>(records: impl Iterator<Item = &'a TrialRecord>) -> Result
 fn refuse_unstable(trials: &[TrialRounds]) -> Result<(), BlessError> {
     let mut details = String::new();
     for trial in trials {
-        let seen: Vec<(&str, Option<u64>)> = trial
+        let seen: Vec<(&gds_model::path::Path, Option<u64>)> = trial
             .runs
             .iter()
             .flatten()
-            .map(|run| (run.figures.path.as_str(), run.figures.checksum))
+            .map(|run| (&run.figures.path, run.figures.checksum))
             .collect();
         if seen.windows(2).any(|pair| pair[0] != pair[1]) {
             let runs: Vec<String> = seen

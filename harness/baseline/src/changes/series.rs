@@ -4,6 +4,7 @@
 use super::super::fingerprint::{self, Fingerprint};
 use super::super::history::History;
 use super::Run;
+use gds_model::path::Path;
 use gds_model::record::Status;
 
 /// The runs of `trial` on `runner`, in the history's order, each with the fingerprint fields that
@@ -15,7 +16,7 @@ pub fn series(history: &History, runner: &str, trial: &str) -> Vec<Run> {
     let mut runs: Vec<Run> = Vec::new();
     let mut known: Option<Fingerprint> = None;
     let mut pending: Vec<String> = Vec::new();
-    let mut last_path: Option<String> = None;
+    let mut last_path: Option<Path> = None;
     for line in history.lines.iter().filter(|line| line.runner == runner) {
         if let Some(before) = &known {
             let diff = fingerprint::diff(before, &line.fingerprint);

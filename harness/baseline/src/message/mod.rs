@@ -574,7 +574,7 @@ fn explain_parts(
         ) => {
             let headline = format!("path changed from the baseline: {from} → {to}");
             let mut likely = ctx.fingerprint_cause();
-            if to.contains("posix") && !ctx.nvidia_fs_loaded {
+            if to.is_posix_fallback() && !ctx.nvidia_fs_loaded {
                 let hint = "nvidia-fs is not loaded on this runner, so cuFile reads through POSIX and host bounce buffers (its compat mode)";
                 likely = Some(likely.map_or(hint.to_string(), |c| format!("{c}; {hint}")));
             }

@@ -252,7 +252,7 @@ fn a_path_change_fails_and_names_nvidia_fs() {
     );
     let a = comparison.get("s::a").unwrap();
     assert!(
-        matches!(&a.judgement, Judgement::PathChanged { from, to, .. } if from == "nvfs" && to == "cufile-posix"),
+        matches!(&a.judgement, Judgement::PathChanged { from, to, .. } if *from == gds_model::path::Path::Nvfs && *to == gds_model::path::Path::CufilePosix),
         "{a:?}"
     );
     assert_eq!(comparison.worst(), Severity::Failure);

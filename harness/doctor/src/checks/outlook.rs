@@ -17,9 +17,10 @@ use super::capability::{
 };
 use super::{Check, State};
 use crate::facts::{ConfigStatus, DriverOpen, Fact, Facts};
+use gds_model::path::Path;
 use gds_model::scenario::{CompatMode, ExpectedPath, FileSet, Pattern, Reader, TrialSpec};
+use gds_model::verdict::expected_name;
 use gds_model::verdict::stack::{self, CufileRoute, KvikioPosix};
-use gds_model::verdict::{Path, expected_name};
 
 /// One line of "what this host can meet", e.g. `path nvfs: no — nvidia-fs is not loaded`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

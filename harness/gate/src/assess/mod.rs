@@ -32,7 +32,7 @@ pub fn apply(record: &mut TrialRecord, trial_dir: &Path, nvfs_before: Option<Str
     );
     let judgement = verdict::judge_trial(&evidence, &record.spec.expect);
     if let Some(m) = record.measurement.as_mut() {
-        m.path = judgement.verdict.path.to_string();
+        m.path = judgement.verdict.path.clone();
         m.path_evidence = Some(judgement.to_string());
     }
     match record.checks {

@@ -322,12 +322,15 @@ fn aggregate_measurement(
             .filter_map(|(_, m)| value(m))
             .reduce(f64::max)
     };
-    let mut paths: Vec<&str> = measured.iter().map(|(_, m)| m.path.as_str()).collect();
-    paths.sort_unstable();
-    paths.dedup();
-    let path = match paths.as_slice() {
-        [one] => one.to_string(),
-        _ => "mixed".to_string(),
+    // One path when every GPU's bytes took it, else mixed.
+    let mut paths = measured
+        .iter()
+        .map(|(_, m)| &m.path)
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter();
+    let path = match (paths.next(), paths.next()) {
+        (Some(one), None) => one.clone(),
+        _ => gds_model::path::Path::Mixed,
     };
     let path_evidence: Vec<String> = measured
         .iter()

@@ -42,7 +42,8 @@ impl Builder {
         // Exact, unlike `reads()`, which saturates: shares then never add up past `bytes`.
         let reads: u128 = busy.iter().map(|(_, n)| u128::from(*n)).sum();
         if bytes == 0 {
-            self.marked.extend(busy.iter().map(|(path, _)| *path));
+            self.marked
+                .extend(busy.iter().map(|(path, _)| path.clone()));
             return;
         }
         self.approximate |= busy.len() > 1;
@@ -50,18 +51,18 @@ impl Builder {
         for (path, n) in &busy {
             let share = (u128::from(bytes) * u128::from(*n) / reads.max(1)) as u64;
             given += share;
-            self.add(*path, share);
+            self.add(path.clone(), share);
         }
         // Rounding leftovers go to the busiest path.
         if let Some((path, _)) = busy.iter().max_by_key(|(_, n)| *n) {
-            self.add(*path, bytes - given);
+            self.add(path.clone(), bytes - given);
         }
     }
 
     pub(super) fn finish(mut self) -> PathVerdict {
         // Sources in a fixed order (KvikIO before cuFile, ...) whatever order they were read in.
         self.lines.sort_by_key(|line| line.source);
-        let taken: BTreeSet<Path> = self.split.keys().copied().chain(self.marked).collect();
+        let taken: BTreeSet<Path> = self.split.keys().cloned().chain(self.marked).collect();
         let path = match taken.len() {
             0 => Path::Unknown,
             1 => taken.into_iter().next().unwrap_or(Path::Unknown),

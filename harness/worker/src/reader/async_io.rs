@@ -19,6 +19,7 @@ use crate::gpu::{DeviceBuffer, Gpu, GpuError};
 use crate::libcufile::stream::{AsyncSlot, RegisteredStream};
 use crate::libcufile::{Cufile, Handle, RegisteredBuffer};
 use gds_model::integrity::IntegrityResult;
+use gds_model::path::Path;
 use gds_model::plan::{ReadPlan, Segment};
 use gds_model::scenario::{BufferKind, Integrity};
 
@@ -204,8 +205,8 @@ pub(crate) fn judge(tasks: &[Segment], slots: &[AsyncSlot]) -> Result<(), (Segme
 }
 
 impl PlanReader for AsyncReader<'_> {
-    fn path(&self) -> &'static str {
-        "cufile"
+    fn path(&self) -> Path {
+        Path::Cufile
     }
 
     fn prepare(&mut self) -> Result<(), ReaderError> {

@@ -15,6 +15,7 @@ use crate::libcufile::batch::{Batch, BatchError};
 use crate::libcufile::{Cufile, Handle, RegisteredBuffer};
 use gds_model::cufile_abi::batch::{EntryProblem, IoEvent, IoParams, check_entry};
 use gds_model::integrity::IntegrityResult;
+use gds_model::path::Path;
 use gds_model::plan::{ReadPlan, Segment};
 use gds_model::scenario::{BufferKind, Integrity};
 
@@ -164,8 +165,8 @@ pub(crate) fn judge(tasks: &[Segment], events: &[IoEvent]) -> Result<(), (Segmen
 }
 
 impl PlanReader for BatchReader<'_> {
-    fn path(&self) -> &'static str {
-        "cufile"
+    fn path(&self) -> Path {
+        Path::Cufile
     }
 
     fn prepare(&mut self) -> Result<(), ReaderError> {

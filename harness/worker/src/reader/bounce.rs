@@ -7,6 +7,7 @@ use std::fs::File;
 use super::{Pass, PlanReader, ReaderError, pread_exact, run_parallel};
 use crate::gpu::{DeviceBuffer, Gpu, PinnedBuffer};
 use gds_model::integrity::IntegrityResult;
+use gds_model::path::Path;
 use gds_model::plan::ReadPlan;
 use gds_model::scenario::Integrity;
 
@@ -42,8 +43,8 @@ impl<'g> Bounce<'g> {
 }
 
 impl PlanReader for Bounce<'_> {
-    fn path(&self) -> &'static str {
-        "bounce"
+    fn path(&self) -> Path {
+        Path::Bounce
     }
 
     fn prepare(&mut self) -> Result<(), ReaderError> {

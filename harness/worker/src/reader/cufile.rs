@@ -24,6 +24,7 @@ use super::{Pass, PlanReader, ReaderError, run_parallel};
 use crate::gpu::{DeviceBuffer, Gpu};
 use crate::libcufile::{Cufile, Handle, RegisteredBuffer};
 use gds_model::integrity::IntegrityResult;
+use gds_model::path::Path;
 use gds_model::plan::ReadPlan;
 use gds_model::scenario::{BufferKind, Integrity};
 
@@ -99,8 +100,8 @@ pub(crate) fn register_buffer<'a>(
 }
 
 impl PlanReader for CufileReader<'_> {
-    fn path(&self) -> &'static str {
-        "cufile"
+    fn path(&self) -> Path {
+        Path::Cufile
     }
 
     fn prepare(&mut self) -> Result<(), ReaderError> {

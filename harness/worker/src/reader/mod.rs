@@ -17,6 +17,7 @@ use crate::gpu::GpuError;
 use crate::libcufile::{CufileError, ReadFailure};
 use gds_model::cost::Histogram;
 use gds_model::integrity::IntegrityResult;
+use gds_model::path::Path;
 use gds_model::plan::ReadPlan;
 use gds_model::scenario::Integrity;
 
@@ -24,7 +25,7 @@ use gds_model::scenario::Integrity;
 /// [`gds_model::scenario::Reader`]).
 pub trait PlanReader {
     /// The path the bytes take when nothing else is known (`host`, `bounce`, `cufile`).
-    fn path(&self) -> &'static str;
+    fn path(&self) -> Path;
     /// Before each pass (each window when streaming): clear the destination so that a read that
     /// did not happen cannot pass.
     fn prepare(&mut self) -> Result<(), ReaderError>;

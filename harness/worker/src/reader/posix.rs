@@ -8,6 +8,7 @@ use rayon::prelude::*;
 use super::host_memory::HostMemory;
 use super::{Pass, PlanReader, ReaderError, pread_exact, run_parallel};
 use gds_model::integrity::{self, HostBuffer, IntegrityResult};
+use gds_model::path::Path;
 use gds_model::plan::{ReadPlan, Segment};
 use gds_model::scenario::Integrity;
 
@@ -61,8 +62,8 @@ pub fn open_all(plan: &ReadPlan) -> Result<Vec<File>, ReaderError> {
 }
 
 impl PlanReader for Posix {
-    fn path(&self) -> &'static str {
-        "host"
+    fn path(&self) -> Path {
+        Path::Host
     }
 
     fn prepare(&mut self) -> Result<(), ReaderError> {

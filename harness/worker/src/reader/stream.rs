@@ -111,6 +111,7 @@ fn add_cpu(total: Option<CpuTime>, window: Option<CpuTime>) -> Option<CpuTime> {
 mod tests {
     use super::*;
     use gds_model::integrity::{HostBuffer, check, expected_checksum};
+    use gds_model::path::Path;
     use gds_model::plan::PlannedFile;
     use gds_model::scenario::Pattern;
 
@@ -126,8 +127,8 @@ mod tests {
     }
 
     impl PlanReader for Fake {
-        fn path(&self) -> &'static str {
-            "fake"
+        fn path(&self) -> Path {
+            Path::Unknown
         }
         fn prepare(&mut self) -> Result<(), ReaderError> {
             self.prepared += 1;

@@ -68,9 +68,7 @@ pub fn passes(
     m: &mut Measurement,
 ) -> Result<(), WorkerFailure> {
     let (trial, plan) = (&spec.trial, &spec.plan);
-    if m.path.is_empty() {
-        m.path = writer.path().to_string();
-    }
+    m.path = writer.path();
     let mut figures = WriteFigures::default();
     let mut latency = Histogram::default();
     let total = trial.passes();

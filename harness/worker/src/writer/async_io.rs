@@ -12,6 +12,7 @@ use crate::libcufile::{Cufile, Handle, RegisteredBuffer};
 use crate::reader::async_io::Streams;
 use crate::reader::cufile::{register_buffer, register_files};
 use crate::reader::{Pass, ReaderError};
+use gds_model::path::Path;
 use gds_model::plan::ReadPlan;
 use gds_model::scenario::BufferKind;
 
@@ -58,8 +59,8 @@ impl<'a> AsyncWriter<'a> {
 }
 
 impl PlanWriter for AsyncWriter<'_> {
-    fn path(&self) -> &'static str {
-        "cufile"
+    fn path(&self) -> Path {
+        Path::Cufile
     }
 
     fn prepare(&mut self, plan: &ReadPlan) -> Result<(), ReaderError> {

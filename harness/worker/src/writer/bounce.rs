@@ -8,6 +8,7 @@ use std::fs::File;
 use super::{PlanWriter, create_all, pwrite_exact, sync_all};
 use crate::gpu::{DeviceBuffer, Gpu, PinnedBuffer, ThreadBinder};
 use crate::reader::{Pass, ReaderError, run_parallel};
+use gds_model::path::Path;
 use gds_model::plan::ReadPlan;
 
 pub struct BounceWriter {
@@ -44,8 +45,8 @@ impl BounceWriter {
 }
 
 impl PlanWriter for BounceWriter {
-    fn path(&self) -> &'static str {
-        "bounce"
+    fn path(&self) -> Path {
+        Path::Bounce
     }
 
     fn prepare(&mut self, plan: &ReadPlan) -> Result<(), ReaderError> {

@@ -11,6 +11,7 @@ use crate::gpu::{DeviceBuffer, Gpu, ThreadBinder};
 use crate::libcufile::{Cufile, Handle, RegisteredBuffer};
 use crate::reader::cufile::{register_buffer, register_files};
 use crate::reader::{Pass, ReaderError, run_parallel};
+use gds_model::path::Path;
 use gds_model::plan::ReadPlan;
 use gds_model::scenario::BufferKind;
 
@@ -67,8 +68,8 @@ pub(crate) fn fill_device(
 }
 
 impl PlanWriter for CufileWriter<'_> {
-    fn path(&self) -> &'static str {
-        "cufile"
+    fn path(&self) -> Path {
+        Path::Cufile
     }
 
     fn prepare(&mut self, plan: &ReadPlan) -> Result<(), ReaderError> {

@@ -8,6 +8,7 @@ pub mod cufile;
 pub mod on_disk;
 pub mod posix;
 
+use gds_model::path::Path;
 use gds_model::plan::ReadPlan;
 
 use crate::reader::{Pass, ReaderError};
@@ -15,7 +16,7 @@ use crate::reader::{Pass, ReaderError};
 /// One writer's source and way of writing a plan (the suite names it with the reader's name).
 pub trait PlanWriter {
     /// The path the bytes take when nothing else is known (`host`, `cufile`).
-    fn path(&self) -> &'static str;
+    fn path(&self) -> Path;
     /// Before each pass, untimed: blank the files ([`gds_model::write::blank`]), so that a write
     /// that did not happen leaves zeros that verification cannot pass.
     fn prepare(&mut self, plan: &ReadPlan) -> Result<(), ReaderError>;

@@ -6,6 +6,7 @@ use std::fs::File;
 use super::{PlanWriter, create_all, pwrite_exact, sync_all};
 use crate::reader::host_memory::HostMemory;
 use crate::reader::{Pass, ReaderError, run_parallel};
+use gds_model::path::Path;
 use gds_model::plan::{ReadPlan, Segment};
 
 pub struct PosixWriter {
@@ -52,8 +53,8 @@ pub fn fill_with_generator(plan: &ReadPlan, buffer: &mut [u8]) {
 }
 
 impl PlanWriter for PosixWriter {
-    fn path(&self) -> &'static str {
-        "host"
+    fn path(&self) -> Path {
+        Path::Host
     }
 
     fn prepare(&mut self, plan: &ReadPlan) -> Result<(), ReaderError> {

@@ -157,7 +157,7 @@ fn aggregate_of_constructed_results_is_total_bytes_over_the_slowest_gpu() {
     );
     assert_eq!(m.bytes_per_repetition, 3 * MIB);
     assert_eq!(m.files.len(), 3);
-    assert_eq!(m.path, "cufile-posix");
+    assert_eq!(m.path, gds_model::path::Path::CufilePosix);
     assert_eq!(m.integrity.checksum, Some(60));
     assert_eq!(m.integrity.expected_checksum, Some(60));
     assert!(m.integrity.passed());
@@ -283,7 +283,7 @@ fn a_failed_gpu_fails_the_trial_and_is_named() {
     );
     assert!(details.contains("evidence: constructed"), "{details}");
     let m = record.measurement.unwrap();
-    assert_eq!(m.path, "mixed");
+    assert_eq!(m.path, gds_model::path::Path::Mixed);
     assert_eq!(m.per_gpu[1].status, Status::Failed);
     assert_eq!(m.per_gpu[0].status, Status::Passed);
 }
@@ -353,7 +353,7 @@ fn only_repetitions_every_gpu_completed_count() {
     let m = record.measurement.unwrap();
     assert_eq!(m.seconds, [2.0]);
     assert_eq!(m.gbps, [2.0 * MIB as f64 / 2.0 / 1e9]);
-    assert_eq!(m.path, "mixed");
+    assert_eq!(m.path, gds_model::path::Path::Mixed);
 }
 
 #[test]
