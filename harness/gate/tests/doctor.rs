@@ -163,6 +163,7 @@ mod parsers {
 mod recorded {
     use gds_gate::doctor::facts::{ConfigStatus, DirectIo, Fact, Facts, Mount};
     use gds_gate::doctor::{self, Can, DoctorReport, Outcome, State};
+    use gds_model::path::Path;
     use gds_model::scenario::TrialSpec;
 
     fn facts(name: &str) -> Facts {
@@ -243,15 +244,15 @@ mod recorded {
         assert_eq!(
             outcome(&report, "default::strict-gds"),
             &Outcome::Pass {
-                path: "nvfs".into(),
+                path: Path::Nvfs,
                 why: "nvidia-fs is loaded and the NVMe driver is registered with it".into()
             }
         );
         assert!(
-            matches!(outcome(&report, "default::control-compat-on"), Outcome::Pass { path, .. } if path == "kvikio-posix")
+            matches!(outcome(&report, "default::control-compat-on"), Outcome::Pass { path, .. } if *path == Path::KvikioPosix)
         );
         assert!(
-            matches!(outcome(&report, "default::kvikio-small-reads"), Outcome::Pass { path, .. } if path == "kvikio-posix")
+            matches!(outcome(&report, "default::kvikio-small-reads"), Outcome::Pass { path, .. } if *path == Path::KvikioPosix)
         );
         assert!(report.verdict.can_pass, "{}", report.verdict.summary);
         assert_eq!(
@@ -304,7 +305,7 @@ mod recorded {
         assert_eq!(can(&report, "path cufile-posix"), Can::Yes);
         let auto = outcome(&report, "default::kvikio[compat=AUTO,nthreads=1]");
         assert!(
-            matches!(auto, Outcome::Pass { path, why } if path == "cufile-posix" && why.contains("nvidia-fs is not loaded")),
+            matches!(auto, Outcome::Pass { path, why } if *path == Path::CufilePosix && why.contains("nvidia-fs is not loaded")),
             "{auto:?}"
         );
         let strict = outcome(&report, "default::strict-gds");
@@ -406,7 +407,7 @@ mod recorded {
         assert_eq!(can(&report, "KvikIO AUTO uses cuFile"), Can::No);
         let auto = outcome(&report, "default::kvikio[compat=AUTO,nthreads=1]");
         assert!(
-            matches!(auto, Outcome::Pass { path, .. } if path == "kvikio-posix"),
+            matches!(auto, Outcome::Pass { path, .. } if *path == Path::KvikioPosix),
             "{auto:?}"
         );
         assert!(
@@ -454,7 +455,7 @@ mod recorded {
         assert_eq!(can(&report, "path nvfs"), Can::No);
         let auto = outcome(&report, "default::kvikio[compat=AUTO,nthreads=1]");
         assert!(
-            matches!(auto, Outcome::Pass { path, why } if path == "kvikio-posix" && why.contains("silently")),
+            matches!(auto, Outcome::Pass { path, why } if *path == Path::KvikioPosix && why.contains("silently")),
             "{auto:?}"
         );
         assert!(
@@ -492,7 +493,7 @@ mod recorded {
             matches!(outcome(&report, "default::cold-read[reader=cufile,nthreads=1]"), Outcome::Fail { reason } if reason.contains("libcufile"))
         );
         assert!(
-            matches!(outcome(&report, "default::kvikio[compat=AUTO,nthreads=1]"), Outcome::Pass { path, .. } if path == "kvikio-posix")
+            matches!(outcome(&report, "default::kvikio[compat=AUTO,nthreads=1]"), Outcome::Pass { path, .. } if *path == Path::KvikioPosix)
         );
         assert!(matches!(
             outcome(&report, "default::kvikio[compat=OFF,nthreads=1]"),

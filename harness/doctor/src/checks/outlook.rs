@@ -8,6 +8,7 @@
 //! word.
 
 use std::collections::BTreeMap;
+use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
@@ -32,13 +33,33 @@ pub struct Expectation {
     pub consequence: Option<String>,
 }
 
+/// What a line of "what this host can meet" is about.
+enum Subject {
+    /// A path the trials' `expect.path` asks for: `path nvfs`.
+    Path(Path),
+    /// A reader the trials use: `reader cufile`.
+    Reader(Reader),
+    /// KvikIO in AUTO handing its reads to cuFile.
+    KvikioAuto,
+}
+
+impl fmt::Display for Subject {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Subject::Path(path) => write!(f, "path {path}"),
+            Subject::Reader(reader) => write!(f, "reader {}", reader.name()),
+            Subject::KvikioAuto => f.write_str("KvikIO AUTO uses cuFile"),
+        }
+    }
+}
+
 /// What a trial should come out as on this host.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "outcome", rename_all = "lowercase")]
 pub enum Outcome {
     /// Runs and its bytes take `path`, which meets its expectation.
     Pass {
-        path: String,
+        path: Path,
         why: String,
     },
     Fail {
@@ -173,7 +194,7 @@ fn trial(facts: &Facts, spec: &TrialSpec, require_gpu: bool, space: Option<&str>
     let expected = spec.expect.path;
     if path.0.satisfies(expected) {
         Outcome::Pass {
-            path: path.0.name().to_string(),
+            path: path.0,
             why: path.1,
         }
     } else {
@@ -392,46 +413,46 @@ fn expectations(
         why: format!("files register: {}", register.why),
     };
     type Selects = Box<dyn Fn(&TrialSpec) -> bool>;
-    let subjects: Vec<(String, Answer, Selects)> = vec![
+    let subjects: Vec<(Subject, Answer, Selects)> = vec![
         (
-            "path nvfs".into(),
+            Subject::Path(Path::Nvfs),
             nvfs,
             Box::new(|t: &TrialSpec| {
                 matches!(t.expect.path, ExpectedPath::Nvfs | ExpectedPath::Gds)
             }),
         ),
         (
-            "path p2p".into(),
+            Subject::Path(Path::P2p),
             p2p(facts, host),
             Box::new(|t: &TrialSpec| t.expect.path == ExpectedPath::P2p),
         ),
         (
-            "path cufile-posix".into(),
+            Subject::Path(Path::CufilePosix),
             cufile_posix,
             Box::new(|t: &TrialSpec| t.expect.path == ExpectedPath::CufilePosix),
         ),
         (
-            "path kvikio-posix".into(),
+            Subject::Path(Path::KvikioPosix),
             both(&gpu_answer, &kvikio),
             Box::new(|t: &TrialSpec| t.expect.path == ExpectedPath::KvikioPosix),
         ),
         (
-            "path bounce".into(),
+            Subject::Path(Path::Bounce),
             gpu_answer.clone(),
             Box::new(|t: &TrialSpec| t.expect.path == ExpectedPath::Bounce),
         ),
         (
-            "path host".into(),
+            Subject::Path(Path::Host),
             yes("POSIX reads need nothing but the data"),
             Box::new(|t: &TrialSpec| t.expect.path == ExpectedPath::Host),
         ),
         (
-            "reader cufile".into(),
+            Subject::Reader(Reader::Cufile),
             both(&both(&gpu_answer, &libcufile(facts)), &register_for_reader),
             Box::new(|t: &TrialSpec| t.reader == Reader::Cufile),
         ),
         (
-            "reader cufile-batch".into(),
+            Subject::Reader(Reader::CufileBatch),
             both(
                 &both(&gpu_answer, &libcufile(facts)),
                 &both(
@@ -442,7 +463,7 @@ fn expectations(
             Box::new(|t: &TrialSpec| t.reader == Reader::CufileBatch),
         ),
         (
-            "reader cufile-async".into(),
+            Subject::Reader(Reader::CufileAsync),
             both(
                 &both(&gpu_answer, &libcufile(facts)),
                 &both(
@@ -453,17 +474,17 @@ fn expectations(
             Box::new(|t: &TrialSpec| t.reader == Reader::CufileAsync),
         ),
         (
-            "reader kvikio".into(),
+            Subject::Reader(Reader::Kvikio),
             both(&gpu_answer, &kvikio),
             Box::new(|t: &TrialSpec| t.reader == Reader::Kvikio),
         ),
         (
-            "reader h2d".into(),
+            Subject::Reader(Reader::H2d),
             gpu_answer.clone(),
             Box::new(|t: &TrialSpec| t.reader == Reader::H2d),
         ),
         (
-            "KvikIO AUTO uses cuFile".into(),
+            Subject::KvikioAuto,
             auto(facts),
             Box::new(|t: &TrialSpec| {
                 t.reader == Reader::Kvikio
@@ -488,7 +509,7 @@ fn expectations(
             }
             let consequence = consequence(&subject, &selected, failing, ignored);
             Expectation {
-                subject,
+                subject: subject.to_string(),
                 can: answer.can,
                 why: answer.why,
                 consequence,
@@ -498,7 +519,7 @@ fn expectations(
 }
 
 fn consequence(
-    subject: &str,
+    subject: &Subject,
     selected: &[&TrialSpec],
     failing: Vec<String>,
     ignored: usize,
@@ -506,18 +527,18 @@ fn consequence(
     if selected.is_empty() {
         return None;
     }
-    let which = if subject.starts_with("path") {
-        let mut names: Vec<&str> = selected
-            .iter()
-            .map(|t| expected_name(t.expect.path))
-            .collect();
-        names.sort_unstable();
-        names.dedup();
-        format!("expect {}", names.join(" or "))
-    } else if let Some(reader) = subject.strip_prefix("reader ") {
-        format!("use the {reader} reader")
-    } else {
-        "run KvikIO in AUTO".into()
+    let which = match subject {
+        Subject::Path(_) => {
+            let mut names: Vec<&str> = selected
+                .iter()
+                .map(|t| expected_name(t.expect.path))
+                .collect();
+            names.sort_unstable();
+            names.dedup();
+            format!("expect {}", names.join(" or "))
+        }
+        Subject::Reader(reader) => format!("use the {} reader", reader.name()),
+        Subject::KvikioAuto => "run KvikIO in AUTO".into(),
     };
     let mut parts = vec![format!("{} selected trial(s) {which}", selected.len())];
     if !failing.is_empty() {
