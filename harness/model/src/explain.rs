@@ -5,6 +5,7 @@
 use std::fmt;
 
 use crate::evidence::{CufileLogFindings, Evidence, GdsStats, NvfsEvidence, NvfsStats};
+use crate::path::Path;
 use crate::scenario::{ExpectedPath, Reader};
 use crate::verdict::{PathJudgement, Source, judge};
 
@@ -93,19 +94,19 @@ fn gpu_line(gpu: &crate::evidence::GdsGpu) -> Option<String> {
         }
     }
     let counters = gpu.counters();
-    let kinds: Vec<&str> = [
-        ("nvfs", counters.n_nvfs_reads),
-        ("p2p", counters.n_p2p_reads),
-        ("cufile-posix", counters.n_posix_reads),
+    let kinds: Vec<Path> = [
+        (Path::Nvfs, counters.n_nvfs_reads),
+        (Path::P2p, counters.n_p2p_reads),
+        (Path::CufilePosix, counters.n_posix_reads),
     ]
     .into_iter()
     .filter(|(_, count)| *count > 0)
-    .map(|(name, _)| name)
+    .map(|(path, _)| path)
     .collect();
     let path = match kinds.as_slice() {
-        [] => "unknown (no counter classifies the reads)",
-        [one] => one,
-        _ => "mixed",
+        [] => format!("{} (no counter classifies the reads)", Path::Unknown),
+        [one] => one.to_string(),
+        _ => Path::Mixed.to_string(),
     };
     let with = if fields.is_empty() {
         "no path counters".to_string()
