@@ -11,8 +11,8 @@
 mod procfs;
 
 pub use procfs::{
-    CpuTicks, ProcessTicks, parse_diskstats, parse_loadavg, parse_pid_io, parse_pid_stat,
-    parse_pressure_some, parse_stat,
+    CpuTicks, ProcessTicks, ProcfsError, parse_diskstats, parse_loadavg, parse_pid_io,
+    parse_pid_stat, parse_pressure_some, parse_stat,
 };
 
 use std::collections::HashMap;
@@ -169,7 +169,7 @@ fn read(path: &str) -> io::Result<String> {
         .map_err(|error| io::Error::new(error.kind(), format!("cannot read {path}: {error}")))
 }
 
-fn bad(path: &str, why: String) -> io::Error {
+fn bad(path: &str, why: ProcfsError) -> io::Error {
     io::Error::new(
         io::ErrorKind::InvalidData,
         format!("cannot parse {path}: {why}"),

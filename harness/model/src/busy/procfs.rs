@@ -4,6 +4,37 @@
 //! (`/proc/diskstats`) and those one process had moved (`/proc/PID/io`). Pure functions: the
 //! reading of the files is [`super::Snapshot`]'s.
 
+/// Why a `/proc` file's text could not be parsed: what was expected, and what was found.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ProcfsError {
+    /// No line starting with this word (`cpu`, `some`).
+    #[error("expected a `{0}` line")]
+    NoLine(&'static str),
+    #[error("expected whole numbers on the `cpu` line, found `{0}`")]
+    CpuNotNumbers(String),
+    #[error("expected at least 8 numbers on the `cpu` line, found {0}")]
+    CpuTooShort(usize),
+    #[error("expected a load average first, found `{0}`")]
+    NoLoadAverage(String),
+    #[error("expected `total=MICROSECONDS` on the `some` line, found `{0}`")]
+    NoStallTotal(String),
+    #[error("expected `PID (COMMAND) STATE …`")]
+    NoCommand,
+    #[error("expected the process id first")]
+    NoProcessId,
+    /// A field of `/proc/PID/stat`, counted from 1.
+    #[error("expected a number as field {0}")]
+    NotANumber(usize),
+    #[error(transparent)]
+    ParentOutOfRange(#[from] std::num::TryFromIntError),
+    /// A field of a `/proc/diskstats` line, counted from 1.
+    #[error("expected a number as field {field} of `{line}`")]
+    DiskNotANumber { field: usize, line: String },
+    /// A `name:` line of `/proc/PID/io`.
+    #[error("expected a `{0}:` line with a number")]
+    NoCounter(String),
+}
+
 /// Clock ticks of all cores since boot, by what they were spent on (the `cpu` line of
 /// `/proc/stat`, in `USER_HZ` ticks). Guest time is already inside `user` and `nice`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -25,23 +56,20 @@ impl CpuTicks {
 }
 
 /// The `cpu` line of `/proc/stat` and the number of `cpuN` lines (the CPUs online).
-pub fn parse_stat(text: &str) -> Result<(CpuTicks, u32), String> {
+pub fn parse_stat(text: &str) -> Result<(CpuTicks, u32), ProcfsError> {
     let line = text
         .lines()
         .find(|line| line.split_whitespace().next() == Some("cpu"))
-        .ok_or("expected a `cpu` line")?;
+        .ok_or(ProcfsError::NoLine("cpu"))?;
     let numbers: Vec<u64> = line
         .split_whitespace()
         .skip(1)
         .map(str::parse)
         .collect::<Result<_, _>>()
-        .map_err(|_| format!("expected whole numbers on the `cpu` line, found `{line}`"))?;
+        .map_err(|_| ProcfsError::CpuNotNumbers(line.to_string()))?;
     // user nice system idle iowait irq softirq steal (guest guest_nice are inside user and nice).
     let [user, nice, system, idle, iowait, irq, softirq, steal, ..] = numbers[..] else {
-        return Err(format!(
-            "expected at least 8 numbers on the `cpu` line, found {}",
-            numbers.len()
-        ));
+        return Err(ProcfsError::CpuTooShort(numbers.len()));
     };
     let cores = text
         .lines()
@@ -62,26 +90,26 @@ pub fn parse_stat(text: &str) -> Result<(CpuTicks, u32), String> {
 }
 
 /// The 1-minute load average, the first field of `/proc/loadavg`.
-pub fn parse_loadavg(text: &str) -> Result<f64, String> {
+pub fn parse_loadavg(text: &str) -> Result<f64, ProcfsError> {
     let first = text.split_whitespace().next().unwrap_or_default();
     first
         .parse::<f64>()
         .ok()
         .filter(|load| load.is_finite() && *load >= 0.0)
-        .ok_or_else(|| format!("expected a load average first, found `{first}`"))
+        .ok_or_else(|| ProcfsError::NoLoadAverage(first.to_string()))
 }
 
 /// Microseconds some task stalled on the resource since boot: `total=` of the `some` line of a
 /// `/proc/pressure/{cpu,io,memory}` file.
-pub fn parse_pressure_some(text: &str) -> Result<u64, String> {
+pub fn parse_pressure_some(text: &str) -> Result<u64, ProcfsError> {
     let line = text
         .lines()
         .find(|line| line.starts_with("some "))
-        .ok_or("expected a `some` line")?;
+        .ok_or(ProcfsError::NoLine("some"))?;
     line.split_whitespace()
         .find_map(|field| field.strip_prefix("total="))
         .and_then(|total| total.parse().ok())
-        .ok_or_else(|| format!("expected `total=MICROSECONDS` on the `some` line, found `{line}`"))
+        .ok_or_else(|| ProcfsError::NoStallTotal(line.to_string()))
 }
 
 /// One process as `/proc/PID/stat` shows it.
@@ -97,27 +125,25 @@ pub struct ProcessTicks {
 
 /// `/proc/PID/stat`. The command name (field 2) is in parentheses and may itself hold spaces
 /// and parentheses, so the fields are counted from the last `)`.
-pub fn parse_pid_stat(text: &str) -> Result<ProcessTicks, String> {
-    let (head, rest) = text
-        .rsplit_once(')')
-        .ok_or("expected `PID (COMMAND) STATE …`")?;
+pub fn parse_pid_stat(text: &str) -> Result<ProcessTicks, ProcfsError> {
+    let (head, rest) = text.rsplit_once(')').ok_or(ProcfsError::NoCommand)?;
     let pid = head
         .split_whitespace()
         .next()
         .and_then(|pid| pid.parse().ok())
-        .ok_or("expected the process id first")?;
+        .ok_or(ProcfsError::NoProcessId)?;
     // After the name: state(3) ppid(4) … utime(14) stime(15) cutime(16) cstime(17).
     let fields: Vec<&str> = rest.split_whitespace().collect();
-    let field = |n: usize| -> Result<u64, String> {
+    let field = |n: usize| -> Result<u64, ProcfsError> {
         fields
             .get(n - 3)
             .and_then(|value| value.parse::<i64>().ok())
             .map(|value| value.max(0).unsigned_abs())
-            .ok_or_else(|| format!("expected a number as field {n}"))
+            .ok_or(ProcfsError::NotANumber(n))
     };
     Ok(ProcessTicks {
         pid,
-        parent: u32::try_from(field(4)?).map_err(|error| error.to_string())?,
+        parent: u32::try_from(field(4)?)?,
         ticks: field(14)? + field(15)? + field(16)? + field(17)?,
     })
 }
@@ -125,7 +151,7 @@ pub fn parse_pid_stat(text: &str) -> Result<ProcessTicks, String> {
 /// Bytes read from and written to the block device `major:minor` since boot: its line of
 /// `/proc/diskstats` (sectors read, field 6, and written, field 10, in 512-byte units whatever
 /// the device's sector size). `None` without a line for it.
-pub fn parse_diskstats(text: &str, major: u32, minor: u32) -> Result<Option<u64>, String> {
+pub fn parse_diskstats(text: &str, major: u32, minor: u32) -> Result<Option<u64>, ProcfsError> {
     let Some(line) = text.lines().find(|line| {
         let mut fields = line.split_whitespace();
         fields.next() == Some(&*major.to_string()) && fields.next() == Some(&*minor.to_string())
@@ -133,11 +159,14 @@ pub fn parse_diskstats(text: &str, major: u32, minor: u32) -> Result<Option<u64>
         return Ok(None);
     };
     let fields: Vec<&str> = line.split_whitespace().collect();
-    let sectors = |n: usize| -> Result<u64, String> {
+    let sectors = |n: usize| -> Result<u64, ProcfsError> {
         fields
             .get(n - 1)
             .and_then(|value| value.parse().ok())
-            .ok_or_else(|| format!("expected a number as field {n} of `{line}`"))
+            .ok_or_else(|| ProcfsError::DiskNotANumber {
+                field: n,
+                line: line.to_string(),
+            })
     };
     Ok(Some((sectors(6)? + sectors(10)?).saturating_mul(512)))
 }
@@ -145,12 +174,12 @@ pub fn parse_diskstats(text: &str, major: u32, minor: u32) -> Result<Option<u64>
 /// Bytes the process had the storage read and write for it (`read_bytes` + `write_bytes` of
 /// `/proc/PID/io`), its reaped children's included. Reads count when submitted, `O_DIRECT` ones
 /// too; writes when the pages are dirtied, or submitted for `O_DIRECT`.
-pub fn parse_pid_io(text: &str) -> Result<u64, String> {
-    let field = |name: &str| -> Result<u64, String> {
+pub fn parse_pid_io(text: &str) -> Result<u64, ProcfsError> {
+    let field = |name: &str| -> Result<u64, ProcfsError> {
         text.lines()
             .find_map(|line| line.strip_prefix(name)?.strip_prefix(':'))
             .and_then(|value| value.trim().parse().ok())
-            .ok_or_else(|| format!("expected a `{name}:` line with a number"))
+            .ok_or_else(|| ProcfsError::NoCounter(name.to_string()))
     };
     Ok(field("read_bytes")?.saturating_add(field("write_bytes")?))
 }
@@ -186,15 +215,24 @@ mod tests {
 
     #[test]
     fn a_damaged_stat_says_what_it_expected() {
-        assert!(
-            parse_stat("intr 1 2 3\n")
-                .unwrap_err()
-                .contains("`cpu` line")
+        assert_eq!(
+            parse_stat("intr 1 2 3\n").unwrap_err().to_string(),
+            "expected a `cpu` line"
         );
-        let short = parse_stat("cpu  1 2 3\ncpu0 1 2 3\n").unwrap_err();
-        assert!(short.contains("at least 8 numbers"), "{short}");
-        let words = parse_stat("cpu  1 x 3 4 5 6 7 8\n").unwrap_err();
-        assert!(words.contains("whole numbers"), "{words}");
+        let short = parse_stat("cpu  1 2 3\ncpu0 1 2 3\n")
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            short,
+            "expected at least 8 numbers on the `cpu` line, found 3"
+        );
+        let words = parse_stat("cpu  1 x 3 4 5 6 7 8\n")
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            words,
+            "expected whole numbers on the `cpu` line, found `cpu  1 x 3 4 5 6 7 8`"
+        );
     }
 
     #[test]
