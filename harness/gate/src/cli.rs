@@ -459,9 +459,18 @@ fn parse_budget(
     gds_model::scenario::size::Budget::parse(text)
 }
 
-fn parse_span(text: &str) -> Result<std::time::Duration, String> {
-    humantime::parse_duration(text.trim()).map_err(|error| {
-        format!("`{text}` is not a duration ({error}); write one such as `10m`, `90s` or `2h`")
+/// A span given on the command line that is not a duration; holds the word and why.
+#[derive(Debug, thiserror::Error)]
+#[error("`{text}` is not a duration ({error}); write one such as `10m`, `90s` or `2h`")]
+struct NotASpan {
+    text: String,
+    error: humantime::DurationError,
+}
+
+fn parse_span(text: &str) -> Result<std::time::Duration, NotASpan> {
+    humantime::parse_duration(text.trim()).map_err(|error| NotASpan {
+        text: text.to_string(),
+        error,
     })
 }
 

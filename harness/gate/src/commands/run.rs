@@ -630,10 +630,12 @@ impl Executor {
 
 /// The trial's read plan, once its files are known: a user's own file is measured only then, and
 /// its plan is checked before it is built.
-fn checked_plan(spec: &TrialSpec, files: Vec<PlannedFile>) -> Result<ReadPlan, String> {
+fn checked_plan(
+    spec: &TrialSpec,
+    files: Vec<PlannedFile>,
+) -> Result<ReadPlan, scenario::limits::PlanTooLarge> {
     let sizes: Vec<u64> = files.iter().map(|file| file.size).collect();
-    scenario::limits::check_plan(&sizes, 1, &spec.pattern, spec.task_size)
-        .map_err(|problem| problem.to_string())?;
+    scenario::limits::check_plan(&sizes, 1, &spec.pattern, spec.task_size)?;
     Ok(ReadPlan::new(files, &spec.pattern))
 }
 
