@@ -171,6 +171,18 @@ mod tests {
         assert_eq!(Path::parse("cufile"), Path::Cufile);
     }
 
+    /// `expect.path: cufile-posix` asks for the path named `cufile-posix`: the expectations of
+    /// one path are spelled as that path, so the two lists cannot drift apart.
+    #[test]
+    fn an_expectation_of_one_path_is_spelled_as_that_path() {
+        use ExpectedPath::*;
+        for expected in [Nvfs, P2p, CufilePosix, KvikioPosix, Host, Bounce] {
+            let path = Path::parse(crate::verdict::expected_name(expected));
+            assert!(!matches!(path, Path::Other(_)), "{path}");
+            assert!(path.satisfies(expected), "{path}");
+        }
+    }
+
     #[test]
     fn names_are_keys_of_a_map() {
         let split = std::collections::BTreeMap::from([(Path::CufilePosix, 3u64), (Path::Nvfs, 1)]);
