@@ -8,7 +8,7 @@
 use std::borrow::Cow;
 use std::fmt;
 
-use serde::{Deserialize, Deserializer, Serialize, Serializer, de};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::scenario::ExpectedPath;
 
@@ -122,19 +122,7 @@ impl Serialize for Path {
 
 impl<'de> Deserialize<'de> for Path {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct Visitor;
-
-        impl de::Visitor<'_> for Visitor {
-            type Value = Path;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a path name such as `nvfs` or `cufile-posix`")
-            }
-            fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
-                Ok(Path::parse(v))
-            }
-        }
-
-        deserializer.deserialize_str(Visitor)
+        Ok(Path::parse(&String::deserialize(deserializer)?))
     }
 }
 
