@@ -16,9 +16,11 @@ structs are sent as raw bytes; the gate decodes them with the layout of the libr
 """
 
 import argparse
+import faulthandler
 import json
 import os
 import resource
+import signal
 import statistics
 import sys
 import time
@@ -41,6 +43,9 @@ class Missing(Exception):
 
 
 def main():
+    # A gate that finds this worker hung asks for every thread's stack (its hang bundle,
+    # harness/runner/src/hang.rs); faulthandler answers from C even while a call holds the GIL.
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--spec", required=True)
     parser.add_argument("--result", required=True)

@@ -500,3 +500,98 @@ impl Drop for Drill {
         support::validate_reports(self.dir.path());
     }
 }
+
+/// The real worker, started by a script that runs `setup` first (probes skip it).
+fn real_worker_with(drill: &Drill, setup: &str) -> PathBuf {
+    let worker = drill.path("worker-with-setup");
+    fs::write(
+        &worker,
+        format!("#!/bin/sh\ncase \"$2\" in --job) exec {GATE} \"$@\";; esac\n{setup}\nexec {GATE} \"$@\"\n"),
+    )
+    .unwrap();
+    fs::set_permissions(&worker, fs::Permissions::from_mode(0o755)).unwrap();
+    worker
+}
+
+/// A hung worker's trial: exit 1, the terminal names where it hung, its bundle holds every
+/// thread's kernel and user-space stack, and no process of it is left.
+fn assert_hung_with_a_bundle(drill: &Drill, output: &Output, hung_in: &str) {
+    let (stdout, stderr) = (text(&output.stdout), text(&output.stderr));
+    assert_eq!(output.status.code(), Some(1), "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains(&format!("the worker hung in {hung_in} (")),
+        "{stdout}"
+    );
+    let report = drill.report();
+    let trial_dir = PathBuf::from(report["trials"][0]["worker"]["dir"].as_str().unwrap());
+    let threads = fs::read_to_string(trial_dir.join("hang/threads.txt")).unwrap();
+    let pid: u32 = threads
+        .split_once("(pid ")
+        .and_then(|(_, rest)| rest.split(')').next()?.parse().ok())
+        .unwrap_or_else(|| panic!("no pid in {threads}"));
+    assert!(threads.contains(&format!(", in {hung_in}\n")), "{threads}");
+    assert!(
+        fs::read_to_string(trial_dir.join("hang/user-stacks.txt")).is_ok(),
+        "no user-space stacks"
+    );
+    assert!(!running(pid), "the hung worker {pid} is still running");
+}
+
+/// A fake library that blocks: the worker runs with a `pread64` that never returns (preloaded,
+/// it waits in `pause`),
+/// as a library under test that hangs inside a read would. Skipped without a C compiler.
+#[test]
+fn a_worker_hung_in_a_blocking_library_leaves_a_bundle_and_fails() {
+    let drill = Drill::new(TWO_TRIALS);
+    let source = drill.path("block.c");
+    fs::write(
+        &source,
+        "#include <unistd.h>\n#include <sys/types.h>\nssize_t pread64(int fd, void *b, size_t n, off_t o) { for (;;) pause(); }\nssize_t pread(int fd, void *b, size_t n, off_t o) { for (;;) pause(); }\n",
+    )
+    .unwrap();
+    let library = drill.path("libblock.so");
+    let compiled = Command::new("cc")
+        .args(["-shared", "-fPIC", "-o"])
+        .arg(&library)
+        .arg(&source)
+        .status();
+    if !compiled.is_ok_and(|status| status.success()) {
+        eprintln!("skipped: no C compiler (cc) to build the blocking library");
+        return;
+    }
+    let worker = real_worker_with(&drill, &format!("export LD_PRELOAD={}", library.display()));
+    let output = drill
+        .gate(&["read[nthreads=1]", "--timeout", "3"])
+        .env("GDS_GATE_WORKER", &worker)
+        .env("GDS_GATE_CONTROL_SIZE", "1MiB")
+        .output()
+        .unwrap();
+    assert_hung_with_a_bundle(&drill, &output, "pause");
+}
+
+/// A posix trial past its `--timeout` on a disk the cgroup io controller caps at a trickle
+/// (64 KiB/s, an 8 MiB cold read): the real worker, stuck in the kernel. Skipped where this
+/// user cannot make such a cgroup.
+#[test]
+fn a_trial_hung_on_a_throttled_disk_leaves_a_bundle_and_fails() {
+    use std::os::unix::fs::MetadataExt;
+    let drill = Drill::new(
+        "suite: drill\nscenarios:\n  - name: read\n    files: { size: 8MiB, seed: 5 }\n    cache: cold\n    warmup: 0\n    repetitions: 1\n",
+    );
+    let device = fs::metadata(drill.dir.path()).unwrap().dev();
+    let Some(cap) = ReadCap::new(device, 64 << 10) else {
+        eprintln!("skipped: cannot cap this disk's reads with a cgroup here (needs root)");
+        return;
+    };
+    // Only the trial's worker is capped: the gate's own reads of the data (its checks, the
+    // control) stay at the disk's rate.
+    let cgroup_procs = cap.dir.join("cgroup.procs");
+    let worker = real_worker_with(&drill, &format!("echo $$ > {}", cgroup_procs.display()));
+    let output = drill
+        .gate(&["--timeout", "3"])
+        .env("GDS_GATE_WORKER", &worker)
+        .env("GDS_GATE_CONTROL_SIZE", "1MiB")
+        .output()
+        .unwrap();
+    assert_hung_with_a_bundle(&drill, &output, "pread64");
+}

@@ -9,6 +9,7 @@ pub mod console;
 pub mod data;
 pub mod escape;
 pub mod exit;
+pub mod hang;
 pub mod host;
 pub mod interrupt;
 pub mod job;

@@ -59,7 +59,8 @@ pub fn run(job: &Job) -> io::Result<Finished> {
 }
 
 /// [`run`], calling `watch(pid, time_left)` at every poll while the worker runs (to sample it
-/// from outside); `time_left` is what remains of the timeout, which `watch` must not outlast.
+/// from outside); `time_left` is what remains of the timeout, which `watch` must not outlast,
+/// and zero in the last call, just before a worker that reached its timeout is stopped.
 pub fn run_watching(job: &Job, watch: impl FnMut(u32, Duration)) -> io::Result<Finished> {
     spawn(job)?.watch(watch)
 }
@@ -133,8 +134,10 @@ impl Running {
                     name: signal_name(signal),
                 };
             }
-            watch(child.id(), self.timeout.saturating_sub(start.elapsed()));
-            if start.elapsed() >= self.timeout {
+            // Called once with nothing left, before the kill: a hung worker's last look.
+            let left = self.timeout.saturating_sub(start.elapsed());
+            watch(child.id(), left);
+            if left.is_zero() {
                 terminate(child, pgid)?;
                 break Ending::TimedOut {
                     after_seconds: self.timeout.as_secs(),

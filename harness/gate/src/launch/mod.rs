@@ -23,6 +23,7 @@ use gds_model::protocol::{PROTOCOL_VERSION, WorkerFailure, WorkerResult, WorkerS
 use gds_model::record::Ending;
 use gds_model::record::{TrialRecord, WorkerRun};
 use gds_model::scenario::{Reader, TrialSpec};
+use gds_runner::hang;
 
 /// Lines of the worker's stderr shown with a failure.
 const TAIL_LINES: usize = 15;
@@ -77,6 +78,8 @@ struct Ran {
     nvfs_before: Option<String>,
     /// When the next trial's worker was started, as this one answered ([`ahead`]).
     next_started_unix_ns: Option<u64>,
+    /// What the worker left when it hung: collected before it was killed at its timeout.
+    hang: Option<std::io::Result<hang::Bundle>>,
 }
 
 /// A worker set up in its folder and started, not yet watched.
@@ -88,6 +91,15 @@ struct Started {
     progress_path: PathBuf,
     result_path: PathBuf,
     nvfs_before: Option<String>,
+    /// How to collect a hang bundle, should the worker reach its timeout.
+    hang: HangWatch,
+}
+
+/// What a hang bundle is collected with ([`hang::Collect`], less the pid).
+struct HangWatch {
+    trial_dir: PathBuf,
+    python: bool,
+    gds_stats: Option<PathBuf>,
 }
 
 enum StartError {
@@ -275,6 +287,11 @@ impl Launcher {
             progress_path,
             result_path,
             nvfs_before,
+            hang: HangWatch {
+                trial_dir: dir.to_path_buf(),
+                python: spec.reader.python(),
+                gds_stats: self.gds_stats.clone(),
+            },
         })
     }
 
@@ -291,10 +308,22 @@ impl Launcher {
             progress_path,
             result_path,
             nvfs_before,
+            hang: watch,
         } = started;
         let mut next_started_unix_ns = None;
         let mut answered = false;
+        let mut hang = None;
         let finished = running.watch(|pid, time_left| {
+            if time_left.is_zero() && hang.is_none() {
+                // The timeout is reached: the evidence first, while the worker is still stuck.
+                hang = Some(hang::collect(&hang::Collect {
+                    pid,
+                    trial_dir: &watch.trial_dir,
+                    python: watch.python,
+                    gds_stats: watch.gds_stats.as_deref(),
+                }));
+                return;
+            }
             if let Some(sampler) = sampler.as_mut() {
                 sampler.poll(pid, time_left);
             }
@@ -321,6 +350,7 @@ impl Launcher {
             result,
             nvfs_before,
             next_started_unix_ns,
+            hang,
         })
     }
 
@@ -346,6 +376,7 @@ impl Launcher {
             result,
             nvfs_before,
             next_started_unix_ns,
+            hang,
         } = ran;
         let tail = finished.tail(TAIL_LINES);
         let shown_tail = if tail.trim().is_empty() {
@@ -454,12 +485,14 @@ impl Launcher {
                 None,
             ),
             Err(problem) => {
+                // Where it hung: the call the worker's watchdog named, else the system calls its
+                // threads were in when the gate gave up on it.
+                let hung_in = gds_model::stuck::first_call(&tail)
+                    .map(str::to_string)
+                    .or_else(|| hang.as_ref()?.as_ref().ok()?.blocked_in.clone());
                 let reason = match (&finished.ending, &problem) {
-                    // The worker's watchdog named the library call it was stuck in.
-                    (Ending::TimedOut { .. }, _)
-                        if let Some(call) = gds_model::stuck::first_call(&tail) =>
-                    {
-                        format!("the worker {}: it was stuck inside {call}", finished.ending)
+                    (Ending::TimedOut { .. }, _) if let Some(call) = &hung_in => {
+                        format!("the worker hung in {call}: it {}", finished.ending)
                     }
                     (Ending::TimedOut { .. } | Ending::Interrupted { .. }, _) => {
                         format!("the worker {}", finished.ending)
@@ -481,11 +514,19 @@ impl Launcher {
                         "the stack under test crashed the worker: look at its output and the trial's cufile.log"
                     }
                 };
+                let bundle = match &hang {
+                    Some(Ok(bundle)) => format!(
+                        "\n  hang bundle (every thread's stack, cuFile counters, cufile.log, for a bug report): `{}`",
+                        bundle.dir.display()
+                    ),
+                    Some(Err(error)) => format!("\n  no hang bundle: cannot write it: {error}"),
+                    None => String::new(),
+                };
                 TrialRecord::failed(
                     spec.clone(),
                     reason,
                     format!(
-                        "{}\n  next: {next} (in `{}`){shown_tail}",
+                        "{}\n  next: {next} (in `{}`){bundle}{shown_tail}",
                         where_(&spec),
                         dir.display()
                     ),
@@ -740,9 +781,33 @@ mod tests {
         let reason = record.reason.unwrap();
         assert!(reason.contains("did not finish within"), "{reason}");
         assert!(
-            reason.ends_with("it was stuck inside cuFileBatchIOSubmit (a batch of 32 entries)"),
+            reason.starts_with(
+                "the worker hung in cuFileBatchIOSubmit (a batch of 32 entries): it did not finish"
+            ),
             "{reason}"
         );
+    }
+
+    /// A worker that hangs where no watchdog looks leaves a bundle before it is killed, and the
+    /// failure names the system call its threads were in and where the bundle is.
+    #[test]
+    fn a_hung_worker_leaves_a_bundle_naming_its_system_call() {
+        let dir = tempfile::tempdir().unwrap();
+        let (spec, plan) = trial();
+        let record = launcher(dir.path(), "exec sleep 30", false).run_trial(spec, plan);
+        let reason = record.reason.unwrap();
+        assert!(
+            reason.starts_with("the worker hung in ")
+                && reason.contains("nanosleep (1 of 1 thread)"),
+            "{reason}"
+        );
+        let details = record.details.unwrap();
+        let bundle = details
+            .split_once("hang bundle")
+            .and_then(|(_, rest)| rest.split('`').nth(1))
+            .unwrap_or_else(|| panic!("no bundle named: {details}"));
+        let threads = std::fs::read_to_string(Path::new(bundle).join("threads.txt")).unwrap();
+        assert!(threads.contains("`sleep`: state S, in "), "{threads}");
     }
 
     #[test]
@@ -923,7 +988,8 @@ mod tests {
     }
 
     /// A hung `gds_stats` (a stand-in that sleeps) is killed within what is left of the trial's
-    /// timeout: it neither hangs the gate nor stretches `--timeout`.
+    /// timeout: it neither hangs the gate nor stretches `--timeout` by more than the hang
+    /// bundle's bounded look (where it is asked once more).
     #[test]
     fn a_hung_gds_stats_is_killed_within_the_trials_timeout() {
         let started = std::time::Instant::now();
