@@ -29,6 +29,7 @@ import argparse
 import json
 import math
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -264,6 +265,27 @@ def fit_drift(points):
     return best[1:]
 
 
+def series_from_history(path):
+    """A `series` stopped before its report was written (its time ran out) still has its trials in
+    the history's last line: in run order (round, then posix, cufile, kvikio), each answering
+    about its `wall_seconds` after the one before (the clock spanned 203.0 s where the answers of a
+    complete series spanned 202.2)."""
+    if not path.exists():
+        return {}
+    lines = path.read_text().splitlines()
+    trials = json.loads(lines[-1])["trials"] if lines else {}
+    order = []
+    for name, trial in trials.items():
+        found = re.match(r"series::s(\d+)\[reader=(\w+)\]", name)
+        if found and found.group(2) in READERS and trial.get("median_gbps"):
+            order.append((int(found.group(1)), READERS.index(found.group(2)), name))
+    by_reader, clock = {}, 0.0
+    for _, reader, name in sorted(order):
+        clock += trials[name]["wall_seconds"]
+        by_reader.setdefault(READERS[reader], []).append((clock, math.log(trials[name]["median_gbps"])))
+    return by_reader
+
+
 def fit(args):
     """Per reader, how process medians decorrelate with the time between them (the phases'
     processes together, each at the time it answered)."""
@@ -278,6 +300,8 @@ def fit(args):
         if m.get("gbps") and m.get("answered_unix_ns"):
             by_reader.setdefault(trial["spec"]["reader"], []).append(
                 (m["answered_unix_ns"] / 1e9, math.log(statistics.median(m["gbps"]))))
+    if not by_reader and "series" in args.phases:
+        by_reader = series_from_history(Path(args.work) / "history.jsonl")
     print("| reader | processes | span s | CV | below 0.8 of median | "
           + " | ".join(f"√γ {low}–{high} s" for low, high in LAG_BINS)
           + " | fit: independent | drift | τ s |")
