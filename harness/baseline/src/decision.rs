@@ -207,9 +207,9 @@ impl Throughput {
 
     /// Whether another confirmation run could still change the verdict, with `wanted` in all,
     /// and one more where the bless saw far slower runs: a runner that has slow spells must show a
-    /// slowdown once more before it is blamed on the trial (the schedules model, 20 blessed runs
-    /// from history and 5 rounds: false alarms 2.05% of trial-runs with one confirmation, 1.10%
-    /// with two).
+    /// slowdown once more before it is blamed on the trial (the one-thread schedules model,
+    /// `schedule::CUFILE_ONE_THREAD`, 20 blessed runs from history and 5 rounds: false alarms
+    /// 2.05% of trial-runs with one confirmation, 1.10% with two).
     pub fn wants_confirmation(&self, wanted: usize) -> bool {
         self.first_run() == Verdict::Slower
             && self.confirmations.len() < wanted + usize::from(!self.left_out.is_empty())
