@@ -136,6 +136,37 @@ fn corruption_that_slips_past_the_cache_fails_the_trial_at_its_offset() {
     );
 }
 
+/// The default suite's `odd-offsets` trial through the posix reader, as a CPU host runs it: reads
+/// at offsets, lengths and buffer offsets off every 4 KiB boundary pass, and a byte damaged in the
+/// file's short tail is named by its offset.
+#[test]
+fn odd_offsets_pass_and_a_wrong_byte_in_the_tail_is_named_by_its_offset() {
+    let scratch = Scratch::new();
+    let suite = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scenarios/default.yaml");
+    let args = [
+        "--suite",
+        suite,
+        "--exact",
+        "default::odd-offsets[reader=posix]",
+    ];
+    let clean = scratch.gate(&args);
+    assert_eq!(clean.code, 0, "{clean:?}");
+    assert_eq!(scratch.report()["totals"]["passed"], 1, "{clean:?}");
+
+    // The scenario's file: 16 MiB + 4099 bytes in reads of 1060919, so the tail starts here.
+    let (size, chunk) = (16_781_315, 1_060_919);
+    let tail = size / chunk * chunk;
+    let (file, offset) = damage_unseen(&scratch, 13, size, tail);
+    assert!(offset % 4096 != 0 && offset < size);
+    let run = scratch.gate(&args);
+    assert_eq!(run.code, 1, "{run:?}");
+    let expected = format!(
+        "first wrong byte at offset {offset} of `{}`",
+        file.display()
+    );
+    assert!(run.stdout.contains(&expected), "{expected}\n{run:?}");
+}
+
 /// Flips a byte of the generated file (`seed`, `size`) at or after `from`, outside the
 /// spot-checked blocks; restores the mtime and makes the sidecar vouch for the new ctime, as
 /// damage on the disk that the file system never saw would: the file then looks like the cached
