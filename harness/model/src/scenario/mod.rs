@@ -10,6 +10,7 @@ pub mod limits;
 mod locate;
 mod model;
 mod passes;
+mod shape;
 pub mod size;
 pub mod window_mode;
 mod writes;
@@ -25,6 +26,7 @@ pub use model::{
     RandomReads, Reader,
 };
 use passes::MAX_ERRORS;
+pub use shape::ReadShape;
 
 use model::{Files, ScenarioFields, SuiteFile};
 use size::{ByteSize, Fraction, PositiveSize};
