@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use super::gdscheck::GdscheckReport;
 use gds_model::cufile_abi::DriverProperties;
+use gds_model::topology::{DiskLink, GpuLink, HostTopology, NumaNode, PcieLink};
 
 /// Version of the facts' JSON layout; bumped when a field changes meaning.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -85,6 +86,44 @@ impl Facts {
     pub fn room_for_two_workers(&self) -> Option<u64> {
         room_for_two_workers(&self.gpus)
     }
+
+    /// Where the GPUs and the data dir's disk sit: what a run shows beside a GPU reader slower
+    /// than POSIX.
+    pub fn topology(&self) -> HostTopology {
+        let mut unknown = Vec::new();
+        let gpus = match &self.gpus {
+            Fact::Known(gpus) => gpus
+                .iter()
+                .map(|gpu| GpuLink {
+                    index: gpu.index,
+                    pci_bus_id: gpu.pci_bus_id.clone(),
+                    pcie: gpu.pcie(),
+                    numa_node: gpu.numa_node,
+                })
+                .collect(),
+            Fact::Unknown(why) => {
+                unknown.push(format!("GPUs unknown: {why}"));
+                Vec::new()
+            }
+        };
+        let disk = match &self.data_dir.block {
+            Fact::Known(block) => Some(DiskLink {
+                disk: block.disk.clone(),
+                driver: block.driver.clone(),
+                members: block.members.clone(),
+                numa_node: block.numa_node,
+            }),
+            Fact::Unknown(why) => {
+                unknown.push(format!("disk unknown: {why}"));
+                None
+            }
+        };
+        HostTopology {
+            gpus,
+            disk,
+            unknown,
+        }
+    }
 }
 
 fn room_for_two_workers(gpus: &Fact<Vec<Gpu>>) -> Option<u64> {
@@ -152,6 +191,22 @@ pub struct Gpu {
     #[serde(default)]
     pub memory_total_mib: Option<u64>,
     pub bar1_mib: Option<u64>,
+    /// The NUMA node of its PCI device (`/sys/bus/pci/devices/<bus id>/numa_node`); `None` in
+    /// facts saved by older gates or where sysfs does not say.
+    #[serde(default)]
+    pub numa_node: Option<NumaNode>,
+}
+
+impl Gpu {
+    /// Its PCIe link as the run's topology holds it.
+    pub fn pcie(&self) -> PcieLink {
+        PcieLink {
+            gen_current: self.pcie_gen,
+            gen_max: self.pcie_gen_max,
+            width_current: self.pcie_width,
+            width_max: self.pcie_width_max,
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -238,6 +293,10 @@ pub struct BlockDevice {
     /// Members of a RAID or device-mapper volume.
     pub members: Vec<String>,
     pub nvme: bool,
+    /// The NUMA node of the PCI device the disk hangs off (its nearest ancestor in sysfs with a
+    /// `numa_node`); `None` in facts saved by older gates or where sysfs does not say.
+    #[serde(default)]
+    pub numa_node: Option<NumaNode>,
 }
 
 /// The result of actually writing and reading 4 KiB with `O_DIRECT` in the probed directory.

@@ -31,6 +31,7 @@ pub mod shard;
 pub mod stuck;
 pub mod suggest;
 pub mod timing;
+pub mod topology;
 pub mod units;
 pub mod verdict;
 pub mod verify;

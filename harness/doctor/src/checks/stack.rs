@@ -84,22 +84,10 @@ pub(super) fn driver(facts: &Facts, rows: &mut Vec<Check>) {
         }
         Fact::Known(gpus) => {
             for gpu in gpus {
-                let link = |current: Option<u32>, max: Option<u32>| match (current, max) {
-                    (Some(c), Some(m)) if c != m => format!("{c} (max {m})"),
-                    (Some(c), _) => c.to_string(),
-                    (None, _) => "?".into(),
-                };
                 let bar1 = gpu
                     .bar1_mib
                     .map_or("BAR1 unknown".to_string(), |mib| format!("BAR1 {mib} MiB"));
-                let pcie = match (gpu.pcie_gen, gpu.pcie_width) {
-                    (None, None) => "PCIe link unknown".to_string(),
-                    _ => format!(
-                        "PCIe gen {} x{}",
-                        link(gpu.pcie_gen, gpu.pcie_gen_max),
-                        link(gpu.pcie_width, gpu.pcie_width_max)
-                    ),
-                };
+                let pcie = gpu.pcie().text();
                 let at = gpu
                     .pci_bus_id
                     .as_ref()
@@ -114,8 +102,7 @@ pub(super) fn driver(facts: &Facts, rows: &mut Vec<Check>) {
                 };
                 let evidence = format!("{}{at}, {pcie}, {bar1}{mode}", gpu.name);
                 let component = format!("GPU {}", gpu.index);
-                let narrow =
-                    matches!((gpu.pcie_width, gpu.pcie_width_max), (Some(c), Some(m)) if c < m);
+                let narrow = gpu.pcie().narrower();
                 rows.push(match gpu.bar1_mib {
                     Some(mib) if mib < SMALL_BAR1_MIB => Check::new(
                         component,

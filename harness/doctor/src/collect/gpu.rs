@@ -99,7 +99,24 @@ pub(super) fn gpus(nvidia_smi: Option<&str>) -> Fact<Vec<Gpu>> {
             gpu.bar1_mib = by_bus.or_else(|| (bars.len() == 1 && i == 0).then(|| bars[0].1));
         }
     }
+    for gpu in &mut gpus {
+        gpu.numa_node = gpu
+            .pci_bus_id
+            .as_deref()
+            .and_then(sysfs_pci_address)
+            .and_then(|address| {
+                super::numa_node_above(&Path::new("/sys/bus/pci/devices").join(address))
+            });
+    }
     Fact::Known(gpus)
+}
+
+/// The PCI address sysfs names a device by (`0000:18:00.0`) for `nvidia-smi`'s bus id
+/// (`00000000:18:00.0`: a domain of eight hex digits, upper case).
+pub fn sysfs_pci_address(bus_id: &str) -> Option<String> {
+    let (domain, rest) = bus_id.trim().split_once(':')?;
+    let domain = u32::from_str_radix(domain, 16).ok()?;
+    (rest.len() == "18:00.0".len()).then(|| format!("{domain:04x}:{}", rest.to_ascii_lowercase()))
 }
 
 /// Why `nvidia-smi --query-gpu` output is not the CSV asked for.
@@ -164,6 +181,7 @@ pub fn parse_query_csv(text: &str) -> Result<Vec<Gpu>, CsvError> {
             memory_total_mib: text("memory.total")
                 .and_then(|v| v.trim_end_matches("MiB").trim().parse().ok()),
             bar1_mib: None,
+            numa_node: None,
         });
     }
     Ok(gpus)
@@ -203,6 +221,7 @@ pub fn parse_bar1(text: &str) -> Vec<(String, u64)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use gds_model::topology::NumaNode;
 
     #[test]
     fn csv_by_column_name_with_units_and_missing_values() {
@@ -222,6 +241,38 @@ mod tests {
         );
         assert!(parse_query_csv("").is_err());
         assert!(parse_query_csv("index, name\n0\n").is_err());
+    }
+
+    #[test]
+    fn the_sysfs_address_of_a_bus_id() {
+        assert_eq!(
+            sysfs_pci_address("00000000:9A:00.0").as_deref(),
+            Some("0000:9a:00.0")
+        );
+        assert_eq!(
+            sysfs_pci_address("00010000:18:00.1").as_deref(),
+            Some("10000:18:00.1")
+        );
+        assert_eq!(sysfs_pci_address("not a bus"), None);
+        assert_eq!(sysfs_pci_address("0000:18"), None);
+    }
+
+    #[test]
+    fn a_devices_numa_node_is_its_own_or_its_nearest_ancestors() {
+        // Fixture: a sysfs-shaped tree; the PCI function says node 1, the disk under it nothing.
+        let root = tempfile::tempdir().unwrap();
+        let function = root.path().join("pci0000:80/0000:80:01.0");
+        let disk = function.join("virtio1/block/vda");
+        std::fs::create_dir_all(&disk).unwrap();
+        std::fs::write(function.join("numa_node"), "1\n").unwrap();
+        assert_eq!(
+            super::super::numa_node_above(&disk),
+            Some(NumaNode::Node(1))
+        );
+        std::fs::write(function.join("numa_node"), "-1\n").unwrap();
+        assert_eq!(super::super::numa_node_above(&disk), Some(NumaNode::None));
+        std::fs::remove_file(function.join("numa_node")).unwrap();
+        assert_eq!(super::super::numa_node_above(&disk), None);
     }
 
     #[test]

@@ -21,6 +21,7 @@ pub use platform::{parse_acs, parse_cmdline_iommu};
 use super::DoctorOptions;
 use super::facts::{Fact, Facts, Provenance, SCHEMA_VERSION, ToolFacts};
 use gds_model::record::Ending;
+use gds_model::topology::NumaNode;
 use gds_runner::process::{self, Job};
 
 /// Reads the host. Never panics: what cannot be read is recorded as unknown, with why.
@@ -189,6 +190,16 @@ pub(crate) fn run_ok(
 
 pub(crate) fn display(path: &Path) -> String {
     path.display().to_string()
+}
+
+/// The NUMA node of the device at `device` in sysfs: its own `numa_node`, else its nearest
+/// ancestor's (a virtio disk's is its PCI function's, an NVMe namespace's its controller's PCI
+/// device's); `None` when no ancestor has one.
+pub(crate) fn numa_node_above(device: &Path) -> Option<NumaNode> {
+    device.ancestors().find_map(|dir| {
+        let text = std::fs::read_to_string(dir.join("numa_node")).ok()?;
+        text.trim().parse::<i64>().ok().map(NumaNode::from_sysfs)
+    })
 }
 
 /// A file's text, trimmed, or why it could not be read.

@@ -123,12 +123,18 @@ fn block_device(mount: &Mount) -> Fact<BlockDevice> {
     let nvme = is_nvme(&disk)
         || driver.as_deref() == Some("nvme")
         || (!members.is_empty() && members.iter().all(|m| is_nvme(m)));
+    // A RAID or device-mapper volume hangs off no device of its own: its first member's node.
+    let numa_node = std::iter::once(&disk).chain(&members).find_map(|name| {
+        let device = PathBuf::from("/sys/block").join(name).join("device");
+        super::numa_node_above(&device.canonicalize().ok()?)
+    });
     Fact::Known(BlockDevice {
         name,
         disk,
         driver,
         members,
         nvme,
+        numa_node,
     })
 }
 
