@@ -325,6 +325,11 @@ pub struct RunArgs {
     /// Fail trials that only warn, such as a worker that crashed after a complete result.
     #[arg(long, env = "GDS_GATE_STRICT")]
     pub strict: bool,
+    /// How far below the posix reader a GPU reader over the same file and reads may be (`10%`,
+    /// `0.1`) before it is a warning on its trial ("slower than POSIX"); never a failure.
+    #[arg(long, value_name = "FRACTION", env = "GDS_GATE_POSIX_TOLERANCE",
+          default_value_t = crate::report::direct::DEFAULT_TOLERANCE, value_parser = parse_fraction)]
+    pub posix_tolerance: f64,
     /// Start each GPU trial's worker only once the previous one has exited. By default it starts
     /// as the previous one answers, so that its start-up hides that one's exit, and waits before
     /// its first timed byte until that one is gone.
@@ -474,6 +479,18 @@ fn parse_span(text: &str) -> Result<std::time::Duration, NotASpan> {
     })
 }
 
+/// A fraction given on the command line that is not one between 0 and 1; holds the word.
+#[derive(Debug, thiserror::Error)]
+#[error("`{0}` is not a fraction between 0 and 1; write one such as `10%` or `0.1`")]
+struct NotAFraction(String);
+
+/// A fraction as suites spell one (`10%`, `0.1`).
+fn parse_fraction(text: &str) -> Result<f64, NotAFraction> {
+    yaml_serde::from_str::<gds_model::scenario::size::Fraction>(text)
+        .map(|fraction| fraction.0)
+        .map_err(|_| NotAFraction(text.to_string()))
+}
+
 fn parse_size(text: &str) -> Result<u64, gds_model::scenario::size::SizeError> {
     gds_model::scenario::size::ByteSize::parse(text).map(|size| size.0)
 }
@@ -523,6 +540,20 @@ mod tests {
             .map(str::to_string)
             .collect();
         assert_eq!(documented, clap_reads);
+    }
+
+    #[test]
+    fn the_posix_tolerance_is_a_fraction_or_a_percentage() {
+        assert_eq!(super::parse_fraction("25%").unwrap(), 0.25);
+        assert_eq!(super::parse_fraction("0.2").unwrap(), 0.2);
+        for bad in ["2", "-10%", "fast"] {
+            assert_eq!(
+                super::parse_fraction(bad).unwrap_err().to_string(),
+                format!(
+                    "`{bad}` is not a fraction between 0 and 1; write one such as `10%` or `0.1`"
+                )
+            );
+        }
     }
 
     #[test]

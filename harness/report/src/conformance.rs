@@ -9,7 +9,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
-use super::{Report, annotations, junit, markdown, merge};
+use super::{Report, annotations, direct, junit, markdown, merge};
 use gds_baseline::bless::{BlessOptions, Filter, bless};
 use std::time::{Duration, SystemTime};
 
@@ -22,6 +22,7 @@ use gds_baseline::history::HistoryLine;
 use gds_baseline::limitations::{self, Limitation};
 use gds_baseline::outcome::{self, Outcome, Totals};
 use gds_model::record::TrialRecord;
+use gds_model::scenario::{FileSet, Reader};
 use gds_runner::exit;
 
 const CPU: [f64; 5] = [0.4; 5];
@@ -67,10 +68,37 @@ fn every_outcome() -> (Vec<TrialRecord>, BTreeMap<&'static str, Outcome>) {
         (fixtures::failed("s::limited", &NOISE), Outcome::Limited),
         (fixtures::ignored("s::gpu"), Outcome::Missing),
         (fixtures::ignored("s::new-gpu"), Outcome::Ignored),
+        // New to the baseline, so passed; the GPU reader 22% below the posix reader of the same
+        // file and reads (a file of their own): a warning on it, in every sink.
+        (
+            direct("s::direct[reader=posix]", 1.30, "host"),
+            Outcome::Passed,
+        ),
+        (
+            direct("s::direct[reader=cufile]", 1.01, "cufile-posix"),
+            Outcome::Passed,
+        ),
     ];
     let expected = trials.iter().map(|(r, o)| (leak(&r.name), *o)).collect();
     (trials.into_iter().map(|(r, _)| r).collect(), expected)
 }
+
+/// A fixture record of a trial reading a file no other trial reads, through the reader its name
+/// ends in (`[reader=cufile]`), at `gbps` on `path`.
+fn direct(name: &str, gbps: f64, path: &str) -> TrialRecord {
+    let mut record = measured(name, &[gbps; 3], path, CHECKSUM, 0.4);
+    record.spec.files = FileSet::Generated {
+        size: 1 << 20,
+        seed: 99,
+        count: 1,
+    };
+    if name.ends_with("[reader=cufile]") {
+        record.spec.reader = Reader::Cufile;
+    }
+    record
+}
+
+const SLOWER_THAN_POSIX: &str = "s::direct[reader=cufile]";
 
 fn leak(name: &str) -> &'static str {
     Box::leak(name.to_string().into_boxed_str())
@@ -163,6 +191,7 @@ fn judged_run(dir: &std::path::Path) -> (Report, BTreeMap<&'static str, Outcome>
     report.baseline = Some(comparison);
     let undefined = report.missing_without_record().count();
     report.totals = Totals::of(&report.trials, undefined, 0);
+    report.pair_direct_with_posix(&crate::test_support::topology(), direct::DEFAULT_TOLERANCE);
     (report, expected)
 }
 
@@ -265,6 +294,36 @@ fn every_sink_tells_each_trials_outcome_the_totals_and_the_exit_code_alike() {
         assert_eq!(judged["headline"], words.headline.as_str(), "{name}");
         assert_eq!(judged["message"], words.message.as_str(), "{name}");
     }
+    // The GPU reader slower than POSIX: its pair, typed, and the warning on its trial.
+    let pairs = json["direct_vs_posix"].as_array().unwrap();
+    assert_eq!(pairs.len(), 1, "{pairs:?}");
+    assert_eq!(pairs[0]["gpu_trial"], SLOWER_THAN_POSIX);
+    assert_eq!(pairs[0]["posix_trial"], "s::direct[reader=posix]");
+    assert_eq!(pairs[0]["gpu_path"], "cufile-posix");
+    assert_eq!(pairs[0]["posix_path"], "host");
+    assert_eq!(pairs[0]["below_tolerance"], true);
+    assert!((pairs[0]["ratio"].as_f64().unwrap() - 1.01 / 1.30).abs() < 1e-9);
+    assert_eq!(pairs[0]["topology"]["disk"]["disk"], "vda");
+    let warning = report.direct_vs_posix[0].warning().unwrap();
+    assert!(warning.starts_with("slower than POSIX: 0.78×"), "{warning}");
+    assert!(warning.contains("\n  topology: GPU 0 at "), "{warning}");
+    for trial in json["trials"].as_array().unwrap() {
+        let warnings = trial["warnings"].as_array().unwrap();
+        if trial["name"] == SLOWER_THAN_POSIX {
+            assert_eq!(warnings, &[serde_json::Value::from(warning.clone())]);
+        } else {
+            assert!(warnings.is_empty(), "{trial}");
+        }
+    }
+    // The terminal's lines after the trials.
+    assert!(
+        direct::console(&report.direct_vs_posix).contains(&format!(
+            "  0.78 {SLOWER_THAN_POSIX} (cufile-posix) / s::direct[reader=posix] (host)  slower than POSIX"
+        )),
+        "{}",
+        direct::console(&report.direct_vs_posix)
+    );
+
     let totals = report.totals;
     for outcome in Outcome::ALL {
         let in_run = expected.values().filter(|o| **o == outcome).count();
@@ -321,6 +380,16 @@ fn every_sink_tells_each_trials_outcome_the_totals_and_the_exit_code_alike() {
         assert_eq!(cases[*name], kind, "{name}\n{xml}");
     }
     assert_eq!(cases["s::gone"], "baseline");
+    // A warning does not fail its trial: in the case's system-err.
+    let slower = xml
+        .split("<testcase ")
+        .find(|case| case.contains(&format!("name=\"{SLOWER_THAN_POSIX}\"")))
+        .unwrap();
+    assert!(
+        slower.contains("<system-err>warning: slower than POSIX: 0.78×"),
+        "{slower}"
+    );
+    assert_eq!(xml.matches("<system-err>").count(), 1, "{xml}");
     assert!(
         xml.contains(&format!("failures=\"{}\"", totals.failures())),
         "{xml}"
@@ -340,6 +409,21 @@ fn every_sink_tells_each_trials_outcome_the_totals_and_the_exit_code_alike() {
             "{name}\n{summary}"
         );
     }
+
+    // The GDS vs POSIX section: the pair's row and its warning.
+    assert!(summary.contains("### GDS vs POSIX"), "{summary}");
+    assert!(
+        summary.contains(&format!(
+            "| `{SLOWER_THAN_POSIX}` | `s::direct[reader=posix]` | **0.78** | 1.01 | 1.30 | cufile-posix | host | **slower than POSIX** by 22% |"
+        )),
+        "{summary}"
+    );
+    assert!(
+        summary.contains(&format!(
+            "> **Warning:** `{SLOWER_THAN_POSIX}`: slower than POSIX: 0.78×"
+        )),
+        "{summary}"
+    );
 
     // Annotations: one error per failing trial, and the missing one at the baseline file.
     let errors: BTreeSet<String> = annotations::github_annotations_in(&report, None)
@@ -362,6 +446,15 @@ fn every_sink_tells_each_trials_outcome_the_totals_and_the_exit_code_alike() {
         .collect();
     failing.insert("s::gone".into());
     assert_eq!(errors, failing);
+    let warnings: Vec<String> = annotations::github_annotations_in(&report, None)
+        .into_iter()
+        .filter(|line| line.starts_with("::warning "))
+        .collect();
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(
+        warnings[0].contains("title=s%3A%3Adirect[reader=cufile]::slower than POSIX: 0.78×"),
+        "{warnings:?}"
+    );
     let notices = annotations::github_annotations_in(&report, None);
     assert!(
         notices
@@ -384,6 +477,17 @@ fn every_sink_tells_each_trials_outcome_the_totals_and_the_exit_code_alike() {
     twice.add(&totals);
     assert_eq!(merged.report.totals, twice);
     assert_eq!(merged.exit_code(), totals.exit_code());
+    // Each run's pair, named as its trials are in the merged report.
+    assert_eq!(merged.report.direct_vs_posix.len(), 2);
+    for (pair, run) in merged.report.direct_vs_posix.iter().zip(&merged.runs) {
+        assert_eq!(pair.gpu_trial, format!("{}/{SLOWER_THAN_POSIX}", run.label));
+        for name in [&pair.gpu_trial, &pair.posix_trial] {
+            assert!(
+                merged.report.trials.iter().any(|t| &t.name == name),
+                "{name}"
+            );
+        }
+    }
     assert!(
         merged
             .runs

@@ -63,6 +63,16 @@ pub fn render(report: &Report) -> String {
             case.set_time(Duration::from_secs_f64(measurement.total_seconds.max(0.0)));
             case.set_system_out(xml(&trial.summary()));
         }
+        // What did not fail the trial but should be seen (a GPU reader slower than POSIX, a
+        // crash after a complete result), as the annotations' `::warning`s say it.
+        if !trial.warnings.is_empty() {
+            let warnings: Vec<String> = trial
+                .warnings
+                .iter()
+                .map(|warning| format!("warning: {warning}"))
+                .collect();
+            case.set_system_err(xml(&warnings.join("\n")));
+        }
         suites
             .entry(trial.spec.suite.as_str())
             .or_insert_with(|| TestSuite::new(xml(&trial.spec.suite)))

@@ -5,6 +5,7 @@
 //! trial's outcome as `gds-baseline` decided it.
 
 pub mod annotations;
+pub mod direct;
 mod junit;
 pub mod libtest;
 mod markdown;
@@ -75,6 +76,11 @@ pub struct Report {
     /// The runner's control read at the start of the run (see `control`); a bless records it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub control: Option<gds_baseline::control::ControlReading>,
+    /// Each GPU reader's trial beside the `posix` trial of this run over the same file and
+    /// reads: their ratio, paths, and whether the GPU reader is slower than POSIX by more than
+    /// the tolerance (a warning on its trial). See [`direct`].
+    #[serde(default)]
+    pub direct_vs_posix: Vec<direct::DirectVsPosix>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]

@@ -192,6 +192,7 @@ pub fn merge(reports: &[(PathBuf, Report)]) -> Result<MergedReport, MergeError> 
 
     let mut trials = Vec::new();
     let mut notes = Vec::new();
+    let mut direct_vs_posix = Vec::new();
     let mut suites = Vec::new();
     let mut data = Vec::new();
     let mut runs = Vec::new();
@@ -205,6 +206,12 @@ pub fn merge(reports: &[(PathBuf, Report)]) -> Result<MergedReport, MergeError> 
             trials.push(trial);
         }
         notes.extend(report.notes.iter().map(|note| format!("{label}: {note}")));
+        direct_vs_posix.extend(report.direct_vs_posix.iter().map(|pair| {
+            let mut pair = pair.clone();
+            pair.gpu_trial = format!("{label}/{}", pair.gpu_trial);
+            pair.posix_trial = format!("{label}/{}", pair.posix_trial);
+            pair
+        }));
         for suite in &report.suites {
             if !suites
                 .iter()
@@ -266,6 +273,7 @@ pub fn merge(reports: &[(PathBuf, Report)]) -> Result<MergedReport, MergeError> 
         trials,
         totals,
         notes,
+        direct_vs_posix,
         // Per run, in `runs`: one runner, fingerprint or comparison cannot stand for many.
         runner: None,
         fingerprint: None,

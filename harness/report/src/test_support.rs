@@ -1,6 +1,7 @@
 //! Test fixtures of this crate: a report around fixture records.
 
 use gds_model::record::TrialRecord;
+use gds_model::topology::{DiskLink, GpuLink, HostTopology, NumaNode, PcieLink};
 
 /// A report of `trials` on a made-up host, with no baseline: the renderers' input.
 pub fn report(trials: Vec<TrialRecord>) -> crate::Report {
@@ -31,5 +32,32 @@ pub fn report(trials: Vec<TrialRecord>) -> crate::Report {
         fingerprint: None,
         baseline: None,
         control: None,
+        direct_vs_posix: Vec::new(),
+    }
+}
+
+/// The doctor's facts of a made-up one-node VM: one GPU at gen 5 x16, the data on a virtio disk,
+/// neither tied to a NUMA node.
+pub fn topology() -> HostTopology {
+    let gen5_x16 = PcieLink {
+        gen_current: Some(5),
+        gen_max: Some(5),
+        width_current: Some(16),
+        width_max: Some(16),
+    };
+    HostTopology {
+        gpus: vec![GpuLink {
+            index: 0,
+            pci_bus_id: Some("00000000:00:05.0".into()),
+            pcie: gen5_x16,
+            numa_node: Some(NumaNode::None),
+        }],
+        disk: Some(DiskLink {
+            disk: "vda".into(),
+            driver: Some("virtio_blk".into()),
+            members: Vec::new(),
+            numa_node: Some(NumaNode::None),
+        }),
+        unknown: Vec::new(),
     }
 }

@@ -319,7 +319,7 @@ pub fn run_trials(
     notes.extend(plan.as_ref().and_then(crate::budget::Plan::note));
     notes.extend(limits.notes());
     let duration_seconds = started.elapsed().as_secs_f64();
-    let report = Report {
+    let mut report = Report {
         schema_version: report::SCHEMA_VERSION,
         gate_version: env!("CARGO_PKG_VERSION").into(),
         started_at: humantime::format_rfc3339_seconds(started_at).to_string(),
@@ -349,10 +349,21 @@ pub fn run_trials(
         fingerprint: None,
         baseline: None,
         control: control_reading,
+        direct_vs_posix: Vec::new(),
     };
+    report.pair_direct_with_posix(&preflight.facts.topology(), args.posix_tolerance);
     if quiet.is_none() {
         for note in &report.notes {
             console::note(note);
+        }
+        let pairs = report::direct::console(&report.direct_vs_posix);
+        if !pairs.is_empty() {
+            console::say(&pairs);
+        }
+        for pair in &report.direct_vs_posix {
+            if let Some(warning) = pair.warning() {
+                console::warning(&format!("{}: {warning}", pair.gpu_trial));
+            }
         }
     }
     Ok(Some(RunOutput {
