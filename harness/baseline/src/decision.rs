@@ -58,6 +58,11 @@ pub struct ToSee {
     pub runs: Option<usize>,
     /// The run-to-run spread that would do with as many blessed runs as now (log scale, ≈ CV).
     pub spread: f64,
+    /// How many times as many independent draws a run would need to narrow to [`Self::spread`]:
+    /// the factor to raise `rounds:` (and the passes) by where runs differ process by process,
+    /// as the GPU runner's did at eight threads (`schedule::CUFILE_EIGHT_THREADS`).
+    #[serde(default)]
+    pub rounds_factor: f64,
 }
 
 /// What one run (and its confirmations) says about a trial's speed against its baseline.
@@ -309,9 +314,11 @@ fn to_see(spread: f64, runs: usize) -> Option<ToSee> {
         }
         high
     });
+    let wanted = allowed / margin_per_spread(runs);
     Some(ToSee {
         runs: runs_that_do,
-        spread: allowed / margin_per_spread(runs),
+        spread: wanted,
+        rounds_factor: (spread / wanted).powi(2),
     })
 }
 

@@ -213,8 +213,9 @@ fn run_figures(t: &Throughput) -> String {
 /// `; to see a 20% drop: …`: what would bring the bound within [`WANTED_DROP`].
 fn to_see(needed: &ToSee, runs: usize) -> String {
     let spread = format!(
-        "a run-to-run spread of {:.1}% or less (a quieter disk, or passes spread over the run's span)",
-        needed.spread * 100.0
+        "a run-to-run spread of {:.1}% or less (a quieter disk, or {:.1}× the `rounds:` and passes where runs differ process by process)",
+        needed.spread * 100.0,
+        needed.rounds_factor
     );
     match needed.runs {
         Some(more) => format!(
@@ -747,7 +748,7 @@ mod tests {
         let more_runs = threshold(&at(&[1.30, 1.55, 1.10, 1.45, 1.15, 1.32]));
         assert!(
             more_runs.contains("; to see a 20% drop: bless from 44 runs instead of 6")
-                && more_runs.contains(", or a run-to-run spread of 10.3% or less"),
+                && more_runs.contains(", or a run-to-run spread of 10.3% or less (a quieter disk, or 1.6× the `rounds:` and passes"),
             "{more_runs}"
         );
         let quieter = threshold(&at(&[1.84, 1.66, 1.08, 1.62, 1.02, 1.84]));
