@@ -358,12 +358,13 @@ fn join(args: &[OsString]) -> String {
     words.join(" ")
 }
 
+/// Read and written whole, not `fs::copy`: a `/proc` file reports a size of 0, and a copy by size
+/// would leave it empty.
 fn copy_if_present(from: &Path, to: &Path) -> io::Result<()> {
-    match fs::copy(from, to) {
+    match fs::read(from) {
+        Ok(bytes) => fs::write(to, bytes),
         Err(error) if error.kind() == io::ErrorKind::NotFound => Ok(()),
-        // /proc files report a size of 0 and some refuse a copy's reads; what was read will do.
-        Err(_) => fs::write(to, fs::read(from).unwrap_or_default()),
-        Ok(_) => Ok(()),
+        Err(error) => fs::write(to, format!("`{}` unreadable: {error}\n", from.display())),
     }
 }
 
@@ -456,8 +457,10 @@ mod tests {
             threads.contains(&format!("thread {} `sleep`", child.id())),
             "{threads}"
         );
-        for file in ["user-stacks.txt", "cufile-counters.txt", "cufile.log"] {
+        for file in ["user-stacks.txt", "cufile-counters.txt"] {
             assert!(bundle.dir.join(file).exists(), "{file} missing");
         }
+        let log = fs::read_to_string(bundle.dir.join("cufile.log")).unwrap();
+        assert_eq!(log, "a log line\n");
     }
 }
