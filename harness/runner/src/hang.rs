@@ -127,11 +127,9 @@ fn threads(pid: u32) -> Vec<Thread> {
     threads
 }
 
-/// The state field of `/proc/…/stat`: the word after the parenthesised name, which may itself
-/// hold spaces and parentheses.
+/// The state field of `/proc/…/stat`.
 fn state_of(stat: &str) -> Option<String> {
-    let (_, after) = stat.rsplit_once(')')?;
-    Some(after.split_whitespace().next()?.to_string())
+    Some(crate::process::stat_fields(stat)?.next()?.to_string())
 }
 
 /// The call in `/proc/…/syscall`: its number first, `running` or `-1 …` when in none.

@@ -235,11 +235,14 @@ fn signal_name(signal: i32) -> String {
 /// Whether process `pid` runs: it exists and is not a zombie (PID 1 of a container may never reap
 /// one).
 pub fn running(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
-        !stat
-            .rsplit_once(") ")
-            .is_some_and(|(_, state)| state.starts_with('Z'))
-    })
+    sweep::running(pid)
+}
+
+/// The fields of a `/proc/PID/stat` (or `/proc/PID/task/TID/stat`) line after the command name,
+/// its state first. The name is in parentheses and may hold spaces or parentheses itself.
+pub(crate) fn stat_fields(stat: &str) -> Option<std::str::SplitWhitespace<'_>> {
+    stat.rsplit_once(')')
+        .map(|(_, rest)| rest.split_whitespace())
 }
 
 /// The last `lines` lines of a file, reading at most its last 64 KiB.

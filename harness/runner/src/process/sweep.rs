@@ -104,8 +104,8 @@ struct Stat {
     pgrp: i32,
 }
 
-/// Exists and is not a zombie (as `crate::process::running`, which imports this module).
-fn running(pid: u32) -> bool {
+/// Exists and is not a zombie: [`crate::process::running`].
+pub(super) fn running(pid: u32) -> bool {
     read_stat(pid).is_some_and(|stat| !stat.zombie)
 }
 
@@ -128,9 +128,7 @@ fn processes() -> BTreeMap<u32, Stat> {
 
 fn read_stat(pid: u32) -> Option<Stat> {
     let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // The command name is in parentheses and may hold spaces or parentheses itself.
-    let (_, rest) = text.rsplit_once(") ")?;
-    let mut fields = rest.split(' ');
+    let mut fields = super::stat_fields(&text)?;
     let zombie = fields.next()?.starts_with('Z');
     let ppid = fields.next()?.parse().ok()?;
     let pgrp = fields.next()?.parse().ok()?;
