@@ -26,15 +26,10 @@ impl Drill {
         fs::write(dir.path().join("suite.yaml"), suite).unwrap();
         // The stand-in worker: trials (`worker --spec S --result R`) write their pid and sleep;
         // probes (`worker --job …`) run in the real binary.
-        let stand_in = dir.path().join("stand-in-worker");
-        fs::write(
-            &stand_in,
-            format!(
-                "#!/bin/sh\ncase \"$2\" in --job) exec {GATE} \"$@\";; esac\necho $$ > \"$(dirname \"$0\")/worker.pid\"\nexec sleep 60\n"
-            ),
-        )
-        .unwrap();
-        fs::set_permissions(&stand_in, fs::Permissions::from_mode(0o755)).unwrap();
+        write_worker(
+            &dir.path().join("stand-in-worker"),
+            "echo $$ > \"$(dirname \"$0\")/worker.pid\"\nexec sleep 60",
+        );
         Drill { dir }
     }
 
@@ -189,13 +184,10 @@ fn a_gate_killed_outright_takes_its_worker_with_it() {
 #[test]
 fn a_gate_killed_outright_takes_its_workers_children_with_it() {
     let drill = Drill::new(TWO_TRIALS);
-    fs::write(
-        drill.path("stand-in-worker"),
-        format!(
-            "#!/bin/sh\ncase \"$2\" in --job) exec {GATE} \"$@\";; esac\nsetsid sleep 300 &\necho $! > \"$(dirname \"$0\")/child.pid\"\necho $$ > \"$(dirname \"$0\")/worker.pid\"\nexec sleep 60\n"
-        ),
-    )
-    .unwrap();
+    write_worker(
+        &drill.path("stand-in-worker"),
+        "setsid sleep 300 &\necho $! > \"$(dirname \"$0\")/child.pid\"\necho $$ > \"$(dirname \"$0\")/worker.pid\"\nexec sleep 60",
+    );
     let (gate, worker) = drill.start_hanging();
     let child: u32 = fs::read_to_string(drill.path("child.pid"))
         .unwrap()
@@ -286,14 +278,10 @@ fn hostile_text_reaches_the_ci_log_and_the_step_summary_inert() {
         },
     });
     fs::write(drill.path("answer.json"), answer.to_string()).unwrap();
-    fs::write(
+    write_worker(
         &worker,
-        format!(
-            "#!/bin/sh\ncase \"$2\" in --job) exec {GATE} \"$@\";; esac\nprintf '::stop-commands::pwned\\n  ::add-mask::from-the-worker\\n##[error]old form\\nline\\r::error title=x::after a CR\\n\\033[31mred\\n' >&2\ncp \"$(dirname \"$0\")/answer.json\" \"$5\"\n"
-        ),
-    )
-    .unwrap();
-    fs::set_permissions(&worker, fs::Permissions::from_mode(0o755)).unwrap();
+        "printf '::stop-commands::pwned\\n  ::add-mask::from-the-worker\\n##[error]old form\\nline\\r::error title=x::after a CR\\n\\033[31mred\\n' >&2\ncp \"$(dirname \"$0\")/answer.json\" \"$5\"",
+    );
     let step_summary = drill.path("step-summary.md");
     let output = drill
         .gate(&[])
@@ -395,6 +383,16 @@ struct ReadCap {
 }
 
 impl ReadCap {
+    /// A cap on the disk under `dir`; `None`, said on stderr, where this user cannot make one.
+    fn under(dir: &std::path::Path, bytes_per_second: u64) -> Option<ReadCap> {
+        use std::os::unix::fs::MetadataExt;
+        let cap = ReadCap::new(fs::metadata(dir).unwrap().dev(), bytes_per_second);
+        if cap.is_none() {
+            eprintln!("skipped: cannot cap this disk's reads with a cgroup here (needs root)");
+        }
+        cap
+    }
+
     fn new(device: u64, bytes_per_second: u64) -> Option<ReadCap> {
         let (major, minor) = (libc::major(device), libc::minor(device));
         let v2 = PathBuf::from("/sys/fs/cgroup");
@@ -453,13 +451,10 @@ impl Drop for ReadCap {
 /// Skipped where this user cannot make such a cgroup.
 #[test]
 fn ctrl_c_during_the_gates_own_reads_on_a_throttled_disk_ends_it_within_two_seconds() {
-    use std::os::unix::fs::MetadataExt;
     let drill = Drill::new(
         "suite: drill\nscenarios:\n  - name: read\n    files: { size: 1MiB, seed: 4 }\n    warmup: 0\n    repetitions: 1\n",
     );
-    let device = fs::metadata(drill.dir.path()).unwrap().dev();
-    let Some(cap) = ReadCap::new(device, 4 << 20) else {
-        eprintln!("skipped: cannot cap this disk's reads with a cgroup here (needs root)");
+    let Some(cap) = ReadCap::under(drill.dir.path(), 4 << 20) else {
         return;
     };
     let mut command = drill.gate(&[]);
@@ -501,15 +496,21 @@ impl Drop for Drill {
     }
 }
 
+/// A worker script for `GDS_GATE_WORKER`: probes (`worker --job …`) run in the real binary,
+/// trials (`worker --spec S --result R`) run `body`.
+fn write_worker(path: &std::path::Path, body: &str) {
+    fs::write(
+        path,
+        format!("#!/bin/sh\ncase \"$2\" in --job) exec {GATE} \"$@\";; esac\n{body}\n"),
+    )
+    .unwrap();
+    fs::set_permissions(path, fs::Permissions::from_mode(0o755)).unwrap();
+}
+
 /// The real worker, started by a script that runs `setup` first (probes skip it).
 fn real_worker_with(drill: &Drill, setup: &str) -> PathBuf {
     let worker = drill.path("worker-with-setup");
-    fs::write(
-        &worker,
-        format!("#!/bin/sh\ncase \"$2\" in --job) exec {GATE} \"$@\";; esac\n{setup}\nexec {GATE} \"$@\"\n"),
-    )
-    .unwrap();
-    fs::set_permissions(&worker, fs::Permissions::from_mode(0o755)).unwrap();
+    write_worker(&worker, &format!("{setup}\nexec {GATE} \"$@\""));
     worker
 }
 
@@ -574,13 +575,10 @@ fn a_worker_hung_in_a_blocking_library_leaves_a_bundle_and_fails() {
 /// user cannot make such a cgroup.
 #[test]
 fn a_trial_hung_on_a_throttled_disk_leaves_a_bundle_and_fails() {
-    use std::os::unix::fs::MetadataExt;
     let drill = Drill::new(
         "suite: drill\nscenarios:\n  - name: read\n    files: { size: 8MiB, seed: 5 }\n    cache: cold\n    warmup: 0\n    repetitions: 1\n",
     );
-    let device = fs::metadata(drill.dir.path()).unwrap().dev();
-    let Some(cap) = ReadCap::new(device, 64 << 10) else {
-        eprintln!("skipped: cannot cap this disk's reads with a cgroup here (needs root)");
+    let Some(cap) = ReadCap::under(drill.dir.path(), 64 << 10) else {
         return;
     };
     // Only the trial's worker is capped: the gate's own reads of the data (its checks, the
