@@ -120,18 +120,28 @@ fn pair(
     }
 }
 
-/// The trial's median GB/s when its own checks passed and it measured a pass; else why not, as
-/// the end of a sentence (`did not run: …`).
-fn measured(trial: &TrialRecord) -> Result<f64, String> {
+/// Why a trial of a pair gives no median, said as the end of a sentence (`did not run: …`).
+#[derive(Debug, thiserror::Error)]
+enum NoMeasurement {
+    #[error("did not run: {0}")]
+    DidNotRun(String),
+    #[error("failed its own checks: {0}")]
+    Failed(String),
+    #[error("measured no pass")]
+    NoPass,
+}
+
+/// The trial's median GB/s when its own checks passed and it measured a pass.
+fn measured(trial: &TrialRecord) -> Result<f64, NoMeasurement> {
     let reason = || trial.reason.clone().unwrap_or_default();
     match trial.checks {
-        Status::Ignored => Err(format!("did not run: {}", reason())),
-        Status::Failed => Err(format!("failed its own checks: {}", reason())),
+        Status::Ignored => Err(NoMeasurement::DidNotRun(reason())),
+        Status::Failed => Err(NoMeasurement::Failed(reason())),
         Status::Passed => trial
             .measurement
             .as_ref()
             .and_then(|m| m.median_gbps)
-            .ok_or_else(|| "measured no pass".into()),
+            .ok_or(NoMeasurement::NoPass),
     }
 }
 
