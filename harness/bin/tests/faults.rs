@@ -544,22 +544,14 @@ fn assert_hung_with_a_bundle(drill: &Drill, output: &Output, hung_in: &str) {
 #[test]
 fn a_worker_hung_in_a_blocking_library_leaves_a_bundle_and_fails() {
     let drill = Drill::new(TWO_TRIALS);
-    let source = drill.path("block.c");
-    fs::write(
-        &source,
+    let Some(library) = support::preload_library(
+        &drill.path(""),
+        "block",
         "#include <unistd.h>\n#include <sys/types.h>\nssize_t pread64(int fd, void *b, size_t n, off_t o) { for (;;) pause(); }\nssize_t pread(int fd, void *b, size_t n, off_t o) { for (;;) pause(); }\n",
-    )
-    .unwrap();
-    let library = drill.path("libblock.so");
-    let compiled = Command::new("cc")
-        .args(["-shared", "-fPIC", "-o"])
-        .arg(&library)
-        .arg(&source)
-        .status();
-    if !compiled.is_ok_and(|status| status.success()) {
+    ) else {
         eprintln!("skipped: no C compiler (cc) to build the blocking library");
         return;
-    }
+    };
     let worker = real_worker_with(&drill, &format!("export LD_PRELOAD={}", library.display()));
     let output = drill
         .gate(&["read[nthreads=1]", "--timeout", "3"])

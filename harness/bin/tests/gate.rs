@@ -847,3 +847,76 @@ fn rounds_interleave_the_trials_workers_and_join_their_passes() {
         "the trials' rounds must alternate"
     );
 }
+
+/// A rehearsal on the CPU host: stack B's workers preload a `pread` that sleeps before each call
+/// (a fixture library standing in for a slower libcufile), stack A's do not. B must fail as
+/// slower, with its interval and rounds in every report; the same stacks with B's library left
+/// out must pass. Skipped without a C compiler.
+#[test]
+fn a_rehearsal_fails_the_stack_that_reads_slower_and_passes_twins() {
+    let scratch = Scratch::new();
+    let Some(library) = support::preload_library(
+        &scratch.path(""),
+        "slow",
+        "#define _GNU_SOURCE\n#include <dlfcn.h>\n#include <unistd.h>\n#include <sys/types.h>\n\
+         typedef ssize_t (*read_at)(int, void *, size_t, off_t);\n\
+         static ssize_t slow(const char *name, int fd, void *b, size_t n, off_t o) {\n\
+           read_at real = (read_at)dlsym(RTLD_NEXT, name); usleep(20000); return real(fd, b, n, o); }\n\
+         ssize_t pread64(int fd, void *b, size_t n, off_t o) { return slow(\"pread64\", fd, b, n, o); }\n\
+         ssize_t pread(int fd, void *b, size_t n, off_t o) { return slow(\"pread\", fd, b, n, o); }\n",
+    ) else {
+        eprintln!("skipped: no C compiler (cc) to build the slow library");
+        return;
+    };
+    let suite = scratch.suite(SMALL);
+    let stacks = scratch.path("stacks.yaml");
+    let rehearse = |b_env: &str| {
+        // A wide tolerance: twins on a busy 2-core host must not fail, a 20 ms sleep per call must.
+        fs::write(
+            &stacks,
+            format!("a: {{name: now}}\nb: {{name: next, env: {{{b_env}}}}}\ntolerance: 40%\n"),
+        )
+        .unwrap();
+        scratch.gate(&[
+            "rehearse",
+            "--stacks",
+            stacks.to_str().unwrap(),
+            "--rounds",
+            "3",
+            "--suite",
+            suite.to_str().unwrap(),
+        ])
+    };
+
+    let run = rehearse(&format!("LD_PRELOAD: {}", library.display()));
+    assert_eq!(run.code, 3, "{run:?}");
+    assert!(
+        run.stdout.contains("test [posix] small::read @now ")
+            && run.stdout.contains("test [posix] small::read @next ... "),
+        "{run:?}"
+    );
+    assert!(
+        run.stderr.contains("small::read: next reads at 0.")
+            && run
+                .stderr
+                .contains("over 3 rounds): slower by more than the 40% tolerance"),
+        "{run:?}"
+    );
+    let report = scratch.report();
+    let pair = &report["rehearsal"]["pairs"][0];
+    assert_eq!(pair["verdict"], "slower", "{pair}");
+    assert_eq!(pair["round_ratios"].as_array().unwrap().len(), 3, "{pair}");
+    assert!(pair["high"].as_f64().unwrap() < 0.6, "{pair}");
+    assert_eq!(report["totals"]["slower"], 1);
+    let junit = fs::read_to_string(scratch.out().join("junit.xml")).unwrap();
+    assert!(junit.contains("type=\"regression\""), "{junit}");
+    let summary = fs::read_to_string(scratch.out().join("summary.md")).unwrap();
+    assert!(
+        summary.contains("## Rehearsal: `next` against `now`") && summary.contains("xychart-beta"),
+        "{summary}"
+    );
+
+    let run = rehearse("");
+    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(scratch.report()["rehearsal"]["pairs"][0]["verdict"], "same");
+}

@@ -130,6 +130,22 @@ pub enum Command {
         #[command(flatten)]
         run: Box<RunArgs>,
     },
+    /// Run the selected trials on two stacks (libcufile, KvikIO, cufile.json: each an environment)
+    /// in alternating rounds and judge B against A from the paired rounds: another path, or
+    /// slower beyond the stacks file's tolerance with 95% confidence, fails. No baseline, no
+    /// history.
+    Rehearse {
+        /// The stacks file: `a:` and `b:`, each with `name:` and `env:`, and `tolerance:`.
+        #[arg(long, value_name = "FILE")]
+        stacks: PathBuf,
+        /// Rounds each side of each trial runs (fresh workers, A and B in turn); 2 at least to
+        /// have an interval, more to be sure of smaller differences.
+        #[arg(long, value_name = "N", default_value_t = 6,
+              value_parser = clap::value_parser!(u32).range(2..=100))]
+        rounds: u32,
+        #[command(flatten)]
+        run: Box<RunArgs>,
+    },
     /// Record or drop a runner's known limitation: a trial that cannot pass on this runner
     /// (`strict-gds` without nvidia-fs), with the doctor's reason. Runs count it `limited` while
     /// it fails for that reason. Refuses in CI; prints what changed.

@@ -297,13 +297,18 @@ pub fn overlay(
     Ok(base)
 }
 
-/// The host's file in effect overlaid for a trial, written to `dir/cufile.json`; returns its path.
+/// `base` (else the host's file in effect) overlaid for a trial, written to `dir/cufile.json`;
+/// returns its path. A rehearsal's stack names its own `base`.
 pub fn write_for_trial(
+    base: Option<&Path>,
     overrides: &std::collections::BTreeMap<String, Value>,
     dir: &Path,
 ) -> Result<PathBuf, ConfigError> {
-    let base = match host_config_path() {
-        Some((path, _)) => {
+    let base = match base
+        .map(Path::to_path_buf)
+        .or_else(|| host_config_path().map(|(path, _)| path))
+    {
+        Some(path) => {
             let text = std::fs::read_to_string(&path).map_err(|source| ConfigError::Read {
                 path: path.clone(),
                 source,

@@ -28,6 +28,7 @@ pub mod record;
 pub mod runner_check;
 pub mod scenario;
 pub mod shard;
+pub mod stack;
 pub mod stuck;
 pub mod suggest;
 pub mod timing;

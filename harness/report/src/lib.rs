@@ -10,6 +10,7 @@ mod junit;
 pub mod libtest;
 mod markdown;
 pub mod merge;
+pub mod rehearsal;
 pub mod saved;
 pub mod schema;
 
@@ -81,6 +82,9 @@ pub struct Report {
     /// the tolerance (a warning on its trial). See [`direct`].
     #[serde(default)]
     pub direct_vs_posix: Vec<direct::DirectVsPosix>,
+    /// A rehearsal's comparison of two stacks (`gds-gate rehearse`); absent from a run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rehearsal: Option<rehearsal::Rehearsal>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]

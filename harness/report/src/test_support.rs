@@ -33,6 +33,7 @@ pub fn report(trials: Vec<TrialRecord>) -> crate::Report {
         baseline: None,
         control: None,
         direct_vs_posix: Vec::new(),
+        rehearsal: None,
     }
 }
 

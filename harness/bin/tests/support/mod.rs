@@ -255,3 +255,20 @@ impl Drop for Scratch {
         validate_reports(self.dir.0.path());
     }
 }
+
+/// `source` (C) built into the shared library `dir/lib<name>.so`, for a worker to preload (a
+/// fixture library: one that blocks, one that is slow); `None` without a C compiler.
+pub fn preload_library(dir: &std::path::Path, name: &str, source: &str) -> Option<PathBuf> {
+    let c = dir.join(format!("{name}.c"));
+    fs::write(&c, source).unwrap();
+    let library = dir.join(format!("lib{name}.so"));
+    let compiled = Command::new("cc")
+        .args(["-shared", "-fPIC", "-o"])
+        .arg(&library)
+        .arg(&c)
+        .arg("-ldl")
+        .status();
+    compiled
+        .is_ok_and(|status| status.success())
+        .then_some(library)
+}

@@ -127,7 +127,8 @@ pub fn run(request: BlessRequest, command: Vec<String>) -> Result<u8, Error> {
             doctor: round == 1,
         };
         // `None`: the trials were listed, not run; there is nothing to bless.
-        let Some(outcome) = super::run::run_trials(args, command.clone(), None, Some(&quiet))?
+        let Some(outcome) =
+            super::run::run_trials(args, command.clone(), None, Some(&quiet), None)?
         else {
             return Ok(exit::PASSED);
         };

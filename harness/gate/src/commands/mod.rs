@@ -10,6 +10,7 @@ pub mod doctor;
 pub mod explain;
 pub mod generate;
 pub mod limitation;
+pub mod rehearse;
 pub mod report;
 pub mod run;
 pub mod validate;
@@ -63,6 +64,11 @@ pub fn dispatch(cli: Cli, argv: Vec<String>) -> Result<u8, Error> {
             argv,
         ),
         Some(Command::Limitation { action }) => limitation::run(action),
+        Some(Command::Rehearse {
+            stacks,
+            rounds,
+            run,
+        }) => rehearse::run(&stacks, rounds, *run, argv),
         Some(Command::Report {
             merge,
             out,

@@ -18,6 +18,7 @@ mod ahead;
 pub(crate) mod baseline;
 mod control;
 pub(crate) mod limits;
+pub(crate) mod rehearsal;
 mod rounds;
 use crate::escape::terminal;
 use crate::host::HostFacts;
@@ -86,7 +87,7 @@ pub fn run_gate(args: RunArgs, command: Vec<String>) -> Result<u8, Error> {
     // trials are judged against it as they run.
     let against = baseline::Against::load(&args)?;
     let _out = claim_out(&args)?;
-    match run_trials(&args, command, Some(&against), None)? {
+    match run_trials(&args, command, Some(&against), None, None)? {
         Some(output) => baseline::finish_run(&args, output, &against),
         None => Ok(exit::PASSED),
     }
@@ -103,12 +104,14 @@ pub(crate) fn claim_out(args: &RunArgs) -> Result<Option<crate::out_lock::OutLoc
 }
 
 /// Loads the suites and runs the selected trials, each judged against `against`'s baseline (when
-/// it has one) as soon as it ran; `None` when it only listed them.
+/// it has one) as soon as it ran; or, for a rehearsal, each trial on both stacks, B judged
+/// against A. `None` when it only listed them.
 pub fn run_trials(
     args: &RunArgs,
     command: Vec<String>,
     against: Option<&baseline::Against>,
     quiet: Option<&Quiet>,
+    rehearsal: Option<&rehearsal::Plan>,
 ) -> Result<Option<RunOutput>, Error> {
     let mut libtest = args.libtest.clone();
     // Listing prints to stdout as asked, and writes nothing to --out.
@@ -119,6 +122,11 @@ pub fn run_trials(
     let started = Instant::now();
     let suites = load_suites(&args.inputs.suite_paths())?;
     let specs: Vec<TrialSpec> = suites.iter().flat_map(scenario::expand).collect();
+    let pairing = rehearsal.map(|plan| rehearsal::Pairing::new(plan, &specs));
+    let specs = match rehearsal {
+        Some(plan) => plan.sides(specs),
+        None => specs,
+    };
     if let Some(duplicate) = first_duplicate_name(&specs) {
         return Err(Error::Usage(format!(
             "trial `{duplicate}` is defined twice; give the suites different `suite:` names"
@@ -218,12 +226,16 @@ pub fn run_trials(
         confirm_delay: std::time::Duration::from_secs(args.confirm_delay),
         settler,
         judged: Mutex::default(),
-        schedule: rounds::Schedule::new(selected.iter().map(|spec| (*spec).clone()).collect()),
+        schedule: rounds::Schedule::new(
+            selected.iter().map(|spec| (*spec).clone()).collect(),
+            pairing.is_some(),
+        ),
         ahead_room: preflight
             .facts
             .room_for_two_workers()
             .filter(|_| !args.one_worker_at_a_time),
         ahead: Mutex::default(),
+        pairing,
     });
 
     let records: Arc<Mutex<Vec<TrialRecord>>> = Arc::default();
@@ -350,8 +362,12 @@ pub fn run_trials(
         baseline: None,
         control: control_reading,
         direct_vs_posix: Vec::new(),
+        rehearsal: executor.pairing.as_ref().map(rehearsal::Pairing::finish),
     };
-    report.pair_direct_with_posix(&preflight.facts.topology(), args.posix_tolerance);
+    // A rehearsal compares each trial with itself on the other stack, not with the posix reader.
+    if report.rehearsal.is_none() {
+        report.pair_direct_with_posix(&preflight.facts.topology(), args.posix_tolerance);
+    }
     if quiet.is_none() {
         for note in &report.notes {
             console::note(note);
@@ -417,12 +433,18 @@ struct Executor {
     ahead_room: Option<u64>,
     /// The next trial's worker, started ahead ([`ahead`]).
     ahead: Mutex<Option<(usize, crate::launch::Held)>>,
+    /// A rehearsal's stacks and the pairs judged so far; `None` in a run or a bless.
+    pairing: Option<rehearsal::Pairing>,
 }
 
 impl Executor {
-    /// Judges the trial against the baseline, once, and settles its outcome; returns the
+    /// Judges the trial against the baseline (in a rehearsal: a B side against its A), once, and
+    /// settles its outcome; returns the
     /// message of a failure against the baseline.
     fn judge(&self, record: &mut TrialRecord) -> Option<String> {
+        if let Some(pairing) = &self.pairing {
+            return pairing.judge(record);
+        }
         let against = self.against.as_ref()?;
         let judgement = against.judge(record)?;
         crate::outcome::settle(record, Some(&judgement));

@@ -53,7 +53,8 @@ pub struct Launcher {
     /// The `gds_stats` tool, when the host has one ([`find_gds_stats`]).
     pub gds_stats: Option<PathBuf>,
     /// Variables every worker gets besides the trial's own; the benches set
-    /// `GDS_GATE_LIBCUFILE` and `GDS_GATE_RECORD_COST` here, a gate run sets none.
+    /// `GDS_GATE_LIBCUFILE` and `GDS_GATE_RECORD_COST` here, a rehearsal its stack's, a gate run
+    /// none.
     pub env: Vec<(String, String)>,
 }
 
@@ -203,7 +204,14 @@ impl Launcher {
         };
         let mut env = self.env.clone();
         if spec.reader.uses_cufile() {
-            let config = gds_model::cufile_config::write_for_trial(&spec.cufile, dir)
+            // The trial's file is the overlay's and is named last: a stack's own file (a
+            // rehearsal's `CUFILE_ENV_PATH_JSON`) is its base.
+            let base = self
+                .env
+                .iter()
+                .rfind(|(key, value)| key == "CUFILE_ENV_PATH_JSON" && !value.is_empty())
+                .map(|(_, value)| Path::new(value));
+            let config = gds_model::cufile_config::write_for_trial(base, &spec.cufile, dir)
                 .map_err(|error| StartError::Setup(gds_model::error_chain(&error)))?;
             env.push((
                 "CUFILE_ENV_PATH_JSON".to_string(),

@@ -175,9 +175,10 @@ mv "$5.part" "$5"; sleep 0.3
             confirm_delay: Duration::ZERO,
             settler: None,
             judged: Mutex::default(),
-            schedule: super::super::rounds::Schedule::new(specs.clone()),
+            schedule: super::super::rounds::Schedule::new(specs.clone(), false),
             ahead_room: room,
             ahead: Mutex::default(),
+            pairing: None,
         };
         (executor, specs)
     }

@@ -295,6 +295,11 @@ pub fn finish_run(args: &RunArgs, mut output: RunOutput, against: &Against) -> R
             println!("{line}");
         }
     }
+    exit_code(&output)
+}
+
+/// The exit code of a run whose reports are written: an interrupt's error, or the totals' code.
+pub fn exit_code(output: &RunOutput) -> Result<u8, Error> {
     if let Some(signal) = crate::interrupt::received() {
         return Err(Error::interrupted(signal));
     }

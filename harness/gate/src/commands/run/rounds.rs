@@ -44,17 +44,22 @@ struct Done {
 }
 
 impl Schedule {
-    pub fn new(trials: Vec<TrialSpec>) -> Schedule {
+    /// The schedule of `trials`. With `paired` (a rehearsal's A and B sides, next to each other)
+    /// each pair's order turns round by round, A B then B A: a drift that moves steadily over a
+    /// pair's rounds then favours neither side.
+    pub fn new(trials: Vec<TrialSpec>, paired: bool) -> Schedule {
         let most = trials.iter().map(TrialSpec::round_count).max().unwrap_or(1);
-        let jobs = (0..most)
-            .flat_map(|round| {
-                trials
-                    .iter()
-                    .enumerate()
-                    .filter(move |(_, spec)| round < spec.round_count())
-                    .map(move |(trial, _)| Job { trial, round })
-            })
-            .collect();
+        let count = trials.len();
+        let mut jobs = Vec::new();
+        for round in 0..most {
+            let swap = paired && round % 2 == 1;
+            for at in 0..count {
+                let trial = if swap && (at ^ 1) < count { at ^ 1 } else { at };
+                if round < trials[trial].round_count() {
+                    jobs.push(Job { trial, round });
+                }
+            }
+        }
         Schedule {
             trials,
             jobs,
@@ -131,12 +136,14 @@ impl Executor {
 
     /// Where `job`'s worker keeps its folder: the trial's own for its last round, as for a trial
     /// of one round, and `round-N/` under the trials' folder for the others.
+    /// A rehearsal's side adds its stack's environment.
     pub(super) fn launcher_for(&self, job: Job) -> Launcher {
-        round_launcher(
-            &self.launcher,
-            job.round,
-            self.schedule.trials[job.trial].round_count(),
-        )
+        let trial = &self.schedule.trials[job.trial];
+        let mut launcher = round_launcher(&self.launcher, job.round, trial.round_count());
+        if let Some(pairing) = &self.pairing {
+            launcher.env.extend(pairing.env_of(&trial.name));
+        }
+        launcher
     }
 
     /// A confirmation run of `spec`, placed as its run is: its rounds in fresh workers, each
@@ -196,14 +203,21 @@ mod tests {
 
     #[test]
     fn rounds_interleave_the_trials_and_a_trial_of_fewer_rounds_drops_out() {
-        let schedule = Schedule::new(trials(&[3, 1, 2]));
+        let schedule = Schedule::new(trials(&[3, 1, 2]), false);
         let order: Vec<(usize, u32)> = schedule.jobs.iter().map(|j| (j.trial, j.round)).collect();
         assert_eq!(
             order,
             [(0, 0), (1, 0), (2, 0), (0, 1), (2, 1), (0, 2)],
             "round 1 of every trial, then round 2 of those with one, …"
         );
-        assert_eq!(Schedule::new(trials(&[1, 1])).jobs.len(), 2);
+        assert_eq!(Schedule::new(trials(&[1, 1]), false).jobs.len(), 2);
+    }
+
+    #[test]
+    fn a_rehearsals_pairs_turn_their_order_round_by_round() {
+        let schedule = Schedule::new(trials(&[3, 3, 3, 3]), true);
+        let order: Vec<usize> = schedule.jobs.iter().map(|j| j.trial).collect();
+        assert_eq!(order, [0, 1, 2, 3, 1, 0, 3, 2, 0, 1, 2, 3], "A B, then B A");
     }
 
     #[test]

@@ -1,0 +1,31 @@
+//! `gds-gate rehearse --stacks FILE`: the selected trials on two stacks of one runner, in
+//! alternating rounds, and each trial's B judged against its A ([`crate::report::rehearsal`]).
+//! Nothing is compared with a baseline and nothing enters the run history: a rehearsal answers
+//! "what would this upgrade change here?" before it is rolled out.
+
+use std::path::Path;
+
+use super::run::{self, baseline::exit_code, rehearsal::Plan};
+use crate::cli::RunArgs;
+use crate::console;
+use crate::error::Error;
+use crate::exit;
+
+pub fn run(stacks: &Path, rounds: u32, args: RunArgs, command: Vec<String>) -> Result<u8, Error> {
+    crate::interrupt::install();
+    let stacks = gds_model::stack::load(stacks)
+        .map_err(|error| Error::Usage(gds_model::error_chain(&error)))?;
+    let _out = run::claim_out(&args)?;
+    let plan = Plan { stacks, rounds };
+    let Some(output) = run::run_trials(&args, command, None, None, Some(&plan))? else {
+        return Ok(exit::PASSED);
+    };
+    let rehearsal = output.report.rehearsal.as_ref();
+    if let Some(rehearsal) = rehearsal {
+        console::say(&rehearsal.console());
+    }
+    let extra = rehearsal.map(|r| r.markdown()).unwrap_or_default();
+    let paths = crate::report::write_all(&args.out, &output.report, &extra)?;
+    console::reports(&paths);
+    exit_code(&output)
+}
