@@ -139,10 +139,11 @@ pub enum Command {
         #[arg(long, value_name = "FILE")]
         stacks: PathBuf,
         /// Rounds each side of each trial runs (fresh workers, A and B in turn); 2 at least to
-        /// have an interval, more to be sure of smaller differences.
-        #[arg(long, value_name = "N", default_value_t = 6,
+        /// have an interval, more to be sure of smaller differences. Default: as many as
+        /// `--budget` fits, else 6.
+        #[arg(long, value_name = "N",
               value_parser = clap::value_parser!(u32).range(2..=100))]
-        rounds: u32,
+        rounds: Option<u32>,
         #[command(flatten)]
         run: Box<RunArgs>,
     },

@@ -25,7 +25,8 @@ pub fn side_name(trial: &str, stack: &str) -> String {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Rehearsal {
     pub stacks: Stacks,
-    /// Rounds each side of each trial was asked to run (fresh workers, A and B in turn).
+    /// Rounds each side of each trial ran (fresh workers, A and B in turn): as asked, or as many
+    /// as the budget fitted.
     pub rounds: u32,
     pub pairs: Vec<Pair>,
 }

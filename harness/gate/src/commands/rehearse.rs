@@ -11,12 +11,31 @@ use crate::console;
 use crate::error::Error;
 use crate::exit;
 
-pub fn run(stacks: &Path, rounds: u32, args: RunArgs, command: Vec<String>) -> Result<u8, Error> {
+/// Rounds when neither `--rounds` nor `--budget` says, and the most a budget may fit.
+pub const DEFAULT_ROUNDS: u32 = 6;
+pub const MOST_ROUNDS: u32 = 100;
+
+pub fn run(
+    stacks: &Path,
+    rounds: Option<u32>,
+    args: RunArgs,
+    command: Vec<String>,
+) -> Result<u8, Error> {
     crate::interrupt::install();
     let stacks = gds_model::stack::load(stacks)
         .map_err(|error| Error::Usage(gds_model::error_chain(&error)))?;
     let _out = run::claim_out(&args)?;
-    let plan = Plan { stacks, rounds };
+    // With a budget and no --rounds, the schedule stops starting rounds when the budget is spent.
+    let budget = args.budget.filter(|_| rounds.is_none()).map(|b| b.0);
+    let plan = Plan {
+        stacks,
+        rounds: rounds.unwrap_or(if budget.is_some() {
+            MOST_ROUNDS
+        } else {
+            DEFAULT_ROUNDS
+        }),
+        budget,
+    };
     let Some(output) = run::run_trials(&args, command, None, None, Some(&plan))? else {
         return Ok(exit::PASSED);
     };

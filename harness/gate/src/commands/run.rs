@@ -226,10 +226,13 @@ pub fn run_trials(
         confirm_delay: std::time::Duration::from_secs(args.confirm_delay),
         settler,
         judged: Mutex::default(),
-        schedule: rounds::Schedule::new(
-            selected.iter().map(|spec| (*spec).clone()).collect(),
-            pairing.is_some(),
-        ),
+        schedule: {
+            let trials = selected.iter().map(|spec| (*spec).clone()).collect();
+            match rehearsal {
+                Some(plan) => rounds::Schedule::rehearsal(trials, plan.budget),
+                None => rounds::Schedule::new(trials),
+            }
+        },
         ahead_room: preflight
             .facts
             .room_for_two_workers()

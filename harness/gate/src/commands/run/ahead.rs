@@ -175,7 +175,7 @@ mv "$5.part" "$5"; sleep 0.3
             confirm_delay: Duration::ZERO,
             settler: None,
             judged: Mutex::default(),
-            schedule: super::super::rounds::Schedule::new(specs.clone(), false),
+            schedule: super::super::rounds::Schedule::new(specs.clone()),
             ahead_room: room,
             ahead: Mutex::default(),
             pairing: None,

@@ -12,11 +12,13 @@ use gds_model::record::TrialRecord;
 use gds_model::scenario::TrialSpec;
 use gds_model::stack::Stacks;
 
-/// What `rehearse` asks of a run: the stacks, and the rounds each side of each trial runs.
+/// What `rehearse` asks of a run: the stacks, the rounds each side of each trial runs, and the
+/// time the rounds may take (fewer rounds then run when it is spent).
 #[derive(Clone, Debug)]
 pub struct Plan {
     pub stacks: Stacks,
     pub rounds: u32,
+    pub budget: Option<std::time::Duration>,
 }
 
 impl Plan {
@@ -99,12 +101,18 @@ impl Pairing {
         })
     }
 
-    /// The rehearsal as report.json keeps it, the pairs in the order they were judged.
+    /// The rehearsal as report.json keeps it, the pairs in the order they were judged, and the
+    /// rounds they ran (fewer than asked where a budget was spent).
     pub fn finish(&self) -> Rehearsal {
+        let pairs = std::mem::take(&mut *lock(&self.pairs));
+        let ran = pairs
+            .iter()
+            .map(|pair| pair.round_ratios.len() as u32)
+            .max();
         Rehearsal {
             stacks: self.plan.stacks.clone(),
-            rounds: self.plan.rounds,
-            pairs: std::mem::take(&mut *lock(&self.pairs)),
+            rounds: ran.unwrap_or(self.plan.rounds),
+            pairs,
         }
     }
 }
@@ -135,6 +143,7 @@ mod tests {
                 tolerance: 0.05,
             },
             rounds: 4,
+            budget: None,
         }
     }
 

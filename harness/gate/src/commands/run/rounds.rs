@@ -12,7 +12,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::{Mutex, MutexGuard};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use super::{Executor, unavailable};
 use crate::launch::Launcher;
@@ -31,6 +31,9 @@ pub(super) struct Job {
 pub(super) struct Schedule {
     pub trials: Vec<TrialSpec>,
     pub jobs: Vec<Job>,
+    /// A rehearsal's time for its rounds: a round starts only while the rounds so far say it
+    /// ends within it (two rounds run whatever it says).
+    budget: Option<Duration>,
     done: Mutex<Done>,
 }
 
@@ -41,13 +44,27 @@ struct Done {
     next: usize,
     /// Each trial's rounds so far, and the time their windows took.
     records: BTreeMap<usize, (Vec<TrialRecord>, Duration)>,
+    /// When the first job started, the latest round whose start was weighed against the
+    /// budget, and the rounds the budget cut every trial to.
+    started: Option<Instant>,
+    weighed: u32,
+    cut: Option<u32>,
 }
 
 impl Schedule {
-    /// The schedule of `trials`. With `paired` (a rehearsal's A and B sides, next to each other)
-    /// each pair's order turns round by round, A B then B A: a drift that moves steadily over a
-    /// pair's rounds then favours neither side.
-    pub fn new(trials: Vec<TrialSpec>, paired: bool) -> Schedule {
+    /// The schedule of a run's `trials`.
+    pub fn new(trials: Vec<TrialSpec>) -> Schedule {
+        Schedule::build(trials, false, None)
+    }
+
+    /// The schedule of a rehearsal's sides, A and B of each trial next to each other: each
+    /// pair's order turns round by round, A B then B A, so that a drift that moves steadily over
+    /// a pair's rounds favours neither side; with a `budget`, as many rounds as fit it.
+    pub fn rehearsal(sides: Vec<TrialSpec>, budget: Option<Duration>) -> Schedule {
+        Schedule::build(sides, true, budget)
+    }
+
+    fn build(trials: Vec<TrialSpec>, paired: bool, budget: Option<Duration>) -> Schedule {
         let most = trials.iter().map(TrialSpec::round_count).max().unwrap_or(1);
         let count = trials.len();
         let mut jobs = Vec::new();
@@ -63,6 +80,7 @@ impl Schedule {
         Schedule {
             trials,
             jobs,
+            budget,
             done: Mutex::default(),
         }
     }
@@ -79,12 +97,37 @@ impl Schedule {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// Whether trial `trial` needs no more rounds: all ran, or one did not pass.
+    /// Whether trial `trial` needs no more rounds: all ran (or all the budget left), or one did
+    /// not pass.
     fn finished(&self, done: &Done, trial: usize) -> bool {
+        let count = self.trials[trial]
+            .round_count()
+            .min(done.cut.unwrap_or(u32::MAX));
         done.records.get(&trial).is_some_and(|(rounds, _)| {
-            rounds.len() as u32 >= self.trials[trial].round_count()
+            rounds.len() as u32 >= count
                 || rounds.iter().any(|round| round.checks != Status::Passed)
         })
+    }
+
+    /// Whether the job at `at` may start: with a budget, the first job of each round from the
+    /// third on starts only when the rounds so far, at their mean time, leave room for it; if
+    /// not, every trial ends with the rounds it has.
+    fn fits(&self, done: &mut Done, at: usize, now: Instant) -> bool {
+        let Some(budget) = self.budget else {
+            return true;
+        };
+        let started = *done.started.get_or_insert(now);
+        let round = self.jobs[at].round;
+        if round < 2 || round <= done.weighed {
+            return true;
+        }
+        done.weighed = round;
+        let spent = now.duration_since(started);
+        if spent + spent / round <= budget {
+            return true;
+        }
+        done.cut = Some(round);
+        false
     }
 }
 
@@ -105,6 +148,9 @@ impl Executor {
                 else {
                     return done.records.remove(&trial);
                 };
+                if !schedule.fits(&mut done, at, Instant::now()) {
+                    return done.records.remove(&trial);
+                }
                 done.next = at + 1;
                 at
             };
@@ -203,21 +249,52 @@ mod tests {
 
     #[test]
     fn rounds_interleave_the_trials_and_a_trial_of_fewer_rounds_drops_out() {
-        let schedule = Schedule::new(trials(&[3, 1, 2]), false);
+        let schedule = Schedule::new(trials(&[3, 1, 2]));
         let order: Vec<(usize, u32)> = schedule.jobs.iter().map(|j| (j.trial, j.round)).collect();
         assert_eq!(
             order,
             [(0, 0), (1, 0), (2, 0), (0, 1), (2, 1), (0, 2)],
             "round 1 of every trial, then round 2 of those with one, …"
         );
-        assert_eq!(Schedule::new(trials(&[1, 1]), false).jobs.len(), 2);
+        assert_eq!(Schedule::new(trials(&[1, 1])).jobs.len(), 2);
     }
 
     #[test]
     fn a_rehearsals_pairs_turn_their_order_round_by_round() {
-        let schedule = Schedule::new(trials(&[3, 3, 3, 3]), true);
+        let schedule = Schedule::rehearsal(trials(&[3, 3, 3, 3]), None);
         let order: Vec<usize> = schedule.jobs.iter().map(|j| j.trial).collect();
         assert_eq!(order, [0, 1, 2, 3, 1, 0, 3, 2, 0, 1, 2, 3], "A B, then B A");
+    }
+
+    #[test]
+    fn a_budget_cuts_every_trial_at_the_first_round_that_would_not_end_within_it() {
+        let schedule = Schedule::rehearsal(trials(&[3, 3]), Some(Duration::from_secs(30)));
+        let start = Instant::now();
+        let mut done = schedule.done();
+        let at = |round: u32| schedule.jobs.iter().position(|j| j.round == round).unwrap();
+        assert!(schedule.fits(&mut done, at(0), start));
+        assert!(
+            schedule.fits(&mut done, at(1), start + Duration::from_secs(25)),
+            "two rounds whatever it costs"
+        );
+        // Two rounds took 18 s: a third would end at 27 s.
+        let mut roomy = Done {
+            started: Some(start),
+            ..Done::default()
+        };
+        assert!(schedule.fits(&mut roomy, at(2), start + Duration::from_secs(18)));
+        // Two rounds took 22 s: a third would end at 33 s.
+        assert!(!schedule.fits(&mut done, at(2), start + Duration::from_secs(22)));
+        assert_eq!(done.cut, Some(2));
+        done.records.insert(
+            0,
+            (
+                vec![crate::baseline::fixtures::passed("s::t0", &[1.0], "host", 0); 2],
+                Duration::ZERO,
+            ),
+        );
+        assert!(schedule.finished(&done, 0), "cut at two rounds");
+        assert!(!schedule.finished(&done, 1), "no round of its own yet");
     }
 
     #[test]
