@@ -191,7 +191,7 @@ fn judged_run(dir: &std::path::Path) -> (Report, BTreeMap<&'static str, Outcome>
     report.baseline = Some(comparison);
     let undefined = report.missing_without_record().count();
     report.totals = Totals::of(&report.trials, undefined, 0);
-    report.pair_direct_with_posix(&crate::test_support::topology(), direct::DEFAULT_TOLERANCE);
+    report.compare_within_run(&crate::test_support::topology(), direct::DEFAULT_TOLERANCE);
     (report, expected)
 }
 

@@ -122,7 +122,7 @@ fn pair(
 
 /// Why a trial of a pair gives no median, said as the end of a sentence (`did not run: …`).
 #[derive(Debug, thiserror::Error)]
-enum NoMeasurement {
+pub(crate) enum NoMeasurement {
     #[error("did not run: {0}")]
     DidNotRun(String),
     #[error("failed its own checks: {0}")]
@@ -132,7 +132,7 @@ enum NoMeasurement {
 }
 
 /// The trial's median GB/s when its own checks passed and it measured a pass.
-fn measured(trial: &TrialRecord) -> Result<f64, NoMeasurement> {
+pub(crate) fn measured(trial: &TrialRecord) -> Result<f64, NoMeasurement> {
     let reason = || trial.reason.clone().unwrap_or_default();
     match trial.checks {
         Status::Ignored => Err(NoMeasurement::DidNotRun(reason())),
@@ -198,11 +198,13 @@ fn next_step(path: &Path) -> &'static str {
 }
 
 impl crate::Report {
-    /// Pairs the run's trials ([`pairs`]) into `direct_vs_posix`, and puts each warning on its
-    /// GPU trial ([`warn`]): what the gate does once the trials ran, before any sink.
-    pub fn pair_direct_with_posix(&mut self, topology: &HostTopology, tolerance: f64) {
+    /// The run's trials side by side, once they ran and before any sink: GDS against POSIX
+    /// ([`pairs`] into `direct_vs_posix`, each warning on its GPU trial by [`warn`]), and
+    /// registered against unregistered buffers ([`crate::buffers`]).
+    pub fn compare_within_run(&mut self, topology: &HostTopology, tolerance: f64) {
         self.direct_vs_posix = pairs(&self.trials, topology, tolerance);
         warn(&mut self.trials, &self.direct_vs_posix);
+        self.registered_vs_unregistered = crate::buffers::pairs(&self.trials);
     }
 }
 
@@ -222,7 +224,8 @@ pub fn warn(trials: &mut [TrialRecord], pairs: &[DirectVsPosix]) {
 /// The terminal's lines after the trials: each pair with a ratio, and how many have none.
 /// Empty when the run has no pair.
 pub fn console(pairs: &[DirectVsPosix]) -> String {
-    if pairs.is_empty() {
+    // A run where no pair measured both sides (no GPU) has nothing to show here.
+    if pairs.iter().all(|p| p.ratio.is_none()) {
         return String::new();
     }
     let mut out = String::from(

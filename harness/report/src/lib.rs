@@ -5,6 +5,7 @@
 //! trial's outcome as `gds-baseline` decided it.
 
 pub mod annotations;
+pub mod buffers;
 pub mod direct;
 mod junit;
 pub mod libtest;
@@ -82,6 +83,10 @@ pub struct Report {
     /// the tolerance (a warning on its trial). See [`direct`].
     #[serde(default)]
     pub direct_vs_posix: Vec<direct::DirectVsPosix>,
+    /// Each trial reading into a registered device buffer beside the one of the same reads into
+    /// an unregistered buffer, and their ratio. See [`buffers`].
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub registered_vs_unregistered: Vec<buffers::RegisteredVsUnregistered>,
     /// A rehearsal's comparison of two stacks (`gds-gate rehearse`); absent from a run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rehearsal: Option<rehearsal::Rehearsal>,

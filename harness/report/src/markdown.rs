@@ -26,6 +26,9 @@ pub fn render(report: &Report) -> String {
     out.push_str(&trial_table(report));
     out.push('\n');
     out.push_str(&crate::direct::markdown(&report.direct_vs_posix));
+    out.push_str(&crate::buffers::markdown(
+        &report.registered_vs_unregistered,
+    ));
     out.push_str(&per_gpu(&report.trials));
     out.push_str(&memory(&report.trials));
     out.push_str(&time(report));

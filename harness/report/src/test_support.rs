@@ -34,6 +34,7 @@ pub fn report(trials: Vec<TrialRecord>) -> crate::Report {
         control: None,
         direct_vs_posix: Vec::new(),
         rehearsal: None,
+        registered_vs_unregistered: Vec::new(),
     }
 }
 

@@ -366,10 +366,11 @@ pub fn run_trials(
         control: control_reading,
         direct_vs_posix: Vec::new(),
         rehearsal: executor.pairing.as_ref().map(rehearsal::Pairing::finish),
+        registered_vs_unregistered: Vec::new(),
     };
     // A rehearsal compares each trial with itself on the other stack, not with the posix reader.
     if report.rehearsal.is_none() {
-        report.pair_direct_with_posix(&preflight.facts.topology(), args.posix_tolerance);
+        report.compare_within_run(&preflight.facts.topology(), args.posix_tolerance);
     }
     if quiet.is_none() {
         for note in &report.notes {
