@@ -47,7 +47,7 @@ Usage: throughput.sh [OPTIONS] [-- GATE_ARGS...]
   --throttled N            throttled runs, all must be caught (default: 2)
   --throttle-fraction F    read cap as a fraction of the measured rate, 0<F<1 (default: 0.5)
   --calibrate              lower the cap until paced dd reads run near F x rate (see step 4)
-  --cap-each               cap each trial at F x its own rate in the last clean run instead, one
+  --cap-each               cap each trial at F x its median over the clean runs instead, one
                            gate run per trial (--exact NAME) under its own cap: a trial that reads
                            below the disk's rate (one thread, posix) is then capped too
   -- GATE_ARGS...          passed to every gate invocation (e.g. a trial filter: -- posix)
@@ -229,16 +229,21 @@ run_gate() {
 }
 
 # --cap-each: THROTTLED rounds of one gate run per trial, each under a cap of FRACTION times that
-# trial's median in the last clean run. DEV is the disk; the rest are the gate's common arguments.
+# trial's clean rate: the median of its medians over the clean runs (one clean run can sit well
+# above the baseline's level, and a cap under it would then be no drop at all). DEV is the disk;
+# the rest are the gate's common arguments.
 throttle_each() {
   local dev=$1; shift
   local name rate cap i k=0 rates
-  rates=$(python3 -c 'import json, sys
-for t in json.load(open(sys.argv[1]))["trials"]:
-    m = t.get("measurement") or {}
-    if m.get("median_gbps"): print("%s\t%d" % (t["name"], m["median_gbps"] * 1e9))' "$WORK/clean-$CLEAN/report.json") ||
-    die "cannot read the trials' rates from $WORK/clean-$CLEAN/report.json"
-  say "4. throttled runs: $THROTTLED, each trial alone under $FRACTION of its own rate in clean run $CLEAN"
+  rates=$(python3 -c 'import json, statistics, sys
+rates = {}
+for path in sys.argv[1:]:
+    for t in json.load(open(path))["trials"]:
+        m = t.get("measurement") or {}
+        if m.get("median_gbps"): rates.setdefault(t["name"], []).append(m["median_gbps"])
+for name, gbps in rates.items(): print("%s\t%d" % (name, statistics.median(gbps) * 1e9))' "$WORK"/clean-*/report.json) ||
+    die "cannot read the trials' rates from $WORK/clean-*/report.json"
+  say "4. throttled runs: $THROTTLED, each trial alone under $FRACTION of its median over the $CLEAN clean runs"
   cg_create "$dev" 1000000000 || die "cannot create the throttling cgroup"
   for ((i = 1; i <= THROTTLED; i++)); do
     while IFS=$'\t' read -r name rate; do
@@ -279,7 +284,7 @@ main() {
   ((BLESS_RUNS >= 1)) || die "--bless-runs must be at least 1"
   awk -v f="$FRACTION" 'BEGIN { exit !(f ~ /^[0-9]*\.?[0-9]+$/ && f > 0 && f < 1) }' ||
     die "--throttle-fraction must be a number between 0 and 1, got '$FRACTION'"
-  ((CAP_EACH == 0 || CLEAN > 0)) || die "--cap-each takes each trial's rate from the last clean run: give --clean 1 or more"
+  ((CAP_EACH == 0 || CLEAN > 0)) || die "--cap-each takes each trial's rate from the clean runs: give --clean 1 or more"
   ((EUID == 0)) || ((THROTTLED == 0)) || die "throttled runs need root (cgroups); run as root or with --throttled 0"
   command -v python3 > /dev/null || die "python3 is needed to read report.json"
   SUITE=${SUITE:-$repo/scenarios/smoke.yaml}

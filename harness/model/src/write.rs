@@ -3,7 +3,7 @@
 //! exactly like a generated one; it has a name of its own in the data dir and never replaces the
 //! generated test data the reading trials use.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use crate::plan::{PlannedFile, ReadPlan};
 use crate::scenario::{FileSet, Pattern};
@@ -54,19 +54,39 @@ pub fn blank(file: &std::fs::File, len: u64) -> std::io::Result<Blanked> {
 /// generator's bytes have. `None` for a file of the user's, which is never written (the suite
 /// validation refuses it before any trial runs).
 pub fn written_files(data_dir: &Path, files: &FileSet) -> Option<Vec<PlannedFile>> {
+    let FileSet::Generated { seed, .. } = *files else {
+        return None;
+    };
+    Some(
+        written_paths(data_dir, files)?
+            .into_iter()
+            .zip(0..)
+            .map(|((path, size), i)| {
+                let seed = seed.wrapping_add(i);
+                PlannedFile {
+                    path,
+                    size,
+                    seed: Some(seed),
+                    checksum: crate::verify::expected_file_checksum(seed, size),
+                }
+            })
+            .collect(),
+    )
+}
+
+/// Where [`written_files`] are and their sizes, without their checksums (a GiB of generator
+/// bytes each): for what needs only their place, such as the doctor's free-space row.
+pub fn written_paths(data_dir: &Path, files: &FileSet) -> Option<Vec<(PathBuf, u64)>> {
     let FileSet::Generated { size, seed, count } = *files else {
         return None;
     };
     Some(
         (0..u64::from(count))
             .map(|i| {
-                let seed = seed.wrapping_add(i);
-                PlannedFile {
-                    path: data_dir.join(written_file_name(seed, size)),
+                (
+                    data_dir.join(written_file_name(seed.wrapping_add(i), size)),
                     size,
-                    seed: Some(seed),
-                    checksum: crate::verify::expected_file_checksum(seed, size),
-                }
+                )
             })
             .collect(),
     )

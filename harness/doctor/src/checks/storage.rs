@@ -46,10 +46,9 @@ pub(crate) fn space_needed(facts: &Facts, trials: &[TrialSpec]) -> SpaceNeed {
     let to_write = runnable()
         .filter(|spec| spec.op.writes())
         .filter_map(|spec| {
-            gds_model::write::written_files(Path::new(&facts.data_dir.path), &spec.files)
+            gds_model::write::written_paths(Path::new(&facts.data_dir.path), &spec.files)
         })
         .flatten()
-        .map(|file| (file.path, file.size))
         .collect::<BTreeMap<_, _>>()
         .into_values()
         .fold(0u64, u64::saturating_add);
