@@ -197,17 +197,6 @@ fn next_step(path: &Path) -> &'static str {
     }
 }
 
-impl crate::Report {
-    /// The run's trials side by side, once they ran and before any sink: GDS against POSIX
-    /// ([`pairs`] into `direct_vs_posix`, each warning on its GPU trial by [`warn`]), and
-    /// registered against unregistered buffers ([`crate::buffers`]).
-    pub fn compare_within_run(&mut self, topology: &HostTopology, tolerance: f64) {
-        self.direct_vs_posix = pairs(&self.trials, topology, tolerance);
-        warn(&mut self.trials, &self.direct_vs_posix);
-        self.registered_vs_unregistered = crate::buffers::pairs(&self.trials);
-    }
-}
-
 /// Each pair's warning on its GPU trial's record, where the pair is below the tolerance, so that
 /// every sink that shows a trial's warnings shows it.
 pub fn warn(trials: &mut [TrialRecord], pairs: &[DirectVsPosix]) {

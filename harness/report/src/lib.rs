@@ -92,6 +92,21 @@ pub struct Report {
     pub rehearsal: Option<rehearsal::Rehearsal>,
 }
 
+impl Report {
+    /// The run's trials side by side, once they ran and before any sink: GDS against POSIX
+    /// ([`direct::pairs`] into `direct_vs_posix`, each warning on its GPU trial by
+    /// [`direct::warn`]), and registered against unregistered buffers ([`buffers::pairs`]).
+    pub fn compare_within_run(
+        &mut self,
+        topology: &gds_model::topology::HostTopology,
+        tolerance: f64,
+    ) {
+        self.direct_vs_posix = direct::pairs(&self.trials, topology, tolerance);
+        direct::warn(&mut self.trials, &self.direct_vs_posix);
+        self.registered_vs_unregistered = buffers::pairs(&self.trials);
+    }
+}
+
 #[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 pub struct SuiteRef {
     pub name: String,
