@@ -22,6 +22,8 @@ fn gate(args: &[&str]) -> Run {
         .args(args)
         .current_dir(repo())
         .env("GDS_GATE_HISTORY", HISTORY)
+        // The runner's control at test size (256 MiB by default).
+        .env("GDS_GATE_CONTROL_SIZE", "1MiB")
         .env_remove("CI")
         .env_remove("GITHUB_ACTIONS")
         .output()
@@ -97,6 +99,7 @@ fn pasted_bless_hints_bless_the_run_that_printed_them() {
         .env("GATE", GATE)
         .env("GDS_GATE_BLESS_INTERVAL", "0")
         .env("GDS_GATE_HISTORY", HISTORY)
+        .env("GDS_GATE_CONTROL_SIZE", "1MiB")
         .env_remove("CI")
         .env_remove("GITHUB_ACTIONS")
         .current_dir(repo())

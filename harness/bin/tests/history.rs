@@ -21,6 +21,8 @@ fn run_in(scratch: &Scratch, dir: &std::path::Path, extra: &[&str]) -> Run {
         .arg(scratch.path("baselines"))
         .args(extra)
         .current_dir(dir)
+        // The runner's control at test size (256 MiB by default).
+        .env("GDS_GATE_CONTROL_SIZE", "1MiB")
         .env_remove("GDS_GATE_HISTORY")
         .env_remove("GDS_GATE_OUT")
         .env_remove("GITHUB_STEP_SUMMARY")

@@ -33,6 +33,8 @@ fn gate_command(dir: &Path, args: &[&str]) -> Command {
         .arg("--baselines")
         .arg(dir.join("baselines"))
         .env("GDS_GATE_HISTORY", dir.join("history.jsonl"))
+        // The runner's control at test size (256 MiB by default).
+        .env("GDS_GATE_CONTROL_SIZE", "1MiB")
         .env_remove("GITHUB_STEP_SUMMARY")
         .env_remove("GDS_GATE_REQUIRE_GPU")
         .env_remove("GDS_GATE_SUITE")

@@ -42,6 +42,8 @@ impl Scratch {
             .arg(self.path("baselines"))
             .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
             .env("GDS_GATE_HISTORY", self.path("history.jsonl"))
+            // The runner's control at test size (256 MiB by default).
+            .env("GDS_GATE_CONTROL_SIZE", "1MiB")
             .env_remove("GITHUB_STEP_SUMMARY")
             .env_remove("GDS_GATE_REQUIRE_GPU")
             .output()

@@ -23,6 +23,8 @@ fn gib_changes_what_is_shown_and_not_what_is_stored() {
             .arg("--out")
             .arg(scratch.out())
             .current_dir(env!("CARGO_MANIFEST_DIR").to_owned() + "/../..")
+            // The runner's control at test size (256 MiB by default).
+            .env("GDS_GATE_CONTROL_SIZE", "1MiB")
             .env("GDS_GATE_HISTORY", scratch.history())
             .env_remove("CI")
             .env_remove("GITHUB_ACTIONS")

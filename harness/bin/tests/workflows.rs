@@ -284,7 +284,9 @@ fn run_gate(command: &GateCommand, extra: &[&str], scratch: &Scratch) -> Run {
         .env("GDS_GATE_OUT", scratch.path("out"))
         .env("GDS_GATE_DATA_DIR", scratch.path("data"))
         .env("GDS_GATE_BASELINES", scratch.path("baselines"))
-        .env("GDS_GATE_HISTORY", scratch.path("history.jsonl"));
+        .env("GDS_GATE_HISTORY", scratch.path("history.jsonl"))
+        // The runner's control at test size (256 MiB by default): the command is the workflow's.
+        .env("GDS_GATE_CONTROL_SIZE", "1MiB");
     let output = gate.output().unwrap();
     Run {
         code: output.status.code().unwrap_or(-1),
