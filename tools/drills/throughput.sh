@@ -49,7 +49,8 @@ Usage: throughput.sh [OPTIONS] [-- GATE_ARGS...]
   --calibrate              lower the cap until paced dd reads run near F x rate (see step 4)
   --cap-each               cap each trial at F x its median over the clean runs instead, one
                            gate run per trial (--exact NAME) under its own cap: a trial that reads
-                           below the disk's rate (one thread, posix) is then capped too
+                           below the disk's rate (one thread, posix) is then capped too; give no
+                           trial filter in GATE_ARGS with it (two filters are a usage error)
   -- GATE_ARGS...          passed to every gate invocation (e.g. a trial filter: -- posix)
 EOF
 }
