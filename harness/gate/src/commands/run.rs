@@ -443,8 +443,7 @@ struct Executor {
 
 impl Executor {
     /// Judges the trial against the baseline (in a rehearsal: a B side against its A), once, and
-    /// settles its outcome; returns the
-    /// message of a failure against the baseline.
+    /// settles its outcome; returns the message of a failure that judgement caused.
     fn judge(&self, record: &mut TrialRecord) -> Option<String> {
         if let Some(pairing) = &self.pairing {
             return pairing.judge(record);
