@@ -45,8 +45,8 @@ pub struct Pair {
     pub ratio: Option<f64>,
     pub low: Option<f64>,
     pub high: Option<f64>,
-    /// The first round after which the interval of the rounds so far excluded 1: how many rounds
-    /// it took to be sure the stacks differ. `None` while they could be alike.
+    /// The first round from which the interval of the rounds so far excluded 1 to the end: how
+    /// many rounds it took to be sure the stacks differ. `None` where they could be alike.
     pub sure_after: Option<u32>,
     pub verdict: Verdict,
     /// One line of what was found, for people.
@@ -157,9 +157,22 @@ pub fn judge(trial: &str, a: &TrialRecord, b: &mut TrialRecord, stacks: &Stacks)
         .collect();
     let (an, bn) = (&stacks.a.name, &stacks.b.name);
     let found = interval(&round_ratios);
-    let sure_after = (2..=round_ratios.len()).find_map(|k| {
-        let (_, low, high) = interval(&round_ratios[..k])?;
-        (high < 1.0 || low > 1.0).then_some(k as u32)
+    // The first round from which every interval, to the last round's, excluded 1 on the side
+    // the last one did: an early interval that excluded it and a later one that did not is luck.
+    let side = |k: usize| {
+        interval(&round_ratios[..k]).and_then(|(_, low, high)| {
+            (high < 1.0)
+                .then_some(false)
+                .or((low > 1.0).then_some(true))
+        })
+    };
+    let last = side(round_ratios.len());
+    let sure_after = last.map(|faster| {
+        (2..=round_ratios.len())
+            .rev()
+            .take_while(|&k| side(k) == Some(faster))
+            .last()
+            .unwrap_or(round_ratios.len()) as u32
     });
     let tolerance = stacks.tolerance;
     let (verdict, headline) = if b.checks != Status::Passed {
@@ -479,6 +492,16 @@ mod tests {
         let pair = judge("s::t", &a, &mut b, &stacks());
         assert_eq!((pair.verdict, b.status), (Verdict::Same, Outcome::Passed));
         assert_eq!(pair.sure_after, Some(2), "sure of 2% after two rounds");
+    }
+
+    #[test]
+    fn a_difference_the_later_rounds_take_back_was_never_sure() {
+        // Rounds 1-3 say B is slower, the rounds after them say it is not.
+        let a = side("old", &[2.0, 2.0, 2.0, 2.0, 2.0, 2.0], "gds");
+        let mut b = side("new", &[1.9, 1.91, 1.9, 2.2, 2.1, 2.15], "gds");
+        let pair = judge("s::t", &a, &mut b, &stacks());
+        assert!(pair.low.unwrap() < 1.0 && pair.high.unwrap() > 1.0);
+        assert_eq!(pair.sure_after, None);
     }
 
     #[test]
