@@ -157,7 +157,11 @@ pub fn run_trials(
     let preflight =
         crate::doctor::preflight(&args.inputs.data_dir, &selected_specs, args.require_gpu);
     let doctor = crate::doctor::short_summary(&preflight);
-    let limits = Arc::new(limits::Limits::load(&args.baselines, &preflight)?);
+    let limits = limits::Limits::load(&args.baselines, &preflight)?;
+    let limits = Arc::new(match &pairing {
+        Some(pairing) => limits.with_sides(pairing.sides()),
+        None => limits,
+    });
     match &host.gpu_unavailable {
         _ if quiet.is_some_and(|q| !q.doctor) => {}
         Some(reason) if !args.require_gpu && !args.doctor => {

@@ -20,7 +20,9 @@ pub struct Limits {
     /// Why the doctor, at the start of this run, says each trial it expects to fail cannot pass.
     doctor: BTreeMap<String, String>,
     /// Trials with a record that passed in this run.
-    gone: Mutex<Vec<String>>,
+    gone: Mutex<BTreeSet<String>>,
+    /// A rehearsal's side (`trial @stack`) → its trial, whose record the side shares.
+    trial_of: BTreeMap<String, String>,
 }
 
 impl Limits {
@@ -34,12 +36,27 @@ impl Limits {
             recorded,
             doctor: doctor_reasons(preflight),
             gone: Mutex::default(),
+            trial_of: BTreeMap::new(),
         })
+    }
+
+    /// The same limits for a rehearsal's sides: each side is held to its trial's record.
+    pub fn with_sides<'a>(mut self, sides: impl Iterator<Item = (&'a str, &'a str)>) -> Limits {
+        self.trial_of = sides
+            .map(|(side, trial)| (side.to_string(), trial.to_string()))
+            .collect();
+        self
+    }
+
+    /// The trial whose record `name` is held to: its own, or a side's trial's.
+    fn trial<'a>(&'a self, name: &'a str) -> &'a str {
+        self.trial_of.get(name).map_or(name, String::as_str)
     }
 
     /// Settles `record` against its recorded limitation, if it has one.
     pub fn apply(&self, record: &mut TrialRecord) {
-        let Some(recorded) = self.recorded.get(&record.name) else {
+        let trial = self.trial(&record.name).to_string();
+        let Some(recorded) = self.recorded.get(&trial) else {
             return;
         };
         let doctor = self.doctor.get(&record.name).map(String::as_str);
@@ -47,7 +64,7 @@ impl Limits {
             self.gone
                 .lock()
                 .unwrap_or_else(|poisoned| poisoned.into_inner())
-                .push(record.name.clone());
+                .insert(trial);
         }
     }
 
@@ -73,7 +90,7 @@ impl Limits {
         !self.doctor.is_empty()
             && self.doctor.iter().all(|(trial, reason)| {
                 self.recorded
-                    .get(trial)
+                    .get(self.trial(trial))
                     .is_some_and(|recorded| recorded.reason == *reason)
             })
     }
@@ -82,9 +99,10 @@ impl Limits {
     pub fn doctor_line(&self) -> String {
         // Trials failing for one reason (nvidia-fs not loaded) share it: each reason once, sorted.
         let reasons: BTreeSet<&str> = self.doctor.values().map(String::as_str).collect();
+        let trials: BTreeSet<&str> = self.doctor.keys().map(|t| self.trial(t)).collect();
         format!(
             "doctor: {} cannot pass here, a recorded limitation of this runner ({}): {}",
-            self.doctor.keys().cloned().collect::<Vec<_>>().join(", "),
+            trials.into_iter().collect::<Vec<_>>().join(", "),
             self.path.display(),
             reasons.into_iter().collect::<Vec<_>>().join("; ")
         )
@@ -129,6 +147,7 @@ mod tests {
             recorded,
             doctor,
             gone: Mutex::default(),
+            trial_of: BTreeMap::new(),
         }
     }
 
@@ -144,5 +163,27 @@ mod tests {
             limits.doctor_line(),
             "doctor: s::a, s::b, s::c cannot pass here, a recorded limitation of this runner (baselines/limitations/gpu01.yaml): no udev record; nvidia-fs is not loaded"
         );
+    }
+
+    #[test]
+    fn a_rehearsals_sides_are_held_to_their_trials_record() {
+        let mut limits = limits(&[("s::a", "nvidia-fs is not loaded")]);
+        // The doctor of a rehearsal judged the sides.
+        limits.doctor = ["s::a @old", "s::a @new"]
+            .map(|side| (side.to_string(), "nvidia-fs is not loaded".to_string()))
+            .into();
+        let limits = limits.with_sides([("s::a @old", "s::a"), ("s::a @new", "s::a")].into_iter());
+        assert!(limits.cover_the_doctors_findings());
+        assert!(
+            limits
+                .doctor_line()
+                .starts_with("doctor: s::a cannot pass here")
+        );
+        let mut side = crate::baseline::fixtures::passed("s::a @new", &[1.0], "host", 0);
+        side.fail("no GDS path".into(), String::new());
+        side.status = gds_model::outcome::Outcome::Failed;
+        limits.apply(&mut side);
+        assert_eq!(side.status, gds_model::outcome::Outcome::Limited);
+        assert_eq!(side.limitation.as_deref(), Some("nvidia-fs is not loaded"));
     }
 }

@@ -71,6 +71,13 @@ impl Pairing {
         }
     }
 
+    /// Each side's name and its trial's.
+    pub fn sides(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.sides
+            .iter()
+            .map(|(side, (trial, _))| (side.as_str(), trial.as_str()))
+    }
+
     /// The environment of `trial`'s stack (none for a trial of neither side).
     pub fn env_of(&self, trial: &str) -> Vec<(String, String)> {
         match self.sides.get(trial) {
