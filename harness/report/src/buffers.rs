@@ -79,7 +79,7 @@ pub(crate) fn markdown(pairs: &[RegisteredVsUnregistered]) -> String {
             pair.in_flight,
             number(pair.registered_gbps),
             number(pair.unregistered_gbps),
-            pair.ratio.map_or("-".into(), |r| format!("{r:.2}")),
+            crate::direct::ratio_text(pair.ratio),
             code(&pair.registered_trial),
             code(&pair.unregistered_trial),
         );

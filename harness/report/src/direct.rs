@@ -224,7 +224,7 @@ pub fn console(pairs: &[DirectVsPosix]) -> String {
         let _ = writeln!(
             out,
             "  {} {} ({}) / {} ({}){}",
-            ratio_text(pair),
+            ratio_text(pair.ratio),
             pair.gpu_trial,
             path_text(&pair.gpu_path),
             pair.posix_trial,
@@ -277,9 +277,9 @@ pub(crate) fn markdown(pairs: &[DirectVsPosix]) -> String {
             (None, false) => String::new(),
         };
         let ratio = if pair.below_tolerance {
-            format!("**{}**", ratio_text(pair))
+            format!("**{}**", ratio_text(pair.ratio))
         } else {
-            ratio_text(pair)
+            ratio_text(pair.ratio)
         };
         let _ = writeln!(
             out,
@@ -307,11 +307,13 @@ pub(crate) fn markdown(pairs: &[DirectVsPosix]) -> String {
     out
 }
 
-fn ratio_text(pair: &DirectVsPosix) -> String {
-    pair.ratio.map_or("-".into(), |r| format!("{r:.2}"))
+/// A ratio (or any figure near 1) with two decimals; `-` where there is none.
+pub(crate) fn ratio_text(ratio: Option<f64>) -> String {
+    ratio.map_or("-".into(), |r| format!("{r:.2}"))
 }
 
-fn path_text(path: &Option<Path>) -> String {
+/// The path's name; `-` where the trial has none.
+pub(crate) fn path_text(path: &Option<Path>) -> String {
     path.as_ref().map_or("-".into(), |p| p.name().to_string())
 }
 

@@ -14,6 +14,7 @@ use gds_model::record::{LoadedCufile, Status, TrialRecord};
 use gds_model::stack::Stacks;
 use serde::{Deserialize, Serialize};
 
+use crate::direct::{path_text, ratio_text};
 use gds_runner::escape::{markdown as text, markdown_code as code};
 
 /// How a side's trial is named: `trial @stack`. A filter on the trial's name selects both sides.
@@ -186,13 +187,12 @@ pub fn judge(trial: &str, a: &TrialRecord, b: &mut TrialRecord, stacks: &Stacks)
             format!("not compared: {an} did not pass its own checks"),
         )
     } else if a_side.path != b_side.path {
-        let name = |p: &Option<Path>| p.as_ref().map_or("-", Path::name).to_string();
         (
             Verdict::PathChanged,
             format!(
                 "the bytes took {} with {bn}, {} with {an}",
-                name(&b_side.path),
-                name(&a_side.path)
+                path_text(&b_side.path),
+                path_text(&a_side.path)
             ),
         )
     } else if let Some((ratio, low, high)) = found {
@@ -222,20 +222,20 @@ pub fn judge(trial: &str, a: &TrialRecord, b: &mut TrialRecord, stacks: &Stacks)
             ),
         )
     };
-    let next = match verdict {
-        Verdict::Slower => Some(
+    // The outcome a failing verdict gives B, and what to do about it.
+    let failing = match verdict {
+        Verdict::Slower => Some((
+            Outcome::Slower,
             "next: compare the two sides' cuFile counters and cufile.log in their trial folders; if the difference is meant, roll B out and bless it",
-        ),
-        Verdict::PathChanged => Some(
+        )),
+        Verdict::PathChanged => Some((
+            Outcome::PathChanged,
             "next: see why the path differs in the two sides' cufile.log (docs/concepts/path.md); a stack that falls back to POSIX must not be rolled out unnoticed",
-        ),
+        )),
         _ => None,
     };
-    if let Some(next) = next {
-        b.status = match verdict {
-            Verdict::Slower => Outcome::Slower,
-            _ => Outcome::PathChanged,
-        };
+    if let Some((outcome, next)) = failing {
+        b.status = outcome;
         b.reason = Some(headline.clone());
         b.details = Some(format!(
             "rounds' ratios {bn}/{an}: {}\n  {next}",
@@ -326,8 +326,7 @@ impl Rehearsal {
         let num = |v: Option<f64>, f: &dyn Fn(f64) -> String| v.map_or("-".into(), f);
         for pair in &self.pairs {
             let gbps = |v: Option<f64>| num(v, &|g| rate.number(g, 2));
-            let two = |v: Option<f64>| num(v, &|x| format!("{x:.2}"));
-            let path = |s: &Side| s.path.as_ref().map_or("-".into(), |p| text(p.name()));
+
             let micros = |v: Option<f64>| num(v, &gds_model::cost::format_micros);
             let _ = writeln!(
                 out,
@@ -335,17 +334,17 @@ impl Rehearsal {
                 code(&pair.trial),
                 gbps(pair.a.median_gbps),
                 gbps(pair.b.median_gbps),
-                two(pair.ratio),
+                ratio_text(pair.ratio),
                 match (pair.low, pair.high) {
                     (Some(l), Some(h)) => format!("{l:.2}–{h:.2}"),
                     _ => "-".into(),
                 },
                 pair.sure_after
                     .map_or("-".into(), |k| format!("{k} rounds")),
-                path(&pair.a),
-                path(&pair.b),
-                two(pair.a.cpu_seconds_per_gib),
-                two(pair.b.cpu_seconds_per_gib),
+                text(&path_text(&pair.a.path)),
+                text(&path_text(&pair.b.path)),
+                ratio_text(pair.a.cpu_seconds_per_gib),
+                ratio_text(pair.b.cpu_seconds_per_gib),
                 micros(pair.a.latency_mean_us),
                 micros(pair.b.latency_mean_us),
                 match pair.verdict {

@@ -447,10 +447,12 @@ struct Executor {
 
 impl Executor {
     /// Judges the trial against the baseline (in a rehearsal: a B side against its A), once, and
-    /// settles its outcome; returns the message of a failure that judgement caused.
+    /// settles its outcome; returns the message of a failure against the baseline (a rehearsal's
+    /// failure is said by the record's reason and details, as a failed check is).
     fn judge(&self, record: &mut TrialRecord) -> Option<String> {
         if let Some(pairing) = &self.pairing {
-            return pairing.judge(record);
+            pairing.judge(record);
+            return None;
         }
         let against = self.against.as_ref()?;
         let judgement = against.judge(record)?;

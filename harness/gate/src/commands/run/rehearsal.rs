@@ -87,25 +87,20 @@ impl Pairing {
         }
     }
 
-    /// Keeps an A side's record; judges a B side against its A and settles B's outcome. The
-    /// message of a failure the comparison caused, for libtest.
-    pub fn judge(&self, record: &mut TrialRecord) -> Option<String> {
-        let (trial, is_b) = self.sides.get(&record.name)?;
+    /// Keeps an A side's record; judges a B side against its A and settles B's outcome, with
+    /// the reason and details that libtest and every report say it in.
+    pub fn judge(&self, record: &mut TrialRecord) {
+        let Some((trial, is_b)) = self.sides.get(&record.name) else {
+            return;
+        };
         if !is_b {
             lock(&self.a_records).insert(trial.clone(), record.clone());
-            return None;
+            return;
         }
-        let a = lock(&self.a_records).remove(trial)?;
-        let failed_before = record.status.is_failure();
-        let pair = rehearsal::judge(trial, &a, record, &self.plan.stacks);
-        lock(&self.pairs).push(pair);
-        (record.status.is_failure() && !failed_before).then(|| {
-            let reason = record.reason.clone().unwrap_or_default();
-            match record.details.as_deref() {
-                Some(details) => format!("{reason}\n{details}"),
-                None => reason,
-            }
-        })
+        if let Some(a) = lock(&self.a_records).remove(trial) {
+            let pair = rehearsal::judge(trial, &a, record, &self.plan.stacks);
+            lock(&self.pairs).push(pair);
+        }
     }
 
     /// The rehearsal as report.json keeps it, the pairs in the order they were judged, and the
