@@ -252,7 +252,7 @@ for name, gbps in rates.items(): print("%s\t%d" % (name, statistics.median(gbps)
       cap=$(awk -v r="$rate" -v f="$FRACTION" 'BEGIN { printf "%d", r * f }')
       cg_cap "$cap"
       echo "   $name: clean $((rate / 1000000)) MB/s, cap $((cap / 1000000)) MB/s"
-      run_gate throttled "$i.$k" cg_run "$GATE" "$@" --out "$WORK/throttled-$i.$k" "${EXTRA[@]}" --exact "$name"
+      run_gate throttled "$i.$k" cg_run "$GATE" "$@" "${THROTTLED_ARGS[@]}" --out "$WORK/throttled-$i.$k" "${EXTRA[@]}" --exact "$name"
     done <<< "$rates"
   done
 }
@@ -260,6 +260,9 @@ for name, gbps in rates.items(): print("%s\t%d" % (name, statistics.median(gbps)
 main() {
   GATE="" SUITE="" RUNNER=drill WORK="" DATA="" BASELINES="" BLESS_RUNS=6 BLESS_INTERVAL=60 CLEAN=10 CLEAN_INTERVAL=0 THROTTLED=2 FRACTION=0.5 CALIBRATE=0 CAP_EACH=0
   EXTRA=()
+  # The gate's control read runs inside the capped cgroup too, so a confirmation that waits for the
+  # runner to come back to its level would wait the whole --runner-wait for nothing.
+  THROTTLED_ARGS=(--runner-wait 0)
   while (($#)); do
     case $1 in
       -h|--help) usage; exit 0 ;;
@@ -368,8 +371,8 @@ main() {
           "the throttle may not halve the gate's reads. Use bigger files (e.g. scenarios/drill.yaml)," \
           "--calibrate or a smaller --throttle-fraction."
       for ((i = 1; i <= THROTTLED; i++)); do
-        run_gate throttled "$i" cg_run "$GATE" "${common[@]}" "${throttled_history[@]}" --out "$WORK/throttled-$i" \
-          "${EXTRA[@]}"
+        run_gate throttled "$i" cg_run "$GATE" "${common[@]}" "${throttled_history[@]}" "${THROTTLED_ARGS[@]}" \
+          --out "$WORK/throttled-$i" "${EXTRA[@]}"
       done
     fi
     cg_remove
