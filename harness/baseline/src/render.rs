@@ -27,6 +27,7 @@ pub fn console(explainer: &Explainer<'_>) -> String {
             bless_command(
                 &comparison.runner,
                 &comparison.baseline_path,
+                explainer.scope,
                 None,
                 false,
                 false
@@ -89,7 +90,7 @@ pub fn console(explainer: &Explainer<'_>) -> String {
         comparison.runner,
         counts.join(", ")
     );
-    out.push_str(&fingerprint_block(comparison));
+    out.push_str(&fingerprint_block(explainer));
     for line in cleared(explainer) {
         let _ = writeln!(out, "warning: {line}");
     }
@@ -133,7 +134,8 @@ fn count(comparison: &Comparison, test: impl Fn(&Judgement) -> bool) -> usize {
 }
 
 /// The runner's changes, shown before anything else: they are the likely cause of what follows.
-fn fingerprint_block(comparison: &Comparison) -> String {
+fn fingerprint_block(explainer: &Explainer<'_>) -> String {
+    let comparison = explainer.comparison;
     let mut out = String::new();
     let changed: Vec<_> = fingerprint::changed(&comparison.fingerprint_changes).collect();
     if !changed.is_empty() {
@@ -150,6 +152,7 @@ fn fingerprint_block(comparison: &Comparison) -> String {
             bless_command(
                 &comparison.runner,
                 &comparison.baseline_path,
+                explainer.scope,
                 None,
                 true,
                 false
@@ -187,6 +190,7 @@ pub fn markdown(explainer: &Explainer<'_>, plots: &[PlotFile], summary_dir: &Pat
             code(&bless_command(
                 &comparison.runner,
                 &comparison.baseline_path,
+                explainer.scope,
                 None,
                 false,
                 false

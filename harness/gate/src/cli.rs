@@ -1,6 +1,6 @@
 //! The gate's command line, declared once. `cargo xtask gds-gate ARGS` runs `gds-gate ARGS`.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use clap::{Args, Parser, Subcommand};
 
@@ -395,6 +395,22 @@ pub struct RunArgs {
     /// libtest's own arguments: FILTER, --exact, --skip, --list, --ignored, --format, ...
     #[command(flatten)]
     pub libtest: libtest_mimic::Arguments,
+}
+
+impl RunArgs {
+    /// This command line's selection flags, which the bless commands it prints carry: every
+    /// `--suite`, and `--data-dir`, `--out` and `--history` where they differ from the defaults.
+    pub fn scope(&self) -> crate::baseline::message::Scope {
+        let unless_default =
+            |path: &Path, default: &str| (path != Path::new(default)).then(|| path.to_path_buf());
+        crate::baseline::message::Scope {
+            suites: self.inputs.suites.clone(),
+            data_dir: unless_default(&self.inputs.data_dir, DEFAULT_DATA_DIR),
+            out: unless_default(&self.out, DEFAULT_OUT),
+            history: unless_default(&self.baselines.history, crate::baseline::history::DEFAULT),
+            source: crate::baseline::message::Source::Run,
+        }
+    }
 }
 
 /// Which baseline a run is judged against.

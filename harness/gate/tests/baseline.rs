@@ -6,7 +6,7 @@ use std::path::Path;
 
 use gds_gate::baseline::Severity;
 use gds_gate::baseline::bless::TrialChange;
-use gds_gate::baseline::message::Explainer;
+use gds_gate::baseline::message::{Explainer, Scope};
 use gds_gate::baseline::{
     self, BlessOptions, Filter, Fingerprint, Judgement, Loaded, Provenance, RunResults, file,
     history, render,
@@ -58,9 +58,14 @@ fn bless_then_compare_then_history_and_plots() {
         ..Fingerprint::default()
     };
     let filter = Filter::default();
+    let scope = Scope {
+        suites: vec!["suites/nightly.yaml".into()],
+        ..Scope::default()
+    };
     let options = BlessOptions {
         runner: &runner,
         baseline_path: &path,
+        scope: &scope,
         filter: &filter,
         accept_fingerprint: false,
         remove_missing: false,
@@ -105,9 +110,19 @@ fn bless_then_compare_then_history_and_plots() {
         comparison: &comparison,
         records: &later,
         fingerprint: Some(&fingerprint),
+        scope: &scope,
     };
     let console = render::console(&explainer);
     assert!(console.contains("): 2 slower;"), "{console}");
+    // Pasted, the printed bless runs the suite that was judged, not the default one.
+    let words = explainer.words(&comparison.trials[0]);
+    assert!(
+        words
+            .message
+            .contains(" --suite suites/nightly.yaml --exact "),
+        "{}",
+        words.message
+    );
     // report.json can carry the comparison (floats round-trip to within JSON's precision).
     let json = serde_json::to_string(&comparison).unwrap();
     let back: baseline::Comparison = serde_json::from_str(&json).unwrap();

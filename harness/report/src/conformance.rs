@@ -142,6 +142,7 @@ fn bless_baseline(path: &std::path::Path) {
     let options = BlessOptions {
         runner: "r1",
         baseline_path: path,
+        scope: &gds_baseline::message::Scope::default(),
         filter: &Filter::default(),
         accept_fingerprint: false,
         remove_missing: false,

@@ -29,7 +29,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use gds_baseline::compare::TrialJudgement;
-use gds_baseline::message::{Explainer, Words};
+use gds_baseline::message::{Explainer, Scope, Words};
 pub use gds_baseline::outcome::Totals;
 use gds_model::fsutil::write_atomically;
 use gds_model::record::TrialRecord;
@@ -90,6 +90,11 @@ pub struct Report {
     /// A rehearsal's comparison of two stacks (`gds-gate rehearse`); absent from a run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rehearsal: Option<rehearsal::Rehearsal>,
+    /// The run's selection flags, which the bless commands in its words carry. Not stored: the
+    /// words in report.json already hold them, and a report read back prints commands without.
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub scope: Scope,
 }
 
 impl Report {
@@ -139,6 +144,7 @@ impl Report {
             comparison: self.baseline.as_ref()?,
             records: &self.trials,
             fingerprint: self.fingerprint.as_ref(),
+            scope: &self.scope,
         })
     }
 

@@ -314,12 +314,15 @@ impl MergedReport {
         }
         summary.push('\n');
         summary.push_str(&markdown::render(&self.report));
+        // Read back, the runs' reports no longer know their selection flags.
+        let scope = baseline::message::Scope::default();
         for run in &self.runs {
             if let Some(comparison) = &run.baseline {
                 let explainer = baseline::message::Explainer {
                     comparison,
                     records: &[],
                     fingerprint: run.fingerprint.as_ref(),
+                    scope: &scope,
                 };
                 summary.push_str(&baseline::render::markdown(&explainer, &[], out));
                 summary.push('\n');

@@ -145,6 +145,7 @@ mod tests {
             .bless(&BlessOptions {
                 runner: "r1",
                 baseline_path: &baseline_path,
+                scope: &gds_baseline::message::Scope::default(),
                 filter: &filter,
                 accept_fingerprint: false,
                 remove_missing: false,

@@ -35,6 +35,7 @@ pub fn report(trials: Vec<TrialRecord>) -> crate::Report {
         direct_vs_posix: Vec::new(),
         rehearsal: None,
         registered_vs_unregistered: Vec::new(),
+        scope: Default::default(),
     }
 }
 

@@ -20,7 +20,7 @@ use crate::compare::Tolerances;
 use crate::decision::{BLESS_RUNS, MIN_RUNS};
 use crate::fingerprint;
 use crate::history::{History, HistoryLine};
-use crate::message::{bless_command, quote};
+use crate::message::{Scope, Source, bless_command};
 use gds_model::record::{Outcome, Status};
 
 /// Passing runs per trial a bless from history takes (at least) unless told otherwise. History runs cost
@@ -371,26 +371,16 @@ fn grouped(short: &[&Taken]) -> Vec<String> {
         .collect()
 }
 
-/// ` --history FILE` unless it is the default history.
-fn history_flag(path: &Path) -> String {
-    if path == Path::new(crate::history::DEFAULT) {
-        String::new()
-    } else {
-        format!(" --history {}", quote(&path.display().to_string()))
-    }
-}
-
 /// Let CI runs accumulate, or bless by running the suite.
 fn accumulate_help(options: &BlessOptions<'_>, history: &Path) -> String {
     let run_suite = bless_command(
         options.runner,
         options.baseline_path,
+        &options.scope.from(Source::Run),
         None,
         options.accept_fingerprint,
         options.remove_missing,
-    )
-    .replace(" --from-history", "")
-        + &options.filter.to_args();
+    ) + &options.filter.to_args();
     format!(
         "let this runner's gate runs accumulate in `{}` (every run appends one line) and bless from it again, or bless by running the suite {BLESS_RUNS} times: {run_suite}",
         history.display()
@@ -405,17 +395,18 @@ fn fewer_command(options: &BlessOptions<'_>, path: &Path, short: &[&Taken]) -> O
         return None;
     }
     let span = short.iter().map(|t| t.span()).min().unwrap_or_default();
+    let scope = Scope {
+        history: (path != Path::new(crate::history::DEFAULT)).then(|| path.to_path_buf()),
+        ..options.scope.from(Source::History)
+    };
     let mut command = bless_command(
         options.runner,
         options.baseline_path,
+        &scope,
         None,
         options.accept_fingerprint,
         options.remove_missing,
     );
-    if !command.contains(" --from-history") {
-        command.push_str(" --from-history");
-        command.push_str(&history_flag(path));
-    }
     let _ = write!(
         command,
         " --history-runs {runs} --min-span {}s{}",

@@ -19,7 +19,7 @@ use super::figures::RunFigures;
 use super::file::{self, Baseline, Loaded, Provenance, SCHEMA_VERSION, TrialBaseline};
 use super::fingerprint::{self, FieldChange, Fingerprint};
 use super::judgement::Judgement;
-use super::message::{bless_command, quote, threshold};
+use super::message::{Scope, Source, bless_command, quote, threshold};
 use crate::control::{ControlBaseline, ControlReading};
 use gds_model::outcome::Outcome;
 use gds_model::record::{Status, TrialRecord};
@@ -64,6 +64,8 @@ impl Filter {
 pub struct BlessOptions<'a> {
     pub runner: &'a str,
     pub baseline_path: &'a Path,
+    /// The bless's own selection flags, which the commands it prints carry.
+    pub scope: &'a Scope,
     pub filter: &'a Filter,
     /// Record a changed fingerprint (driver, kernel, …) instead of refusing.
     pub accept_fingerprint: bool,
@@ -296,24 +298,35 @@ fn rounds_of(records: &[&TrialRecord]) -> TrialRounds {
     }
 }
 
+/// The gate's report folder when `--out` does not name one.
+const DEFAULT_OUT: &str = "target/gds-gate";
+
 /// Refuses in CI with the commands that bless on the runner, or from this run's saved report.
 pub(crate) fn refuse_in_ci(options: &BlessOptions<'_>) -> Result<(), BlessError> {
     if !options.ci {
         return Ok(());
     }
-    let local = bless_command(
-        options.runner,
-        options.baseline_path,
-        None,
-        options.accept_fingerprint,
-        options.remove_missing,
-    ) + &options.filter.to_args();
+    let command = |scope: &Scope| {
+        bless_command(
+            options.runner,
+            options.baseline_path,
+            scope,
+            None,
+            options.accept_fingerprint,
+            options.remove_missing,
+        ) + &options.filter.to_args()
+    };
+    let local = command(options.scope);
     // A bless that already reads a saved report or the history has no other way to offer.
-    let scope = super::message::scope();
-    let from_report = if scope.contains(" --from ") || scope.contains(" --from-history") {
+    let from_report = if options.scope.reads_saved() {
         local.clone()
     } else {
-        local.replacen(" bless ", " bless --from target/gds-gate/report.json ", 1)
+        let out = options
+            .scope
+            .out
+            .as_deref()
+            .unwrap_or(Path::new(DEFAULT_OUT));
+        command(&options.scope.from(Source::Report(out.join("report.json"))))
     };
     Err(BlessError::InCi { from_report, local })
 }
@@ -344,8 +357,14 @@ pub(crate) fn record(
             path: path.to_path_buf(),
             changes: differences.clone(),
             details,
-            command: bless_command(options.runner, path, None, true, options.remove_missing)
-                + &options.filter.to_args(),
+            command: bless_command(
+                options.runner,
+                path,
+                options.scope,
+                None,
+                true,
+                options.remove_missing,
+            ) + &options.filter.to_args(),
         });
     }
 

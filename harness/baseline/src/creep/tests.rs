@@ -219,6 +219,7 @@ fn the_words_say_what_fell_where_and_what_to_do() {
     let ctx = crate::message::Context {
         runner: "r1",
         baseline_path: std::path::Path::new("baselines/r1.yaml"),
+        scope: &crate::message::Scope::default(),
         changes: &[],
         nvidia_fs_loaded: true,
     };

@@ -3,10 +3,12 @@
 //! sink writes them ([`Explainer`]), never stored beside the judgement.
 
 mod creep;
+mod scope;
+
+pub use scope::{Scope, Source};
 
 use std::fmt::Write;
 use std::path::Path;
-use std::sync::OnceLock;
 
 use super::compare::{Comparison, TrialJudgement};
 use super::decision::{BLESS_RUNS, Throughput, ToSee, WANTED_DROP};
@@ -20,6 +22,7 @@ use gds_model::record::TrialRecord;
 pub struct Context<'a> {
     pub runner: &'a str,
     pub baseline_path: &'a Path,
+    pub scope: &'a Scope,
     pub changes: &'a [FieldChange],
     /// Whether nvidia-fs was loaded for the run; `true` when unknown, so that no hint blames it.
     pub nvidia_fs_loaded: bool,
@@ -34,12 +37,14 @@ pub struct Words {
     pub message: String,
 }
 
-/// Words a whole comparison's judgements, with the run's records and fingerprint it quotes.
+/// Words a whole comparison's judgements, with the run's records and fingerprint it quotes, and
+/// the run's scope that its bless commands carry.
 #[derive(Clone, Copy)]
 pub struct Explainer<'a> {
     pub comparison: &'a Comparison,
     pub records: &'a [TrialRecord],
     pub fingerprint: Option<&'a Fingerprint>,
+    pub scope: &'a Scope,
 }
 
 impl Explainer<'_> {
@@ -47,6 +52,7 @@ impl Explainer<'_> {
         let context = Context {
             runner: &self.comparison.runner,
             baseline_path: &self.comparison.baseline_path,
+            scope: self.scope,
             changes: &self.comparison.fingerprint_changes,
             nvidia_fs_loaded: self.fingerprint.is_none_or(|f| f.nvidia_fs_loaded),
         };
@@ -80,27 +86,12 @@ impl Context<'_> {
     }
 }
 
-/// The flags that chose what this process ran on (`--suite`, `--data-dir`, `--out`, `--from`),
-/// as shell words with a leading space. Set once by the command from its own command line, so
-/// that a printed bless command, pasted, runs on the same suites, data and report as the run that
-/// printed it (without them it would run the default suite and match nothing).
-static SCOPE: OnceLock<String> = OnceLock::new();
-
-/// Records this process's selection flags for [`bless_command`]; the first call wins.
-pub fn set_scope(args: String) {
-    let _ = SCOPE.set(args);
-}
-
-/// The flags set by [`set_scope`] (empty when none were).
-pub fn scope() -> &'static str {
-    SCOPE.get().map_or("", String::as_str)
-}
-
 /// The bless command for this runner (and one trial), with `--accept-fingerprint` when the
-/// runner changed, since bless refuses without it, and this run's selection flags ([`set_scope`]).
+/// runner changed, since bless refuses without it, and the run's selection flags.
 pub fn bless_command(
     runner: &str,
     baseline_path: &Path,
+    scope: &Scope,
     trial: Option<&str>,
     accept_fingerprint: bool,
     remove_missing: bool,
@@ -122,7 +113,7 @@ pub fn bless_command(
     if remove_missing {
         command.push_str(" --remove-missing");
     }
-    command.push_str(scope());
+    command.push_str(&scope.args());
     if let Some(trial) = trial {
         let _ = write!(command, " --exact {}", quote(trial));
     }
@@ -421,6 +412,7 @@ fn explain_parts(
     let bless = bless_command(
         ctx.runner,
         ctx.baseline_path,
+        ctx.scope,
         Some(trial),
         ctx.runner_changed(),
         false,
@@ -631,7 +623,7 @@ fn explain_parts(
             let message = format!(
                 "{trial}: runner `{}` has no baseline (`{file}` does not exist); throughput, path and checksum were not compared\n  next: on this runner, record one:\n        {}",
                 ctx.runner,
-                bless_command(ctx.runner, ctx.baseline_path, None, false, false)
+                bless_command(ctx.runner, ctx.baseline_path, ctx.scope, None, false, false)
             );
             (headline, message)
         }
@@ -665,6 +657,7 @@ fn missing(
     let drop = bless_command(
         ctx.runner,
         ctx.baseline_path,
+        ctx.scope,
         Some(trial),
         ctx.runner_changed(),
         true,
@@ -716,6 +709,7 @@ mod tests {
             bless_command(
                 "r1",
                 Path::new("baselines/r1.yaml"),
+                &Scope::default(),
                 Some("s::a"),
                 true,
                 false
@@ -723,7 +717,14 @@ mod tests {
             "cargo xtask gds-gate bless --runner r1 --accept-fingerprint --exact s::a"
         );
         assert_eq!(
-            bless_command("r1", Path::new("ci/base/r1.yaml"), None, false, true),
+            bless_command(
+                "r1",
+                Path::new("ci/base/r1.yaml"),
+                &Scope::default(),
+                None,
+                false,
+                true
+            ),
             "cargo xtask gds-gate bless --runner r1 --baselines ci/base --remove-missing"
         );
     }

@@ -77,7 +77,7 @@ fn bless_refuses_in_ci_and_prints_the_local_command() {
     assert!(shown.contains("bless --runner r1 --baselines"), "{shown}");
     assert!(shown.contains(" 'kvikio[compat=OFF]'"), "{shown}");
     assert!(
-        shown.contains("bless --from target/gds-gate/report.json --runner r1"),
+        shown.contains(" --from target/gds-gate/report.json 'kvikio[compat=OFF]'"),
         "{shown}"
     );
     assert_eq!(file::read(&s.path).unwrap(), Loaded::Absent);

@@ -38,10 +38,20 @@ fn provenance() -> Provenance {
     }
 }
 
+/// A run with no selection flags: its bless commands name only the runner.
+static NO_SCOPE: crate::message::Scope = crate::message::Scope {
+    suites: Vec::new(),
+    data_dir: None,
+    out: None,
+    history: None,
+    source: crate::message::Source::Run,
+};
+
 fn options<'a>(path: &'a Path, filter: &'a Filter) -> BlessOptions<'a> {
     BlessOptions {
         runner: "r1",
         baseline_path: path,
+        scope: &NO_SCOPE,
         filter,
         accept_fingerprint: false,
         remove_missing: false,
@@ -112,6 +122,7 @@ impl Judged {
             comparison: &self.comparison,
             records: &self.records,
             fingerprint: Some(&self.fingerprint),
+            scope: &NO_SCOPE,
         }
     }
 

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use super::run::baseline::{fingerprint, runner_and_path};
 use crate::baseline::bless::history;
+use crate::baseline::message::{Scope, Source};
 use crate::baseline::{self, BlessOptions, Filter, Fingerprint, Provenance, RunResults};
 use crate::cli::{BaselineArgs, RunArgs};
 use crate::error::Error;
@@ -52,9 +53,18 @@ pub fn run(request: BlessRequest, command: Vec<String>) -> Result<u8, Error> {
         history: args.baselines.history.clone(),
     };
     let (runner, path) = runner_and_path(&runner_args, &hostname)?;
+    let scope = Scope {
+        source: match (&request.from, &request.from_history) {
+            (Some(report), _) => Source::Report(report.clone()),
+            (None, Some(_)) => Source::History,
+            (None, None) => Source::Run,
+        },
+        ..args.scope()
+    };
     let options = |ci: bool| BlessOptions {
         runner: &runner,
         baseline_path: &path,
+        scope: &scope,
         filter: &filter,
         accept_fingerprint: request.accept_fingerprint,
         remove_missing: request.remove_missing,

@@ -22,16 +22,6 @@ use crate::error::Error;
 /// reports as the command that ran.
 pub fn dispatch(cli: Cli, argv: Vec<String>) -> Result<u8, Error> {
     gds_model::units::show_rates_in(cli.units.into());
-    match &cli.command {
-        None => hint_scope(&cli.run, None, false),
-        Some(Command::Bless {
-            from,
-            from_history,
-            run,
-            ..
-        }) => hint_scope(run, from.as_deref(), *from_history),
-        _ => {}
-    }
     match cli.command {
         None => run::run_gate(cli.run, argv),
         Some(Command::Validate { paths }) => validate::run(&paths),
@@ -139,34 +129,4 @@ pub fn dispatch(cli: Cli, argv: Vec<String>) -> Result<u8, Error> {
         )),
         Some(Command::Guard { lineage }) => Ok(crate::process::serve_guard(&lineage)),
     }
-}
-
-/// Hands the selection flags of this command line to the printed bless commands
-/// ([`crate::baseline::message::set_scope`]): every `--suite`, and `--data-dir`, `--out` and
-/// `--from` where they differ from the defaults, and `--from-history`.
-fn hint_scope(run: &crate::cli::RunArgs, from: Option<&std::path::Path>, from_history: bool) {
-    use std::fmt::Write;
-    let quote =
-        |path: &std::path::Path| crate::baseline::message::quote(&path.display().to_string());
-    let mut args = String::new();
-    for suite in &run.inputs.suites {
-        let _ = write!(args, " --suite {}", quote(suite));
-    }
-    if run.inputs.data_dir != std::path::Path::new(crate::cli::DEFAULT_DATA_DIR) {
-        let _ = write!(args, " --data-dir {}", quote(&run.inputs.data_dir));
-    }
-    if run.out != std::path::Path::new(crate::cli::DEFAULT_OUT) {
-        let _ = write!(args, " --out {}", quote(&run.out));
-    }
-    let history = &run.baselines.history;
-    if history != std::path::Path::new(crate::baseline::history::DEFAULT) {
-        let _ = write!(args, " --history {}", quote(history));
-    }
-    if let Some(from) = from {
-        let _ = write!(args, " --from {}", quote(from));
-    }
-    if from_history {
-        args.push_str(" --from-history");
-    }
-    crate::baseline::message::set_scope(args);
 }

@@ -371,6 +371,7 @@ pub fn run_trials(
         direct_vs_posix: Vec::new(),
         rehearsal: executor.pairing.as_ref().map(rehearsal::Pairing::finish),
         registered_vs_unregistered: Vec::new(),
+        scope: args.scope(),
     };
     // A rehearsal compares each trial with itself on the other stack, not with the posix reader.
     if report.rehearsal.is_none() {

@@ -103,6 +103,8 @@ pub struct Against {
     /// When this run started and on which host, as its history line will say.
     started_at: String,
     host: String,
+    /// The run's selection flags, which the bless commands in its messages carry.
+    scope: message::Scope,
 }
 
 impl Against {
@@ -128,6 +130,7 @@ impl Against {
             history,
             started_at,
             host: host.hostname,
+            scope: args.scope(),
         })
     }
 
@@ -213,6 +216,7 @@ impl Against {
         message::Context {
             runner: &self.runner,
             baseline_path: &self.path,
+            scope: &self.scope,
             changes: &self.changes,
             nvidia_fs_loaded: self.fingerprint.nvidia_fs_loaded,
         }
@@ -267,6 +271,7 @@ pub fn finish_run(args: &RunArgs, mut output: RunOutput, against: &Against) -> R
         comparison: &comparison,
         records: &output.report.trials,
         fingerprint: Some(&fingerprint),
+        scope: &against.scope,
     };
     console::say(&render::console(&explainer));
 
