@@ -563,14 +563,15 @@ fn a_worker_hung_in_a_blocking_library_leaves_a_bundle_and_fails() {
 }
 
 /// A posix trial past its `--timeout` on a disk the cgroup io controller caps at a trickle
-/// (64 KiB/s, an 8 MiB cold read): the real worker, stuck in the kernel. Skipped where this
-/// user cannot make such a cgroup.
+/// (4 MiB/s, a 64 MiB cold read: 16 s against a 3 s timeout; a slower trickle only makes the
+/// read in flight at the kill take longer to end): the real worker, stuck in the kernel. Skipped
+/// where this user cannot make such a cgroup.
 #[test]
 fn a_trial_hung_on_a_throttled_disk_leaves_a_bundle_and_fails() {
     let drill = Drill::new(
-        "suite: drill\nscenarios:\n  - name: read\n    files: { size: 8MiB, seed: 5 }\n    cache: cold\n    warmup: 0\n    repetitions: 1\n",
+        "suite: drill\nscenarios:\n  - name: read\n    files: { size: 64MiB, seed: 5 }\n    cache: cold\n    warmup: 0\n    repetitions: 1\n",
     );
-    let Some(cap) = ReadCap::under(drill.dir.path(), 64 << 10) else {
+    let Some(cap) = ReadCap::under(drill.dir.path(), 4 << 20) else {
         return;
     };
     // Only the trial's worker is capped: the gate's own reads of the data (its checks, the
