@@ -1,36 +1,37 @@
 //! One gate run: load suites, expand trials, prepare data, run the trials through libtest-mimic,
-//! write reports, and turn the outcome into an exit code.
+//! write reports, and turn the outcome into an exit code. [`run_trials`] composes the stages, each
+//! a module with its own input and output: [`select`] (the trials), [`setup`] (doctor, budget,
+//! data, control, executor), [`trials`] (libtest, each trial judged as it ran) and [`assemble`]
+//! (the report).
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::Write;
-use std::sync::{Arc, Mutex};
-use std::time::{Instant, SystemTime};
+use std::sync::Mutex;
 
-use libtest_mimic::{Failed, FormatSetting, Trial};
+use libtest_mimic::{FormatSetting, Trial};
 
 use crate::baseline::Judgement;
 use crate::cli::RunArgs;
-use crate::console;
 use crate::error::Error;
 use crate::exit;
+use crate::host::HostFacts;
+use crate::launch::Launcher;
+use crate::prepare::DataSet;
+use crate::report::Report;
+use gds_model::plan::{PlannedFile, ReadPlan};
+use gds_model::record::{Status, TrialRecord};
+use gds_model::scenario::Reader;
+use gds_model::scenario::{self, GpuSet, Suite, TrialSpec};
 
 mod ahead;
+mod assemble;
 pub(crate) mod baseline;
 mod control;
 pub(crate) mod limits;
 pub(crate) mod rehearsal;
 mod rounds;
-use crate::escape::terminal;
-use crate::host::HostFacts;
-use crate::launch::Launcher;
-use crate::outcome::Totals;
-use crate::prepare::DataSet;
-use crate::report::{self, PreparedFileRecord, Report, SuiteRef};
-use gds_model::plan::{PlannedFile, ReadPlan};
-use gds_model::record::{Status, TrialRecord};
-use gds_model::scenario::Reader;
-use gds_model::scenario::{self, GpuSet, Suite, TrialSpec};
-use gds_model::timing::RunTime;
+mod select;
+mod setup;
+mod trials;
 
 /// Loads every suite; the error holds every one that does not load.
 pub fn load_suites(paths: &[std::path::PathBuf]) -> Result<Vec<Suite>, Error> {
@@ -113,290 +114,28 @@ pub fn run_trials(
     quiet: Option<&Quiet>,
     rehearsal: Option<&rehearsal::Plan>,
 ) -> Result<Option<RunOutput>, Error> {
+    let started = assemble::Started::now();
     let mut libtest = args.libtest.clone();
     // Listing prints to stdout as asked, and writes nothing to --out.
     if let Some(quiet) = quiet.filter(|_| !libtest.list) {
         libtest.logfile = Some(quiet.libtest_log.display().to_string());
     }
-    let started_at = SystemTime::now();
-    let started = Instant::now();
-    let suites = load_suites(&args.inputs.suite_paths())?;
-    let specs: Vec<TrialSpec> = suites.iter().flat_map(scenario::expand).collect();
-    let pairing = rehearsal.map(|plan| rehearsal::Pairing::new(plan, &specs));
-    let specs = match rehearsal {
-        Some(plan) => plan.sides(specs),
-        None => specs,
-    };
-    if let Some(duplicate) = first_duplicate_name(&specs) {
-        return Err(Error::Usage(format!(
-            "trial `{duplicate}` is defined twice; give the suites different `suite:` names"
-        )));
-    }
     // Throughput trials share the machine's storage and memory bandwidth: one at a time.
     libtest.test_threads = Some(1);
-    if libtest.list {
-        let trials = specs.iter().map(listed).collect();
-        let _ = libtest_mimic::run(&libtest, trials);
+    let Some(mut selection) = select::select(args, &libtest, rehearsal)? else {
         return Ok(None);
-    }
-
-    let host = HostFacts::probe();
-    let selected: Vec<&TrialSpec> = specs
-        .iter()
-        .filter(|spec| !libtest.is_filtered_out(&listed(spec)))
-        .collect();
-    // Before anything is prepared or written: a run of nothing must not replace the reports of
-    // the last real one.
-    if selected.is_empty() {
-        return Err(nothing_selected(args, specs.len()));
-    }
-    crate::prepare::check_data_dir(&args.inputs.data_dir)
-        .map_err(|error| Error::Setup(gds_model::error_chain(&error)))?;
-    // The doctor's short form first, so that a host that cannot do GDS says so before the trials.
-    let selected_specs: Vec<TrialSpec> = selected.iter().map(|spec| (*spec).clone()).collect();
-    let preflight =
-        crate::doctor::preflight(&args.inputs.data_dir, &selected_specs, args.require_gpu);
-    let doctor = crate::doctor::short_summary(&preflight);
-    let limits = limits::Limits::load(&args.baselines, &preflight)?;
-    let limits = Arc::new(match &pairing {
-        Some(pairing) => limits.with_sides(pairing.sides()),
-        None => limits,
-    });
-    match &host.gpu_unavailable {
-        _ if quiet.is_some_and(|q| !q.doctor) => {}
-        Some(reason) if !args.require_gpu && !args.doctor => {
-            console::say(&crate::doctor::cpu_only_line(&preflight, reason));
-        }
-        // What the doctor finds is what this runner is known not to do: once, not as a failure.
-        _ if !args.doctor && limits.cover_the_doctors_findings() => {
-            console::say(&limits.doctor_line());
-        }
-        _ => {
-            for line in &doctor {
-                console::say(line);
-            }
-        }
-    }
-    // A run (not a bless, which needs every trial) planned to fit its budget, said up front.
-    let plan = against.and_then(|against| budget_plan(args, &suites, &selected, &host, against));
-    let selected: Vec<&TrialSpec> = match &plan {
-        Some(plan) => {
-            console::say(&plan.intro());
-            selected
-                .into_iter()
-                .filter(|spec| plan.kept.contains(&spec.name))
-                .collect()
-        }
-        None => selected,
     };
-    let left_out = |spec: &TrialSpec| {
-        plan.as_ref()
-            .is_some_and(|plan| plan.left_out.iter().any(|(name, _)| *name == spec.name))
-    };
-    let runnable = selected
-        .iter()
-        .copied()
-        .filter(|spec| unavailable(spec, &host).is_none());
-    let data = DataSet::prepare(&args.inputs.data_dir, runnable);
-    let gate = crate::job::worker_program().map_err(|error| {
-        Error::Setup(format!(
-            "cannot find the gate's own binary to start workers: {}",
-            gds_model::error_chain(&error)
-        ))
-    })?;
-    let launcher = Launcher {
-        gate,
-        trials_dir: args.out.join("trials"),
-        strict: args.strict,
-        timeout: args.timeout.map(std::time::Duration::from_secs),
-        gds_stats: crate::launch::find_gds_stats(),
-        env: Vec::new(),
-    };
-    // The runner's control is read in every run that has a trial to run: a bless records it, a
-    // run's history line keeps it for a bless from history, and a baseline that has one compares
-    // it and lets confirmation runs wait on it.
-    let (control_reading, settler) = if data.any_ready() {
-        control::start(args, against.and_then(baseline::Against::baseline))
-    } else {
-        (None, None)
-    };
-    let executor = Arc::new(Executor {
-        data,
-        host: host.clone(),
-        require_gpu: args.require_gpu,
-        launcher,
-        against: against.filter(|a| a.baseline().is_some()).cloned(),
-        confirm: usize::from(args.confirm),
-        confirm_delay: std::time::Duration::from_secs(args.confirm_delay),
-        settler,
-        judged: Mutex::default(),
-        schedule: {
-            let trials = selected.iter().map(|spec| (*spec).clone()).collect();
-            match rehearsal {
-                Some(plan) => rounds::Schedule::rehearsal(trials, plan.budget),
-                None => rounds::Schedule::new(trials),
-            }
-        },
-        ahead_room: preflight
-            .facts
-            .room_for_two_workers()
-            .filter(|_| !args.one_worker_at_a_time),
-        ahead: Mutex::default(),
-        pairing,
-    });
-
-    let records: Arc<Mutex<Vec<TrialRecord>>> = Arc::default();
+    let pairing = selection.pairing.take();
+    let setup = setup::set_up(args, &selection, pairing, against, quiet, rehearsal)?;
     let show_summary = quiet.is_none()
         && !libtest.quiet
         && matches!(libtest.format, None | Some(FormatSetting::Pretty));
-    let mut trials: Vec<Trial> = specs
-        .iter()
-        .filter(|spec| !left_out(spec))
-        .map(|spec| {
-            let (spec, executor, records, limits) = (
-                spec.clone(),
-                Arc::clone(&executor),
-                Arc::clone(&records),
-                Arc::clone(&limits),
-            );
-            let (kind, name) = (spec.reader.name(), spec.name.clone());
-            Trial::ignorable_test(name, move || {
-                let mut record = executor.execute_and_confirm(spec);
-                let failure = executor.judge(&mut record);
-                limits.apply(&mut record);
-                if show_summary && record.checks != Status::Ignored {
-                    print!("{} ", terminal(&record.summary()));
-                    let _ = std::io::stdout().flush();
-                }
-                let outcome = crate::report::libtest::result(&record, failure);
-                records
-                    .lock()
-                    .unwrap_or_else(|poisoned| poisoned.into_inner())
-                    .push(record);
-                outcome
-            })
-            .with_kind(kind)
-        })
-        .collect();
-    // Baseline trials no suite defines any more fail on lines of their own, as trials do; those
-    // the selection leaves out are not part of the run.
-    let mut defined: BTreeSet<String> = specs.iter().map(|spec| spec.name.clone()).collect();
-    let mut undefined = 0;
-    for (name, message) in against.map_or_else(Vec::new, |a| a.undefined(&defined)) {
-        let trial = Trial::test(name.clone(), move || Err(Failed::from(terminal(&message))))
-            .with_kind("missing");
-        if libtest.is_filtered_out(&trial) {
-            defined.insert(name);
-        } else {
-            trials.push(trial);
-            undefined += 1;
-        }
-    }
-    let schedule = &executor.schedule;
-    crate::progress::begin(
-        schedule
-            .jobs
-            .iter()
-            .map(|&job| schedule.spec(job))
-            .filter(|spec| unavailable(spec, &host).is_none())
-            .map(|spec| crate::progress::planned_bytes(&spec))
-            .collect(),
-    );
-    let libtest_failed = match crate::interrupt::received() {
-        // Stopped before the first trial (during the doctor's probe or the data): no libtest
-        // run, whose summary would read "ok. 0 passed"; every selected trial is not run.
-        Some(signal) => {
-            let mut records = records
-                .lock()
-                .unwrap_or_else(|poisoned| poisoned.into_inner());
-            for spec in &selected {
-                let mut record = crate::interrupt::not_run((*spec).clone(), signal);
-                executor.judge(&mut record);
-                records.push(record);
-            }
-            0
-        }
-        None => libtest_mimic::run(&libtest, trials).num_failed as usize,
-    };
-    // Started for a trial that did not run after all (an interrupt, a panic).
-    executor.stop_held();
-    crate::progress::end();
-
-    let trials = std::mem::take(
-        &mut *records
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner()),
-    );
-    let judged = std::mem::take(
-        &mut *executor
-            .judged
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner()),
-    );
-    let totals = Totals::of(&trials, undefined, specs.len() - selected.len());
-    let mut notes = notes(&trials, args.require_gpu);
-    notes.extend(plan.as_ref().and_then(crate::budget::Plan::note));
-    notes.extend(limits.notes());
-    let duration_seconds = started.elapsed().as_secs_f64();
-    let mut report = Report {
-        schema_version: report::SCHEMA_VERSION,
-        gate_version: env!("CARGO_PKG_VERSION").into(),
-        started_at: humantime::format_rfc3339_seconds(started_at).to_string(),
-        duration_seconds,
-        time: Some(RunTime::of(&trials, duration_seconds)),
-        command,
-        host,
-        data_dir: args.inputs.data_dir.clone(),
-        suites: suites
-            .iter()
-            .map(|suite| SuiteRef {
-                name: suite.name.clone(),
-                path: suite.path.clone(),
-            })
-            .collect(),
-        data: executor
-            .data
-            .log
-            .iter()
-            .map(PreparedFileRecord::from)
-            .collect(),
-        trials,
-        totals,
-        notes,
-        doctor,
-        runner: None,
-        fingerprint: None,
-        baseline: None,
-        control: control_reading,
-        direct_vs_posix: Vec::new(),
-        rehearsal: executor.pairing.as_ref().map(rehearsal::Pairing::finish),
-        registered_vs_unregistered: Vec::new(),
-        scope: args.scope(),
-    };
-    // A rehearsal compares each trial with itself on the other stack, not with the posix reader.
-    if report.rehearsal.is_none() {
-        report.compare_within_run(&preflight.facts.topology(), args.posix_tolerance);
-    }
+    let ran = trials::run(&libtest, &selection, &setup, against, show_summary);
+    let output = assemble::output(args, command, &started, &selection, setup, ran);
     if quiet.is_none() {
-        for note in &report.notes {
-            console::note(note);
-        }
-        let pairs = report::direct::console(&report.direct_vs_posix);
-        if !pairs.is_empty() {
-            console::say(&pairs);
-        }
-        for pair in &report.direct_vs_posix {
-            if let Some(warning) = pair.warning() {
-                console::warning(&format!("{}: {warning}", pair.gpu_trial));
-            }
-        }
+        assemble::say(&output.report);
     }
-    Ok(Some(RunOutput {
-        report,
-        defined,
-        judged,
-        libtest_failed,
-    }))
+    Ok(Some(output))
 }
 
 /// A trial as libtest lists and filters it: its name and, as its kind, the reader. Filters match
@@ -697,27 +436,6 @@ fn unavailable(spec: &TrialSpec, host: &HostFacts) -> Option<String> {
     }
 }
 
-/// The plan that fits `--budget` (else the suites' smallest `budget:`), when there is one; the
-/// estimates come from `against`'s runner's history, which a run that cannot read it goes without.
-fn budget_plan(
-    args: &RunArgs,
-    suites: &[Suite],
-    selected: &[&TrialSpec],
-    host: &HostFacts,
-    against: &baseline::Against,
-) -> Option<crate::budget::Plan> {
-    let budget = args
-        .budget
-        .or_else(|| suites.iter().filter_map(|suite| suite.budget).min())?;
-    let last = crate::budget::last_runs(against.history().lines());
-    Some(crate::budget::plan(
-        selected,
-        |spec| unavailable(spec, host).is_none(),
-        budget,
-        &last,
-    ))
-}
-
 /// Plain sentences for what did not run, grouped by reason, so a green run on a host without a GPU
 /// never reads as a tested GPU path. When no GPU trial ran, one sentence says so with the
 /// reasons, instead of one per reason.
@@ -765,35 +483,6 @@ fn notes(trials: &[TrialRecord], require_gpu: bool) -> Vec<String> {
         ));
     }
     notes
-}
-
-/// A filter that selects nothing is most often a typo, of a trial or of a subcommand
-/// (`gds-gate valdate` is the filter `valdate`): the error says which, and the run ends before it
-/// writes anything. A word near a subcommand is a usage error; otherwise nothing ran.
-fn nothing_selected(args: &RunArgs, trials: usize) -> Error {
-    let Some(filter) = args.libtest.filter.as_deref().map(terminal) else {
-        return Error::NothingSelected(format!(
-            "none of the {trials} trials is selected (--skip, --exact or --ignored left none); `--list` shows their names; the reports of the last run are left as they were"
-        ));
-    };
-    let subcommands = crate::cli::subcommand_names();
-    let names: Vec<&str> = subcommands.iter().map(String::as_str).collect();
-    if let Some(command) = gds_model::suggest::nearest(&filter, &names) {
-        return Error::Usage(format!(
-            "`{filter}` is not a subcommand, and as a trial filter it matches none of the {trials} trials\n  help: did you mean `gds-gate {command}`?"
-        ));
-    }
-    Error::NothingSelected(format!(
-        "the filter `{filter}` matches none of the {trials} trials; `--list` shows their names; the reports of the last run are left as they were"
-    ))
-}
-
-fn first_duplicate_name(specs: &[TrialSpec]) -> Option<&str> {
-    let mut seen = std::collections::HashSet::new();
-    specs
-        .iter()
-        .map(|spec| spec.name.as_str())
-        .find(|name| !seen.insert(*name))
 }
 
 #[cfg(test)]
