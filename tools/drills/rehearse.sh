@@ -10,10 +10,10 @@
 #   3. Rehearses A against the slowed B: every trial must be `slower` (exit 3).
 #   4. With --also NAME:ENV, rehearses A against a stack B of that environment (e.g. another
 #      cufile.json) and reports what differs, judging nothing.
-# libcufile's compat path reads through pread64 and preadv (its dynamic symbols), KvikIO's through
-# pread: the library slows the GPU readers' POSIX paths too.
+# libcufile imports pread, pread64 and preadv (nm -D of the nvidia-cufile 1.20 wheel's), so the
+# library should slow the cuFile compat path too, not yet checked on a GPU runner.
 # The suite is one posix trial by default (`--suite`, a filter after `--`), as the CPU host has;
-# on a GPU runner name a suite whose readers read through pread (posix, h2d).
+# on a GPU runner name a suite and a filter, e.g. --suite scenarios/drill.yaml -- cold-read.
 #
 #   tools/drills/rehearse.sh --gate target/release/gds-gate --work /var/tmp/rehearse-drill
 # Exit: 0 when the drill holds, 1 when it does not, 2 on bad usage.
