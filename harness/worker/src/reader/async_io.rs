@@ -14,14 +14,13 @@ use std::time::{Duration, Instant};
 use cudarc::driver::CudaStream;
 
 use super::cufile::{register_buffer, register_files};
-use super::{Pass, PlanReader, ReaderError};
+use super::{GpuReader, Pass, ReaderError};
 use crate::gpu::{DeviceBuffer, Gpu, GpuError};
 use crate::libcufile::stream::{AsyncSlot, RegisteredStream};
 use crate::libcufile::{Cufile, Handle, RegisteredBuffer};
-use gds_model::integrity::IntegrityResult;
 use gds_model::path::Path;
 use gds_model::plan::{ReadPlan, Segment};
-use gds_model::scenario::{BufferKind, Integrity};
+use gds_model::scenario::BufferKind;
 
 /// `queue_depth` CUDA streams registered with cuFile, and one pass of stream-ordered calls on
 /// them.
@@ -204,23 +203,20 @@ pub(crate) fn judge(tasks: &[Segment], slots: &[AsyncSlot]) -> Result<(), (Segme
     Ok(())
 }
 
-impl PlanReader for AsyncReader<'_> {
-    fn path(&self) -> Path {
-        Path::Cufile
+impl GpuReader for AsyncReader<'_> {
+    const PATH: Path = Path::Cufile;
+
+    fn gpu(&self) -> &Gpu {
+        self.gpu
     }
 
-    fn prepare(&mut self) -> Result<(), ReaderError> {
-        // The reads run on non-blocking streams: the clear must be finished before they start.
-        Ok(self.gpu.clear_for_reading(&self.device)?)
-    }
-
-    fn device_memory_used(&self) -> Option<u64> {
-        self.gpu.memory_used().ok()
+    fn landing(&mut self) -> (&mut Gpu, &DeviceBuffer) {
+        (self.gpu, &self.device)
     }
 
     /// `nthreads` does not apply: the I/O in flight is every enqueued call, spread over
     /// `queue_depth` streams.
-    fn read(
+    fn read_pass(
         &mut self,
         plan: &ReadPlan,
         _nthreads: u32,
@@ -230,15 +226,6 @@ impl PlanReader for AsyncReader<'_> {
         let device = (self.device.ptr, self.registered.is_some());
         self.streams
             .pass(false, plan, task_size, &self.handles, device)
-    }
-
-    fn verify(
-        &mut self,
-        plan: &ReadPlan,
-        method: Integrity,
-        expected: u64,
-    ) -> Result<IntegrityResult, ReaderError> {
-        Ok(self.gpu.verify(&self.device, plan, method, expected)?)
     }
 }
 

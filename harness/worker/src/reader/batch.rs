@@ -9,15 +9,14 @@ use std::fs::{File, OpenOptions};
 use std::time::Duration;
 
 use super::cufile::{register_buffer, register_files};
-use super::{Pass, PlanReader, ReaderError, run_parallel};
+use super::{GpuReader, Pass, ReaderError, run_parallel};
 use crate::gpu::{DeviceBuffer, Gpu};
 use crate::libcufile::batch::{Batch, BatchError};
 use crate::libcufile::{Cufile, Handle, RegisteredBuffer};
 use gds_model::cufile_abi::batch::{EntryProblem, IoEvent, IoParams, check_entry};
-use gds_model::integrity::IntegrityResult;
 use gds_model::path::Path;
 use gds_model::plan::{ReadPlan, Segment};
-use gds_model::scenario::{BufferKind, Integrity};
+use gds_model::scenario::BufferKind;
 
 pub struct BatchReader<'a> {
     gpu: &'a mut Gpu,
@@ -164,22 +163,20 @@ pub(crate) fn judge(tasks: &[Segment], events: &[IoEvent]) -> Result<(), (Segmen
     }
 }
 
-impl PlanReader for BatchReader<'_> {
-    fn path(&self) -> Path {
-        Path::Cufile
+impl GpuReader for BatchReader<'_> {
+    const PATH: Path = Path::Cufile;
+
+    fn gpu(&self) -> &Gpu {
+        self.gpu
     }
 
-    fn prepare(&mut self) -> Result<(), ReaderError> {
-        Ok(self.gpu.clear_for_reading(&self.device)?)
-    }
-
-    fn device_memory_used(&self) -> Option<u64> {
-        self.gpu.memory_used().ok()
+    fn landing(&mut self) -> (&mut Gpu, &DeviceBuffer) {
+        (self.gpu, &self.device)
     }
 
     /// `nthreads` does not apply: the batches in flight are the reader's `queue_depth`. Each call
     /// of the pass is one batch, submitted and waited for.
-    fn read(
+    fn read_pass(
         &mut self,
         plan: &ReadPlan,
         _nthreads: u32,
@@ -247,15 +244,6 @@ impl PlanReader for BatchReader<'_> {
         let pass = pass?;
         self.gpu.synchronize()?;
         Ok(pass)
-    }
-
-    fn verify(
-        &mut self,
-        plan: &ReadPlan,
-        method: Integrity,
-        expected: u64,
-    ) -> Result<IntegrityResult, ReaderError> {
-        Ok(self.gpu.verify(&self.device, plan, method, expected)?)
     }
 }
 

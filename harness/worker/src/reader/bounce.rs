@@ -4,12 +4,10 @@
 
 use std::fs::File;
 
-use super::{Pass, PlanReader, ReaderError, pread_exact, run_parallel};
+use super::{GpuReader, Pass, ReaderError, pread_exact, run_parallel};
 use crate::gpu::{DeviceBuffer, Gpu, PinnedBuffer};
-use gds_model::integrity::IntegrityResult;
 use gds_model::path::Path;
 use gds_model::plan::ReadPlan;
-use gds_model::scenario::Integrity;
 
 pub struct Bounce<'g> {
     gpu: &'g mut Gpu,
@@ -42,20 +40,18 @@ impl<'g> Bounce<'g> {
     }
 }
 
-impl PlanReader for Bounce<'_> {
-    fn path(&self) -> Path {
-        Path::Bounce
+impl GpuReader for Bounce<'_> {
+    const PATH: Path = Path::Bounce;
+
+    fn gpu(&self) -> &Gpu {
+        self.gpu
     }
 
-    fn prepare(&mut self) -> Result<(), ReaderError> {
-        Ok(self.gpu.clear_for_reading(&self.device)?)
+    fn landing(&mut self) -> (&mut Gpu, &DeviceBuffer) {
+        (self.gpu, &self.device)
     }
 
-    fn device_memory_used(&self) -> Option<u64> {
-        self.gpu.memory_used().ok()
-    }
-
-    fn read(
+    fn read_pass(
         &mut self,
         plan: &ReadPlan,
         _nthreads: u32,
@@ -80,14 +76,5 @@ impl PlanReader for Bounce<'_> {
             Ok::<(), ReaderError>(())
         })?;
         Ok(pass)
-    }
-
-    fn verify(
-        &mut self,
-        plan: &ReadPlan,
-        method: Integrity,
-        expected: u64,
-    ) -> Result<IntegrityResult, ReaderError> {
-        Ok(self.gpu.verify(&self.device, plan, method, expected)?)
     }
 }

@@ -20,13 +20,12 @@ use std::fs::{File, OpenOptions};
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::OpenOptionsExt;
 
-use super::{Pass, PlanReader, ReaderError, run_parallel};
+use super::{GpuReader, Pass, ReaderError, run_parallel};
 use crate::gpu::{DeviceBuffer, Gpu};
 use crate::libcufile::{Cufile, Handle, RegisteredBuffer};
-use gds_model::integrity::IntegrityResult;
 use gds_model::path::Path;
 use gds_model::plan::ReadPlan;
-use gds_model::scenario::{BufferKind, Integrity};
+use gds_model::scenario::BufferKind;
 
 pub struct CufileReader<'a> {
     gpu: &'a mut Gpu,
@@ -99,20 +98,18 @@ pub(crate) fn register_buffer<'a>(
     })
 }
 
-impl PlanReader for CufileReader<'_> {
-    fn path(&self) -> Path {
-        Path::Cufile
+impl GpuReader for CufileReader<'_> {
+    const PATH: Path = Path::Cufile;
+
+    fn gpu(&self) -> &Gpu {
+        self.gpu
     }
 
-    fn prepare(&mut self) -> Result<(), ReaderError> {
-        Ok(self.gpu.clear_for_reading(&self.device)?)
+    fn landing(&mut self) -> (&mut Gpu, &DeviceBuffer) {
+        (self.gpu, &self.device)
     }
 
-    fn device_memory_used(&self) -> Option<u64> {
-        self.gpu.memory_used().ok()
-    }
-
-    fn read(
+    fn read_pass(
         &mut self,
         plan: &ReadPlan,
         nthreads: u32,
@@ -136,14 +133,5 @@ impl PlanReader for CufileReader<'_> {
         // and guards against a path that copies asynchronously.
         self.gpu.synchronize()?;
         Ok(pass)
-    }
-
-    fn verify(
-        &mut self,
-        plan: &ReadPlan,
-        method: Integrity,
-        expected: u64,
-    ) -> Result<IntegrityResult, ReaderError> {
-        Ok(self.gpu.verify(&self.device, plan, method, expected)?)
     }
 }

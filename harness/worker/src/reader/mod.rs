@@ -13,7 +13,7 @@ pub mod stream;
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use crate::gpu::GpuError;
+use crate::gpu::{DeviceBuffer, Gpu, GpuError};
 use crate::libcufile::{CufileError, ReadFailure};
 use gds_model::cost::Histogram;
 use gds_model::integrity::IntegrityResult;
@@ -44,6 +44,58 @@ pub trait PlanReader {
         method: Integrity,
         expected: u64,
     ) -> Result<IntegrityResult, ReaderError>;
+}
+
+/// A reader whose bytes land in a device buffer. Clearing that buffer before a pass, the GPU's
+/// memory in use and verifying the buffer on the GPU are the same for every such reader, so they
+/// are written once, in its [`PlanReader`].
+pub trait GpuReader {
+    /// The path the bytes take when nothing else is known ([`PlanReader::path`]).
+    const PATH: Path;
+    fn gpu(&self) -> &Gpu;
+    /// The GPU and the device buffer the reads land in.
+    fn landing(&mut self) -> (&mut Gpu, &DeviceBuffer);
+    /// One pass of the plan into the device buffer ([`PlanReader::read`]).
+    fn read_pass(
+        &mut self,
+        plan: &ReadPlan,
+        nthreads: u32,
+        task_size: u64,
+    ) -> Result<Pass, ReaderError>;
+}
+
+impl<R: GpuReader> PlanReader for R {
+    fn path(&self) -> Path {
+        R::PATH
+    }
+
+    fn prepare(&mut self) -> Result<(), ReaderError> {
+        let (gpu, device) = self.landing();
+        Ok(gpu.clear_for_reading(device)?)
+    }
+
+    fn device_memory_used(&self) -> Option<u64> {
+        self.gpu().memory_used().ok()
+    }
+
+    fn read(
+        &mut self,
+        plan: &ReadPlan,
+        nthreads: u32,
+        task_size: u64,
+    ) -> Result<Pass, ReaderError> {
+        self.read_pass(plan, nthreads, task_size)
+    }
+
+    fn verify(
+        &mut self,
+        plan: &ReadPlan,
+        method: Integrity,
+        expected: u64,
+    ) -> Result<IntegrityResult, ReaderError> {
+        let (gpu, device) = self.landing();
+        Ok(gpu.verify(device, plan, method, expected)?)
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
