@@ -60,6 +60,7 @@ fn launcher(dir: &Path) -> Launcher {
         timeout: Some(Duration::from_secs(60)),
         gds_stats: None,
         env: Vec::new(),
+        progress: None,
     }
 }
 

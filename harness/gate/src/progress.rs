@@ -3,8 +3,9 @@
 //! erased before the trial's result is printed there; otherwise (a CI log, a pipe) it is a plain
 //! line now and then, so that a long trial is not silent and a log is not flooded.
 //!
-//! One run at a time per process, so the view is process-wide: the run loop opens and closes it,
-//! the launcher feeds it the worker's progress file ([`gds_model::progress`]) as it waits.
+//! A run opens one [`View`] and hands it to what reports to it: the executor says when a trial
+//! starts, ends or waits, the launcher feeds it the worker's progress file
+//! ([`gds_model::progress`]) as it waits.
 
 use std::io::{IsTerminal, Write};
 use std::path::Path;
@@ -21,7 +22,10 @@ const PLAIN_AFTER: Duration = Duration::from_secs(10);
 /// How often a plain line is printed after that.
 const PLAIN_EVERY: Duration = Duration::from_secs(30);
 
-static LIVE: Mutex<Option<Live>> = Mutex::new(None);
+/// The live view of one run's trials.
+pub struct View {
+    live: Mutex<Live>,
+}
 
 struct Live {
     /// Trials that will run (not those ignored before they start).
@@ -42,126 +46,125 @@ struct Live {
     drawn: bool,
 }
 
-/// Opens the view for a run of the trials that move `planned` bytes each, in run order.
-pub fn begin(planned: Vec<Option<u64>>) {
-    let in_place = std::io::stdout().is_terminal() && std::io::stderr().is_terminal();
-    *lock() = Some(Live {
-        total: planned.len(),
-        planned,
-        started: 0,
-        in_place,
-        trial_start: Instant::now(),
-        finished: Vec::new(),
-        last: None,
-        polled: Instant::now(),
-        printed: None,
-        drawn: false,
-    });
-}
+impl View {
+    /// Opens the view for a run of the trials that move `planned` bytes each, in run order.
+    pub fn begin(planned: Vec<Option<u64>>) -> View {
+        let in_place = std::io::stdout().is_terminal() && std::io::stderr().is_terminal();
+        View {
+            live: Mutex::new(Live {
+                total: planned.len(),
+                planned,
+                started: 0,
+                in_place,
+                trial_start: Instant::now(),
+                finished: Vec::new(),
+                last: None,
+                polled: Instant::now(),
+                printed: None,
+                drawn: false,
+            }),
+        }
+    }
 
-/// Closes the view (after the last trial).
-pub fn end() {
-    *lock() = None;
-}
-
-/// A trial's worker is about to start.
-pub fn trial_started() {
-    if let Some(live) = lock().as_mut() {
+    /// A trial's worker is about to start.
+    pub fn trial_started(&self) {
+        let mut guard = self.lock();
+        let live = &mut *guard;
         live.started += 1;
         live.trial_start = Instant::now();
         live.last = None;
         live.printed = None;
         live.drawn = false;
     }
-}
 
-/// The worker writing `path` is still running: show what it reports, at most every [`POLL`].
-pub fn poll(path: &Path) {
-    let mut guard = lock();
-    let Some(live) = guard.as_mut() else {
-        return;
-    };
-    if live.polled.elapsed() < POLL {
-        return;
+    /// The worker writing `path` is still running: show what it reports, at most every [`POLL`].
+    pub fn poll(&self, path: &Path) {
+        let mut guard = self.lock();
+        let live = &mut *guard;
+        if live.polled.elapsed() < POLL {
+            return;
+        }
+        live.polled = Instant::now();
+        let Some(progress) = PassProgress::read(path) else {
+            return;
+        };
+        if live.last == Some(progress) {
+            return;
+        }
+        live.last = Some(progress);
+        let this = live.started.saturating_sub(1);
+        let left = time_left(
+            live.trial_start.elapsed(),
+            &progress,
+            &live.finished,
+            live.planned.get(this).copied().flatten(),
+            live.planned.get(this + 1..).unwrap_or_default(),
+        );
+        let mut err = std::io::stderr().lock();
+        if live.in_place {
+            // Save the cursor where libtest left it, or go back there and clear what was drawn.
+            // Short, so that it fits after the trial's name: a wrapped line that scrolls the screen
+            // would move what the saved cursor points at.
+            let text = compact(live.started, live.total, &progress, left);
+            let restore = if live.drawn { "\x1b8\x1b[J" } else { "\x1b7" };
+            let _ = write!(err, "{restore}{text}");
+            live.drawn = true;
+        } else if plain_due(
+            live.trial_start.elapsed(),
+            live.printed.map(|at| at.elapsed()),
+        ) {
+            // The first line ends libtest's `test NAME ... ` so that it stands on its own.
+            let start = if live.printed.is_none() { "\n" } else { "" };
+            let text = status(live.started, live.total, Some(&progress), left);
+            let _ = writeln!(err, "{start}progress: {text}");
+            live.printed = Some(Instant::now());
+        }
+        let _ = err.flush();
     }
-    live.polled = Instant::now();
-    let Some(progress) = PassProgress::read(path) else {
-        return;
-    };
-    if live.last == Some(progress) {
-        return;
-    }
-    live.last = Some(progress);
-    let this = live.started.saturating_sub(1);
-    let left = time_left(
-        live.trial_start.elapsed(),
-        &progress,
-        &live.finished,
-        live.planned.get(this).copied().flatten(),
-        live.planned.get(this + 1..).unwrap_or_default(),
-    );
-    let mut err = std::io::stderr().lock();
-    if live.in_place {
-        // Save the cursor where libtest left it, or go back there and clear what was drawn.
-        // Short, so that it fits after the trial's name: a wrapped line that scrolls the screen
-        // would move what the saved cursor points at.
-        let text = compact(live.started, live.total, &progress, left);
-        let restore = if live.drawn { "\x1b8\x1b[J" } else { "\x1b7" };
-        let _ = write!(err, "{restore}{text}");
-        live.drawn = true;
-    } else if plain_due(
-        live.trial_start.elapsed(),
-        live.printed.map(|at| at.elapsed()),
-    ) {
-        // The first line ends libtest's `test NAME ... ` so that it stands on its own.
-        let start = if live.printed.is_none() { "\n" } else { "" };
-        let text = status(live.started, live.total, Some(&progress), left);
-        let _ = writeln!(err, "{start}progress: {text}");
-        live.printed = Some(Instant::now());
-    }
-    let _ = err.flush();
-}
 
-/// Something the trial under way waits for (the runner, before a confirmation run): on a
-/// terminal `short` is drawn as the live status is; otherwise `text` is printed as a plain
-/// progress line, the first of a trial ending libtest's `test NAME ... ` line as
-/// [`poll`]'s do.
-pub fn trial_waits(short: &str, text: &str) {
-    let mut guard = lock();
-    let mut err = std::io::stderr().lock();
-    match guard.as_mut() {
-        Some(live) if live.in_place => {
+    /// Something the trial under way waits for (the runner, before a confirmation run): on a
+    /// terminal `short` is drawn as the live status is; otherwise `text` is printed as a plain
+    /// progress line, the first of a trial ending libtest's `test NAME ... ` line as
+    /// [`View::poll`]'s do.
+    pub fn trial_waits(&self, short: &str, text: &str) {
+        let mut guard = self.lock();
+        let live = &mut *guard;
+        let mut err = std::io::stderr().lock();
+        if live.in_place {
             let restore = if live.drawn { "\x1b8\x1b[J" } else { "\x1b7" };
             let _ = write!(err, "{restore}[{}/{}] {short}", live.started, live.total);
             live.drawn = true;
-        }
-        Some(live) => {
+        } else {
             let start = if live.printed.is_none() { "\n" } else { "" };
             let _ = writeln!(err, "{start}progress: {text}");
             live.printed = Some(Instant::now());
         }
-        None => {
-            let _ = writeln!(err, "progress: {text}");
-        }
+        let _ = err.flush();
     }
-    let _ = err.flush();
-}
 
-/// The trial is over: erase the drawn status, so that its result lands where it was.
-pub fn trial_finished() {
-    if let Some(live) = lock().as_mut() {
+    /// The trial is over: erase the drawn status, so that its result lands where it was.
+    pub fn trial_finished(&self) {
+        let mut guard = self.lock();
+        let live = &mut *guard;
         let planned = live
             .planned
             .get(live.started.saturating_sub(1))
             .copied()
             .flatten();
-        live.finished.push((live.trial_start.elapsed(), planned));
+        let took = live.trial_start.elapsed();
+        live.finished.push((took, planned));
         if live.drawn {
             let mut err = std::io::stderr().lock();
             let _ = write!(err, "\x1b8\x1b[J");
             let _ = err.flush();
             live.drawn = false;
         }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Live> {
+        self.live
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 }
 
@@ -172,10 +175,6 @@ fn plain_due(running: Duration, since_last: Option<Duration>) -> bool {
         None => running >= PLAIN_AFTER,
         Some(since) => since >= PLAIN_EVERY,
     }
-}
-
-fn lock() -> std::sync::MutexGuard<'static, Option<Live>> {
-    LIVE.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// `worker 3 of 16, pass 2 of 6, last pass 3.10 GB/s, about 1 min 20 s left`

@@ -218,6 +218,7 @@ pub fn run(setting: &Setting, runs: usize, dir: &Path, out: &mut String) -> Resu
         timeout: None,
         gds_stats: None,
         env: Vec::new(),
+        progress: None,
     };
     let mut samples: Vec<Samples> = vec![Samples::default(); ROWS.len()];
     let mut pair_ratios: Vec<Vec<f64>> = vec![Vec::new(); PAIRS.len()];

@@ -45,6 +45,7 @@ pub fn run(runs: usize, dir: &Path, out: &mut String) -> Result<(), BenchError> 
         timeout: Some(Duration::from_secs(120)),
         gds_stats: None,
         env: Vec::new(),
+        progress: None,
     };
     let mut records: Vec<Vec<TrialRecord>> = vec![Vec::new(); trials.len()];
     let mut driver_steps: Vec<DriverSteps> = vec![Vec::new(); trials.len()];

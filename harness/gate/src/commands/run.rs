@@ -5,7 +5,7 @@
 //! (the report).
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use libtest_mimic::{FormatSetting, Trial};
 
@@ -183,6 +183,8 @@ struct Executor {
     ahead: Mutex<Option<(usize, crate::launch::Held)>>,
     /// A rehearsal's stacks and the pairs judged so far; `None` in a run or a bless.
     pairing: Option<rehearsal::Pairing>,
+    /// The run's live view: which trial runs, how far it is, what it waits for.
+    progress: Arc<crate::progress::View>,
 }
 
 impl Executor {
@@ -236,7 +238,7 @@ impl Executor {
             let check = self
                 .settler
                 .as_ref()
-                .and_then(|settler| control::settle(settler, needs));
+                .and_then(|settler| control::settle(settler, needs, &self.progress));
             if crate::interrupt::received().is_some() {
                 record.runner_checks.extend(check);
                 break;

@@ -56,6 +56,8 @@ pub struct Launcher {
     /// `GDS_GATE_LIBCUFILE` and `GDS_GATE_RECORD_COST` here, a rehearsal its stack's, a gate run
     /// none.
     pub env: Vec<(String, String)>,
+    /// The run's live view, which a waiting worker's progress file feeds; none outside a run.
+    pub progress: Option<std::sync::Arc<crate::progress::View>>,
 }
 
 pub use ahead::Held;
@@ -90,6 +92,7 @@ struct Started {
     program: PathBuf,
     sampler: Option<sampling::Sampler>,
     progress_path: PathBuf,
+    view: Option<std::sync::Arc<crate::progress::View>>,
     result_path: PathBuf,
     nvfs_before: Option<String>,
     /// How to collect a hang bundle, should the worker reach its timeout.
@@ -293,6 +296,7 @@ impl Launcher {
             program,
             sampler,
             progress_path,
+            view: self.progress.clone(),
             result_path,
             nvfs_before,
             hang: HangWatch {
@@ -314,6 +318,7 @@ impl Launcher {
             program,
             mut sampler,
             progress_path,
+            view,
             result_path,
             nvfs_before,
             hang: watch,
@@ -335,7 +340,9 @@ impl Launcher {
             if let Some(sampler) = sampler.as_mut() {
                 sampler.poll(pid, time_left);
             }
-            crate::progress::poll(&progress_path);
+            if let Some(view) = &view {
+                view.poll(&progress_path);
+            }
             // The answer is written whole (renamed into place): the worker's I/O is over.
             if !answered && result_path.exists() {
                 answered = true;
@@ -639,6 +646,7 @@ mod tests {
             timeout: Some(Duration::from_millis(500)),
             gds_stats: None,
             env: Vec::new(),
+            progress: None,
         }
     }
 
@@ -851,6 +859,7 @@ mod tests {
             strict: false,
             timeout: Some(Duration::from_secs(60)),
             gds_stats: None,
+            progress: None,
             env: Vec::new(),
         };
         launcher.run_trial(spec, plan)

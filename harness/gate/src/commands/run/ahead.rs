@@ -160,6 +160,7 @@ mv "$5.part" "$5"; sleep 0.3
             timeout: Some(Duration::from_secs(30)),
             gds_stats: None,
             env: vec![("ROOT".into(), root.display().to_string())],
+            progress: None,
         };
         let host = HostFacts {
             gpu_unavailable: None,
@@ -179,6 +180,7 @@ mv "$5.part" "$5"; sleep 0.3
             ahead_room: room,
             ahead: Mutex::default(),
             pairing: None,
+            progress: std::sync::Arc::new(crate::progress::View::begin(Vec::new())),
         };
         (executor, specs)
     }

@@ -104,8 +104,12 @@ fn warn(why: &str) {
 /// Waits for the runner before a confirmation run of a trial that `needs` what it says. A wait
 /// is said as progress (it can take minutes); the check is recorded, and the trial's message
 /// says what it found.
-pub(super) fn settle(settler: &Settler, needs: Needs) -> Option<RunnerCheck> {
-    let waiting = |text: &str| crate::progress::trial_waits("waiting for the runner", text);
+pub(super) fn settle(
+    settler: &Settler,
+    needs: Needs,
+    progress: &crate::progress::View,
+) -> Option<RunnerCheck> {
+    let waiting = |text: &str| progress.trial_waits("waiting for the runner", text);
     match settler.settle(needs, &crate::interrupt::sleep, &waiting) {
         Ok(check) => Some(check),
         Err(why) => {

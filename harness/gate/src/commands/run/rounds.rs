@@ -169,13 +169,13 @@ impl Executor {
         let spec = self.schedule.spec(job);
         let runs = unavailable(&spec, &self.host).is_none();
         if runs {
-            crate::progress::trial_started();
+            self.progress.trial_started();
         }
         let start = self.window_start(at);
         let record = self.execute_catching_panics(spec, &self.launcher_for(job), Some(at));
         let time = self.window_end(start).duration_since(start);
         if runs {
-            crate::progress::trial_finished();
+            self.progress.trial_finished();
         }
         (record, time)
     }

@@ -81,19 +81,32 @@ pub(super) fn set_up(
     } else {
         (None, None)
     };
+    let schedule = match rehearsal {
+        Some(plan) => rounds::Schedule::rehearsal(scheduled.clone(), plan.budget),
+        None => rounds::Schedule::new(scheduled.clone()),
+    };
+    let progress = Arc::new(crate::progress::View::begin(
+        schedule
+            .jobs
+            .iter()
+            .map(|&job| schedule.spec(job))
+            .filter(|spec| unavailable(spec, &host).is_none())
+            .map(|spec| crate::progress::planned_bytes(&spec))
+            .collect(),
+    ));
     let executor = Arc::new(Executor {
         data,
         require_gpu: args.require_gpu,
-        launcher: launcher(args)?,
+        launcher: Launcher {
+            progress: Some(Arc::clone(&progress)),
+            ..launcher(args)?
+        },
         against: against.filter(|a| a.baseline().is_some()).cloned(),
         confirm: usize::from(args.confirm),
         confirm_delay: std::time::Duration::from_secs(args.confirm_delay),
         settler,
         judged: Mutex::default(),
-        schedule: match rehearsal {
-            Some(plan) => rounds::Schedule::rehearsal(scheduled.clone(), plan.budget),
-            None => rounds::Schedule::new(scheduled.clone()),
-        },
+        schedule,
         ahead_room: preflight
             .facts
             .room_for_two_workers()
@@ -101,6 +114,7 @@ pub(super) fn set_up(
         ahead: Mutex::default(),
         pairing,
         host,
+        progress,
     });
     Ok(Setup {
         preflight,
@@ -152,6 +166,7 @@ fn launcher(args: &RunArgs) -> Result<Launcher, Error> {
         timeout: args.timeout.map(std::time::Duration::from_secs),
         gds_stats: crate::launch::find_gds_stats(),
         env: Vec::new(),
+        progress: None,
     })
 }
 

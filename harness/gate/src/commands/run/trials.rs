@@ -7,9 +7,9 @@ use std::sync::{Arc, Mutex};
 
 use libtest_mimic::{Arguments, Failed, Trial};
 
+use super::baseline;
 use super::select::Selection;
 use super::setup::Setup;
-use super::{baseline, unavailable};
 use crate::baseline::Judgement;
 use crate::escape::terminal;
 use gds_model::record::{Status, TrialRecord};
@@ -86,16 +86,6 @@ pub(super) fn run(
             undefined += 1;
         }
     }
-    let schedule = &executor.schedule;
-    crate::progress::begin(
-        schedule
-            .jobs
-            .iter()
-            .map(|&job| schedule.spec(job))
-            .filter(|spec| unavailable(spec, &executor.host).is_none())
-            .map(|spec| crate::progress::planned_bytes(&spec))
-            .collect(),
-    );
     let libtest_failed = match crate::interrupt::received() {
         // Stopped before the first trial (during the doctor's probe or the data): no libtest
         // run, whose summary would read "ok. 0 passed"; every scheduled trial is not run.
@@ -112,7 +102,6 @@ pub(super) fn run(
     };
     // Started for a trial that did not run after all (an interrupt, a panic).
     executor.stop_held();
-    crate::progress::end();
     Ran {
         records: std::mem::take(&mut *lock(&records)),
         judged: std::mem::take(&mut *lock(&executor.judged)),

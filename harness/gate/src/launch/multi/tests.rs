@@ -476,6 +476,7 @@ fn orchestrate(
         timeout: Some(Duration::from_secs(20)),
         gds_stats: None,
         env: Vec::new(),
+        progress: None,
     };
     let trial_dir = dir.path().join("trials").join(slug(&spec.name));
     let record = launcher.run_multi(spec, plan(files), gpus);
@@ -594,6 +595,7 @@ fn a_plan_that_cannot_be_split_fails_the_trial() {
         strict: false,
         timeout: None,
         gds_stats: None,
+        progress: None,
         env: Vec::new(),
     };
     let user = ReadPlan::new(
