@@ -7,7 +7,7 @@ use std::fmt;
 use crate::evidence::{CufileLogFindings, Evidence, GdsStats, NvfsEvidence, NvfsStats};
 use crate::path::Path;
 use crate::scenario::{ExpectedPath, Reader};
-use crate::verdict::{PathJudgement, Source, judge};
+use crate::verdict::{PathJudgement, Source, judge_path};
 
 /// What `explain` prints: the verdict, one line per GPU that read, the evidence and the diagnosis.
 #[derive(Clone, Debug)]
@@ -70,7 +70,7 @@ pub fn explain_expecting(
         evidence.cufile_log = Some(CufileLogFindings::scan(text));
     }
     ExplainOutput {
-        judgement: judge(&evidence, expected, 0),
+        judgement: judge_path(&evidence, expected, 0),
         gpus,
         problems,
     }

@@ -165,7 +165,7 @@ pub struct PathJudgement {
 }
 
 /// Judges `evidence` against `expected`, allowing `max_fallback_bytes` on other paths.
-pub fn judge(
+pub fn judge_path(
     evidence: &Evidence,
     expected: ExpectedPath,
     max_fallback_bytes: u64,
@@ -247,9 +247,9 @@ pub fn judge(
     }
 }
 
-/// [`judge`] against a trial's `expect:`; without `max_fallback_bytes` no byte may go elsewhere.
-pub fn judge_trial(evidence: &Evidence, expect: &Expectations) -> PathJudgement {
-    judge(
+/// [`judge_path`] against a trial's `expect:`; without `max_fallback_bytes` no byte may go elsewhere.
+pub fn judge_path_of_trial(evidence: &Evidence, expect: &Expectations) -> PathJudgement {
+    judge_path(
         evidence,
         expect.path,
         expect.max_fallback_bytes.unwrap_or(0),

@@ -11,17 +11,17 @@ use gds_model::evidence::{
 };
 use gds_model::path::Path;
 use gds_model::scenario::{CompatMode, Expectations, ExpectedPath, Integrity, Reader};
-use gds_model::verdict::{judge, judge_trial, verdict};
+use gds_model::verdict::{judge_path, judge_path_of_trial, verdict};
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 use verdict_support::*;
 
 #[test]
 fn posix_and_h2d_readers_have_one_path() {
-    let host = judge(&Evidence::new(Reader::Posix, GIB), ExpectedPath::Host, 0);
+    let host = judge_path(&Evidence::new(Reader::Posix, GIB), ExpectedPath::Host, 0);
     assert!(host.passed, "{host}");
     assert_eq!(host.verdict.path, Path::Host);
-    let bounce = judge(&Evidence::new(Reader::H2d, GIB), ExpectedPath::Bounce, 0);
+    let bounce = judge_path(&Evidence::new(Reader::H2d, GIB), ExpectedPath::Bounce, 0);
     assert!(bounce.passed, "{bounce}");
     assert_eq!(bounce.verdict.split[&Path::Bounce], GIB);
 }
@@ -32,7 +32,7 @@ fn posix_and_h2d_readers_have_one_path() {
 fn cpu_per_gib_is_shown_as_evidence_and_does_not_decide_the_path() {
     let mut e = Evidence::new(Reader::Posix, GIB);
     e.cpu_seconds_per_gib = Some(1.557);
-    let judged = judge(&e, ExpectedPath::Host, 0);
+    let judged = judge_path(&e, ExpectedPath::Host, 0);
     assert!(judged.passed, "{judged}");
     assert_eq!(judged.verdict.path, Path::Host);
     let text = judged.to_string();
@@ -46,13 +46,13 @@ fn cpu_per_gib_is_shown_as_evidence_and_does_not_decide_the_path() {
 #[test]
 fn h200_compat_on_is_kvikio_posix() {
     let e = h200(CompatMode::ON, &[("POSIX", 256, GIB)], gpu0(0, 0, 0, 0, 0));
-    let control = judge(&e, ExpectedPath::KvikioPosix, 0);
+    let control = judge_path(&e, ExpectedPath::KvikioPosix, 0);
     assert!(control.passed, "{control}");
     assert_eq!(
         control.summary,
         "kvikio-posix: KvikIO: POSIX 1.00 GiB; cuFile: no reads counted"
     );
-    let strict = judge(&e, ExpectedPath::Gds, 0);
+    let strict = judge_path(&e, ExpectedPath::Gds, 0);
     assert!(!strict.passed);
     assert_eq!(
         strict.likely_cause.as_deref(),
@@ -69,7 +69,7 @@ fn h200_auto_without_udev_record_is_kvikio_posix_with_the_udev_fix() {
         gpu0(0, 0, 0, 0, 0),
     );
     e.cufile_log = Some(CufileLogFindings::scan(UDEV_LOG));
-    let judged = judge(&e, ExpectedPath::Gds, 0);
+    let judged = judge_path(&e, ExpectedPath::Gds, 0);
     assert_eq!(judged.verdict.path, Path::KvikioPosix);
     assert!(!judged.passed);
     let cause = judged.likely_cause.unwrap();
@@ -102,7 +102,7 @@ fn h200_auto_and_off_with_udev_record_are_cufile_compat_mode() {
             &[("GDS", 256, GIB), ("POSIX", 0, 0)],
             gpu0(256, 0, 0, 256, GIB),
         );
-        let judged = judge(&e, ExpectedPath::Gds, 0);
+        let judged = judge_path(&e, ExpectedPath::Gds, 0);
         assert_eq!(judged.verdict.path, Path::CufilePosix);
         assert!(!judged.passed);
         assert_eq!(
@@ -120,7 +120,7 @@ fn h200_auto_and_off_with_udev_record_are_cufile_compat_mode() {
             "{:?}",
             judged.verdict.conflicts
         );
-        assert!(judge(&e, ExpectedPath::CufilePosix, 0).passed);
+        assert!(judge_path(&e, ExpectedPath::CufilePosix, 0).passed);
     }
 }
 
@@ -140,17 +140,17 @@ fn nvfs_and_p2p_paths() {
         ..NvfsStatsDelta::default()
     }));
     for expected in [ExpectedPath::Nvfs, ExpectedPath::Gds, ExpectedPath::Any] {
-        let judged = judge(&e, expected, 0);
+        let judged = judge_path(&e, expected, 0);
         assert!(judged.passed, "{judged}");
         assert_eq!(judged.verdict.path, Path::Nvfs);
     }
-    let wrong = judge(&e, ExpectedPath::P2p, 0);
+    let wrong = judge_path(&e, ExpectedPath::P2p, 0);
     assert!(!wrong.passed);
     assert!(wrong.fix.unwrap().contains("use_pci_p2pdma: true"));
 
     let p2p = cufile_trial(gpu0(256, 0, 256, 0, GIB));
-    assert!(judge(&p2p, ExpectedPath::Gds, 0).passed);
-    let judged = judge(&p2p, ExpectedPath::Nvfs, 0);
+    assert!(judge_path(&p2p, ExpectedPath::Gds, 0).passed);
+    let judged = judge_path(&p2p, ExpectedPath::Nvfs, 0);
     assert_eq!(judged.verdict.path, Path::P2p);
     assert!(judged.fix.unwrap().contains("use_pci_p2pdma: false"));
 }
@@ -165,7 +165,7 @@ fn a_small_tail_below_the_threshold_makes_a_mix_within_max_fallback_bytes() {
     e.nvidia_fs_loaded = Some(true);
     e.nvfs = None;
     e.smallest_read = Some(8 * 1024);
-    let strict = judge(&e, ExpectedPath::Gds, 0);
+    let strict = judge_path(&e, ExpectedPath::Gds, 0);
     assert_eq!(strict.verdict.path, Path::Mixed);
     assert_eq!(strict.verdict.split[&Path::KvikioPosix], 8 * 1024);
     assert_eq!(strict.verdict.split[&Path::Nvfs], GIB - 8 * 1024);
@@ -177,7 +177,7 @@ fn a_small_tail_below_the_threshold_makes_a_mix_within_max_fallback_bytes() {
             .contains("below KVIKIO_GDS_THRESHOLD (16.0 KiB)")
     );
     assert!(strict.fix.unwrap().contains("lower `gds_threshold`"));
-    assert!(judge(&e, ExpectedPath::Gds, 8 * 1024).passed);
+    assert!(judge_path(&e, ExpectedPath::Gds, 8 * 1024).passed);
     let mut expect = Expectations {
         path: ExpectedPath::Gds,
         max_fallback_bytes: None,
@@ -186,11 +186,11 @@ fn a_small_tail_below_the_threshold_makes_a_mix_within_max_fallback_bytes() {
         cpu_tolerance: 0.2,
     };
     assert!(
-        !judge_trial(&e, &expect).passed,
+        !judge_path_of_trial(&e, &expect).passed,
         "no max_fallback_bytes allows none"
     );
     expect.max_fallback_bytes = Some(8 * 1024);
-    assert!(judge_trial(&e, &expect).passed);
+    assert!(judge_path_of_trial(&e, &expect).passed);
 }
 
 #[test]
@@ -210,7 +210,7 @@ fn a_mix_inside_cufile_is_split_by_read_counts() {
 #[test]
 fn kvikio_gds_that_cufile_never_counted_is_a_disagreement() {
     let e = h200(CompatMode::OFF, &[("GDS", 256, GIB)], gpu0(0, 0, 0, 0, 0));
-    let judged = judge(&e, ExpectedPath::Gds, 0);
+    let judged = judge_path(&e, ExpectedPath::Gds, 0);
     assert_eq!(judged.verdict.path, Path::Cufile);
     assert!(!judged.passed);
     assert!(
@@ -227,7 +227,7 @@ fn kvikio_gds_that_cufile_never_counted_is_a_disagreement() {
             .starts_with("cuFile's counters did not see the reads")
     );
     // `any` does not judge the path, disagreement or not.
-    assert!(judge(&e, ExpectedPath::Any, 0).passed);
+    assert!(judge_path(&e, ExpectedPath::Any, 0).passed);
 }
 
 #[test]
@@ -237,7 +237,7 @@ fn cufile_counts_that_kvikio_did_not_report_are_a_disagreement() {
         &[("POSIX", 256, GIB)],
         gpu0(256, 0, 0, 256, GIB),
     );
-    let judged = judge(&e, ExpectedPath::KvikioPosix, 0);
+    let judged = judge_path(&e, ExpectedPath::KvikioPosix, 0);
     assert!(!judged.passed);
     assert_eq!(
         judged.verdict.conflicts,
@@ -252,7 +252,7 @@ fn stats_api_and_gds_stats_that_disagree_fail_and_say_both() {
         gds_model::evidence::GdsStats::parse("GPU 0 Read: n=256 posix=256 err=0 MiB=1024\n")
             .unwrap(),
     );
-    let judged = judge(&e, ExpectedPath::Nvfs, 0);
+    let judged = judge_path(&e, ExpectedPath::Nvfs, 0);
     assert!(!judged.passed);
     assert_eq!(
         judged.verdict.conflicts,
@@ -264,7 +264,7 @@ fn stats_api_and_gds_stats_that_disagree_fail_and_say_both() {
 fn nvfs_counts_without_nvidia_fs_are_a_disagreement() {
     let mut e = cufile_trial(gpu0(256, 256, 0, 0, GIB));
     e.nvidia_fs_loaded = Some(false);
-    let judged = judge(&e, ExpectedPath::Nvfs, 0);
+    let judged = judge_path(&e, ExpectedPath::Nvfs, 0);
     assert!(!judged.passed);
     assert_eq!(
         judged.verdict.conflicts,
@@ -277,7 +277,7 @@ fn nvfs_counts_without_nvidia_fs_are_a_disagreement() {
         reads: Some(NvfsReads::default()),
         ..NvfsStatsDelta::default()
     }));
-    let judged = judge(&e, ExpectedPath::Gds, 0);
+    let judged = judge_path(&e, ExpectedPath::Gds, 0);
     assert!(!judged.passed);
     assert_eq!(
         judged.verdict.conflicts,
@@ -288,13 +288,13 @@ fn nvfs_counts_without_nvidia_fs_are_a_disagreement() {
     e.cufile_log = Some(CufileLogFindings::scan(
         "NOTICE  cufio-drv:720 running in compatible mode\n",
     ));
-    assert!(!judge(&e, ExpectedPath::Gds, 0).passed);
+    assert!(!judge_path(&e, ExpectedPath::Gds, 0).passed);
 }
 
 #[test]
 fn missing_sources_never_pass_a_gds_expectation() {
     let e = Evidence::new(Reader::Cufile, GIB);
-    let judged = judge(&e, ExpectedPath::Gds, 0);
+    let judged = judge_path(&e, ExpectedPath::Gds, 0);
     assert_eq!(judged.verdict.path, Path::Cufile);
     assert!(!judged.passed);
     assert_eq!(
@@ -308,13 +308,13 @@ fn missing_sources_never_pass_a_gds_expectation() {
         "{}",
         judged.evidence_table
     );
-    assert!(judge(&e, ExpectedPath::Any, 0).passed);
+    assert!(judge_path(&e, ExpectedPath::Any, 0).passed);
 
     let e = Evidence::new(Reader::Kvikio, GIB);
-    let judged = judge(&e, ExpectedPath::Gds, 0);
+    let judged = judge_path(&e, ExpectedPath::Gds, 0);
     assert_eq!(judged.verdict.path, Path::Unknown);
     assert!(!judged.passed);
-    let judged = judge(&e, ExpectedPath::KvikioPosix, 0);
+    let judged = judge_path(&e, ExpectedPath::KvikioPosix, 0);
     assert!(!judged.passed, "unknown bytes are no negative-control pass");
 }
 
@@ -324,7 +324,7 @@ fn without_counters_cufile_log_can_still_say_compat_mode() {
     e.cufile_log = Some(CufileLogFindings::scan(
         " 06-11-2023 18:40:43:90 [pid=59193 tid=59193] NOTICE  cufio-drv:720 running in compatible mode\n",
     ));
-    let judged = judge(&e, ExpectedPath::CufilePosix, 0);
+    let judged = judge_path(&e, ExpectedPath::CufilePosix, 0);
     assert!(judged.passed, "{judged}");
     assert!(judged.verdict.notes[0].contains("taken from cufile.log alone"));
 }
@@ -352,7 +352,7 @@ fn evidence_round_trips_through_json() {
     // A worker may send only what it has.
     let minimal: Evidence = serde_json::from_str(r#"{"reader":"cufile","bytes_read":5}"#).unwrap();
     assert_eq!(minimal, Evidence::new(Reader::Cufile, 5));
-    let judged = judge(&e, ExpectedPath::Gds, 0);
+    let judged = judge_path(&e, ExpectedPath::Gds, 0);
     let json = serde_json::to_value(&judged).unwrap();
     assert_eq!(json["verdict"]["path"], "cufile-posix");
     assert_eq!(json["verdict"]["split"]["cufile-posix"], GIB);
@@ -369,7 +369,7 @@ fn torch_is_judged_by_cufiles_counters_alone() {
     let mut e = cufile_trial(gpu0(1, 0, 0, 1, GIB));
     e.reader = Reader::Torch;
     e.nvidia_fs_loaded = Some(false);
-    let judged = judge(&e, ExpectedPath::Gds, 0);
+    let judged = judge_path(&e, ExpectedPath::Gds, 0);
     assert_eq!(judged.verdict.path, Path::CufilePosix);
     assert!(!judged.passed);
     assert!(
@@ -378,7 +378,7 @@ fn torch_is_judged_by_cufiles_counters_alone() {
         "{}",
         judged.summary
     );
-    assert!(judge(&e, ExpectedPath::CufilePosix, 0).passed);
+    assert!(judge_path(&e, ExpectedPath::CufilePosix, 0).passed);
     assert!(
         judged.evidence_table.contains("torch, 1.00 GiB read"),
         "{}",
@@ -386,7 +386,7 @@ fn torch_is_judged_by_cufiles_counters_alone() {
     );
 
     e.cufile = Some(vec![gpu0(0, 0, 0, 0, 0)]);
-    let judged = judge(&e, ExpectedPath::Any, 0);
+    let judged = judge_path(&e, ExpectedPath::Any, 0);
     assert_eq!(judged.verdict.path, Path::Cufile);
     assert!(
         judged.verdict.conflicts[0].starts_with("the torch reader handed cuFile 1.00 GiB"),
@@ -468,7 +468,7 @@ fn random_evidence_never_panics() {
         ][rng.random_range(0..4)];
         e.gds_threshold = rng.random_bool(0.5).then(|| pick(&mut rng));
         e.smallest_read = rng.random_bool(0.5).then(|| pick(&mut rng));
-        let judged = judge(&e, expectations[rng.random_range(0..8)], pick(&mut rng));
+        let judged = judge_path(&e, expectations[rng.random_range(0..8)], pick(&mut rng));
         let _ = judged.to_string();
     }
 }

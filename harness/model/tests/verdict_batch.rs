@@ -9,7 +9,7 @@ use gds_model::cufile_abi::GpuCounters;
 use gds_model::evidence::{CufileGpuCounters, Evidence};
 use gds_model::path::Path;
 use gds_model::scenario::{ExpectedPath, Op, Reader};
-use gds_model::verdict::judge;
+use gds_model::verdict::judge_path;
 use verdict_support::*;
 
 fn batch_reads(counters: GpuCounters) -> Evidence {
@@ -22,7 +22,7 @@ fn batch_reads(counters: GpuCounters) -> Evidence {
 /// count a batch trial (not yet recorded there).
 #[test]
 fn batch_reads_in_compat_mode_are_cufile_posix() {
-    let judged = judge(
+    let judged = judge_path(
         &batch_reads(GpuCounters {
             read_bytes: GIB,
             n_total_reads: 256,
@@ -43,7 +43,7 @@ fn batch_reads_in_compat_mode_are_cufile_posix() {
 /// the reader handed cuFile a GiB that no counter saw.
 #[test]
 fn batch_reads_the_counters_missed_are_a_conflict_naming_the_reader() {
-    let judged = judge(
+    let judged = judge_path(
         &batch_reads(GpuCounters::default()),
         ExpectedPath::CufilePosix,
         0,
@@ -67,7 +67,7 @@ fn stream_ordered_reads_are_judged_by_the_same_counters() {
         ..GpuCounters::default()
     });
     e.reader = Reader::CufileAsync;
-    let judged = judge(&e, ExpectedPath::Gds, 0);
+    let judged = judge_path(&e, ExpectedPath::Gds, 0);
     assert!(judged.passed, "{judged}");
     assert!(
         judged.to_string().contains("cufile-async, 1.00 GiB read"),
@@ -82,7 +82,7 @@ fn kvikio_async_reads_say_which_way_kvikio_took() {
     let mut e = Evidence::new(Reader::Kvikio, GIB);
     e.kvikio_async =
         Some("synchronous fallback (inferred from KvikIO's rules): no cufile.json path".into());
-    let text = judge(&e, ExpectedPath::Any, 0).to_string();
+    let text = judge_path(&e, ExpectedPath::Any, 0).to_string();
     assert!(
         text.contains("KvikIO raw_read_async: synchronous fallback (inferred from KvikIO's rules): no cufile.json path"),
         "{text}"

@@ -8,14 +8,14 @@ mod verdict_support;
 use gds_model::evidence::{CufileGpuCounters, CufileLogFindings, Evidence};
 use gds_model::path::Path;
 use gds_model::scenario::{CompatMode, ExpectedPath, Reader};
-use gds_model::verdict::judge;
+use gds_model::verdict::judge_path;
 use verdict_support::*;
 
 #[test]
 fn read_errors_fail_even_on_the_expected_path() {
     let mut counters = gpu0(256, 256, 0, 0, GIB);
     counters.n_reads_err = 3;
-    let judged = judge(&cufile_trial(counters), ExpectedPath::Nvfs, 0);
+    let judged = judge_path(&cufile_trial(counters), ExpectedPath::Nvfs, 0);
     assert!(!judged.passed);
     assert_eq!(judged.reasons, ["cuFile counted 3 read errors"]);
     assert!(
@@ -37,7 +37,7 @@ fn a_worker_that_read_nothing_is_explained_by_the_log() {
     e.cufile_log = Some(CufileLogFindings::scan(
         " 06-11-2023 20:12:02:865 [pid=157254 tid=157254] ERROR  cufio-drv:716 nvidia-fs.ko driver not loaded\n",
     ));
-    let judged = judge(&e, ExpectedPath::Gds, 0);
+    let judged = judge_path(&e, ExpectedPath::Gds, 0);
     assert!(!judged.passed);
     assert!(judged.reasons[0].contains("read no bytes"));
     let cause = judged.likely_cause.unwrap();
@@ -89,7 +89,7 @@ fn each_log_cause_has_its_fix() {
     for (log, cause, fix) in cases {
         let mut e = cufile_trial(gpu0(256, 0, 0, 256, GIB));
         e.cufile_log = Some(CufileLogFindings::scan(log));
-        let judged = judge(&e, ExpectedPath::Gds, 0);
+        let judged = judge_path(&e, ExpectedPath::Gds, 0);
         assert!(!judged.passed);
         let (got_cause, got_fix) = (judged.likely_cause.unwrap(), judged.fix.unwrap());
         assert!(got_cause.contains(cause), "{got_cause}");
@@ -102,7 +102,7 @@ fn settings_causes_and_fixes() {
     // The overlay said no compat mode, yet cuFile did compat reads.
     let mut e = cufile_trial(gpu0(256, 0, 0, 256, GIB));
     e.allow_compat_mode = Some(false);
-    let judged = judge(&e, ExpectedPath::Gds, 0);
+    let judged = judge_path(&e, ExpectedPath::Gds, 0);
     assert!(
         judged
             .likely_cause
@@ -117,7 +117,7 @@ fn settings_causes_and_fixes() {
     e.cufile_log = Some(CufileLogFindings::scan(
         " 27-06-2023 16:20:37:235 [pid=41294 tid=41294] ERROR  cufio:1185 cuFileBufRegister error, object allocation failed\n",
     ));
-    let judged = judge(&e, ExpectedPath::Gds, 0);
+    let judged = judge_path(&e, ExpectedPath::Gds, 0);
     assert!(
         judged
             .likely_cause
@@ -129,7 +129,7 @@ fn settings_causes_and_fixes() {
     // An unregistered buffer, and nothing else to blame.
     let mut e = cufile_trial(gpu0(256, 0, 0, 256, GIB));
     e.buffer_registered = Some(false);
-    let judged = judge(&e, ExpectedPath::Gds, 0);
+    let judged = judge_path(&e, ExpectedPath::Gds, 0);
     assert!(judged.likely_cause.unwrap().contains("unregistered buffer"));
     assert!(judged.fix.unwrap().contains("buffer: registered"));
 
@@ -140,7 +140,7 @@ fn settings_causes_and_fixes() {
         gpu0(0, 0, 0, 0, 0),
     );
     e.run_udev = Some(false);
-    let judged = judge(&e, ExpectedPath::Gds, 0);
+    let judged = judge_path(&e, ExpectedPath::Gds, 0);
     assert!(
         judged
             .likely_cause
@@ -154,7 +154,7 @@ fn settings_causes_and_fixes() {
         &[("POSIX", 256, GIB)],
         gpu0(0, 0, 0, 0, 0),
     );
-    let judged = judge(&e, ExpectedPath::Gds, 0);
+    let judged = judge_path(&e, ExpectedPath::Gds, 0);
     assert!(
         judged
             .likely_cause
@@ -172,7 +172,7 @@ fn a_negative_control_that_took_gds_fails() {
         gpu0(256, 256, 0, 0, GIB),
     );
     e.nvidia_fs_loaded = Some(true);
-    let judged = judge(&e, ExpectedPath::KvikioPosix, 0);
+    let judged = judge_path(&e, ExpectedPath::KvikioPosix, 0);
     assert!(!judged.passed);
     assert!(
         judged
@@ -212,7 +212,7 @@ fn the_h200_cufile_read_is_compat_mode_because_nvidia_fs_is_missing() {
     e.cufile_log = Some(CufileLogFindings::scan(&fixture(
         "cufile_log_h200_udev_record.txt",
     )));
-    let judged = judge(&e, ExpectedPath::Gds, 0);
+    let judged = judge_path(&e, ExpectedPath::Gds, 0);
     assert_eq!(judged.verdict.path, Path::CufilePosix);
     assert!(judged.summary.starts_with("expected gds, got cufile-posix: cuFile: 16 posix reads, 0 nvfs → cuFile compat mode: nvidia-fs is not loaded (cufile.log line "), "{}", judged.summary);
     assert!(
@@ -221,7 +221,7 @@ fn the_h200_cufile_read_is_compat_mode_because_nvidia_fs_is_missing() {
             .iter()
             .any(|d| d.cause.contains("mount option not found"))
     );
-    assert!(judge(&e, ExpectedPath::CufilePosix, 0).passed);
+    assert!(judge_path(&e, ExpectedPath::CufilePosix, 0).passed);
 }
 
 /// Without a udev record the H200's cuFile refuses the file (5027) and the worker reads nothing:
@@ -233,7 +233,7 @@ fn the_h200_registration_failure_blames_udev_first() {
     e.cufile_log = Some(CufileLogFindings::scan(&fixture(
         "cufile_log_h200_no_udev_record.txt",
     )));
-    let judged = judge(&e, ExpectedPath::Gds, 0);
+    let judged = judge_path(&e, ExpectedPath::Gds, 0);
     assert!(!judged.passed);
     let cause = judged.likely_cause.unwrap();
     assert!(

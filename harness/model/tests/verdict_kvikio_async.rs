@@ -11,7 +11,7 @@ mod verdict_support;
 use gds_model::evidence::{CufileLogFindings, Evidence};
 use gds_model::path::Path;
 use gds_model::scenario::{CompatMode, ExpectedPath, KvikioApi, Op};
-use gds_model::verdict::judge;
+use gds_model::verdict::judge_path;
 use verdict_support::*;
 
 /// KvikIO's five backends, all zero, and cuFile's GPU 0 with 256 POSIX reads of 1.00 GiB in all:
@@ -46,7 +46,7 @@ fn h200_kvikio_async_off() -> Evidence {
 #[test]
 fn h200_async_reads_kvikio_did_not_count_are_placed_by_cufile() {
     let e = h200_kvikio_async_off();
-    let judged = judge(&e, ExpectedPath::CufilePosix, 0);
+    let judged = judge_path(&e, ExpectedPath::CufilePosix, 0);
     assert!(judged.passed, "{judged}");
     assert_eq!(judged.verdict.path, Path::CufilePosix);
     assert_eq!(judged.verdict.bytes_on(Path::CufilePosix), GIB);
@@ -64,7 +64,7 @@ fn h200_async_reads_kvikio_did_not_count_are_placed_by_cufile() {
     );
     assert!(!text.contains("placed nowhere"), "{text}");
     // Still the silent fallback the gate exists to catch: GDS was expected and did not happen.
-    let strict = judge(&e, ExpectedPath::Gds, 0);
+    let strict = judge_path(&e, ExpectedPath::Gds, 0);
     assert!(!strict.passed);
     assert_eq!(strict.verdict.path, Path::CufilePosix);
 }
@@ -75,7 +75,7 @@ fn h200_async_reads_kvikio_did_not_count_are_placed_by_cufile() {
 fn a_pread_trial_kvikio_did_not_count_stays_unknown() {
     let mut e = h200_kvikio_async_off();
     e.kvikio_api = Some(KvikioApi::Pread);
-    let judged = judge(&e, ExpectedPath::CufilePosix, 0);
+    let judged = judge_path(&e, ExpectedPath::CufilePosix, 0);
     assert!(!judged.passed);
     assert_eq!(judged.verdict.path, Path::Unknown, "{judged}");
     assert_eq!(judged.verdict.bytes_on(Path::Unknown), GIB);
@@ -88,7 +88,7 @@ fn a_pread_trial_kvikio_did_not_count_stays_unknown() {
     // Evidence of an older gate names no KvikIO call: it is read as before.
     e.kvikio_api = None;
     assert_eq!(
-        judge(&e, ExpectedPath::Any, 0)
+        judge_path(&e, ExpectedPath::Any, 0)
             .verdict
             .bytes_on(Path::Unknown),
         GIB
@@ -100,7 +100,7 @@ fn a_pread_trial_kvikio_did_not_count_stays_unknown() {
 fn async_bytes_nobody_counted_stay_unknown() {
     let mut e = h200_kvikio_async_off();
     e.cufile = Some(vec![gpu0(0, 0, 0, 0, 0)]);
-    let judged = judge(&e, ExpectedPath::CufilePosix, 0);
+    let judged = judge_path(&e, ExpectedPath::CufilePosix, 0);
     assert!(!judged.passed);
     assert_eq!(judged.verdict.path, Path::Unknown, "{judged}");
     assert!(
@@ -112,7 +112,7 @@ fn async_bytes_nobody_counted_stay_unknown() {
     );
     // Nor without cuFile's counters at all.
     e.cufile = None;
-    let judged = judge(&e, ExpectedPath::CufilePosix, 0);
+    let judged = judge_path(&e, ExpectedPath::CufilePosix, 0);
     assert!(!judged.passed);
     assert_eq!(judged.verdict.bytes_on(Path::Unknown), GIB, "{judged}");
 }
@@ -123,7 +123,7 @@ fn async_bytes_nobody_counted_stay_unknown() {
 fn cufile_counting_part_of_the_async_bytes_places_only_that_part() {
     let mut e = h200_kvikio_async_off();
     e.cufile = Some(vec![gpu0(128, 0, 0, 128, GIB / 2)]);
-    let judged = judge(&e, ExpectedPath::CufilePosix, 0);
+    let judged = judge_path(&e, ExpectedPath::CufilePosix, 0);
     assert!(!judged.passed);
     assert_eq!(judged.verdict.path, Path::Mixed);
     assert_eq!(judged.verdict.bytes_on(Path::CufilePosix), GIB / 2);
@@ -149,14 +149,14 @@ fn compat_on_async_reads_are_kvikio_posix_by_kvikio_own_count() {
         gpu0(0, 0, 0, 0, 0),
     );
     e.kvikio_api = Some(KvikioApi::Async);
-    let judged = judge(&e, ExpectedPath::KvikioPosix, 0);
+    let judged = judge_path(&e, ExpectedPath::KvikioPosix, 0);
     assert!(judged.passed, "{judged}");
     assert_eq!(judged.verdict.path, Path::KvikioPosix);
     assert!(!judged.to_string().contains("not in KvikIO's statistics"));
     // If that KvikIO did not count them after all, nothing places the bytes.
     let mut silent = h200(CompatMode::ON, &[("POSIX", 0, 0)], gpu0(0, 0, 0, 0, 0));
     silent.kvikio_api = Some(KvikioApi::Async);
-    let judged = judge(&silent, ExpectedPath::KvikioPosix, 0);
+    let judged = judge_path(&silent, ExpectedPath::KvikioPosix, 0);
     assert!(!judged.passed);
     assert_eq!(judged.verdict.path, Path::Unknown, "{judged}");
 }
@@ -167,7 +167,7 @@ fn compat_on_async_reads_are_kvikio_posix_by_kvikio_own_count() {
 fn cufile_counting_async_reads_under_compat_on_is_a_disagreement() {
     let mut e = h200_kvikio_async_off();
     e.compat_mode = Some(CompatMode::ON);
-    let judged = judge(&e, ExpectedPath::CufilePosix, 0);
+    let judged = judge_path(&e, ExpectedPath::CufilePosix, 0);
     assert!(!judged.passed);
     assert!(
         judged
@@ -184,7 +184,7 @@ fn cufile_counting_async_reads_under_compat_on_is_a_disagreement() {
 fn async_writes_and_roundtrips_are_placed_by_cufiles_counters() {
     let mut e = h200_kvikio_async_off();
     e.op = Op::Write;
-    let judged = judge(&e, ExpectedPath::CufilePosix, 0);
+    let judged = judge_path(&e, ExpectedPath::CufilePosix, 0);
     assert!(judged.passed, "{judged}");
     assert!(
         judged
@@ -195,7 +195,7 @@ fn async_writes_and_roundtrips_are_placed_by_cufiles_counters() {
     e.op = Op::Roundtrip;
     e.bytes_read = 2 * GIB;
     e.cufile = Some(vec![gpu0(512, 0, 0, 512, 2 * GIB)]);
-    let judged = judge(&e, ExpectedPath::CufilePosix, 0);
+    let judged = judge_path(&e, ExpectedPath::CufilePosix, 0);
     assert!(judged.passed, "{judged}");
     assert!(
         judged

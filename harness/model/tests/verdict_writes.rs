@@ -10,7 +10,7 @@ use gds_model::cufile_abi::GpuCounters;
 use gds_model::evidence::{CufileGpuCounters, Evidence, GdsStats};
 use gds_model::path::Path;
 use gds_model::scenario::{ExpectedPath, Op, Reader};
-use gds_model::verdict::judge;
+use gds_model::verdict::judge_path;
 use verdict_support::*;
 
 /// cuFile's counters after a cufile writer put 1 GiB in 256 writes of 4 MiB, all in compat mode
@@ -39,7 +39,7 @@ fn writing(op: Op, counters: &GpuCounters) -> Evidence {
 
 #[test]
 fn compat_mode_writes_are_cufile_posix_and_said_as_writes() {
-    let judged = judge(
+    let judged = judge_path(
         &writing(Op::Write, &compat_mode_writes()),
         ExpectedPath::Gds,
         0,
@@ -51,7 +51,7 @@ fn compat_mode_writes_are_cufile_posix_and_said_as_writes() {
         "{}",
         judged.summary
     );
-    let expected = judge(
+    let expected = judge_path(
         &writing(Op::Write, &compat_mode_writes()),
         ExpectedPath::CufilePosix,
         0,
@@ -67,7 +67,7 @@ fn nvfs_writes_are_gds_and_reads_of_a_write_trial_do_not_count() {
         ..compat_mode_writes()
     };
     // The 16 posix reads are not the write's: the verdict is nvfs, not a mix.
-    let judged = judge(&writing(Op::Write, &nvfs), ExpectedPath::Gds, 0);
+    let judged = judge_path(&writing(Op::Write, &nvfs), ExpectedPath::Gds, 0);
     assert!(judged.passed, "{judged}");
     assert_eq!(judged.verdict.path, Path::Nvfs);
 }
@@ -89,7 +89,7 @@ fn a_roundtrip_counts_its_reads_and_writes_together() {
         ),
         (272, 256, 16, GIB + 64 * MIB)
     );
-    let judged = judge(
+    let judged = judge_path(
         &writing(Op::Roundtrip, &nvfs_writes_posix_reads),
         ExpectedPath::Gds,
         0,
@@ -131,7 +131,7 @@ fn gds_stats_write_sections_are_read_apart_from_reads() {
     let mut e = Evidence::new(Reader::Cufile, GIB);
     e.op = Op::Write;
     e.gds_stats = Some(stats);
-    let judged = judge(&e, ExpectedPath::Any, 0);
+    let judged = judge_path(&e, ExpectedPath::Any, 0);
     assert!(judged.to_string().contains("no writes counted"), "{judged}");
 }
 
@@ -146,7 +146,7 @@ fn a_writing_trials_evidence_says_written_not_read() {
     let mut e = writing(Op::Write, &failing);
     e.task_size = Some(4 * MIB);
     e.smallest_read = Some(MIB);
-    let text = judge(&e, ExpectedPath::CufilePosix, 0).to_string();
+    let text = judge_path(&e, ExpectedPath::CufilePosix, 0).to_string();
     for needle in [
         "cufile, 1.00 GiB written",
         "smallest write 1.00 MiB",
@@ -161,7 +161,7 @@ fn a_writing_trials_evidence_says_written_not_read() {
     );
     let mut roundtrip = writing(Op::Roundtrip, &compat_mode_writes());
     roundtrip.bytes_read = 2 * GIB;
-    let text = judge(&roundtrip, ExpectedPath::Any, 0).to_string();
+    let text = judge_path(&roundtrip, ExpectedPath::Any, 0).to_string();
     assert!(
         text.contains("cufile, 2.00 GiB written and read back"),
         "{text}"
@@ -172,7 +172,7 @@ fn a_writing_trials_evidence_says_written_not_read() {
 /// looks for that conflict still finds it.
 #[test]
 fn writes_the_counters_did_not_see_are_said_as_writes() {
-    let judged = judge(
+    let judged = judge_path(
         &writing(Op::Write, &GpuCounters::default()),
         ExpectedPath::Gds,
         0,

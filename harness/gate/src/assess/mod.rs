@@ -30,7 +30,7 @@ pub fn apply(record: &mut TrialRecord, trial_dir: &Path, nvfs_before: Option<Str
         trial_dir,
         nvfs_before,
     );
-    let judgement = verdict::judge_trial(&evidence, &record.spec.expect);
+    let judgement = verdict::judge_path_of_trial(&evidence, &record.spec.expect);
     if let Some(m) = record.measurement.as_mut() {
         m.path = judgement.verdict.path.clone();
         m.path_evidence = Some(judgement.to_string());

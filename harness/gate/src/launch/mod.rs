@@ -159,7 +159,7 @@ impl Launcher {
         on_answer: &mut dyn FnMut() -> Option<u64>,
     ) -> TrialRecord {
         match started.and_then(|started| Self::finish(started, on_answer)) {
-            Ok(ran) => self.judge(spec, dir, ran),
+            Ok(ran) => self.assess(spec, dir, ran),
             Err(StartError::Missing(what)) if spec.reader.python() => {
                 let needs = match spec.reader {
                     Reader::Torch => "torch and cupy",
@@ -384,7 +384,7 @@ impl Launcher {
     }
 
     /// Every way a worker can end, turned into one record.
-    fn judge(&self, spec: TrialSpec, dir: &Path, ran: Ran) -> TrialRecord {
+    fn assess(&self, spec: TrialSpec, dir: &Path, ran: Ran) -> TrialRecord {
         let Ran {
             asked,
             finished,

@@ -105,12 +105,14 @@ impl<'a> Streams<'a> {
         let elapsed = start.elapsed();
         enqueued?;
         synchronized?;
-        judge(&tasks, &slots).map_err(|(task, problem)| ReaderError::AsyncTransfer {
-            call,
-            path: path(&task),
-            offset: task.offset,
-            len: task.len,
-            source: problem,
+        first_failed_slot(&tasks, &slots).map_err(|(task, problem)| {
+            ReaderError::AsyncTransfer {
+                call,
+                path: path(&task),
+                offset: task.offset,
+                len: task.len,
+                source: problem,
+            }
         })?;
         Ok(Pass {
             elapsed,
@@ -188,7 +190,10 @@ pub enum SlotProblem {
 
 /// Every task judged by its slot after the streams were synchronised: all its bytes, or the
 /// first problem in plan order with its task.
-pub(crate) fn judge(tasks: &[Segment], slots: &[AsyncSlot]) -> Result<(), (Segment, SlotProblem)> {
+pub(crate) fn first_failed_slot(
+    tasks: &[Segment],
+    slots: &[AsyncSlot],
+) -> Result<(), (Segment, SlotProblem)> {
     for (task, slot) in tasks.iter().zip(slots) {
         let problem = match slot.done {
             done if done < 0 => SlotProblem::Failed { code: done as i64 },
@@ -295,11 +300,11 @@ mod tests {
     fn every_transfer_must_be_whole_and_the_first_bad_one_is_named() {
         let tasks = [task(0, 4096), task(4096, 4096), task(8192, 100)];
         let whole: Vec<AsyncSlot> = tasks.iter().map(|t| slot(t, t.len as isize)).collect();
-        assert_eq!(judge(&tasks, &whole), Ok(()));
+        assert_eq!(first_failed_slot(&tasks, &whole), Ok(()));
         let mut bad = whole.clone();
         bad[1].done = 512;
         bad[2].done = -5027;
-        let (at, problem) = judge(&tasks, &bad).unwrap_err();
+        let (at, problem) = first_failed_slot(&tasks, &bad).unwrap_err();
         assert_eq!(
             (at.offset, problem),
             (
@@ -311,11 +316,11 @@ mod tests {
             )
         );
         bad[1].done = 4096;
-        let (at, problem) = judge(&tasks, &bad).unwrap_err();
+        let (at, problem) = first_failed_slot(&tasks, &bad).unwrap_err();
         assert_eq!(at.offset, 8192);
         assert!(problem.to_string().contains("5027"), "{problem}");
         // A slot cuFile never reached (the stream did not run it) counts 0 bytes: short.
         let untouched: Vec<AsyncSlot> = tasks.iter().map(|t| slot(t, 0)).collect();
-        assert!(judge(&tasks, &untouched).is_err());
+        assert!(first_failed_slot(&tasks, &untouched).is_err());
     }
 }

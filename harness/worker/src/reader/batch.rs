@@ -128,7 +128,10 @@ pub(crate) fn outstanding(tasks: &[Segment], events: &[IoEvent]) -> (usize, Opti
 /// Every entry of a batch (`tasks`, cookie = index) judged by the events cuFile returned: each
 /// must come back once, complete with all its bytes. The first problem in task order, with the
 /// task it concerns.
-pub(crate) fn judge(tasks: &[Segment], events: &[IoEvent]) -> Result<(), (Segment, EntryProblem)> {
+pub(crate) fn first_failed_entry(
+    tasks: &[Segment],
+    events: &[IoEvent],
+) -> Result<(), (Segment, EntryProblem)> {
     let mut seen = vec![false; tasks.len()];
     let mut first: Option<(usize, EntryProblem)> = None;
     let mut note = |index: usize, problem: EntryProblem| {
@@ -227,7 +230,7 @@ impl GpuReader for BatchReader<'_> {
                     });
                 }
             };
-            judge(&tasks, &events).map_err(|(task, problem)| ReaderError::BatchEntry {
+            first_failed_entry(&tasks, &events).map_err(|(task, problem)| ReaderError::BatchEntry {
                 path: path(&task),
                 offset: task.offset,
                 len: task.len,
@@ -313,7 +316,10 @@ mod tests {
     #[test]
     fn a_batch_passes_when_every_entry_completes_in_any_order() {
         let tasks = [task(0, 4096), task(4096, 4096)];
-        assert_eq!(judge(&tasks, &[done(1, 4096), done(0, 4096)]), Ok(()));
+        assert_eq!(
+            first_failed_entry(&tasks, &[done(1, 4096), done(0, 4096)]),
+            Ok(())
+        );
     }
 
     #[test]
@@ -325,7 +331,8 @@ mod tests {
             ret: (-5i64) as u64,
         };
         let short = done(1, 100);
-        let (at, problem) = judge(&tasks, &[done(0, 4096), failed, short]).unwrap_err();
+        let (at, problem) =
+            first_failed_entry(&tasks, &[done(0, 4096), failed, short]).unwrap_err();
         // The first in plan order: the short entry at 8192, not the failed one after it.
         assert_eq!(at.offset, 8192);
         assert_eq!(
@@ -335,7 +342,8 @@ mod tests {
                 expected: 4096
             }
         );
-        let (at, problem) = judge(&tasks, &[done(0, 4096), done(1, 4096), failed]).unwrap_err();
+        let (at, problem) =
+            first_failed_entry(&tasks, &[done(0, 4096), done(1, 4096), failed]).unwrap_err();
         assert_eq!(
             (at.offset, problem.to_string().contains("failed")),
             (1 << 20, true)
@@ -346,11 +354,11 @@ mod tests {
     fn missing_repeated_unfinished_and_unknown_events_fail() {
         let tasks = [task(0, 4096), task(4096, 4096)];
         assert_eq!(
-            judge(&tasks, &[done(0, 4096)]).unwrap_err(),
+            first_failed_entry(&tasks, &[done(0, 4096)]).unwrap_err(),
             (task(4096, 4096), EntryProblem::NoEvent)
         );
         assert_eq!(
-            judge(&tasks, &[done(0, 4096), done(0, 4096), done(1, 4096)]).unwrap_err(),
+            first_failed_entry(&tasks, &[done(0, 4096), done(0, 4096), done(1, 4096)]).unwrap_err(),
             (task(0, 4096), EntryProblem::Twice)
         );
         let pending = IoEvent {
@@ -358,9 +366,9 @@ mod tests {
             status: STATUS_PENDING,
             ret: 0,
         };
-        assert!(judge(&tasks, &[done(0, 4096), pending]).is_err());
+        assert!(first_failed_entry(&tasks, &[done(0, 4096), pending]).is_err());
         assert_eq!(
-            judge(&tasks, &[done(0, 4096), done(1, 4096), done(9, 4096)]).unwrap_err(),
+            first_failed_entry(&tasks, &[done(0, 4096), done(1, 4096), done(9, 4096)]).unwrap_err(),
             (task(0, 4096), EntryProblem::UnknownCookie { cookie: 9 })
         );
     }
