@@ -17,6 +17,7 @@ use crate::host::HostFacts;
 use crate::launch::Launcher;
 use crate::prepare::DataSet;
 use crate::report::Report;
+use cause::Cause;
 use gds_model::plan::{PlannedFile, ReadPlan};
 use gds_model::record::{Status, TrialRecord};
 use gds_model::scenario::Reader;
@@ -25,6 +26,7 @@ use gds_model::scenario::{self, GpuSet, Suite, TrialSpec};
 mod ahead;
 mod assemble;
 pub(crate) mod baseline;
+mod cause;
 mod control;
 pub(crate) mod limits;
 pub(crate) mod rehearsal;
@@ -292,10 +294,7 @@ impl Executor {
             self.execute(spec, launcher, job)
         }))
         .unwrap_or_else(|panic| {
-            let message = gds_model::panic_message(panic.as_ref());
-            let details =
-                "  next: this is a bug in gds-gate; please report it with report.json".to_string();
-            TrialRecord::failed(copy, format!("the gate panicked: {message}"), details, None)
+            Cause::Panicked(gds_model::panic_message(panic.as_ref()).to_string()).fail(copy)
         })
     }
 
@@ -306,30 +305,10 @@ impl Executor {
         match unavailable(&spec, &self.host) {
             None => match self.data.files_for(&spec) {
                 Ok(files) => self.read(spec, files, launcher, job),
-                Err(error) => {
-                    let details = format!(
-                        "{}\n  next: fix the data problem above and run again",
-                        crate::assess::where_(&spec)
-                    );
-                    TrialRecord::failed(
-                        spec,
-                        format!("test data unavailable: {}", gds_model::error_chain(&error)),
-                        details,
-                        None,
-                    )
-                }
+                Err(error) => Cause::NoData(gds_model::error_chain(&error)).fail(spec),
             },
             Some(reason) if self.require_gpu && spec.reader.uses_gpu() => {
-                let details = format!(
-                    "  the run was started with --require-gpu, and reader `{}` needs a GPU\n  next: run on a host with the NVIDIA driver and GDS installed (check it with `cargo xtask doctor`), or drop --require-gpu",
-                    spec.reader.name()
-                );
-                TrialRecord::failed(
-                    spec,
-                    format!("GPU trial could not run: {reason}"),
-                    details,
-                    None,
-                )
+                Cause::GpuRequired(reason).fail(spec)
             }
             Some(reason) => TrialRecord::ignored(spec, reason),
         }
@@ -347,13 +326,7 @@ impl Executor {
     ) -> TrialRecord {
         let plan = match checked_plan(&spec, files) {
             Ok(plan) => plan,
-            Err(problem) => {
-                let details = format!(
-                    "{}\n  next: change the scenario as the reason says",
-                    crate::assess::where_(&spec)
-                );
-                return TrialRecord::failed(spec, format!("read plan: {problem}"), details, None);
-            }
+            Err(problem) => return Cause::Plan(problem.to_string()).fail(spec),
         };
         // A writing trial's files stay for the next run, which blanks them in place before each
         // pass: removing 1 GiB costs as much as writing it on a `discard` mount (a TRIM).
@@ -388,26 +361,9 @@ impl Executor {
         use crate::launch::multi::{Resolved, host_gpu_count, resolve};
         match resolve(set, host_gpu_count()) {
             Resolved::Gpus(gpus) => launcher.run_multi(spec, plan, &gpus),
-            Resolved::NoGpu(reason) if self.require_gpu => {
-                let details = format!(
-                    "{}\n  the run was started with --require-gpu\n  next: run on a host whose GPUs CUDA can see (check CUDA_VISIBLE_DEVICES and `nvidia-smi`)",
-                    crate::assess::where_(&spec)
-                );
-                TrialRecord::failed(
-                    spec,
-                    format!("GPU trial could not run: {reason}"),
-                    details,
-                    None,
-                )
-            }
+            Resolved::NoGpu(reason) if self.require_gpu => Cause::NoGpus(reason).fail(spec),
             Resolved::NoGpu(reason) => TrialRecord::ignored(spec, reason),
-            Resolved::Invalid(reason) => {
-                let details = format!(
-                    "{}\n  next: list GPUs this host has in `gpus:`, or write `gpus: all`",
-                    crate::assess::where_(&spec)
-                );
-                TrialRecord::failed(spec, reason, details, None)
-            }
+            Resolved::Invalid(reason) => Cause::UnknownGpus(reason).fail(spec),
         }
     }
 }

@@ -1,0 +1,59 @@
+//! Why a trial failed before a worker could read for it, as a type; [`Cause::fail`] builds its
+//! record, so that the words of each cause (what happened, where, what to do) live in one place.
+
+use crate::assess::where_;
+use gds_model::record::TrialRecord;
+use gds_model::scenario::TrialSpec;
+
+pub(super) enum Cause {
+    /// The gate itself panicked while running the trial.
+    Panicked(String),
+    /// The trial's data could not be generated or checked.
+    NoData(String),
+    /// The trial's read plan is refused (too many tasks, a task too large).
+    Plan(String),
+    /// A GPU trial that cannot run here, under `--require-gpu`.
+    GpuRequired(String),
+    /// `gpus:` found no GPU CUDA can see, under `--require-gpu`.
+    NoGpus(String),
+    /// `gpus:` lists a GPU this host does not have.
+    UnknownGpus(String),
+}
+
+impl Cause {
+    pub(super) fn fail(self, spec: TrialSpec) -> TrialRecord {
+        let at = where_(&spec);
+        let (reason, details) = match self {
+            Cause::Panicked(message) => (
+                format!("the gate panicked: {message}"),
+                "  next: this is a bug in gds-gate; please report it with report.json".to_string(),
+            ),
+            Cause::NoData(error) => (
+                format!("test data unavailable: {error}"),
+                format!("{at}\n  next: fix the data problem above and run again"),
+            ),
+            Cause::Plan(problem) => (
+                format!("read plan: {problem}"),
+                format!("{at}\n  next: change the scenario as the reason says"),
+            ),
+            Cause::GpuRequired(reason) => (
+                format!("GPU trial could not run: {reason}"),
+                format!(
+                    "  the run was started with --require-gpu, and reader `{}` needs a GPU\n  next: run on a host with the NVIDIA driver and GDS installed (check it with `cargo xtask doctor`), or drop --require-gpu",
+                    spec.reader.name()
+                ),
+            ),
+            Cause::NoGpus(reason) => (
+                format!("GPU trial could not run: {reason}"),
+                format!(
+                    "{at}\n  the run was started with --require-gpu\n  next: run on a host whose GPUs CUDA can see (check CUDA_VISIBLE_DEVICES and `nvidia-smi`)"
+                ),
+            ),
+            Cause::UnknownGpus(reason) => (
+                reason,
+                format!("{at}\n  next: list GPUs this host has in `gpus:`, or write `gpus: all`"),
+            ),
+        };
+        TrialRecord::failed(spec, reason, details, None)
+    }
+}
