@@ -12,6 +12,7 @@
 pub mod assess;
 pub mod bench;
 pub mod budget;
+mod cause;
 pub mod cli;
 pub mod commands;
 pub mod error;

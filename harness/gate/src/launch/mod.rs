@@ -60,6 +60,7 @@ pub struct Launcher {
     pub progress: Option<std::sync::Arc<crate::progress::View>>,
 }
 
+use crate::cause::Cause;
 pub use ahead::Held;
 pub use sampling::find_tool as find_gds_stats;
 
@@ -171,11 +172,7 @@ impl Launcher {
                 self.missing(spec, format!("{what}: {hint}"))
             }
             Err(StartError::Missing(reason) | StartError::Setup(reason)) => {
-                let details = format!(
-                    "{}\n  next: check that the reports directory is writable and the gate binary runs",
-                    where_(&spec)
-                );
-                TrialRecord::failed(spec, reason, details, None)
+                Cause::NotStarted(reason).fail(spec)
             }
         }
     }
@@ -373,11 +370,7 @@ impl Launcher {
     /// with how to get it, or, for KvikIO, a failure when the suite requires KvikIO.
     fn missing(&self, spec: TrialSpec, reason: String) -> TrialRecord {
         if spec.require_kvikio && spec.reader == Reader::Kvikio {
-            let details = format!(
-                "{}\n  next: the suite sets `require_kvikio: true`; install the missing piece",
-                where_(&spec)
-            );
-            TrialRecord::failed(spec, reason, details, None)
+            Cause::KvikioRequired(reason).fail(spec)
         } else {
             TrialRecord::ignored(spec, reason)
         }
@@ -430,18 +423,9 @@ impl Launcher {
             result
         });
         let mut record = match result {
-            Ok(result) if result.protocol != PROTOCOL_VERSION => TrialRecord::failed(
-                spec.clone(),
-                format!(
-                    "the worker speaks protocol {}, the gate {PROTOCOL_VERSION}",
-                    result.protocol
-                ),
-                format!(
-                    "{}\n  next: rebuild the gate, or use the Python worker shipped with it",
-                    where_(&spec)
-                ),
-                None,
-            ),
+            Ok(result) if result.protocol != PROTOCOL_VERSION => {
+                Cause::Protocol(result.protocol).fail(spec.clone())
+            }
             Ok(WorkerResult {
                 failure:
                     Some(WorkerFailure {
@@ -493,12 +477,7 @@ impl Launcher {
                 measurement: None,
                 failure: None,
                 ..
-            }) => TrialRecord::failed(
-                spec.clone(),
-                "the worker answered with neither a measurement nor a failure".into(),
-                format!("{}{shown_tail}", where_(&spec)),
-                None,
-            ),
+            }) => Cause::EmptyAnswer { tail: shown_tail }.fail(spec.clone()),
             Err(problem) => {
                 // Where it hung: the call the worker's watchdog named, else the system calls its
                 // threads were in when the gate gave up on it.

@@ -1,11 +1,13 @@
-//! Why a trial failed before a worker could read for it, as a type; [`Cause::fail`] builds its
-//! record, so that the words of each cause (what happened, where, what to do) live in one place.
+//! Why a trial failed outside the worker's own checks, as a type: before a worker could read for
+//! it (the run's causes), or because its worker could not start or answered with nothing usable.
+//! [`Cause::fail`] builds its record, so that the words of each cause (what happened, where, what
+//! to do) live in one place.
 
 use crate::assess::where_;
 use gds_model::record::TrialRecord;
 use gds_model::scenario::TrialSpec;
 
-pub(super) enum Cause {
+pub(crate) enum Cause {
     /// The gate itself panicked while running the trial.
     Panicked(String),
     /// The trial's data could not be generated or checked.
@@ -18,10 +20,19 @@ pub(super) enum Cause {
     NoGpus(String),
     /// `gpus:` lists a GPU this host does not have.
     UnknownGpus(String),
+    /// The worker could not be set up or started.
+    NotStarted(String),
+    /// A piece of the KvikIO stack is missing, and the suite sets `require_kvikio: true`.
+    KvikioRequired(String),
+    /// The worker answered in another protocol version.
+    Protocol(u32),
+    /// The worker answered with neither a measurement nor a failure; `tail` is its output's
+    /// last lines as the message shows them (empty when it printed nothing).
+    EmptyAnswer { tail: String },
 }
 
 impl Cause {
-    pub(super) fn fail(self, spec: TrialSpec) -> TrialRecord {
+    pub(crate) fn fail(self, spec: TrialSpec) -> TrialRecord {
         let at = where_(&spec);
         let (reason, details) = match self {
             Cause::Panicked(message) => (
@@ -52,6 +63,29 @@ impl Cause {
             Cause::UnknownGpus(reason) => (
                 reason,
                 format!("{at}\n  next: list GPUs this host has in `gpus:`, or write `gpus: all`"),
+            ),
+            Cause::NotStarted(reason) => (
+                reason,
+                format!(
+                    "{at}\n  next: check that the reports directory is writable and the gate binary runs"
+                ),
+            ),
+            Cause::KvikioRequired(reason) => (
+                reason,
+                format!(
+                    "{at}\n  next: the suite sets `require_kvikio: true`; install the missing piece"
+                ),
+            ),
+            Cause::Protocol(worker) => (
+                format!(
+                    "the worker speaks protocol {worker}, the gate {}",
+                    gds_model::protocol::PROTOCOL_VERSION
+                ),
+                format!("{at}\n  next: rebuild the gate, or use the Python worker shipped with it"),
+            ),
+            Cause::EmptyAnswer { tail } => (
+                "the worker answered with neither a measurement nor a failure".into(),
+                format!("{at}{tail}"),
             ),
         };
         TrialRecord::failed(spec, reason, details, None)
