@@ -68,8 +68,7 @@ impl View {
 
     /// A trial's worker is about to start.
     pub fn trial_started(&self) {
-        let mut guard = self.lock();
-        let live = &mut *guard;
+        let mut live = self.lock();
         live.started += 1;
         live.trial_start = Instant::now();
         live.last = None;
@@ -79,8 +78,7 @@ impl View {
 
     /// The worker writing `path` is still running: show what it reports, at most every [`POLL`].
     pub fn poll(&self, path: &Path) {
-        let mut guard = self.lock();
-        let live = &mut *guard;
+        let mut live = self.lock();
         if live.polled.elapsed() < POLL {
             return;
         }
@@ -127,8 +125,7 @@ impl View {
     /// progress line, the first of a trial ending libtest's `test NAME ... ` line as
     /// [`View::poll`]'s do.
     pub fn trial_waits(&self, short: &str, text: &str) {
-        let mut guard = self.lock();
-        let live = &mut *guard;
+        let mut live = self.lock();
         let mut err = std::io::stderr().lock();
         if live.in_place {
             let restore = if live.drawn { "\x1b8\x1b[J" } else { "\x1b7" };
@@ -144,8 +141,7 @@ impl View {
 
     /// The trial is over: erase the drawn status, so that its result lands where it was.
     pub fn trial_finished(&self) {
-        let mut guard = self.lock();
-        let live = &mut *guard;
+        let mut live = self.lock();
         let planned = live
             .planned
             .get(live.started.saturating_sub(1))

@@ -376,7 +376,7 @@ fn accumulate_help(options: &BlessOptions<'_>, history: &Path) -> String {
     let run_suite = bless_command(
         options.runner,
         options.baseline_path,
-        &options.scope.from(Source::Run),
+        &options.scope.with_source(Source::Run),
         None,
         options.accept_fingerprint,
         options.remove_missing,
@@ -397,7 +397,7 @@ fn fewer_command(options: &BlessOptions<'_>, path: &Path, short: &[&Taken]) -> O
     let span = short.iter().map(|t| t.span()).min().unwrap_or_default();
     let scope = Scope {
         history: (path != Path::new(crate::history::DEFAULT)).then(|| path.to_path_buf()),
-        ..options.scope.from(Source::History)
+        ..options.scope.with_source(Source::History)
     };
     let mut command = bless_command(
         options.runner,

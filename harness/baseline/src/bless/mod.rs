@@ -326,7 +326,11 @@ pub(crate) fn refuse_in_ci(options: &BlessOptions<'_>) -> Result<(), BlessError>
             .out
             .as_deref()
             .unwrap_or(Path::new(DEFAULT_OUT));
-        command(&options.scope.from(Source::Report(out.join("report.json"))))
+        command(
+            &options
+                .scope
+                .with_source(Source::Report(out.join("report.json"))),
+        )
     };
     Err(BlessError::InCi { from_report, local })
 }

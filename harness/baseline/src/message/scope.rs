@@ -37,7 +37,7 @@ impl Scope {
     }
 
     /// The same scope taking its measurements from `source`.
-    pub fn from(&self, source: Source) -> Scope {
+    pub fn with_source(&self, source: Source) -> Scope {
         Scope {
             source,
             ..self.clone()
@@ -89,10 +89,10 @@ mod tests {
             " --suite a.yaml --suite 'my suites/b.yaml' --out 'ci out' --from r.json"
         );
         assert!(scope.reads_saved());
-        let run = scope.from(Source::Run);
+        let run = scope.with_source(Source::Run);
         assert!(!run.reads_saved());
         assert_eq!(
-            run.from(Source::History).args(),
+            run.with_source(Source::History).args(),
             " --suite a.yaml --suite 'my suites/b.yaml' --out 'ci out' --from-history"
         );
     }

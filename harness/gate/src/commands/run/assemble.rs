@@ -37,7 +37,7 @@ pub(super) fn output(
     ran: Ran,
 ) -> RunOutput {
     let trials = ran.records;
-    let skipped = selection.specs.len() - setup.scheduled.len();
+    let skipped = selection.specs.len() - setup.executor.schedule.trials.len();
     let totals = Totals::of(&trials, ran.undefined, skipped);
     let mut notes = notes(&trials, args.require_gpu);
     notes.extend(setup.plan.as_ref().and_then(crate::budget::Plan::note));

@@ -23,8 +23,6 @@ pub(super) struct Setup {
     pub limits: Arc<Limits>,
     /// The trials kept to fit the run's budget, when it has one.
     pub plan: Option<crate::budget::Plan>,
-    /// The selected trials the budget keeps, in suite order.
-    pub scheduled: Vec<TrialSpec>,
     pub executor: Arc<Executor>,
     pub control_reading: Option<ControlReading>,
 }
@@ -73,17 +71,9 @@ pub(super) fn set_up(
             .iter()
             .filter(|spec| unavailable(spec, &host).is_none()),
     );
-    // The runner's control is read in every run that has a trial to run: a bless records it, a
-    // run's history line keeps it for a bless from history, and a baseline that has one compares
-    // it and lets confirmation runs wait on it.
-    let (control_reading, settler) = if data.any_ready() {
-        control::start(args, against.and_then(baseline::Against::baseline))
-    } else {
-        (None, None)
-    };
     let schedule = match rehearsal {
-        Some(plan) => rounds::Schedule::rehearsal(scheduled.clone(), plan.budget),
-        None => rounds::Schedule::new(scheduled.clone()),
+        Some(plan) => rounds::Schedule::rehearsal(scheduled, plan.budget),
+        None => rounds::Schedule::new(scheduled),
     };
     let progress = Arc::new(crate::progress::View::begin(
         schedule
@@ -94,13 +84,19 @@ pub(super) fn set_up(
             .map(|spec| crate::progress::planned_bytes(&spec))
             .collect(),
     ));
+    let launcher = launcher(args, Arc::clone(&progress))?;
+    // The runner's control is read in every run that has a trial to run: a bless records it, a
+    // run's history line keeps it for a bless from history, and a baseline that has one compares
+    // it and lets confirmation runs wait on it.
+    let (control_reading, settler) = if data.any_ready() {
+        control::start(args, against.and_then(baseline::Against::baseline))
+    } else {
+        (None, None)
+    };
     let executor = Arc::new(Executor {
         data,
         require_gpu: args.require_gpu,
-        launcher: Launcher {
-            progress: Some(Arc::clone(&progress)),
-            ..launcher(args)?
-        },
+        launcher,
         against: against.filter(|a| a.baseline().is_some()).cloned(),
         confirm: usize::from(args.confirm),
         confirm_delay: std::time::Duration::from_secs(args.confirm_delay),
@@ -121,7 +117,6 @@ pub(super) fn set_up(
         doctor,
         limits,
         plan,
-        scheduled,
         executor,
         control_reading,
     })
@@ -152,7 +147,8 @@ fn say_doctor(
     }
 }
 
-fn launcher(args: &RunArgs) -> Result<Launcher, Error> {
+/// How the run starts its workers; they feed the run's `progress` view as they read.
+fn launcher(args: &RunArgs, progress: Arc<crate::progress::View>) -> Result<Launcher, Error> {
     let gate = crate::job::worker_program().map_err(|error| {
         Error::Setup(format!(
             "cannot find the gate's own binary to start workers: {}",
@@ -166,7 +162,7 @@ fn launcher(args: &RunArgs) -> Result<Launcher, Error> {
         timeout: args.timeout.map(std::time::Duration::from_secs),
         gds_stats: crate::launch::find_gds_stats(),
         env: Vec::new(),
-        progress: None,
+        progress: Some(progress),
     })
 }
 

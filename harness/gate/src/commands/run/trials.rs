@@ -91,7 +91,7 @@ pub(super) fn run(
         // run, whose summary would read "ok. 0 passed"; every scheduled trial is not run.
         Some(signal) => {
             let mut records = lock(&records);
-            for spec in &setup.scheduled {
+            for spec in &executor.schedule.trials {
                 let mut record = crate::interrupt::not_run(spec.clone(), signal);
                 executor.judge(&mut record);
                 records.push(record);
