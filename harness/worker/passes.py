@@ -437,7 +437,7 @@ def blank(path, size):
 
 def writes(trial):
     """`op: write` or `roundtrip` (a spec without `op` reads)."""
-    return trial.get("op", "read") != "read"
+    return trial.get("op", "read") in ("write", "roundtrip")
 
 
 def device_used(cupy):

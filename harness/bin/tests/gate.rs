@@ -673,6 +673,56 @@ fn posix_write_and_roundtrip_trials_write_verify_and_report_fsync_apart() {
     assert_eq!(again.code, 0, "{again:?}");
 }
 
+/// `op: load` with the posix reader: every pass opens the files again, the load's time includes
+/// the opening, and the first byte and the opening are figures of their own per measured pass.
+#[test]
+fn a_posix_load_reports_its_first_byte_and_opening_per_pass() {
+    let scratch = Scratch::new();
+    let suite = scratch.suite(
+        "suite: l\nscenarios:\n  - name: shards\n    files: { size: 2MiB, seed: 21, count: 4 }\n    op: load\n    nthreads: 2\n    task_size: 1MiB\n    warmup: 1\n    repetitions: 3\n",
+    );
+    let run = scratch.gate(&["--suite", suite.to_str().unwrap()]);
+    assert_eq!(run.code, 0, "{run:?}");
+    let line = run
+        .stdout
+        .lines()
+        .find(|line| line.contains("l::shards"))
+        .unwrap_or_else(|| panic!("{run:?}"));
+    assert!(
+        line.contains(" loaded, first byte ") && line.contains(", open "),
+        "{line}"
+    );
+    let report = scratch.report();
+    let m = &report["trials"][0]["measurement"];
+    assert_eq!(report["trials"][0]["status"], "passed", "{report}");
+    let figures = |key: &str| -> Vec<f64> {
+        m["load"][key]
+            .as_array()
+            .unwrap_or_else(|| panic!("{key}: {m}"))
+            .iter()
+            .map(|v| v.as_f64().unwrap())
+            .collect()
+    };
+    let (seconds, first, open) = (
+        m["seconds"].as_array().unwrap(),
+        figures("first_byte_seconds"),
+        figures("open_seconds"),
+    );
+    assert_eq!((seconds.len(), first.len(), open.len()), (3, 3, 3), "{m}");
+    assert!(
+        m["load"].get("register_seconds").is_none(),
+        "posix registers no buffer: {m}"
+    );
+    for ((load, first), open) in seconds.iter().zip(&first).zip(&open) {
+        let load = load.as_f64().unwrap();
+        assert!(
+            0.0 < *open && open < first && *first < load,
+            "{open} {first} {load}"
+        );
+    }
+    assert_eq!(m["integrity"]["bad_words"], 0);
+}
+
 /// On a host that runs only CPU trials, the doctor is one line before the trials (every GPU
 /// finding is expected there); `--doctor` lists them all. Plots and charts only for what ran.
 #[test]

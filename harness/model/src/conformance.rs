@@ -209,6 +209,7 @@ mod tests {
             memory: None,
             write: None,
             rounds: Vec::new(),
+            load: None,
         }
     }
 

@@ -201,6 +201,10 @@ pub struct Measurement {
     /// then its write section's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub write: Option<WriteFigures>,
+    /// A load's set-up figures (`op: load`); `seconds` and `gbps` above are then the whole
+    /// load's, opening and registering included.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub load: Option<LoadFigures>,
     /// A trial of several rounds (`rounds:`): the measured passes of each round's worker, in
     /// the order of `seconds`; empty for a trial of one worker.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -222,6 +226,22 @@ pub struct WriteFigures {
     pub read_back_seconds: Vec<f64>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub read_back_gbps: Vec<f64>,
+}
+
+/// What a load (`op: load`) spent before its bytes arrived, per measured pass in the order of
+/// `Measurement::seconds`: the costs a GB/s over the read calls leaves out, and what a model
+/// load's user waits for.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct LoadFigures {
+    /// Opening every file, and registering it with cuFile where the reader does
+    /// (`cuFileHandleRegister`).
+    pub open_seconds: Vec<f64>,
+    /// `cuFileBufRegister` of the destination; empty where the reader registers none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub register_seconds: Vec<f64>,
+    /// From the load's start (the first open) to the first read call's bytes in the
+    /// destination.
+    pub first_byte_seconds: Vec<f64>,
 }
 
 /// The first pass's preparation, timed into the start-up by the worker (the pass cannot start
@@ -541,8 +561,9 @@ impl TrialRecord {
             .write
             .as_ref()
             .map_or_else(String::new, WriteFigures::line);
+        let load = m.load.as_ref().map_or_else(String::new, LoadFigures::line);
         format!(
-            "{speed}{gpus}{write}, path {}, {checksum}{startup}{cost}",
+            "{speed}{gpus}{write}{load}, path {}, {checksum}{startup}{cost}",
             m.path
         )
     }
@@ -564,6 +585,37 @@ impl WriteFigures {
             ));
         }
         line
+    }
+}
+
+impl LoadFigures {
+    /// ` loaded, first byte 4.1 ms, open 1.2 ms, buffer registration 310 µs (medians)`: what the
+    /// console line adds for a load (its GB/s are the whole loads').
+    pub fn line(&self) -> String {
+        let median = |values: &[f64]| (!values.is_empty()).then(|| crate::numbers::median(values));
+        let mut line = String::from(" loaded");
+        for (name, values) in [
+            ("first byte", &self.first_byte_seconds),
+            ("open", &self.open_seconds),
+            ("buffer registration", &self.register_seconds),
+        ] {
+            if let Some(seconds) = median(values) {
+                line.push_str(&format!(", {name} {}", short_time(seconds)));
+            }
+        }
+        line.push_str(" (medians)");
+        line
+    }
+}
+
+/// `310 µs`, `4.1 ms`, `1.25 s`: a set-up step's time, to two or three figures.
+pub fn short_time(seconds: f64) -> String {
+    if seconds < 1e-3 {
+        format!("{:.0} µs", seconds * 1e6)
+    } else if seconds < 1.0 {
+        format!("{:.1} ms", seconds * 1e3)
+    } else {
+        format!("{seconds:.2} s")
     }
 }
 

@@ -189,6 +189,7 @@ pub fn judge_path(
                 "expected {want}, but the trial {} no bytes: there is no path to judge",
                 match evidence.op {
                     crate::scenario::Op::Read => "read",
+                    crate::scenario::Op::Load => "loaded",
                     crate::scenario::Op::Write => "wrote",
                     crate::scenario::Op::Roundtrip => "wrote and read back",
                 }

@@ -82,6 +82,7 @@ fn measure(spec: &WorkerSpec) -> WorkerResult {
         memory: None,
         write: None,
         rounds: Vec::new(),
+        load: None,
     };
     // Writing trials hold their files whole (`validate` refuses a smaller window for them).
     let failure = match spec.trial.reader {
@@ -157,9 +158,13 @@ fn open_posix(spec: &WorkerSpec, window: Option<u64>) -> Result<Posix, WorkerFai
     Posix::open(&spec.plan, capacity(spec, window)).map_err(fail)
 }
 
-/// The window this trial reads through, given the memory of its destination.
+/// The window this trial reads through, given the memory of its destination. A load reads its
+/// files whole into one buffer, as a loader does.
 fn window_for(spec: &WorkerSpec, memory: Option<u64>) -> Option<u64> {
-    spec.trial.window.resolve(spec.plan.total_bytes(), memory)
+    match spec.trial.op {
+        Op::Load => None,
+        _ => spec.trial.window.resolve(spec.plan.total_bytes(), memory),
+    }
 }
 
 /// What the reader allocates: one window, or the whole pass.
@@ -383,9 +388,20 @@ fn passes(
         if pass == u64::from(trial.warmup) {
             measured_from();
         }
+        let opened = match trial.op {
+            Op::Load => Some(reader.reopen(plan).map_err(fail)?),
+            _ => None,
+        };
         let mut reads_done = || pending = cold.as_ref().map(cold::CachedFiles::start_drop);
-        let outcome =
+        let mut outcome =
             run_pass(reader, plan, windows.as_deref(), &settings, &mut reads_done).map_err(fail)?;
+        if let Some(opened) = opened {
+            // A load's time is the whole of it: what the loader's user waits for.
+            outcome.read.elapsed += opened.total();
+            if pass >= u64::from(trial.warmup) {
+                record_load(m, &opened, &outcome.read);
+            }
+        }
         device_peak = device_peak.max(outcome.device_peak);
         m.memory = Some(MemoryPeak {
             host_rss_bytes: None,
@@ -415,6 +431,20 @@ fn passes(
     }
     cold::hand_to_wind_down(pending);
     Ok(())
+}
+
+/// A measured load's set-up figures ([`gds_model::record::LoadFigures`]); `read` is its pass,
+/// opening included.
+fn record_load(m: &mut Measurement, opened: &crate::reader::Opened, read: &crate::reader::Pass) {
+    let load = m.load.get_or_insert_with(Default::default);
+    load.open_seconds.push(opened.open.as_secs_f64());
+    if let Some(register) = opened.register {
+        load.register_seconds.push(register.as_secs_f64());
+    }
+    // A pass without calls (an empty plan is refused) would have its first byte at its end.
+    let first_call = read.first_call.unwrap_or(read.elapsed - opened.total());
+    load.first_byte_seconds
+        .push((opened.total() + first_call).as_secs_f64());
 }
 
 /// A measured pass's I/O section (the reads, or a writing trial's writes): its time, throughput,

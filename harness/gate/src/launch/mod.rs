@@ -679,6 +679,7 @@ mod tests {
             memory: None,
             write: None,
             rounds: Vec::new(),
+            load: None,
         };
         let result = WorkerResult {
             protocol: PROTOCOL_VERSION,

@@ -387,6 +387,7 @@ fn aggregate_measurement(
             .reduce(MemoryPeak::max),
         write: None,
         rounds: Vec::new(),
+        load: None,
     }
 }
 

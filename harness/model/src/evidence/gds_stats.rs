@@ -187,7 +187,7 @@ impl GdsGpu {
     pub fn counters_for(&self, op: Op) -> CufileGpuCounters {
         let writes = || counters_of(self.gpu, &self.write_stats());
         match op {
-            Op::Read => self.counters(),
+            Op::Read | Op::Load => self.counters(),
             Op::Write => writes(),
             Op::Roundtrip => self.counters().plus(&writes()),
         }

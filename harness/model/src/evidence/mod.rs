@@ -88,7 +88,7 @@ impl CufileGpuCounters {
             read_bytes: g.writes_bytes,
         };
         match op {
-            Op::Read => reads,
+            Op::Read | Op::Load => reads,
             Op::Write => writes,
             Op::Roundtrip => reads.plus(&writes),
         }

@@ -7,6 +7,7 @@
 mod error;
 mod expand;
 pub mod limits;
+mod load;
 mod locate;
 mod model;
 mod passes;
@@ -454,8 +455,13 @@ impl Validator<'_> {
         let windows = pick!(window, window_mode::WindowMode::Auto);
         if let Some(&op) = ops.iter().find(|op| op.writes()) {
             self.writes(op, &files, &pattern, gpu_set.as_ref(), &context, &here)?;
-            self.writing_window(op, &files, &windows, &context, here("window"))?;
             self.writers(op, &readers, &context, &here)?;
+        }
+        if ops.contains(&Op::Load) {
+            self.loads(&readers, &pattern, gpu_set.as_ref(), &context, &here)?;
+        }
+        if let Some(&op) = ops.iter().find(|op| **op != Op::Read) {
+            self.whole_window(op, &files, &windows, &context, here("window"))?;
         }
         if let Some(set) = &gpu_set {
             let gpu_list = fields.gpu.as_ref().or(defaults.gpu.as_ref());

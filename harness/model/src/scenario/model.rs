@@ -164,6 +164,12 @@ impl Reader {
         self != Reader::CufileBatch
     }
 
+    /// Whether the reader can run a load (`op: load`): open and register its files again every
+    /// pass.
+    pub fn loads(self) -> bool {
+        matches!(self, Reader::Posix | Reader::H2d | Reader::Cufile)
+    }
+
     pub fn uses_gpu(self) -> bool {
         !matches!(self, Reader::Posix)
     }
@@ -195,6 +201,10 @@ pub enum Op {
     /// Write as `write` does, drop the file's pages, read it back through the reader under test
     /// and verify what arrived.
     Roundtrip,
+    /// Load the files as a model loader does: every pass opens and registers each file, registers
+    /// the destination where the reader does, and reads the files whole; the pass's time is the
+    /// load's, and the set-up steps and the time to the first byte are figures of their own.
+    Load,
 }
 
 impl Op {
@@ -203,12 +213,13 @@ impl Op {
             Op::Read => "read",
             Op::Write => "write",
             Op::Roundtrip => "roundtrip",
+            Op::Load => "load",
         }
     }
 
     /// Whether the trial writes a file (of its own, in the data dir).
     pub fn writes(self) -> bool {
-        !matches!(self, Op::Read)
+        matches!(self, Op::Write | Op::Roundtrip)
     }
 
     /// What the trial did to its bytes, after a size: `1.00 GiB read`, `… written`, and for a
@@ -218,13 +229,14 @@ impl Op {
             Op::Read => "read",
             Op::Write => "written",
             Op::Roundtrip => "written and read back",
+            Op::Load => "loaded",
         }
     }
 
     /// One transfer of the trial, as a noun: `smallest read`, `write errors`.
     pub fn transfer(self) -> &'static str {
         match self {
-            Op::Read => "read",
+            Op::Read | Op::Load => "read",
             Op::Write => "write",
             Op::Roundtrip => "write and read",
         }
@@ -233,7 +245,7 @@ impl Op {
     /// Transfers of the trial, plural: `256 posix reads`, `no writes counted`.
     pub fn transfers(self) -> &'static str {
         match self {
-            Op::Read => "reads",
+            Op::Read | Op::Load => "reads",
             Op::Write => "writes",
             Op::Roundtrip => "reads and writes",
         }

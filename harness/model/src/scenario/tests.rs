@@ -668,7 +668,7 @@ fn a_writing_trial_refuses_a_window_smaller_than_its_pass() {
             &[
                 ":5:5:",
                 "`op: roundtrip`",
-                "whole pass (2MiB)",
+                "whole pass in one buffer (2MiB)",
                 "`window: 256KiB`",
                 "do not stream",
                 "window: whole",
@@ -693,6 +693,51 @@ fn a_writing_trial_refuses_a_window_smaller_than_its_pass() {
         expand(&reads)[0].window,
         window_mode::WindowMode::Size(256 << 10)
     );
+}
+
+/// A load opens and registers its files every pass and reads them whole into one buffer: a
+/// reader that cannot, random offsets, several GPUs and a window smaller than the pass are
+/// refused with their key and the fix.
+#[test]
+fn load_mistakes_are_reported_with_position_and_fix() {
+    assert_rejected(&[
+        (
+            "a reader that does not load",
+            "scenarios:\n  - name: l\n    files: { size: 1MiB }\n    op: load\n    reader: [posix, cufile-batch]\n",
+            &[
+                ":4:5:",
+                "`op: load`",
+                "`cufile-batch` reader",
+                "load with `posix`",
+            ],
+        ),
+        (
+            "random offsets",
+            "scenarios:\n  - name: l\n    files: { size: 1MiB }\n    op: load\n    pattern: { random: { size: 4KiB, count: 2 } }\n",
+            &[":5:5:", "reads the files whole", "pattern: whole"],
+        ),
+        (
+            "several GPUs",
+            "scenarios:\n  - name: l\n    files: { size: 1MiB }\n    reader: cufile\n    op: load\n    gpus: all\n",
+            &[":6:5:", "`gpus: all`", "one worker loads"],
+        ),
+        (
+            "a window smaller than the pass",
+            "scenarios:\n  - name: l\n    files: { size: 1MiB, count: 4 }\n    op: load\n    window: 1MiB\n",
+            &[
+                ":5:5:",
+                "`op: load` holds the whole pass",
+                "`window: 1MiB`",
+                "window: whole",
+            ],
+        ),
+    ]);
+    let suite = parse_ok(
+        "scenarios:\n  - name: l\n    files: { size: 1MiB, count: 16 }\n    op: load\n    reader: [posix, h2d, cufile]\n",
+    );
+    let trials = expand(&suite);
+    assert_eq!(trials.len(), 3);
+    assert!(trials.iter().all(|t| t.op == Op::Load && !t.op.writes()));
 }
 
 /// A `cufile:` override goes into the trial's cufile.json as written: a value of the wrong type

@@ -181,7 +181,7 @@ fn the_batch_and_async_readers_stream_through_a_window_but_the_async_writer_does
         "scenarios:\n  - name: w\n    files: { size: 4MiB }\n    reader: cufile-async\n    op: write\n    window: 1MiB\n",
         &[
             ":6:5:",
-            "`op: write` writes from one buffer of the whole pass",
+            "`op: write` holds the whole pass in one buffer",
             "`window: 1MiB` is smaller",
             "window: whole",
         ],

@@ -1,5 +1,6 @@
 //! What a writing trial (`op: write` or `roundtrip`) needs of its scenario: a file of its own,
-//! a plan that covers it once, one GPU, a writer for each reader, and one buffer of the whole pass.
+//! a plan that covers it once, one GPU, a writer for each reader, and one buffer of the whole pass
+//! (which a load needs too).
 
 use super::model::{GpuSet, Op, Pattern, Reader};
 use super::size::ByteSize;
@@ -67,9 +68,10 @@ impl Validator<'_> {
     }
 
     /// Writers hold the files they write whole (the generator's bytes made once, written by
-    /// every pass), so a writing trial cannot stream through a window: a window smaller than the
-    /// pass is refused rather than ignored. `auto` is the whole buffer for a writing trial.
-    pub(super) fn writing_window(
+    /// every pass), and a load reads its files whole into one buffer, so neither streams through
+    /// a window: a window smaller than the pass is refused rather than ignored. `auto` is the
+    /// whole buffer for such a trial.
+    pub(super) fn whole_window(
         &self,
         op: Op,
         files: &FileSet,
@@ -85,14 +87,14 @@ impl Validator<'_> {
             .iter()
             .find(|window| matches!(window, WindowMode::Size(bytes) if *bytes < pass));
         if let Some(window) = streamed {
+            let op = op.name();
             return Err(self.error(
                     at,
                     format!(
-                        "{context}: `op: {}` writes from one buffer of the whole pass ({}), but `window: {window}` is smaller: writing trials do not stream through a window",
-                        op.name(),
+                        "{context}: `op: {op}` holds the whole pass in one buffer ({}), but `window: {window}` is smaller: such trials do not stream through a window",
                         ByteSize(pass)
                     ),
-                    "use `window: whole` (or leave `window` out) for writing trials, and stream the reads in a scenario of their own",
+                    &format!("use `window: whole` (or leave `window` out) for `op: {op}`, and stream the reads in a scenario of their own"),
                 ));
         }
         Ok(())

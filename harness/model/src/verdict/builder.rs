@@ -84,7 +84,7 @@ impl Builder {
 /// The KvikIO calls a trial's `kvikio_api: async` makes for its direction.
 pub(super) fn stream_ordered_calls(op: Op) -> &'static str {
     match op {
-        Op::Read => "raw_read_async",
+        Op::Read | Op::Load => "raw_read_async",
         Op::Write => "raw_write_async",
         Op::Roundtrip => "raw_write_async and raw_read_async",
     }

@@ -5,14 +5,13 @@ use super::builder::Builder;
 use super::ops::Ops;
 use super::{Path, Source};
 use crate::evidence::{Bytes, Evidence, FindingKind, NvfsEvidence};
-use crate::scenario::Op;
 
 /// nvidia-fs, the host and cufile.log against what the counters said.
 pub(super) fn cross_check(e: &Evidence, v: &mut Builder, ops: Option<&Ops>) {
     let nvfs_reads = ops.map_or(0, |o| o.nvfs);
     let noun = e.op.transfers();
     // nvidia-fs's parsed counters are its `Reads:` line: they say nothing of a trial's writes.
-    let compare_reads = e.op == Op::Read;
+    let compare_reads = !e.op.writes();
     let claims_nvfs = nvfs_reads > 0 || v.marked.contains(&Path::Nvfs);
     match &e.nvfs {
         Some(NvfsEvidence::Delta(delta)) => {

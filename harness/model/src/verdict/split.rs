@@ -7,7 +7,7 @@ use super::cross_check::{cross_check, settings};
 use super::ops::Ops;
 use super::{Path, PathVerdict, Source};
 use crate::evidence::{Bytes, Evidence, FindingKind, KvikioBackends};
-use crate::scenario::{CompatMode, KvikioApi, Op, Reader};
+use crate::scenario::{CompatMode, KvikioApi, Reader};
 
 const MIB: u64 = 1 << 20;
 
@@ -62,7 +62,7 @@ fn cufile_ops(e: &Evidence, v: &mut Builder) -> Option<Ops> {
         let mut ops = Ops::of(Source::GdsStats, &stats.counters_for(e.op));
         ops.noun = noun;
         // The GLOBAL read errors and the `nvfs=` inference speak of reads only.
-        if e.op == Op::Read {
+        if !e.op.writes() {
             ops.nvfs_inferred = stats.nvfs_inferred();
             ops.err = ops.err.max(stats.read_errors());
         }

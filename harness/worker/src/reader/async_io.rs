@@ -118,6 +118,7 @@ impl<'a> Streams<'a> {
             elapsed,
             calls: tasks.len() as u64,
             latency: None,
+            first_call: None,
         })
     }
 

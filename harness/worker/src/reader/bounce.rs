@@ -4,7 +4,7 @@
 
 use std::fs::File;
 
-use super::{GpuReader, Pass, ReaderError, pread_exact, run_parallel};
+use super::{GpuReader, Opened, Pass, ReaderError, pread_exact, run_parallel};
 use crate::gpu::{DeviceBuffer, Gpu, PinnedBuffer};
 use gds_model::path::Path;
 use gds_model::plan::ReadPlan;
@@ -76,5 +76,15 @@ impl GpuReader for Bounce<'_> {
             Ok::<(), ReaderError>(())
         })?;
         Ok(pass)
+    }
+
+    fn reopen(&mut self, plan: &ReadPlan) -> Result<Opened, ReaderError> {
+        self.files.clear();
+        let start = std::time::Instant::now();
+        self.files = super::posix::open_all(plan)?;
+        Ok(Opened {
+            open: start.elapsed(),
+            register: None,
+        })
     }
 }

@@ -20,7 +20,9 @@ use std::fs::{File, OpenOptions};
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::OpenOptionsExt;
 
-use super::{GpuReader, Pass, ReaderError, run_parallel};
+use std::time::Instant;
+
+use super::{GpuReader, Opened, Pass, ReaderError, run_parallel};
 use crate::gpu::{DeviceBuffer, Gpu};
 use crate::libcufile::{Cufile, Handle, RegisteredBuffer};
 use gds_model::path::Path;
@@ -29,6 +31,8 @@ use gds_model::scenario::BufferKind;
 
 pub struct CufileReader<'a> {
     gpu: &'a mut Gpu,
+    cufile: &'a Cufile,
+    buffer: BufferKind,
     // Field order is drop order: deregister the buffer and handles before freeing and closing.
     _registered: Option<RegisteredBuffer<'a>>,
     handles: Vec<Handle<'a>>,
@@ -51,6 +55,8 @@ impl<'a> CufileReader<'a> {
         let registered = register_buffer(cufile, &device, buffer)?;
         Ok(CufileReader {
             gpu,
+            cufile,
+            buffer,
             _registered: registered,
             handles,
             _files: files,
@@ -133,5 +139,23 @@ impl GpuReader for CufileReader<'_> {
         // and guards against a path that copies asynchronously.
         self.gpu.synchronize()?;
         Ok(pass)
+    }
+
+    /// Deregisters and closes everything first (untimed), then times the files' opening and
+    /// registration and the buffer's registration apart.
+    fn reopen(&mut self, plan: &ReadPlan) -> Result<Opened, ReaderError> {
+        self._registered = None;
+        self.handles.clear();
+        self._files.clear();
+        let start = Instant::now();
+        let (files, handles) = register_files(self.cufile, plan, OpenOptions::new().read(true))?;
+        (self._files, self.handles) = (files, handles);
+        let open = start.elapsed();
+        let start = Instant::now();
+        self._registered = register_buffer(self.cufile, &self.device, self.buffer)?;
+        Ok(Opened {
+            open,
+            register: self._registered.is_some().then(|| start.elapsed()),
+        })
     }
 }

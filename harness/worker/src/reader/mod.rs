@@ -10,6 +10,7 @@ pub(crate) mod host_memory;
 pub mod posix;
 pub mod stream;
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -44,6 +45,26 @@ pub trait PlanReader {
         method: Integrity,
         expected: u64,
     ) -> Result<IntegrityResult, ReaderError>;
+    /// A load's start (`op: load`): close the files, then open and register them and the
+    /// destination again, timed, as a loader that starts afresh does.
+    fn reopen(&mut self, _plan: &ReadPlan) -> Result<Opened, ReaderError> {
+        Err(ReaderError::NotALoader)
+    }
+}
+
+/// What opening a load took ([`PlanReader::reopen`]).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Opened {
+    /// Opening every file, and `cuFileHandleRegister` where the reader registers them.
+    pub open: Duration,
+    /// `cuFileBufRegister` of the destination, where the reader registers it.
+    pub register: Option<Duration>,
+}
+
+impl Opened {
+    pub fn total(&self) -> Duration {
+        self.open + self.register.unwrap_or_default()
+    }
 }
 
 /// A reader whose bytes land in a device buffer. Clearing that buffer before a pass, the GPU's
@@ -62,6 +83,10 @@ pub trait GpuReader {
         nthreads: u32,
         task_size: u64,
     ) -> Result<Pass, ReaderError>;
+    /// [`PlanReader::reopen`].
+    fn reopen(&mut self, _plan: &ReadPlan) -> Result<Opened, ReaderError> {
+        Err(ReaderError::NotALoader)
+    }
 }
 
 impl<R: GpuReader> PlanReader for R {
@@ -95,6 +120,10 @@ impl<R: GpuReader> PlanReader for R {
     ) -> Result<IntegrityResult, ReaderError> {
         let (gpu, device) = self.landing();
         Ok(gpu.verify(device, plan, method, expected)?)
+    }
+
+    fn reopen(&mut self, plan: &ReadPlan) -> Result<Opened, ReaderError> {
+        GpuReader::reopen(self, plan)
     }
 }
 
@@ -215,6 +244,8 @@ pub enum ReaderError {
     HostMemory { needed: String, available: String },
     #[error("cannot map the host read buffer")]
     HostAllocation(#[source] std::io::Error),
+    #[error("this reader does not open its files again for a load (`op: load`)")]
+    NotALoader,
     #[error("cannot start reader thread {} of {requested}", started + 1)]
     Threads {
         started: usize,
@@ -269,6 +300,7 @@ impl ReaderError {
             ReaderError::Write { .. } | ReaderError::Create { .. } | ReaderError::Sync { .. } => "check the data dir's free space and permissions, and the storage (dmesg)".into(),
             ReaderError::VerifyOpen { .. } => "the file system refuses O_DIRECT (tmpfs and some FUSE mounts do), so written bytes cannot be read back from the disk: put --data-dir on a disk-backed file system".into(),
             ReaderError::Io { .. } | ReaderError::ShortFile { .. } => "check the storage (dmesg) and that the files are not being modified".into(),
+            ReaderError::NotALoader => "this is a bug in gds-gate: `op: load` is checked against the readers that load when the suite is read".into(),
             ReaderError::Threads { .. } => "use fewer threads (`nthreads`), or raise this host's limits on threads and memory (`ulimit -u` and `-v`, the container's pids limit)".into(),
         }
     }
@@ -281,6 +313,9 @@ pub struct Pass {
     pub elapsed: Duration,
     pub calls: u64,
     pub latency: Option<Histogram>,
+    /// From the pass's start to the end of its first read call; `None` where the reader does not
+    /// see its calls end one by one (stream-ordered reads).
+    pub first_call: Option<Duration>,
 }
 
 /// Whether this process records per-call latency and CPU time ([`gds_model::cost::RECORD_ENV`]),
@@ -325,12 +360,14 @@ where
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     };
     let requested = states.len();
+    // Nanoseconds from the start to the first call's end: one relaxed load per call once set.
+    let first_call = AtomicU64::new(u64::MAX);
     let start = Instant::now();
     let (outcomes, refused) = std::thread::scope(|scope| {
         let mut workers = Vec::with_capacity(requested);
         let mut refused = None;
         for (started, state) in states.iter_mut().enumerate() {
-            let (take, work) = (&take, &work);
+            let (take, work, first_call) = (&take, &work, &first_call);
             let spawned = std::thread::Builder::new().spawn_scoped(scope, move || {
                 // Made here, not by the caller: a thread the host refuses never costs its
                 // histogram, so asking for too many threads ends in `Threads`, not in an abort.
@@ -349,6 +386,9 @@ where
                         }
                         None => work(state, item),
                     };
+                    if outcome.is_ok() && first_call.load(Ordering::Relaxed) == u64::MAX {
+                        first_call.fetch_min(start.elapsed().as_nanos() as u64, Ordering::Relaxed);
+                    }
                     if let Err(error) = outcome {
                         // The pass has failed: the other threads stop at their next item rather
                         // than each meet the fault again (a stalled batch waits many seconds).
@@ -404,10 +444,12 @@ where
     if let Some((_, error)) = first_failure {
         return Err(error);
     }
+    let first_call = first_call.into_inner();
     Ok(Pass {
         elapsed,
         calls,
         latency,
+        first_call: (first_call != u64::MAX).then(|| Duration::from_nanos(first_call)),
     })
 }
 

@@ -6,7 +6,7 @@ use std::fs::File;
 use rayon::prelude::*;
 
 use super::host_memory::HostMemory;
-use super::{Pass, PlanReader, ReaderError, pread_exact, run_parallel};
+use super::{Opened, Pass, PlanReader, ReaderError, pread_exact, run_parallel};
 use gds_model::integrity::{self, HostBuffer, IntegrityResult};
 use gds_model::path::Path;
 use gds_model::plan::{ReadPlan, Segment};
@@ -99,6 +99,16 @@ impl PlanReader for Posix {
         let bytes = &self.buffer[..plan.total_bytes() as usize];
         let Ok(result) = integrity::check(plan, &mut HostBuffer(bytes), method, expected);
         Ok(result)
+    }
+
+    fn reopen(&mut self, plan: &ReadPlan) -> Result<Opened, ReaderError> {
+        self.files.clear();
+        let start = std::time::Instant::now();
+        self.files = open_all(plan)?;
+        Ok(Opened {
+            open: start.elapsed(),
+            register: None,
+        })
     }
 }
 

@@ -58,6 +58,7 @@ pub fn run_pass(
         elapsed: Duration::ZERO,
         calls: 0,
         latency: recording().then(Histogram::default),
+        first_call: None,
     };
     let mut cpu_total: Option<CpuTime> = None;
     let mut composed = Streamed::default();
@@ -70,6 +71,10 @@ pub fn run_pass(
         if index + 1 == windows.len() {
             reads_done();
         }
+        // The first window's first call: the windows before it add nothing.
+        total.first_call = total
+            .first_call
+            .or(read.first_call.map(|first| total.elapsed + first));
         total.elapsed += read.elapsed;
         total.calls += read.calls;
         if let (Some(all), Some(this)) = (total.latency.as_mut(), read.latency.as_ref()) {
@@ -154,6 +159,7 @@ mod tests {
                 elapsed: Duration::from_millis(2),
                 calls: plan.segments.len() as u64,
                 latency: None,
+                first_call: Some(Duration::from_millis(1)),
             })
         }
         fn verify(
@@ -207,6 +213,7 @@ mod tests {
         assert_eq!(fake.prepared, 3);
         assert_eq!(outcome.read.elapsed, Duration::from_millis(8));
         assert_eq!(outcome.read.calls, 4);
+        assert_eq!(outcome.read.first_call, Some(Duration::from_millis(1)));
         assert_eq!(outcome.device_peak, Some(104));
 
         // A byte wrong in the third window is named at its file offset.

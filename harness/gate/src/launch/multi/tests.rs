@@ -113,6 +113,7 @@ fn constructed(gpu: u32, bytes: u64, seconds: &[f64], path: &str, checksum: u64)
         memory: None,
         write: None,
         rounds: Vec::new(),
+        load: None,
     }
 }
 
