@@ -7,14 +7,14 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::cpu::CpuCost;
+use super::cost::Cost;
 use super::decision::{Throughput, Verdict};
 use super::figures::RunFigures;
 use super::file::{Loaded, TrialBaseline};
 use super::fingerprint::{self, FieldChange, Fingerprint};
 use super::judgement::{Expected, Judgement, Missing, Severity};
 use crate::control::ControlReading;
-use gds_model::record::{Status, TrialRecord};
+use gds_model::record::{LoadStep, Status, TrialRecord};
 use gds_model::scenario::Expectations;
 
 /// What a run produced, as the comparison and bless need it.
@@ -140,19 +140,26 @@ pub fn judge_record(baseline: &super::Baseline, record: &TrialRecord) -> Judgeme
     }
 }
 
-/// What a trial allows before it is judged slower or costlier: `expect.tolerance` and
-/// `expect.cpu_tolerance`, as fractions (0.10 = 10%).
+/// What a trial allows before it is judged slower or costlier: `expect.tolerance`,
+/// `expect.cpu_tolerance` and `expect.load_tolerance`, as fractions (0.10 = 10%).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Tolerances {
     pub throughput: f64,
     pub cpu: f64,
+    pub load: f64,
 }
+
+/// A load's step that rose by less than this is never judged costlier, whatever its ratio:
+/// opening a file on the page cache takes microseconds, and a rise of a few of them is noise
+/// no loader's user waits for.
+pub const LOAD_STEP_FLOOR_SECONDS: f64 = 0.001;
 
 impl Tolerances {
     pub fn of(expect: &Expectations) -> Tolerances {
         Tolerances {
             throughput: expect.tolerance,
             cpu: expect.cpu_tolerance,
+            load: expect.load_tolerance,
         }
     }
 }
@@ -231,13 +238,20 @@ pub fn judge_run(
             throughput,
         };
     }
+    // A slower set-up step explains a slower load (whose time includes it).
+    if let Some((step, cost)) = load_cost(entry, run, confirmations, tolerances.load) {
+        return Judgement::LoadCostlier {
+            throughput,
+            step,
+            cost,
+        };
+    }
     let verdict = throughput.verdict();
     if verdict == Verdict::Slower {
         // Slower explains a changed CPU cost per GiB too; one regression is enough.
         return Judgement::Regression { throughput };
     }
-    if let Some(cpu) = cpu_cost(entry, run, confirmations, tolerances.cpu).filter(CpuCost::costlier)
-    {
+    if let Some(cpu) = cpu_cost(entry, run, confirmations, tolerances.cpu).filter(Cost::costlier) {
         return Judgement::CpuCostlier { throughput, cpu };
     }
     match verdict {
@@ -253,16 +267,42 @@ fn cpu_cost(
     run: &RunFigures,
     confirmations: &[RunFigures],
     cpu_tolerance: f64,
-) -> Option<CpuCost> {
+) -> Option<Cost> {
     let baseline = entry.cpu_runs.as_ref()?;
     if run.cpu_per_gib.is_empty() {
         return None;
     }
-    let mut cpu = CpuCost::measure(baseline, &run.cpu_per_gib, cpu_tolerance);
+    let mut cpu = Cost::measure(baseline, &run.cpu_per_gib, cpu_tolerance);
     for repeat in confirmations.iter().filter(|r| !r.cpu_per_gib.is_empty()) {
         cpu.confirm(&repeat.cpu_per_gib);
     }
     Some(cpu)
+}
+
+/// The first of a load's steps ([`LoadStep::ALL`]) that costs more than its baseline, beyond the
+/// tolerance, the spread and [`LOAD_STEP_FLOOR_SECONDS`], in the run and every confirmation.
+fn load_cost(
+    entry: &TrialBaseline,
+    run: &RunFigures,
+    confirmations: &[RunFigures],
+    tolerance: f64,
+) -> Option<(LoadStep, Cost)> {
+    let figures = run.load.as_ref()?;
+    LoadStep::ALL.into_iter().find_map(|step| {
+        let baseline = entry.load_step_runs(step)?;
+        let seconds = figures.of(step);
+        if seconds.is_empty() {
+            return None;
+        }
+        let mut cost = Cost::measure(&baseline, seconds, tolerance);
+        for repeat in confirmations.iter().filter_map(|r| r.load.as_ref()) {
+            if !repeat.of(step).is_empty() {
+                cost.confirm(repeat.of(step));
+            }
+        }
+        let rise = cost.run_median() - cost.level();
+        (cost.costlier() && rise > LOAD_STEP_FLOOR_SECONDS).then_some((step, cost))
+    })
 }
 
 /// A trial the baseline does not have.

@@ -1,10 +1,10 @@
 //! What a baseline keeps of one run of a trial: its passes' rates and CPU cost, its IOPS and
-//! latency, its path and checksum. Taken from a run's measurement or from the run's line in the
+//! latency, its path and checksum, a load's set-up steps. Taken from a run's measurement or from the run's line in the
 //! history, so that a bless from history records exactly what a bless that ran the trials would,
 //! and a run is judged against its baseline the same way from either.
 
 use gds_model::path::Path;
-use gds_model::record::Measurement;
+use gds_model::record::{LoadFigures, Measurement};
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct RunFigures {
@@ -19,6 +19,8 @@ pub struct RunFigures {
     /// The path verdict, e.g. `nvfs`, `cufile-posix`, `host`.
     pub path: Path,
     pub checksum: Option<u64>,
+    /// A load's set-up steps per pass (`op: load`).
+    pub load: Option<LoadFigures>,
 }
 
 impl RunFigures {
@@ -31,6 +33,7 @@ impl RunFigures {
             latency_p99_us: m.latency.as_ref().and_then(|l| l.p99_us),
             path: m.path.clone(),
             checksum: m.integrity.checksum,
+            load: m.load.clone(),
         }
     }
 }

@@ -13,6 +13,7 @@ use super::judgement::Expected;
 use super::stats::{Summary, median};
 use crate::control::ControlBaseline;
 use gds_model::numbers::{positive_rates, round_rate};
+use gds_model::record::{LoadFigures, LoadStep};
 use gds_model::yaml;
 
 /// Bump when a field changes meaning or disappears; older gates refuse newer files. Version 1
@@ -87,6 +88,10 @@ pub struct TrialBaseline {
     pub latency_p50_us: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub latency_p99_us: Option<f64>,
+    /// A load's set-up steps (`op: load`): every blessed run's seconds per pass to the first
+    /// byte, to open and to register the buffer, compared like `cpu_runs`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub load_runs: Option<Vec<LoadFigures>>,
 }
 
 impl Baseline {
@@ -165,6 +170,10 @@ impl TrialBaseline {
             iops: over_runs(&|run| run.iops, 10.0),
             latency_p50_us: over_runs(&|run| run.latency_p50_us, 10.0),
             latency_p99_us: over_runs(&|run| run.latency_p99_us, 10.0),
+            load_runs: runs
+                .iter()
+                .map(|run| run.load.as_ref().map(rounded_load))
+                .collect(),
         }
     }
 
@@ -194,6 +203,34 @@ impl TrialBaseline {
             && self.path == other.path
             && self.checksum == other.checksum
             && self.cpu_runs == other.cpu_runs
+            && self.load_runs == other.load_runs
+    }
+
+    /// Every blessed run's seconds of a load's `step`, when the baseline has them all.
+    pub fn load_step_runs(&self, step: LoadStep) -> Option<Vec<Vec<f64>>> {
+        let runs: Vec<Vec<f64>> = self
+            .load_runs
+            .as_ref()?
+            .iter()
+            .map(|run| run.of(step).to_vec())
+            .collect();
+        runs.iter().all(|run| !run.is_empty()).then_some(runs)
+    }
+}
+
+/// A load's seconds rounded to 0.1 µs (a re-bless of unchanged figures writes unchanged text),
+/// and never to zero: the comparison takes reciprocals.
+fn rounded_load(load: &LoadFigures) -> LoadFigures {
+    let round = |values: &[f64]| -> Vec<f64> {
+        values
+            .iter()
+            .map(|s| ((s * 1e7).round() / 1e7).max(1e-7))
+            .collect()
+    };
+    LoadFigures {
+        open_seconds: round(&load.open_seconds),
+        register_seconds: round(&load.register_seconds),
+        first_byte_seconds: round(&load.first_byte_seconds),
     }
 }
 
@@ -360,6 +397,23 @@ fn validate(path: &Path, text: &str, baseline: &Baseline) -> Result<(), Baseline
                 ),
             ));
         }
+        let load_valid = trial.load_runs.as_ref().is_none_or(|runs| {
+            runs.len() == trial.runs.len()
+                && runs.iter().all(|run| {
+                    LoadStep::ALL.iter().all(|&step| {
+                        let values = run.of(step);
+                        values.is_empty() || positive_rates(values)
+                    })
+                })
+        });
+        if !load_valid {
+            return Err(corrupt(
+                line_after(text, line, "load_runs:").unwrap_or(line),
+                format!(
+                    "trial `{name}`: expected `load_runs` to hold one entry per blessed run, each with lists of positive seconds per pass (`first_byte_seconds`, `open_seconds`, `register_seconds`); the file was edited by hand (bless again to rewrite it)"
+                ),
+            ));
+        }
         let cpu_valid = trial
             .cpu_runs
             .as_ref()
@@ -470,6 +524,7 @@ mod v1 {
                         iops: None,
                         latency_p50_us: None,
                         latency_p99_us: None,
+                        load_runs: None,
                     };
                     (name, trial)
                 })

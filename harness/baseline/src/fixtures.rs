@@ -92,6 +92,24 @@ pub fn with_cpu(mut record: TrialRecord, cpu_per_gib: &[f64]) -> TrialRecord {
     record
 }
 
+/// A load's set-up steps (`op: load`), the same for every pass: seconds to the first byte, to
+/// open and to register the buffer.
+pub fn with_load(
+    mut record: TrialRecord,
+    first_byte: f64,
+    open: f64,
+    register: f64,
+) -> TrialRecord {
+    let m = record.measurement.as_mut().expect("a measured record");
+    let passes = m.seconds.len();
+    m.load = Some(gds_model::record::LoadFigures {
+        open_seconds: vec![open; passes],
+        register_seconds: vec![register; passes],
+        first_byte_seconds: vec![first_byte; passes],
+    });
+    record
+}
+
 pub fn fingerprint() -> Fingerprint {
     Fingerprint {
         gpu_model: Some("NVIDIA H200".into()),

@@ -117,6 +117,15 @@ pub struct BlessFacts {
     pub latency_p50_us: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub latency_p99_us: Option<f64>,
+    /// A load's set-up steps per measured pass, and the allowed rise it was judged with.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub load: Option<gds_model::record::LoadFigures>,
+    #[serde(default = "default_load_tolerance")]
+    pub load_tolerance: f64,
+}
+
+fn default_load_tolerance() -> f64 {
+    gds_model::scenario::defaults::LOAD_TOLERANCE
 }
 
 impl HistoryTrial {
@@ -133,6 +142,7 @@ impl HistoryTrial {
             latency_p99_us: facts.latency_p99_us,
             path,
             checksum: self.checksum,
+            load: facts.load.clone(),
         })
     }
 }
@@ -171,6 +181,8 @@ impl HistoryLine {
                         iops: figures.as_ref().and_then(|f| f.iops),
                         latency_p50_us: figures.as_ref().and_then(|f| f.latency_p50_us),
                         latency_p99_us: figures.as_ref().and_then(|f| f.latency_p99_us),
+                        load: figures.as_ref().and_then(|f| f.load.clone()),
+                        load_tolerance: record.spec.expect.load_tolerance,
                     }),
                 };
                 (record.name.clone(), trial)

@@ -3,10 +3,11 @@
 //! comparison that makes it is [`super::compare`].
 
 use gds_model::path::Path;
+use gds_model::record::LoadStep;
 use serde::{Deserialize, Serialize};
 
 use super::changes::Creep;
-use super::cpu::CpuCost;
+use super::cost::Cost;
 use super::decision::Throughput;
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -31,9 +32,15 @@ pub enum Judgement {
     Faster { throughput: Throughput },
     /// As fast (or faster), but more CPU seconds per GiB beyond `expect.cpu_tolerance` and the
     /// runner's spread, in the run and in every confirmation: a regression like a slower one.
-    CpuCostlier {
+    CpuCostlier { throughput: Throughput, cpu: Cost },
+    /// A load's set-up step (`step`: the time to the first byte, to open the files, to register
+    /// the buffer) takes longer beyond `expect.load_tolerance` and the runner's spread, in the run
+    /// and in every confirmation: a regression like a slower one, and what a slower load is
+    /// reported as when its set-up explains it.
+    LoadCostlier {
         throughput: Throughput,
-        cpu: CpuCost,
+        step: LoadStep,
+        cost: Cost,
     },
     /// The path verdict differs from the baseline's (e.g. `nvfs` → `cufile-posix`). A failure.
     PathChanged {
@@ -106,7 +113,8 @@ impl Judgement {
             }
             Judgement::Regression { .. }
             | Judgement::Creep { .. }
-            | Judgement::CpuCostlier { .. } => Severity::Regression,
+            | Judgement::CpuCostlier { .. }
+            | Judgement::LoadCostlier { .. } => Severity::Regression,
             Judgement::PathChanged { .. }
             | Judgement::ChecksumChanged { .. }
             | Judgement::MissingTrial { .. } => Severity::Failure,
@@ -121,6 +129,7 @@ impl Judgement {
             | Judgement::Creep { throughput, .. }
             | Judgement::Faster { throughput }
             | Judgement::CpuCostlier { throughput, .. }
+            | Judgement::LoadCostlier { throughput, .. }
             | Judgement::PathChanged { throughput, .. } => Some(throughput),
             _ => None,
         }

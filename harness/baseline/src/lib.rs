@@ -14,7 +14,7 @@ pub mod changes;
 pub mod chart;
 pub mod compare;
 pub mod control;
-pub mod cpu;
+pub mod cost;
 pub mod creep;
 pub mod decision;
 pub mod error;

@@ -53,6 +53,10 @@ pub fn console(explainer: &Explainer<'_>) -> String {
             "costlier in CPU",
         ),
         (
+            count(comparison, |j| matches!(j, Judgement::LoadCostlier { .. })),
+            "slower to set up a load",
+        ),
+        (
             count(comparison, |j| j.severity() == Severity::Failure),
             "changed or missing",
         ),

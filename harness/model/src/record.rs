@@ -588,19 +588,46 @@ impl WriteFigures {
     }
 }
 
+/// One set-up step of a load, as judged against the baseline.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum LoadStep {
+    FirstByte,
+    Open,
+    Register,
+}
+
+impl LoadStep {
+    /// In the order a judgement looks at them: the first byte sums up the others.
+    pub const ALL: [LoadStep; 3] = [LoadStep::FirstByte, LoadStep::Open, LoadStep::Register];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            LoadStep::FirstByte => "first byte",
+            LoadStep::Open => "open",
+            LoadStep::Register => "buffer registration",
+        }
+    }
+}
+
 impl LoadFigures {
+    /// The step's seconds, one per measured pass.
+    pub fn of(&self, step: LoadStep) -> &[f64] {
+        match step {
+            LoadStep::FirstByte => &self.first_byte_seconds,
+            LoadStep::Open => &self.open_seconds,
+            LoadStep::Register => &self.register_seconds,
+        }
+    }
+
     /// ` loaded, first byte 4.1 ms, open 1.2 ms, buffer registration 310 µs (medians)`: what the
     /// console line adds for a load (its GB/s are the whole loads').
     pub fn line(&self) -> String {
         let median = |values: &[f64]| (!values.is_empty()).then(|| crate::numbers::median(values));
         let mut line = String::from(" loaded");
-        for (name, values) in [
-            ("first byte", &self.first_byte_seconds),
-            ("open", &self.open_seconds),
-            ("buffer registration", &self.register_seconds),
-        ] {
-            if let Some(seconds) = median(values) {
-                line.push_str(&format!(", {name} {}", short_time(seconds)));
+        for step in LoadStep::ALL {
+            if let Some(seconds) = median(self.of(step)) {
+                line.push_str(&format!(", {} {}", step.name(), short_time(seconds)));
             }
         }
         line.push_str(" (medians)");

@@ -184,6 +184,7 @@ fn a_small_tail_below_the_threshold_makes_a_mix_within_max_fallback_bytes() {
         integrity: Integrity::Exact,
         tolerance: 0.1,
         cpu_tolerance: 0.2,
+        load_tolerance: 0.5,
     };
     assert!(
         !judge_path_of_trial(&e, &expect).passed,

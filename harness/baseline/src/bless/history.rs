@@ -295,6 +295,7 @@ fn take_runs(lines: &[&HistoryLine], name: &str, selection: Selection) -> Taken 
                     tolerances.get_or_insert(Tolerances {
                         throughput: trial.tolerance,
                         cpu: facts.cpu_tolerance,
+                        load: facts.load_tolerance,
                     });
                     runs.push((
                         RunAt { line: index, time },
@@ -328,6 +329,7 @@ fn take_runs(lines: &[&HistoryLine], name: &str, selection: Selection) -> Taken 
             tolerances: tolerances.unwrap_or(Tolerances {
                 throughput: 0.0,
                 cpu: 0.0,
+                load: 0.0,
             }),
             runs: taken.into_iter().map(Some).collect(),
             why_missing,

@@ -3,6 +3,7 @@
 //! sink writes them ([`Explainer`]), never stored beside the judgement.
 
 mod creep;
+mod load;
 mod scope;
 
 pub use scope::{Scope, Source};
@@ -372,6 +373,9 @@ pub fn label(judgement: &Judgement) -> String {
         Judgement::CpuCostlier { cpu, .. } => {
             format!("more CPU per GiB ({})", change(cpu.ratio()))
         }
+        Judgement::LoadCostlier { step, cost, .. } => {
+            format!("slower to load: {} ({})", step.name(), change(cost.ratio()))
+        }
         Judgement::PathChanged { from, to, .. } => format!("path {from} → {to}"),
         Judgement::ChecksumChanged { .. } => "checksum changed".into(),
         Judgement::MissingTrial { cause } => match cause {
@@ -490,6 +494,23 @@ fn explain_parts(
                 entry,
             };
             creep::words(ctx, trial, &facts, &bless)
+        }
+        (
+            Judgement::LoadCostlier {
+                throughput,
+                step,
+                cost,
+            },
+            Some(entry),
+        ) => {
+            let facts = load::LoadFacts {
+                step: *step,
+                cost,
+                throughput,
+                entry,
+            };
+            let likely = cause(&format!("{unchanged}: {}", load::likely_cause(*step)));
+            load::words(trial, &facts, &likely, &bless)
         }
         (Judgement::CpuCostlier { throughput: t, cpu }, Some(entry)) => {
             let headline = format!(

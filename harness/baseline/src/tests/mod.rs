@@ -4,6 +4,7 @@ mod bless;
 mod busy_host;
 mod compare;
 mod from_history;
+mod load;
 mod rebless;
 
 use std::collections::BTreeSet;

@@ -126,6 +126,10 @@ pub struct Expectations {
     /// throughput; absent in records of older gates.
     #[serde(default = "default_cpu_tolerance")]
     pub cpu_tolerance: f64,
+    /// Allowed rise of a load's time to the first byte, opening and buffer registration (0.5 =
+    /// 50% longer), judged like the throughput; absent in records of older gates.
+    #[serde(default = "default_load_tolerance")]
+    pub load_tolerance: f64,
 }
 
 fn one() -> u32 {
@@ -138,6 +142,10 @@ fn default_batch_size() -> u32 {
 
 fn default_cpu_tolerance() -> f64 {
     super::defaults::CPU_TOLERANCE
+}
+
+fn default_load_tolerance() -> f64 {
+    super::defaults::LOAD_TOLERANCE
 }
 
 /// Every trial of every scenario of the suite, in file order.

@@ -94,6 +94,9 @@ pub mod defaults {
     /// CPU time per GiB moves more than throughput with the host's load (a page-cache miss, a
     /// context switch), so its default allowance is wider.
     pub const CPU_TOLERANCE: f64 = 0.20;
+    /// A load's set-up steps last milliseconds and move with what else the host does, so their
+    /// default allowance is wider still.
+    pub const LOAD_TOLERANCE: f64 = 0.50;
     pub const SEED: u64 = 1;
 }
 
@@ -554,6 +557,9 @@ impl Validator<'_> {
                 cpu_tolerance: expect_fields
                     .cpu_tolerance
                     .map_or(defaults::CPU_TOLERANCE, |Fraction(f)| f),
+                load_tolerance: expect_fields
+                    .load_tolerance
+                    .map_or(defaults::LOAD_TOLERANCE, |Fraction(f)| f),
             },
         };
         self.scenario_limits(&scenario, &context, &here)?;

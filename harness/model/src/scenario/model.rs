@@ -403,6 +403,8 @@ pub struct Expect {
     pub tolerance: Option<Fraction>,
     /// Allowed rise of CPU seconds per GiB against the baseline.
     pub cpu_tolerance: Option<Fraction>,
+    /// Allowed rise of a load's set-up steps (`op: load`) against the baseline.
+    pub load_tolerance: Option<Fraction>,
 }
 
 /// The path the bytes are expected to take (judged by the path verdict).

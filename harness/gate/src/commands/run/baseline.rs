@@ -165,7 +165,9 @@ impl Against {
         };
         match compare::judge_record(baseline, record) {
             Judgement::Regression { throughput } => throughput.wants_confirmation(wanted),
-            Judgement::CpuCostlier { cpu, .. } => cpu.wants_confirmation(wanted),
+            Judgement::CpuCostlier { cpu: cost, .. } | Judgement::LoadCostlier { cost, .. } => {
+                cost.wants_confirmation(wanted)
+            }
             _ => false,
         }
     }
