@@ -279,8 +279,10 @@ fn cpu_cost(
     Some(cpu)
 }
 
-/// The first of a load's steps ([`LoadStep::ALL`]) that costs more than its baseline, beyond the
-/// tolerance, the spread and [`LOAD_STEP_FLOOR_SECONDS`], in the run and every confirmation.
+/// The first of a load's steps that costs more than its baseline, beyond the tolerance, the
+/// spread and [`LOAD_STEP_FLOOR_SECONDS`], in the run and every confirmation. Opening and
+/// registering come before the first byte, which adds them up with the first read call: a
+/// judgement names the step that grew.
 fn load_cost(
     entry: &TrialBaseline,
     run: &RunFigures,
@@ -288,21 +290,23 @@ fn load_cost(
     tolerance: f64,
 ) -> Option<(LoadStep, Cost)> {
     let figures = run.load.as_ref()?;
-    LoadStep::ALL.into_iter().find_map(|step| {
-        let baseline = entry.load_step_runs(step)?;
-        let seconds = figures.of(step);
-        if seconds.is_empty() {
-            return None;
-        }
-        let mut cost = Cost::measure(&baseline, seconds, tolerance);
-        for repeat in confirmations.iter().filter_map(|r| r.load.as_ref()) {
-            if !repeat.of(step).is_empty() {
-                cost.confirm(repeat.of(step));
+    [LoadStep::Open, LoadStep::Register, LoadStep::FirstByte]
+        .into_iter()
+        .find_map(|step| {
+            let baseline = entry.load_step_runs(step)?;
+            let seconds = figures.of(step);
+            if seconds.is_empty() {
+                return None;
             }
-        }
-        let rise = cost.run_median() - cost.level();
-        (cost.costlier() && rise > LOAD_STEP_FLOOR_SECONDS).then_some((step, cost))
-    })
+            let mut cost = Cost::measure(&baseline, seconds, tolerance);
+            for repeat in confirmations.iter().filter_map(|r| r.load.as_ref()) {
+                if !repeat.of(step).is_empty() {
+                    cost.confirm(repeat.of(step));
+                }
+            }
+            let rise = cost.run_median() - cost.level();
+            (cost.costlier() && rise > LOAD_STEP_FLOOR_SECONDS).then_some((step, cost))
+        })
 }
 
 /// A trial the baseline does not have.

@@ -598,7 +598,8 @@ pub enum LoadStep {
 }
 
 impl LoadStep {
-    /// In the order a judgement looks at them: the first byte sums up the others.
+    /// In the order a trial's line shows them: the first byte, which sums up the others and the
+    /// first read call, then the steps.
     pub const ALL: [LoadStep; 3] = [LoadStep::FirstByte, LoadStep::Open, LoadStep::Register];
 
     pub fn name(self) -> &'static str {
