@@ -9,6 +9,7 @@ pub mod buffers;
 pub mod direct;
 mod junit;
 pub mod libtest;
+mod loads;
 mod markdown;
 pub mod merge;
 pub mod rehearsal;

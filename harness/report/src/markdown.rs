@@ -29,6 +29,7 @@ pub fn render(report: &Report) -> String {
     out.push_str(&crate::buffers::markdown(
         &report.registered_vs_unregistered,
     ));
+    out.push_str(&crate::loads::markdown(&report.trials));
     out.push_str(&per_gpu(&report.trials));
     out.push_str(&memory(&report.trials));
     out.push_str(&time(report));
