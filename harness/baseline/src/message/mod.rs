@@ -374,7 +374,11 @@ pub fn label(judgement: &Judgement) -> String {
             format!("more CPU per GiB ({})", change(cpu.ratio()))
         }
         Judgement::LoadCostlier { step, cost, .. } => {
-            format!("slower to load: {} ({})", step.name(), change(cost.ratio()))
+            format!(
+                "slower to load: {} ({})",
+                step.name(),
+                load::rise(cost.ratio())
+            )
         }
         Judgement::PathChanged { from, to, .. } => format!("path {from} → {to}"),
         Judgement::ChecksumChanged { .. } => "checksum changed".into(),

@@ -54,12 +54,12 @@ fn a_tripled_buffer_registration_is_a_slower_load_step_not_a_slower_load() {
     assert_eq!(comparison.worst(), Severity::Regression);
     assert!(
         a.headline
-            .starts_with("slower to load: buffer registration 9.0 ms vs 3.0 ms (+2"),
+            .starts_with("slower to load: buffer registration 9.0 ms vs 3.0 ms (×3)"),
         "{}",
         a.headline
     );
     for needle in [
-        "s::load: the buffer registration of a load takes 2",
+        "s::load: a load's buffer registration takes 3× as long as its baseline's time",
         "beyond the load tolerance of 50%",
         "seen:     9.0 ms median of 5 loads",
         "`cuFileBufRegister` takes longer",
