@@ -265,12 +265,12 @@ mod recorded {
         );
         assert_eq!(report.exit_code(), 0);
         // None of the default suite's files is there: its 2 GiB file, the second of the multi-gpu
-        // scenario, the 128 MiB one of the buffers scenario, the 64 MiB one of the small reads
-        // and the 16 MiB one of odd-offsets. The checkpoint-write scenario generates nothing: it
+        // scenario, the 128 MiB one of the buffers scenario, the 64 MiB one of the small reads,
+        // the 16 MiB one of odd-offsets and the load's 16 of 64 MiB. The checkpoint-write scenario generates nothing: it
         // writes a 1 GiB file of its own, removed after each trial.
         assert!(
             row(&report, "free space").evidence.contains(
-                "4.20 GiB to generate; the writing trials keep 1.00 GiB of files of their own"
+                "5.20 GiB to generate; the writing trials keep 1.00 GiB of files of their own"
             ),
             "{}",
             row(&report, "free space").evidence
