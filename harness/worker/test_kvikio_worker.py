@@ -46,6 +46,27 @@ class Streaming(unittest.TestCase):
         self.assertIsNone(passes.compose(parts, "none", "0x1", 13)["checksum"])
 
 
+class RegisteredBufferTest(unittest.TestCase):
+    def test_a_registered_trial_registers_its_buffer_with_kvikio_and_deregisters_it(self):
+        calls, phases = [], []
+        kvikio = mock.Mock()
+        kvikio.memory_register.side_effect = lambda buf: calls.append(("register", buf))
+        kvikio.memory_deregister.side_effect = lambda buf: calls.append(("deregister", buf))
+        buffer = object()
+        deregister = worker.registered_buffer(kvikio, {"buffer": "registered"}, buffer, phases.append)
+        self.assertEqual(calls, [("register", buffer)])
+        self.assertEqual(phases, ["kvikio.memory_register (cuFileBufRegister)"])
+        deregister()
+        self.assertEqual(calls, [("register", buffer), ("deregister", buffer)])
+
+    def test_an_unregistered_trial_registers_nothing(self):
+        kvikio = mock.Mock()
+        for trial in ({"buffer": "unregistered"}, {}):
+            worker.registered_buffer(kvikio, trial, object(), lambda name: None)()
+        kvikio.memory_register.assert_not_called()
+        kvikio.memory_deregister.assert_not_called()
+
+
 class FakeBuffer:
     """A device buffer stand-in (test fixture): bytes whose slices are views, as cupy's are."""
 
