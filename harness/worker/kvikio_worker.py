@@ -25,7 +25,7 @@ import statistics
 import sys
 import time
 
-from passes import (MASK, compose, device_used, drop_page_cache, failure, finish_wind_down, hold_for_sample, mean_latency,
+from passes import (MASK, FirstCall, compose, device_used, drop_page_cache, failure, finish_wind_down, hold_for_sample, mean_latency,
                     read_passes, recording, write_passes, writes)
 
 PROTOCOL = 5
@@ -323,7 +323,8 @@ def measure_with_buffer(spec, trial, plan, here, stack, m, raw, state, phase, de
     streams = async_streams(cupy, trial)
     said_path = async_path(handles, raw) if streams else None
     verifier = Verifier(cupy, device, buffer, os.path.join(here, "kernels.cu"))
-    io = KvikioIo(kvikio, monitor, handles, buffer, trial["task_size"], streams)
+    io = KvikioIo(kvikio, monitor, handles, buffer, trial["task_size"], streams,
+                  registered=trial.get("buffer") == "registered")
     if streams:
         # One raw_read_async per task of each window (or of the whole pass).
         io.calls = sum(1 for w in windows or [plan] for _ in tasks_of(w["segments"], trial["task_size"]))
@@ -332,7 +333,7 @@ def measure_with_buffer(spec, trial, plan, here, stack, m, raw, state, phase, de
            m["resident_after_drop"], m)
     if streams:
         m["kvikio"]["async_path"] = said_path
-    for handle in handles:
+    for handle in io.handles:
         handle.close()
     return fail
 
@@ -355,15 +356,16 @@ def measure_writes(spec, stack, device, buffer, verifier, monitor, m, phase, raw
     return fail
 
 
-class KvikioIo:
+class KvikioIo(FirstCall):
     """How the pass loops (read_passes, write_passes) go through KvikIO: `pread` and `pwrite` per
     segment on its thread pool, or with `streams` (`kvikio_api: async`) `raw_read_async` and
     `raw_write_async` per task on them in turn; its SummaryMonitor counts the operations."""
     library = "KvikIO"
 
-    def __init__(self, kvikio, monitor, handles, buffer, task_size, streams):
+    def __init__(self, kvikio, monitor, handles, buffer, task_size, streams, registered=False):
         self.kvikio, self.monitor, self.handles = kvikio, monitor, handles
         self.buffer, self.task_size, self.streams = buffer, task_size, streams
+        self.registered = registered
         # Calls per pass when KvikIO's monitor does not count them (async); None: its count.
         self.calls = None
         self.write_calls = 0
@@ -415,7 +417,28 @@ class KvikioIo:
             return read_async(segments, handles, buffer, self.streams, self.task_size)
         futures = [handles[s["file"]].pread(buffer[s["buffer_offset"]:s["buffer_offset"] + s["len"]],
                                             s["len"], s["offset"], self.task_size) for s in segments]
-        return sum(f.get() for f in futures)
+        done = 0
+        for future in futures:  # the first segment's pread is waited for first
+            done += future.get()
+            self.ended()
+        return done
+
+    def reopen(self, paths):
+        """A load's start: the files closed and the buffer deregistered (untimed), then the
+        files opened with `kvikio.CuFile` (which registers them with cuFile) and the buffer
+        registered again, each timed: (open seconds, register seconds or None)."""
+        for handle in self.handles:
+            handle.close()
+        if self.registered:
+            self.kvikio.memory_deregister(self.buffer)
+        t0 = time.perf_counter()
+        self.handles = [self.kvikio.CuFile(path, "r") for path in paths]
+        opened = time.perf_counter() - t0
+        if not self.registered:
+            return opened, None
+        t0 = time.perf_counter()
+        self.kvikio.memory_register(self.buffer)
+        return opened, time.perf_counter() - t0
 
     def measured_from(self):
         self.measured_start = self.monitor.get()
@@ -546,8 +569,9 @@ def streaming_windows(spec, total, gpu_memory):
     """The windows this trial reads through (the gate cut them), or [] for one whole buffer:
     `whole`, a window as large as the pass, `auto` on a pass that fits in 1/AUTO_FRACTION of
     the GPU's memory (as the Rust worker resolves it), or a writing trial (writers hold the
-    whole pass; `validate` refuses a smaller window for them)."""
-    if writes(spec["trial"]):
+    whole pass; `validate` refuses a smaller window for them), or a load (which reads its files
+    whole)."""
+    if writes(spec["trial"]) or spec["trial"].get("op") == "load":
         return []
     windows = spec.get("windows") or []
     if spec["trial"].get("window") == "auto" and total <= gpu_memory // AUTO_FRACTION:

@@ -128,6 +128,8 @@ def read_passes(spec, io, cupy, device, buffer, verifier, windows, m, state):
     fail = None
     cached_after_drop = None
     paths = [f["path"] for f in plan["files"]] if trial["cache"] == "cold" else []
+    # A load opens (and registers) its files and buffer again every pass, timed into the pass.
+    loads = [f["path"] for f in plan["files"]] if trial.get("op") == "load" else None
     # A drop starts as a pass's reads end, beside its verification (Drop).
     pending = Drop(io, paths)
     for p in range(passes):
@@ -152,6 +154,10 @@ def read_passes(spec, io, cupy, device, buffer, verifier, windows, m, state):
             io.measured_from()
         ops_before = io.counters() if record else None
         what = "%s read" % io.library
+        started, opened = time.perf_counter(), None
+        if loads is not None:
+            io.reset()
+            opened = io.reopen(loads)
         if windows:
             read, seconds, cpu, result = streamed_pass(spec, windows, io.read, buffer, device, verifier, record, what)
             pending = Drop(io, paths)
@@ -166,6 +172,11 @@ def read_passes(spec, io, cupy, device, buffer, verifier, windows, m, state):
             fail = failure("%s read %d bytes of %d in pass %d" % (io.library, read, total, p + 1),
                            "check the files and the storage; a short read means the file changed or an I/O error")
             break
+        if opened is not None:
+            # A load's time is the whole of it: what the loader's user waits for.
+            seconds += sum(step for step in opened if step is not None)
+            if p >= trial["warmup"]:
+                record_load(m, opened, io.first_done - started)
         if p < trial["warmup"]:
             m["warmup_seconds"].append(seconds)
         else:
@@ -183,6 +194,30 @@ def read_passes(spec, io, cupy, device, buffer, verifier, windows, m, state):
     WIND_DOWN.append(pending)
     m["resident_after_drop"] = cached_after_drop
     return fail
+
+
+def record_load(m, opened, first_byte):
+    """A measured load's set-up figures, as the Rust worker's `record_load`: `opened` is the
+    seconds to open (and register) the files and to register the buffer (None where the reader
+    registers none); `first_byte` runs from the load's start to the end of its first read call."""
+    load = m.setdefault("load", {"open_seconds": [], "first_byte_seconds": []})
+    load["open_seconds"].append(opened[0])
+    if opened[1] is not None:
+        load.setdefault("register_seconds", []).append(opened[1])
+    load["first_byte_seconds"].append(first_byte)
+
+
+class FirstCall:
+    """When the current pass's first read call ended (`first_done`, perf_counter seconds), for a
+    load's time to the first byte: the readers call `ended()` after each call."""
+    first_done = None
+
+    def ended(self):
+        if self.first_done is None:
+            self.first_done = time.perf_counter()
+
+    def reset(self):
+        self.first_done = None
 
 
 # A cold read that finds more of a file cached measures memory (trial/cold.rs: MAX_RESIDENT_AFTER_DROP).

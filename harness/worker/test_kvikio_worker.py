@@ -249,6 +249,75 @@ class FakeVerifier:
                 "bad_words": bad, "first_bad": None, "seconds": 0.0}
 
 
+class Loads(unittest.TestCase):
+    """`op: load` through KvikioIo and read_passes, with KvikIO stood in for: every pass closes the
+    files and deregisters the buffer, opens and registers them again inside the pass's time, and
+    records the steps and the first byte."""
+
+    def test_each_pass_reopens_and_records_its_steps_and_first_byte(self):
+        data = [generated(6000, 1), generated(4000, 2)]
+        log = []
+
+        class Future:
+            def __init__(self, n):
+                self.n = n
+
+            def get(self):
+                time.sleep(0.002)
+                return self.n
+
+        class File:
+            def __init__(self, path, flags):
+                self.index = int(path[-1])
+                log.append(("open", self.index))
+
+            def pread(self, view, length, offset, task_size):
+                view.write(0, data[self.index][offset:offset + length])
+                return Future(length)
+
+            def close(self):
+                log.append(("close", self.index))
+
+        kvikio = mock.Mock()
+        kvikio.CuFile = File
+        kvikio.memory_register.side_effect = lambda buf: log.append(("register",))
+        kvikio.memory_deregister.side_effect = lambda buf: log.append(("deregister",))
+        files = [{"path": "/data/f0", "size": 6000, "seed": 1}, {"path": "/data/f1", "size": 4000, "seed": 2}]
+        segments = [{"file": 0, "offset": 0, "len": 6000, "buffer_offset": 0},
+                    {"file": 1, "offset": 0, "len": 4000, "buffer_offset": 6000}]
+        trial = {"op": "load", "cache": "warm", "task_size": 4096, "warmup": 1, "repetitions": 2,
+                 "expect": {"integrity": "exact"}}
+        spec = {"trial": trial, "plan": {"files": files, "segments": segments}, "regions": [],
+                "expected_checksum": 42, "spawned_at_unix_ns": 0}
+        buffer = FakeBuffer(10000)
+        verifier = FakeVerifier(files)
+        verifier.buffer = buffer
+        io = worker.KvikioIo(kvikio, mock.Mock(), [], buffer, 4096, [], registered=True)
+        m = {"bytes_per_repetition": 10000, "seconds": [], "gbps": [], "warmup_seconds": [], "costs": [],
+             "verify_seconds": 0.0, "setup": []}
+
+        class Device:
+            def synchronize(self):
+                pass
+
+        with mock.patch.dict(os.environ, {"GDS_GATE_RECORD_COST": "0"}), \
+                mock.patch.object(passes, "device_used", lambda cupy: 0):
+            fail = passes.read_passes(spec, io, None, Device(), buffer, verifier, [], m, {"device_peak": None})
+        self.assertIsNone(fail, m)
+        self.assertEqual(m["integrity"]["bad_words"], 0)
+        pass_log = [("deregister",), ("open", 0), ("open", 1), ("register",)]
+        self.assertEqual(log, (pass_log + [("close", 0), ("close", 1)]) * 2 + pass_log)
+        load = m["load"]
+        self.assertEqual([len(load[k]) for k in ("open_seconds", "register_seconds", "first_byte_seconds")],
+                         [2, 2, 2])
+        for seconds, opened, registered, first in zip(m["seconds"], load["open_seconds"], load["register_seconds"],
+                                                      load["first_byte_seconds"]):
+            # The first byte is the first pread's end (2 ms), the load both (4 ms), opening included.
+            self.assertTrue(opened + registered < first < seconds, (opened, registered, first, seconds))
+            self.assertGreaterEqual(first, 0.002)
+            self.assertGreaterEqual(seconds, 0.004)
+
+
 class AsyncWrites(unittest.TestCase):
     def run_trial(self, op, short=False, silent=False, stale=False):
         """A writing trial of two files through measure_writes with the stand-ins above; the files

@@ -189,6 +189,26 @@ class Storages(unittest.TestCase):
         self.assertEqual(gds.deregistered, [0])
         self.assertEqual(io.used, {"gds_register_buffer"})
 
+    def test_a_load_reopens_the_files_and_registers_the_storages_again_each_pass(self):
+        gds = FakeGds()
+        io = torch_reader.TorchIo(FakeDlpackTorch(), gds, registered=True)
+        buffer = FakeDeviceBuffer(0x1000)
+        io.open_for_read(["a", "b"], buffer)
+        io.prepare(buffer, SEGMENTS)
+        for _ in range(2):
+            io.reset()
+            opened, registered = io.reopen(["a", "b"])
+            self.assertTrue(opened >= 0 and registered >= 0)
+            self.assertIsNone(io.first_done)
+            io.read(SEGMENTS)
+            self.assertIsNotNone(io.first_done)
+        self.assertEqual([f.path for f in FakeGdsFile.opened], ["a", "b"] * 3)
+        self.assertEqual(gds.registered, [0x1000, 0x1000 + 4096] * 3)
+        self.assertEqual(gds.deregistered, [0x1000 + 4096, 0x1000] * 2)
+        unregistered = torch_reader.TorchIo(FakeDlpackTorch(), FakeGds(), registered=False)
+        unregistered.prepare(buffer, SEGMENTS)
+        self.assertIsNone(unregistered.reopen(["a"])[1])
+
     def test_writes_save_each_segment_from_the_source_and_a_roundtrip_loads_into_the_check_buffer(self):
         io = torch_reader.TorchIo(FakeDlpackTorch(), FakeGds(), registered=False)
         source, check = FakeDeviceBuffer(0x10000), FakeDeviceBuffer(0x90000)

@@ -20,6 +20,7 @@ The view is checked to alias that part, so the bytes verified are the bytes PyTo
 
 import os
 import sys
+import time
 import types
 
 import passes
@@ -123,7 +124,7 @@ class NoCounters:
         return None
 
 
-class TorchIo(NoCounters):
+class TorchIo(NoCounters, passes.FirstCall):
     """How the pass loops (passes.read_passes and write_passes) go through PyTorch: one
     `load_storage` (or `save_storage`) per segment, in order, from this thread, each with the
     segment's own storage over the buffer, made before the passes."""
@@ -174,7 +175,27 @@ class TorchIo(NoCounters):
         for s in segments:
             files[s["file"]].load_storage(self.storage(buffer, s), s["offset"])
             done += s["len"]
+            self.ended()
         return done
+
+    def reopen(self, paths):
+        """A load's start: the files closed and the storages deregistered (untimed), then the
+        files opened with `GdsFile` (which registers them with cuFile) and the storages
+        registered again, each timed: (open seconds, register seconds or None)."""
+        self.files = []  # a GdsFile deregisters its handle and closes its file when collected
+        registered = list(self.buffers)
+        while self.buffers:
+            self.gds.gds_deregister_buffer(self.buffers.pop())
+        t0 = time.perf_counter()
+        self.files = [self.gds.GdsFile(path, os.O_RDONLY) for path in paths]
+        opened = time.perf_counter() - t0
+        if not registered:
+            return opened, None
+        t0 = time.perf_counter()
+        for storage in registered:
+            self.gds.gds_register_buffer(storage)
+            self.buffers.append(storage)
+        return opened, time.perf_counter() - t0
 
     def prepare_writes(self, buffer, check, segments, roundtrip):
         self.prepare(buffer, segments)

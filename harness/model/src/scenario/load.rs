@@ -2,13 +2,14 @@
 //! again every pass, a plan that covers the files once, one GPU, and one buffer of the whole
 //! pass ([`Validator::whole_window`]).
 
-use super::model::{GpuSet, Op, Pattern, Reader};
+use super::model::{GpuSet, KvikioApi, Op, Pattern, Reader};
 use super::{ScenarioError, Validator};
 
 impl Validator<'_> {
     pub(super) fn loads(
         &self,
         readers: &[Reader],
+        kvikio_apis: &[KvikioApi],
         pattern: &Pattern,
         gpu_set: Option<&GpuSet>,
         context: &str,
@@ -21,7 +22,14 @@ impl Validator<'_> {
                     "{context}: `op: load` opens and registers the files every pass, which the `{}` reader does not do",
                     reader.name()
                 ),
-                "load with `posix`, `h2d` or `cufile`, and run the other readers in a scenario of their own",
+                "load with `posix`, `h2d`, `cufile`, `kvikio` or `torch`, and run the other readers in a scenario of their own",
+            ));
+        }
+        if readers.contains(&Reader::Kvikio) && kvikio_apis.contains(&KvikioApi::Async) {
+            return Err(self.error(
+                here("kvikio_api"),
+                format!("{context}: `op: load` reads with KvikIO's `pread`, not `kvikio_api: async`"),
+                "leave `kvikio_api` out of a load, and run the stream-ordered reads in a scenario of their own",
             ));
         }
         if matches!(pattern, Pattern::Random(_)) {

@@ -461,7 +461,8 @@ impl Validator<'_> {
             self.writers(op, &readers, &context, &here)?;
         }
         if ops.contains(&Op::Load) {
-            self.loads(&readers, &pattern, gpu_set.as_ref(), &context, &here)?;
+            let apis = pick!(kvikio_api, KvikioApi::Pread);
+            self.loads(&readers, &apis, &pattern, gpu_set.as_ref(), &context, &here)?;
         }
         if let Some(&op) = ops.iter().find(|op| **op != Op::Read) {
             self.whole_window(op, &files, &windows, &context, here("window"))?;

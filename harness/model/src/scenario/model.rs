@@ -167,7 +167,10 @@ impl Reader {
     /// Whether the reader can run a load (`op: load`): open and register its files again every
     /// pass.
     pub fn loads(self) -> bool {
-        matches!(self, Reader::Posix | Reader::H2d | Reader::Cufile)
+        matches!(
+            self,
+            Reader::Posix | Reader::H2d | Reader::Cufile | Reader::Kvikio | Reader::Torch
+        )
     }
 
     pub fn uses_gpu(self) -> bool {

@@ -712,6 +712,11 @@ fn load_mistakes_are_reported_with_position_and_fix() {
             ],
         ),
         (
+            "KvikIO's stream-ordered reads",
+            "scenarios:\n  - name: l\n    files: { size: 1MiB }\n    op: load\n    reader: kvikio\n    kvikio_api: async\n",
+            &[":6:5:", "not `kvikio_api: async`", "leave `kvikio_api` out"],
+        ),
+        (
             "random offsets",
             "scenarios:\n  - name: l\n    files: { size: 1MiB }\n    op: load\n    pattern: { random: { size: 4KiB, count: 2 } }\n",
             &[":5:5:", "reads the files whole", "pattern: whole"],
@@ -733,10 +738,10 @@ fn load_mistakes_are_reported_with_position_and_fix() {
         ),
     ]);
     let suite = parse_ok(
-        "scenarios:\n  - name: l\n    files: { size: 1MiB, count: 16 }\n    op: load\n    reader: [posix, h2d, cufile]\n",
+        "scenarios:\n  - name: l\n    files: { size: 1MiB, count: 16 }\n    op: load\n    reader: [posix, h2d, cufile, kvikio, torch]\n",
     );
     let trials = expand(&suite);
-    assert_eq!(trials.len(), 3);
+    assert_eq!(trials.len(), 5);
     assert!(trials.iter().all(|t| t.op == Op::Load && !t.op.writes()));
 }
 
