@@ -676,7 +676,7 @@ fn posix_write_and_roundtrip_trials_write_verify_and_report_fsync_apart() {
 /// `op: load` with the posix reader: every pass opens the files again, the load's time includes
 /// the opening, and the first byte and the opening are figures of their own per measured pass.
 #[test]
-fn a_posix_load_reports_its_first_byte_and_opening_per_pass() {
+fn a_posix_load_reports_its_first_byte_and_opening_per_pass_and_blesses_them() {
     let scratch = Scratch::new();
     let suite = scratch.suite(
         "suite: l\nscenarios:\n  - name: shards\n    files: { size: 2MiB, seed: 21, count: 4 }\n    op: load\n    nthreads: 2\n    task_size: 1MiB\n    warmup: 1\n    repetitions: 3\n",
@@ -721,6 +721,28 @@ fn a_posix_load_reports_its_first_byte_and_opening_per_pass() {
         );
     }
     assert_eq!(m["integrity"]["bad_words"], 0);
+
+    // Blessed, the steps are in the baseline and the next run is judged on them too.
+    let control = [("GDS_GATE_CONTROL_SIZE", "1MiB")];
+    let suite = suite.to_str().unwrap();
+    let args = ["--suite", suite, "--runner", "r"];
+    let blessed = scratch.gate_with(
+        &[&["bless", "--runs", "2", "--interval", "0"], &args[..]].concat(),
+        &control,
+    );
+    assert_eq!(blessed.code, 0, "{blessed:?}");
+    let baseline = fs::read_to_string(scratch.path("baselines/r.yaml")).unwrap();
+    assert!(
+        baseline.contains("load_runs:") && baseline.contains("first_byte_seconds:"),
+        "{baseline}"
+    );
+    let judged = scratch.gate_with(&args, &control);
+    assert_eq!(judged.code, 0, "{judged:?}");
+    let report = scratch.report();
+    assert_eq!(
+        report["baseline"]["trials"][0]["judgement"]["kind"], "pass",
+        "{report}"
+    );
 }
 
 /// On a host that runs only CPU trials, the doctor is one line before the trials (every GPU
