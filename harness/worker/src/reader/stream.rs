@@ -71,7 +71,7 @@ pub fn run_pass(
         if index + 1 == windows.len() {
             reads_done();
         }
-        // The first window's first call: the windows before it add nothing.
+        // The pass's first call ends in the first window that made one, after those before it.
         total.first_call = total
             .first_call
             .or(read.first_call.map(|first| total.elapsed + first));
