@@ -140,13 +140,7 @@ impl Launcher {
                 .map(|(gpu, copy, handle)| {
                     let record = handle.join().unwrap_or_else(|panic| {
                         let message = gds_model::panic_message(panic.as_ref());
-                        TrialRecord::failed(
-                            copy,
-                            format!("the gate panicked: {message}"),
-                            "  next: this is a bug in gds-gate; please report it with report.json"
-                                .into(),
-                            None,
-                        )
+                        crate::cause::Cause::Panicked(message).fail(copy)
                     });
                     (gpu, record)
                 })
