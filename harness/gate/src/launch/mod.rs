@@ -20,7 +20,6 @@ use crate::process::{self, Job};
 use gds_model::conformance;
 use gds_model::plan::ReadPlan;
 use gds_model::protocol::{PROTOCOL_VERSION, WorkerFailure, WorkerResult, WorkerSpec};
-use gds_model::record::Ending;
 use gds_model::record::{TrialRecord, WorkerRun};
 use gds_model::scenario::{Reader, TrialSpec};
 use gds_runner::hang;
@@ -484,30 +483,6 @@ impl Launcher {
                 let hung_in = gds_model::stuck::first_call(&tail)
                     .map(str::to_string)
                     .or_else(|| hang.as_ref()?.as_ref().ok()?.blocked_in.clone());
-                let reason = match (&finished.ending, &problem) {
-                    (Ending::TimedOut { .. }, _) if let Some(call) = &hung_in => {
-                        format!("the worker hung in {call}: it {}", finished.ending)
-                    }
-                    (Ending::TimedOut { .. } | Ending::Interrupted { .. }, _) => {
-                        format!("the worker {}", finished.ending)
-                    }
-                    (Ending::Exited { code: 0 }, NoResult::Missing) => {
-                        "the worker exited without writing its result".to_string()
-                    }
-                    (ending, NoResult::Missing) => format!("the worker {ending} without a result"),
-                    (_, NoResult::Invalid(_)) => problem.to_string(),
-                };
-                let next = match finished.ending {
-                    Ending::Interrupted { .. } => {
-                        "nothing is wrong with the trial; run the gate again to measure it"
-                    }
-                    Ending::TimedOut { .. } => {
-                        "the stack under test hung or is far slower than expected: look at the worker's output and the trial's cufile.log"
-                    }
-                    _ => {
-                        "the stack under test crashed the worker: look at its output and the trial's cufile.log"
-                    }
-                };
                 let bundle = match &hang {
                     Some(Ok(bundle)) => format!(
                         "\n  hang bundle (every thread's stack, cuFile counters, cufile.log, for a bug report): `{}`",
@@ -516,16 +491,18 @@ impl Launcher {
                     Some(Err(error)) => format!("\n  no hang bundle: cannot write it: {error}"),
                     None => String::new(),
                 };
-                TrialRecord::failed(
-                    spec.clone(),
-                    reason,
-                    format!(
-                        "{}\n  next: {next} (in `{}`){bundle}{shown_tail}",
-                        where_(&spec),
-                        dir.display()
-                    ),
-                    None,
-                )
+                Cause::NoAnswer {
+                    ending: finished.ending.clone(),
+                    invalid: match problem {
+                        NoResult::Missing => None,
+                        NoResult::Invalid(error) => Some(error.to_string()),
+                    },
+                    hung_in,
+                    folder: dir.to_path_buf(),
+                    bundle,
+                    tail: shown_tail,
+                }
+                .fail(spec.clone())
             }
         };
         record.worker = Some(run);
