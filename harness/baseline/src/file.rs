@@ -21,7 +21,8 @@ use gds_model::yaml;
 /// Version 2 had no `control`; it is read as a baseline without one. Version 3's `control` had no
 /// `memory_runs` and `host_runs`; it is read as a control without them (gates of version 3 would
 /// refuse those fields as unknown, so a file that has them says 4, and they ask to be updated).
-pub const SCHEMA_VERSION: u32 = 4;
+/// Version 4 had no `load_runs`; gates of version 4 would refuse them as unknown.
+pub const SCHEMA_VERSION: u32 = 5;
 
 const HEADER: &str = "# gds-gate baseline. Written by `cargo xtask gds-gate bless`; review changes as a diff,\n# do not edit by hand (the statistics use `runs`, the other figures are for people).\n";
 
@@ -878,7 +879,7 @@ mod tests {
     fn a_newer_schema_is_an_error_not_a_missing_baseline() {
         let (_dir, path) = scratch();
         let newer = render(&sample("gpu-runner-1"))
-            .replace("schema_version: 4", "schema_version: 5")
+            .replace("schema_version: 5", "schema_version: 6")
             .replace("median_gbps:", "p50_gbps:");
         std::fs::write(&path, newer).unwrap();
         let error = read(&path).unwrap_err();
@@ -887,7 +888,7 @@ mod tests {
             matches!(
                 error,
                 BaselineError::NewerSchema {
-                    found: 5,
+                    found: 6,
                     line: 3,
                     ..
                 }
@@ -895,7 +896,7 @@ mod tests {
             "{shown}"
         );
         assert!(
-            shown.contains(":3: baseline has schema_version 5"),
+            shown.contains(":3: baseline has schema_version 6"),
             "{shown}"
         );
         assert!(shown.contains("update gds-gate"), "{shown}");
@@ -935,7 +936,7 @@ mod tests {
             host_runs: Vec::new(),
             ..control
         });
-        let text = render(&baseline).replace("schema_version: 4", "schema_version: 3");
+        let text = render(&baseline).replace("schema_version: 5", "schema_version: 3");
         assert!(!text.contains("memory_runs") && !text.contains("host_runs"));
         std::fs::write(&path, &text).unwrap();
         let version_3 = read(&path).unwrap().present().cloned().unwrap();
@@ -945,7 +946,7 @@ mod tests {
         );
 
         baseline.control = None;
-        let version_2 = render(&baseline).replace("schema_version: 4", "schema_version: 2");
+        let version_2 = render(&baseline).replace("schema_version: 5", "schema_version: 2");
         std::fs::write(&path, version_2).unwrap();
         let old = read(&path).unwrap().present().cloned().unwrap();
         assert_eq!((old.control, old.trials), (None, baseline.trials));
