@@ -58,8 +58,15 @@ fn bless_from_history_takes_passing_runs_and_refuses_too_few() {
         text.contains("control:"),
         "the runs' control readings: {text}"
     );
-    let again = gate(&[]);
-    assert_eq!(again.code, 0, "{again:?}");
+    // The next run is judged against it. Whether three runs of a 2-core test host, busy with the
+    // other tests, call it as fast is noise: only that it was compared is checked.
+    let again = gate(&["--confirm", "0"]);
+    assert!([0, 3].contains(&again.code), "{again:?}");
+    let kind = scratch.report()["baseline"]["trials"][0]["judgement"]["kind"].clone();
+    assert!(
+        ["pass", "faster", "regression"].contains(&kind.as_str().unwrap_or("")),
+        "{kind}: {again:?}"
+    );
 
     // A run slower than its baseline is in the history as such, and a bless never takes it.
     pin_baseline(&baseline, 1000.0);
@@ -67,11 +74,14 @@ fn bless_from_history_takes_passing_runs_and_refuses_too_few() {
     assert_eq!(slow.code, 3, "{slow:?}");
     let refused = bless(&["--history-runs", "5", "--min-span", "0s"]);
     assert_eq!(refused.code, 2, "{refused:?}");
+    let (passing, slower) = if again.code == 0 { (4, 1) } else { (3, 2) };
     assert!(
         refused
             .stderr
-            .contains("small::read: 4 passing run(s) over")
-            && refused.stderr.contains("not taken: 1 slower"),
+            .contains(&format!("small::read: {passing} passing run(s) over"))
+            && refused
+                .stderr
+                .contains(&format!("not taken: {slower} slower")),
         "{refused:?}"
     );
     let flags = bless(&["--runs", "3"]);
