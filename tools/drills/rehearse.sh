@@ -11,7 +11,7 @@
 #   4. With --also NAME:ENV, rehearses A against a stack B of that environment (e.g. another
 #      cufile.json) and reports what differs, judging nothing.
 # libcufile imports pread, pread64 and preadv (nm -D of the nvidia-cufile 1.20 wheel's), so the
-# library should slow the cuFile compat path too, not yet checked on a GPU runner.
+# library slows the cuFile compat path too (measured on a GPU runner: tools/drills/README.md).
 # The suite is one posix trial by default (`--suite`, a filter after `--`), as the CPU host has;
 # on a GPU runner name a suite and a filter, e.g. --suite scenarios/drill.yaml -- cold-read.
 #
