@@ -442,9 +442,10 @@ fn record_load(m: &mut Measurement, opened: &crate::reader::Opened, read: &crate
         load.register_seconds.push(register.as_secs_f64());
     }
     // A pass without calls (an empty plan is refused) would have its first byte at its end.
-    let first_call = read.first_call.unwrap_or(read.elapsed - opened.total());
-    load.first_byte_seconds
-        .push((opened.total() + first_call).as_secs_f64());
+    let first_byte = read
+        .first_call
+        .map_or(read.elapsed, |first| opened.total() + first);
+    load.first_byte_seconds.push(first_byte.as_secs_f64());
 }
 
 /// A measured pass's I/O section (the reads, or a writing trial's writes): its time, throughput,

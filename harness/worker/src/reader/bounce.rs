@@ -79,12 +79,6 @@ impl GpuReader for Bounce<'_> {
     }
 
     fn reopen(&mut self, plan: &ReadPlan) -> Result<Opened, ReaderError> {
-        self.files.clear();
-        let start = std::time::Instant::now();
-        self.files = super::posix::open_all(plan)?;
-        Ok(Opened {
-            open: start.elapsed(),
-            register: None,
-        })
+        super::posix::reopen_all(&mut self.files, plan)
     }
 }

@@ -102,14 +102,19 @@ impl PlanReader for Posix {
     }
 
     fn reopen(&mut self, plan: &ReadPlan) -> Result<Opened, ReaderError> {
-        self.files.clear();
-        let start = std::time::Instant::now();
-        self.files = open_all(plan)?;
-        Ok(Opened {
-            open: start.elapsed(),
-            register: None,
-        })
+        reopen_all(&mut self.files, plan)
     }
+}
+
+/// A load's start for a reader of plain descriptors: `files` closed, then opened again (timed).
+pub fn reopen_all(files: &mut Vec<File>, plan: &ReadPlan) -> Result<Opened, ReaderError> {
+    files.clear();
+    let start = std::time::Instant::now();
+    *files = open_all(plan)?;
+    Ok(Opened {
+        open: start.elapsed(),
+        register: None,
+    })
 }
 
 /// Reads `plan` into `buffer` (one pass) with `nthreads` threads.
