@@ -755,6 +755,54 @@ fn a_posix_load_reports_its_first_byte_and_opening_per_pass_and_blesses_them() {
     );
 }
 
+/// `ranks: 4` with the posix reader: four workers at once, each reading and verifying its own
+/// file in its own folder; the trial's figures are all ranks' bytes over the slowest rank's time,
+/// and each rank's are in the report, on the trial's line and in summary.md.
+#[test]
+fn four_posix_ranks_read_their_own_files_at_once_and_are_each_reported() {
+    let scratch = Scratch::new();
+    let suite = scratch.suite(
+        "suite: k\nscenarios:\n  - name: ranks\n    files: { size: 2MiB, seed: 41, count: 4 }\n    ranks: 4\n    nthreads: 2\n    task_size: 1MiB\n    warmup: 0\n    repetitions: 2\n",
+    );
+    let run = scratch.gate(&["--suite", suite.to_str().unwrap()]);
+    assert_eq!(run.code, 0, "{run:?}");
+    let line = run
+        .stdout
+        .lines()
+        .find(|line| line.contains("k::ranks[ranks=4]"))
+        .unwrap_or_else(|| panic!("{run:?}"));
+    assert!(
+        line.contains(" over 4 ranks (rank 0 ") && line.contains("; slowest rank "),
+        "{line}"
+    );
+    let report = scratch.report();
+    let trial = &report["trials"][0];
+    assert_eq!(trial["status"], "passed", "{report}");
+    let m = &trial["measurement"];
+    assert_eq!(m["bytes_per_repetition"], 4 * 2 * 1024 * 1024);
+    let ranks = m["per_gpu"].as_array().unwrap();
+    assert_eq!(ranks.len(), 4, "{m}");
+    let mut files = std::collections::BTreeSet::new();
+    for (rank, result) in ranks.iter().enumerate() {
+        assert_eq!(result["rank"], rank, "{result}");
+        assert_eq!(result["status"], "passed", "{result}");
+        let own = &result["measurement"];
+        assert_eq!(own["bytes_per_repetition"], 2 * 1024 * 1024, "{own}");
+        assert_eq!(own["integrity"]["bad_words"], 0);
+        assert_eq!(own["files"].as_array().unwrap().len(), 1, "{own}");
+        files.insert(own["files"][0]["path"].as_str().unwrap().to_owned());
+        let folder = result["worker"]["dir"].as_str().unwrap();
+        assert!(folder.ends_with(&format!("rank{rank}")), "{folder}");
+    }
+    assert_eq!(files.len(), 4, "each rank reads its own file: {files:?}");
+    let summary = fs::read_to_string(scratch.out().join("summary.md")).unwrap();
+    assert!(
+        summary.contains("### Per GPU and rank")
+            && summary.contains("| `k::ranks[ranks=4]` | rank 3 | ok |"),
+        "{summary}"
+    );
+}
+
 /// On a host that runs only CPU trials, the doctor is one line before the trials (every GPU
 /// finding is expected there); `--doctor` lists them all. Plots and charts only for what ran.
 #[test]

@@ -10,6 +10,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use gds_gate::launch::Launcher;
+use gds_gate::launch::multi::Part;
 use gds_model::plan::{PlannedFile, ReadPlan};
 use gds_model::protocol::WorkerSpec;
 use gds_model::record::Status;
@@ -74,8 +75,9 @@ fn real_workers_read_and_verify_their_shards_concurrently() {
             files(dir.path(), &[3 * (1 << 20) + 13]),
             &pattern_of(pattern),
         );
-        let record =
-            launcher(dir.path()).run_multi(spec(&[0, 1, 2], pattern), plan.clone(), &[0, 1, 2]);
+        let spec = spec(&[0, 1, 2], pattern);
+        let parts = Part::per_gpu(&spec, &[0, 1, 2]);
+        let record = launcher(dir.path()).run_multi(spec, plan.clone(), &parts);
         assert_eq!(record.checks, Status::Passed, "{pattern}: {record:#?}");
         let m = record.measurement.as_ref().unwrap();
         assert_eq!(m.per_gpu.len(), 3);
@@ -148,7 +150,9 @@ fn a_corrupt_byte_fails_the_gpu_that_read_it_at_its_file_offset() {
     drop(file);
     // Two files, two GPUs: whole files, round-robin; GPU 1 reads the second file.
     let plan = ReadPlan::new(files.clone(), &Pattern::Whole);
-    let record = launcher(dir.path()).run_multi(spec(&[0, 1], "whole"), plan, &[0, 1]);
+    let spec = spec(&[0, 1], "whole");
+    let parts = Part::per_gpu(&spec, &[0, 1]);
+    let record = launcher(dir.path()).run_multi(spec, plan, &parts);
     assert_eq!(record.checks, Status::Failed);
     let reason = record.reason.unwrap();
     assert!(

@@ -1,5 +1,6 @@
 //! What a trial did and how it was judged: the unit every report is made of.
 
+use std::cmp::Ordering;
 use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
@@ -362,14 +363,32 @@ pub struct LoadedCufile {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct GpuShardResult {
     pub gpu: u32,
+    /// Its rank in a trial with `ranks:` (several workers on `gpu`); `None` in a trial over
+    /// several GPUs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rank: Option<u32>,
+    /// Its rank's reader, where the trial's ranks name theirs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reader: Option<crate::scenario::Reader>,
     pub status: Status,
     pub reason: Option<String>,
     pub details: Option<String>,
     pub measurement: Option<Measurement>,
     #[serde(default)]
     pub warnings: Vec<String>,
-    /// Its worker, in `<trial>/gpu<N>`.
+    /// Its worker, in `<trial>/gpu<N>` (`<trial>/rank<N>`).
     pub worker: Option<WorkerRun>,
+}
+
+impl GpuShardResult {
+    /// `GPU 1`, or `rank 2` (`rank 2 (kvikio)` where the ranks name their readers).
+    pub fn label(&self) -> String {
+        match (self.rank, self.reader) {
+            (Some(rank), Some(reader)) => format!("rank {rank} ({})", reader.name()),
+            (Some(rank), None) => format!("rank {rank}"),
+            (None, _) => format!("GPU {}", self.gpu),
+        }
+    }
 }
 
 /// cuFile's own account of a trial: which library, how its driver runs, and its counters.
@@ -537,19 +556,32 @@ impl TrialRecord {
         let gpus = if m.per_gpu.is_empty() {
             String::new()
         } else {
+            let speed = |shard: &GpuShardResult| shard.measurement.as_ref()?.median_gbps;
             let each: Vec<String> = m
                 .per_gpu
                 .iter()
                 .map(|shard| {
-                    let speed = shard
-                        .measurement
-                        .as_ref()
-                        .and_then(|m| m.median_gbps)
+                    let shown = speed(shard)
                         .map_or_else(|| "-".into(), |g| crate::units::shown().number(g, 2));
-                    format!("GPU {} {speed}", shard.gpu)
+                    format!("{} {shown}", shard.label())
                 })
                 .collect();
-            format!(" over {} GPUs ({})", m.per_gpu.len(), each.join(", "))
+            let slowest = m
+                .per_gpu
+                .iter()
+                .filter(|shard| speed(shard).is_some())
+                .min_by(|a, b| speed(a).partial_cmp(&speed(b)).unwrap_or(Ordering::Equal))
+                .filter(|_| m.per_gpu.len() > 1)
+                .map_or_else(String::new, |shard| format!("; slowest {}", shard.label()));
+            let workers = match m.per_gpu[0].rank {
+                Some(_) => "ranks",
+                None => "GPUs",
+            };
+            format!(
+                " over {} {workers} ({}{slowest})",
+                m.per_gpu.len(),
+                each.join(", ")
+            )
         };
         let cost = m.cost_line();
         let cost = if cost.is_empty() {

@@ -227,8 +227,8 @@ fn cost(m: &Measurement) -> (String, String, String) {
     (cpu, iops, latency)
 }
 
-/// Each GPU of the trials over several GPUs (`gpus:`): its own throughput, path, cuFile counters,
-/// CPU cost, IOPS, latency and verdict. Empty when no trial used several GPUs.
+/// Each worker of the trials over several GPUs (`gpus:`) or ranks (`ranks:`): its own throughput,
+/// path, cuFile counters, CPU cost, IOPS, latency and verdict. Empty when no trial had several.
 fn per_gpu(trials: &[TrialRecord]) -> String {
     let multi: Vec<(&TrialRecord, &Measurement)> = trials
         .iter()
@@ -245,14 +245,14 @@ fn per_gpu(trials: &[TrialRecord]) -> String {
     let mut out = String::new();
     section_head(
         &mut out,
-        "Per GPU",
+        "Per GPU and rank",
         &format!(
-            "Trials over several GPUs (`gpus:`) run one worker per GPU at the same time. Their {label} above is all GPUs' bytes over the slowest GPU's time of each repetition; the workers start together but are not synchronised pass by pass."
+            "Trials over several GPUs (`gpus:`) or ranks (`ranks:`) run one worker per GPU or rank at the same time. Their {label} above is all workers' bytes over the slowest worker's time of each repetition; the workers start together but are not synchronised pass by pass."
         ),
         &format!(
-            "| trial | GPU | result | {label} (median) | bytes per pass | path | cuFile reads (total / nvfs / p2p / posix) | CPU s/GiB | IOPS | latency p50 / p99 | checksum | note |"
+            "| trial | worker | result | {label} (median) | bytes per pass | path | cuFile reads (total / nvfs / p2p / posix) | CPU s/GiB | IOPS | latency p50 / p99 | checksum | note |"
         ),
-        "|---|---:|---|---:|---:|---|---|---:|---:|---:|---|---|",
+        "|---|---|---|---:|---:|---|---|---:|---:|---:|---|---|",
     );
     for (trial, m) in multi {
         for shard in &m.per_gpu {
@@ -291,7 +291,7 @@ fn per_gpu(trials: &[TrialRecord]) -> String {
                 out,
                 "| {} | {} | {result} | {median} | {bytes} | {path} | {counters} | {cpu} | {iops} | {latency} | {checksum} | {note} |",
                 code(&trial.name),
-                shard.gpu
+                shard.label()
             );
         }
     }
@@ -445,6 +445,8 @@ mod tests {
         assert_eq!(per_gpu(std::slice::from_ref(&one)), "");
         let shard = |gpu, status, reason: Option<&str>| GpuShardResult {
             gpu,
+            rank: None,
+            reader: None,
             status,
             reason: reason.map(str::to_owned),
             details: None,
@@ -468,7 +470,7 @@ mod tests {
         let table = per_gpu(&[one, multi]);
         assert!(table.starts_with("### Per GPU"), "{table}");
         assert!(
-            table.contains("| `s::multi[gpus=all]` | 1 | **FAILED** | 2.00 | 1073741824 | nvfs | - |  |  |  | 0x0000000000000007 | path: a\\|b |"),
+            table.contains("| `s::multi[gpus=all]` | GPU 1 | **FAILED** | 2.00 | 1073741824 | nvfs | - |  |  |  | 0x0000000000000007 | path: a\\|b |"),
             "{table}"
         );
         // Each GPU's own cost and latency: percentiles of several workers do not add up.

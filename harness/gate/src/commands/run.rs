@@ -16,11 +16,11 @@ use crate::error::Error;
 use crate::exit;
 use crate::host::HostFacts;
 use crate::launch::Launcher;
+use crate::launch::multi::Part;
 use crate::prepare::DataSet;
 use crate::report::Report;
 use gds_model::plan::{PlannedFile, ReadPlan};
 use gds_model::record::{Status, TrialRecord};
-use gds_model::scenario::Reader;
 use gds_model::scenario::{self, GpuSet, Suite, TrialSpec};
 
 mod ahead;
@@ -306,7 +306,7 @@ impl Executor {
                 Ok(files) => self.read(spec, files, launcher, job),
                 Err(error) => Cause::NoData(gds_model::error_chain(&error)).fail(spec),
             },
-            Some(reason) if self.require_gpu && spec.reader.uses_gpu() => {
+            Some(reason) if self.require_gpu && spec.uses_gpu() => {
                 Cause::GpuRequired(reason).fail(spec)
             }
             Some(reason) => TrialRecord::ignored(spec, reason),
@@ -315,7 +315,7 @@ impl Executor {
 }
 
 impl Executor {
-    /// Reads the prepared `files` as the trial says, in one worker or one per GPU.
+    /// Reads the prepared `files` as the trial says, in one worker, one per GPU or one per rank.
     fn read(
         &self,
         spec: TrialSpec,
@@ -334,6 +334,11 @@ impl Executor {
             Some(set) => {
                 self.stop_held();
                 self.execute_on_gpus(spec, plan, &set, launcher)
+            }
+            None if !spec.ranks.is_empty() => {
+                self.stop_held();
+                let parts = Part::per_rank(&spec);
+                launcher.run_multi(spec, plan, &parts)
             }
             None => {
                 let bytes = plan.total_bytes();
@@ -359,7 +364,10 @@ impl Executor {
     ) -> TrialRecord {
         use crate::launch::multi::{Resolved, host_gpu_count, resolve};
         match resolve(set, host_gpu_count()) {
-            Resolved::Gpus(gpus) => launcher.run_multi(spec, plan, &gpus),
+            Resolved::Gpus(gpus) => {
+                let parts = Part::per_gpu(&spec, &gpus);
+                launcher.run_multi(spec, plan, &parts)
+            }
             Resolved::NoGpu(reason) if self.require_gpu => Cause::NoGpus(reason).fail(spec),
             Resolved::NoGpu(reason) => TrialRecord::ignored(spec, reason),
             Resolved::Invalid(reason) => Cause::UnknownGpus(reason).fail(spec),
@@ -380,17 +388,10 @@ fn checked_plan(
 
 /// Why a trial cannot run on this host or build, if it cannot.
 fn unavailable(spec: &TrialSpec, host: &HostFacts) -> Option<String> {
-    match spec.reader {
-        Reader::Posix => None,
-        _ if host.gpu_unavailable.is_some() => host.gpu_unavailable.clone(),
-        // KvikIO too: it needs libcuda.so.1 even for host reads.
-        Reader::H2d
-        | Reader::Cufile
-        | Reader::CufileBatch
-        | Reader::CufileAsync
-        | Reader::Kvikio
-        | Reader::Torch => None,
-    }
+    // KvikIO too: it needs libcuda.so.1 even for host reads.
+    spec.uses_gpu()
+        .then(|| host.gpu_unavailable.clone())
+        .flatten()
 }
 
 /// Plain sentences for what did not run, grouped by reason, so a green run on a host without a GPU
@@ -407,11 +408,11 @@ fn notes(trials: &[TrialRecord], require_gpu: bool) -> Vec<String> {
             .entry(trial.reason.as_deref().unwrap_or("no reason given"))
             .or_default();
         entry.0 += 1;
-        entry.1 += usize::from(trial.spec.reader.uses_gpu());
+        entry.1 += usize::from(trial.spec.uses_gpu());
     }
     let ran_gpu = trials
         .iter()
-        .any(|trial| trial.spec.reader.uses_gpu() && trial.checks != Status::Ignored);
+        .any(|trial| trial.spec.uses_gpu() && trial.checks != Status::Ignored);
     let skipped_gpu = by_reason.values().any(|(_, gpu)| *gpu > 0);
     let no_gpu_part = skipped_gpu && !ran_gpu && !require_gpu;
     let mut notes: Vec<String> = by_reason
@@ -446,6 +447,7 @@ fn notes(trials: &[TrialRecord], require_gpu: bool) -> Vec<String> {
 mod tests {
     use super::*;
     use crate::baseline::fixtures;
+    use gds_model::scenario::Reader;
 
     fn ignored(name: &str, reader: Reader, reason: &str) -> TrialRecord {
         let mut spec = fixtures::spec(name);

@@ -36,7 +36,7 @@ use gds_model::record::{
     CufileEvidence, Ending, GpuShardResult, KvikioEvidence, Measurement, MemoryPeak, Status,
     TrialRecord, WorkerRun,
 };
-use gds_model::scenario::{GpuSet, TrialSpec};
+use gds_model::scenario::{GpuSet, Reader, TrialSpec};
 
 /// What `gpus:` means on this host.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -104,45 +104,87 @@ pub fn host_gpu_count() -> &'static Result<u32, GpuCountError> {
     })
 }
 
+/// One worker of a trial over several GPUs or ranks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Part {
+    pub gpu: u32,
+    /// Its rank, in a trial with `ranks:`.
+    pub rank: Option<u32>,
+    pub reader: Reader,
+}
+
+impl Part {
+    /// One worker per GPU, each with the trial's reader.
+    pub fn per_gpu(spec: &TrialSpec, gpus: &[u32]) -> Vec<Part> {
+        gpus.iter()
+            .map(|&gpu| Part {
+                gpu,
+                rank: None,
+                reader: spec.reader,
+            })
+            .collect()
+    }
+
+    /// One worker per rank of `spec.ranks`, all on the trial's GPU.
+    pub fn per_rank(spec: &TrialSpec) -> Vec<Part> {
+        (0..)
+            .zip(&spec.ranks)
+            .map(|(rank, &reader)| Part {
+                gpu: spec.gpu,
+                rank: Some(rank),
+                reader,
+            })
+            .collect()
+    }
+
+    fn folder(&self) -> String {
+        match self.rank {
+            Some(rank) => format!("rank{rank}"),
+            None => format!("gpu{}", self.gpu),
+        }
+    }
+}
+
 impl Launcher {
-    /// One worker per GPU of `gpus`, each reading its shard of `plan` at the same time; the
-    /// record aggregates them.
-    pub fn run_multi(&self, spec: TrialSpec, plan: ReadPlan, gpus: &[u32]) -> TrialRecord {
+    /// One worker per part, each reading its shard of `plan` at the same time; the record
+    /// aggregates them.
+    pub fn run_multi(&self, spec: TrialSpec, plan: ReadPlan, parts: &[Part]) -> TrialRecord {
         let dir = self.trials_dir.join(slug(&spec.name));
-        let shards = match gds_model::shard::split(&plan, gpus.len(), spec.task_size) {
+        let shards = match gds_model::shard::split(&plan, parts.len(), spec.task_size) {
             Ok(shards) => shards,
             Err(error) => {
                 let details = format!("{}\n  next: {}", where_(&spec), error.next_step());
                 return TrialRecord::failed(spec, error.to_string(), details, None);
             }
         };
-        // Earlier runs may have used more GPUs: no stale `gpu<N>` folder may remain.
+        // Earlier runs may have used more GPUs or ranks: no stale folder may remain.
         let _ = std::fs::remove_dir_all(&dir);
-        // The GPUs share the storage: each worker gets the time the whole plan would need.
+        // The workers share the storage: each gets the time the whole plan would need.
         let timeout = self.timeout.unwrap_or_else(|| timeout_for(&spec, &plan));
-        let results: Vec<(u32, TrialRecord)> = std::thread::scope(|scope| {
-            let running: Vec<_> = gpus
+        let results: Vec<(Part, TrialRecord)> = std::thread::scope(|scope| {
+            let running: Vec<_> = parts
                 .iter()
                 .zip(shards)
-                .map(|(&gpu, shard)| {
+                .map(|(&part, shard)| {
                     let mut one = spec.clone();
-                    one.gpu = gpu;
-                    let gpu_dir = dir.join(format!("gpu{gpu}"));
+                    one.gpu = part.gpu;
+                    one.reader = part.reader;
+                    let part_dir = dir.join(part.folder());
                     let copy = one.clone();
                     let handle = scope.spawn(move || {
-                        self.run_trial_in(one, shard, &gpu_dir, timeout, &mut || None)
+                        self.run_trial_in(one, shard, &part_dir, timeout, &mut || None)
                     });
-                    (gpu, copy, handle)
+                    (part, copy, handle)
                 })
                 .collect();
             running
                 .into_iter()
-                .map(|(gpu, copy, handle)| {
+                .map(|(part, copy, handle)| {
                     let record = handle.join().unwrap_or_else(|panic| {
                         let message = gds_model::panic_message(panic.as_ref());
                         crate::cause::Cause::Panicked(message).fail(copy)
                     });
-                    (gpu, record)
+                    (part, record)
                 })
                 .collect()
         });
@@ -150,17 +192,21 @@ impl Launcher {
     }
 }
 
-/// One record for the trial from its GPUs' records (in GPU order): see the module documentation.
+/// One record for the trial from its workers' records (in order): see the module documentation.
 pub fn aggregate(
     spec: TrialSpec,
     plan: &ReadPlan,
     dir: &Path,
-    shards: Vec<(u32, TrialRecord)>,
+    shards: Vec<(Part, TrialRecord)>,
 ) -> TrialRecord {
+    // Ranks' readers are named where they differ.
+    let mixed = spec.ranks.iter().any(|reader| *reader != spec.reader);
     let per_gpu: Vec<GpuShardResult> = shards
         .into_iter()
-        .map(|(gpu, record)| GpuShardResult {
-            gpu,
+        .map(|(part, record)| GpuShardResult {
+            gpu: part.gpu,
+            rank: part.rank,
+            reader: (mixed && part.rank.is_some()).then_some(part.reader),
             status: record.checks,
             reason: record.reason,
             details: record.details,
@@ -181,29 +227,29 @@ pub fn aggregate(
             .collect()
     };
     let (failed, ignored) = (of(Status::Failed), of(Status::Ignored));
-    let gpus_shown = list(per_gpu.iter().map(|shard| shard.gpu));
+    let all = workers(&per_gpu);
     let mut record = if let Some(first) = failed.first() {
         let reason = match failed.len() {
             1 => format!(
-                "GPU {}: {}",
-                first.gpu,
+                "{}: {}",
+                first.label(),
                 first.reason.as_deref().unwrap_or("failed")
             ),
             _ => format!(
-                "GPUs {} failed; GPU {}: {}",
-                list(failed.iter().map(|shard| shard.gpu)),
-                first.gpu,
+                "{} failed; {}: {}",
+                workers(failed.iter().copied()),
+                first.label(),
                 first.reason.as_deref().unwrap_or("failed")
             ),
         };
         let mut details = format!(
-            "{}\n  a trial over GPUs {gpus_shown}: it fails when any of them fails",
+            "{}\n  a trial over {all}: it fails when any of them fails",
             where_(&spec)
         );
         for shard in &failed {
             details.push_str(&format!(
-                "\n  GPU {} ({}): {}\n{}",
-                shard.gpu,
+                "\n  {} ({}): {}\n{}",
+                shard.label(),
                 shard
                     .worker
                     .as_ref()
@@ -214,7 +260,7 @@ pub fn aggregate(
         }
         TrialRecord::failed(spec, reason, details, measurement)
     } else if ignored.len() == per_gpu.len() && !per_gpu.is_empty() {
-        // Typically the same reason for every GPU (no kvikio): said once, so notes group it.
+        // Typically the same reason for every worker (no kvikio): said once, so notes group it.
         let reasons: Vec<&str> = ignored
             .iter()
             .map(|shard| shard.reason.as_deref().unwrap_or(""))
@@ -225,7 +271,7 @@ pub fn aggregate(
             ignored
                 .iter()
                 .zip(&reasons)
-                .map(|(shard, reason)| format!("GPU {}: {reason}", shard.gpu))
+                .map(|(shard, reason)| format!("{}: {reason}", shard.label()))
                 .collect::<Vec<_>>()
                 .join("; ")
         };
@@ -233,16 +279,17 @@ pub fn aggregate(
         record.measurement = measurement;
         record
     } else if let Some(first) = ignored.first() {
-        // Never green by accident: a trial over N GPUs that ran on fewer did not pass.
+        // Never green by accident: a trial over N workers that ran on fewer did not pass.
         let reason = format!(
-            "GPU {} did not run ({}) while the others did: a trial over several GPUs runs on all of them",
-            first.gpu,
+            "{} did not run ({}) while the others did: a trial over several workers runs them all",
+            first.label(),
             first.reason.as_deref().unwrap_or("no reason given")
         );
+        let not_run: Vec<String> = ignored.iter().map(|shard| shard.label()).collect();
         let details = format!(
-            "{}\n  GPUs {gpus_shown}; not run: {}",
+            "{}\n  {all}; not run: {}",
             where_(&spec),
-            list(ignored.iter().map(|shard| shard.gpu))
+            not_run.join(", ")
         );
         TrialRecord::failed(spec, reason, details, measurement)
     } else if let Some(measurement) = measurement {
@@ -253,14 +300,14 @@ pub fn aggregate(
                 shard
                     .warnings
                     .iter()
-                    .map(move |warning| format!("GPU {}: {warning}", shard.gpu))
+                    .map(move |warning| format!("{}: {warning}", shard.label()))
             })
             .collect();
         record
     } else {
         TrialRecord::failed(
             spec.clone(),
-            "no GPU was given a share of the trial".into(),
+            "no worker was given a share of the trial".into(),
             where_(&spec),
             None,
         )
@@ -272,6 +319,25 @@ pub fn aggregate(
     record
 }
 
+/// `GPUs 0, 1, 3`, or `ranks 0, 1, 2 on GPU 0`.
+fn workers<'a>(shards: impl IntoIterator<Item = &'a GpuShardResult>) -> String {
+    let shards: Vec<&GpuShardResult> = shards.into_iter().collect();
+    let joined = |numbers: &mut dyn Iterator<Item = u32>| {
+        numbers
+            .map(|number| number.to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    match shards.first() {
+        Some(first) if first.rank.is_some() => format!(
+            "ranks {} on GPU {}",
+            joined(&mut shards.iter().filter_map(|shard| shard.rank)),
+            first.gpu
+        ),
+        _ => format!("GPUs {}", joined(&mut shards.iter().map(|shard| shard.gpu))),
+    }
+}
+
 /// The trial's measurement from its GPUs'. The GPUs ran concurrently, so the wall time of a pass
 /// is its slowest shard: repetition `r` takes the longest of the GPUs' times for `r`, and its
 /// throughput is all GPUs' bytes over that time. Only repetitions every GPU completed count.
@@ -280,9 +346,9 @@ fn aggregate_measurement(
     plan: &ReadPlan,
     per_gpu: &[GpuShardResult],
 ) -> Measurement {
-    let measured: Vec<(u32, &Measurement)> = per_gpu
+    let measured: Vec<(&GpuShardResult, &Measurement)> = per_gpu
         .iter()
-        .filter_map(|shard| shard.measurement.as_ref().map(|m| (shard.gpu, m)))
+        .filter_map(|shard| shard.measurement.as_ref().map(|m| (shard, m)))
         .collect();
     let everyone = measured.len() == per_gpu.len();
     let slowest = |samples: fn(&Measurement) -> &Vec<f64>| -> Vec<f64> {
@@ -328,9 +394,9 @@ fn aggregate_measurement(
     };
     let path_evidence: Vec<String> = measured
         .iter()
-        .filter_map(|(gpu, m)| {
+        .filter_map(|(shard, m)| {
             let evidence = m.path_evidence.as_ref()?;
-            Some(format!("GPU {gpu}: {}\n{evidence}", m.path))
+            Some(format!("{}: {}\n{evidence}", shard.label(), m.path))
         })
         .collect();
     Measurement {
@@ -352,19 +418,25 @@ fn aggregate_measurement(
         preparation_seconds: max_option(|m| m.preparation_seconds),
         setup: measured
             .iter()
-            .flat_map(|(gpu, m)| {
+            .flat_map(|(shard, m)| {
                 m.setup
                     .iter()
-                    .map(move |(phase, seconds)| (format!("GPU {gpu}: {phase}"), *seconds))
+                    .map(move |(phase, seconds)| (format!("{}: {phase}", shard.label()), *seconds))
             })
             .collect(),
-        gpu: Some(
-            measured
+        gpu: Some({
+            // Ranks share their GPU: named once.
+            let mut names: Vec<String> = measured
                 .iter()
-                .map(|(gpu, m)| m.gpu.clone().unwrap_or_else(|| format!("GPU {gpu}")))
-                .collect::<Vec<_>>()
-                .join(", "),
-        ),
+                .map(|(shard, m)| {
+                    m.gpu
+                        .clone()
+                        .unwrap_or_else(|| format!("GPU {}", shard.gpu))
+                })
+                .collect();
+            names.dedup();
+            names.join(", ")
+        }),
         cufile: aggregate_cufile(per_gpu),
         kvikio: aggregate_kvikio(&measured),
         // One PyTorch build in every worker (one interpreter): the first GPU's account.
@@ -400,7 +472,11 @@ fn only_worker(per_gpu: &[GpuShardResult]) -> Option<&Measurement> {
 /// the host's cores), over all GPUs' bytes and the slowest GPU's time, and the latency of a
 /// single worker's pass (see [`only_worker`]; `seconds` is empty unless every GPU measured).
 /// Repetitions some GPU has no cost for are left out.
-fn aggregate_costs(measured: &[(u32, &Measurement)], seconds: &[f64], bytes: u64) -> Vec<PassCost> {
+fn aggregate_costs(
+    measured: &[(&GpuShardResult, &Measurement)],
+    seconds: &[f64],
+    bytes: u64,
+) -> Vec<PassCost> {
     seconds
         .iter()
         .enumerate()
@@ -460,11 +536,11 @@ fn aggregate_integrity(
 /// cuFile's account over all GPUs: the per-GPU counter rows of every worker (each process counts
 /// its own reads), summed where two workers report the same GPU.
 fn aggregate_cufile(per_gpu: &[GpuShardResult]) -> Option<CufileEvidence> {
-    let all: Vec<(u32, &CufileEvidence)> = per_gpu
+    let all: Vec<(&GpuShardResult, &CufileEvidence)> = per_gpu
         .iter()
         .filter_map(|shard| {
             let evidence = shard.measurement.as_ref()?.cufile.as_ref()?;
-            Some((shard.gpu, evidence))
+            Some((shard, evidence))
         })
         .collect();
     let (_, first) = all.first()?;
@@ -474,7 +550,7 @@ fn aggregate_cufile(per_gpu: &[GpuShardResult]) -> Option<CufileEvidence> {
         stats_unavailable: None,
         ..(*first).clone()
     };
-    for (gpu, evidence) in &all {
+    for (shard, evidence) in &all {
         merged.requested_bytes += evidence.requested_bytes;
         merged
             .loaded_copies
@@ -492,7 +568,8 @@ fn aggregate_cufile(per_gpu: &[GpuShardResult]) -> Option<CufileEvidence> {
                 merged.stats = None;
                 merged.stats_unavailable.get_or_insert_with(|| {
                     format!(
-                        "GPU {gpu}: {}",
+                        "{}: {}",
+                        shard.label(),
                         evidence
                             .stats_unavailable
                             .as_deref()
@@ -533,7 +610,7 @@ fn add_row(rows: &mut Vec<GpuCounters>, row: &GpuCounters) {
 
 /// KvikIO's account over all GPUs: bytes per backend summed. Its own throughput is per process,
 /// so it stays in each GPU's result.
-fn aggregate_kvikio(measured: &[(u32, &Measurement)]) -> Option<KvikioEvidence> {
+fn aggregate_kvikio(measured: &[(&GpuShardResult, &Measurement)]) -> Option<KvikioEvidence> {
     let all: Vec<&KvikioEvidence> = measured
         .iter()
         .filter_map(|(_, m)| m.kvikio.as_ref())
@@ -581,13 +658,6 @@ fn aggregate_worker(dir: &Path, per_gpu: &[GpuShardResult]) -> Option<WorkerRun>
         // A trial over several GPUs never starts beside another ([`crate::launch::Held`]).
         exit_beside_next_seconds: None,
     })
-}
-
-/// `0, 1, 3`.
-fn list(gpus: impl Iterator<Item = u32>) -> String {
-    gpus.map(|gpu| gpu.to_string())
-        .collect::<Vec<_>>()
-        .join(", ")
 }
 
 #[cfg(test)]

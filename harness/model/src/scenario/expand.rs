@@ -59,6 +59,10 @@ pub struct TrialSpec {
     /// [`crate::shard`] and the gate's multi-GPU launcher). `None`: one worker on `gpu`.
     #[serde(default)]
     pub gpus: Option<GpuSet>,
+    /// `ranks:`: one worker per entry, each with this reader, reading its own files at the same
+    /// time on `gpu` (see [`crate::shard`]). Empty: one worker.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ranks: Vec<Reader>,
     /// Whole buffer, a window, or `auto` (resolved by the worker, which knows its memory).
     #[serde(default)]
     pub window: super::window_mode::WindowMode,
@@ -71,6 +75,11 @@ pub struct TrialSpec {
 }
 
 impl TrialSpec {
+    /// Whether any of its workers reads into a GPU (a rank's reader counts).
+    pub fn uses_gpu(&self) -> bool {
+        self.reader.uses_gpu() || self.ranks.iter().any(|reader| reader.uses_gpu())
+    }
+
     /// Warm-up and measured passes together, in a type they cannot overflow (a worker given
     /// `warmup: 4294967295, repetitions: 1` in 32 bits would run none).
     pub fn passes(&self) -> u64 {
@@ -211,6 +220,10 @@ fn expand_scenario(suite_def: &Suite, scenario: &Scenario) -> Vec<TrialSpec> {
             buffer: scenario.buffers[0],
             gpu: scenario.gpus[0],
             gpus: scenario.gpu_set.clone(),
+            ranks: scenario
+                .ranks
+                .as_ref()
+                .map_or_else(Vec::new, |ranks| ranks.readers(reader)),
             window: scenario.windows[0],
             expect: scenario.expect.clone(),
             python: suite_def.python.clone().unwrap_or_else(|| "python3".into()),
@@ -233,6 +246,9 @@ fn expand_scenario(suite_def: &Suite, scenario: &Scenario) -> Vec<TrialSpec> {
             // Not an axis, but a different trial: always in the name (`gpus=all`, `gpus=0+1`).
             if let Some(set) = &trial.gpus {
                 shown.push(format!("gpus={set}"));
+            }
+            if !trial.ranks.is_empty() {
+                shown.push(format!("ranks={}", super::ranks::shown(&trial.ranks)));
             }
             trial.name = if shown.is_empty() {
                 format!("{suite}::{}", scenario.name)

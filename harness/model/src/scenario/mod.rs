@@ -11,6 +11,7 @@ mod load;
 mod locate;
 mod model;
 mod passes;
+pub mod ranks;
 mod shape;
 pub mod size;
 pub mod window_mode;
@@ -27,6 +28,7 @@ pub use model::{
     RandomReads, Reader,
 };
 use passes::MAX_ERRORS;
+pub use ranks::Ranks;
 pub use shape::ReadShape;
 
 use model::{Files, ScenarioFields, SuiteFile};
@@ -74,6 +76,8 @@ pub struct Scenario {
     pub windows: Vec<window_mode::WindowMode>,
     /// `gpus:`: every trial of the scenario reads with all these GPUs at once.
     pub gpu_set: Option<GpuSet>,
+    /// `ranks:`: every trial of the scenario reads with this many workers at once on its GPU.
+    pub ranks: Option<Ranks>,
     pub expect: Expectations,
 }
 
@@ -409,7 +413,17 @@ impl Validator<'_> {
                     .map_or_else(|| vec![$default], |values| values.0)
             };
         }
-        let readers = pick!(reader, Reader::Posix);
+        let rank_set = fields.ranks.clone().or_else(|| defaults.ranks.clone());
+        // A list of ranks names the readers; the trial is named after the first.
+        let readers = match &rank_set {
+            Some(Ranks::Readers(list)) if !list.is_empty() => {
+                let mut distinct = list.clone();
+                distinct.sort_by_key(|reader| reader.name());
+                distinct.dedup();
+                distinct
+            }
+            _ => pick!(reader, Reader::Posix),
+        };
         let ops = pick!(op, Op::Read);
         let pattern = fields
             .pattern
@@ -479,6 +493,17 @@ impl Validator<'_> {
                 || here("gpu"),
             )?;
         }
+        let rounds = fields.rounds.or(defaults.rounds).map_or(1, u32::from);
+        if let Some(ranks) = &rank_set {
+            let with = ranks::RankContext {
+                reader_given: fields.reader.is_some() || defaults.reader.is_some(),
+                ops: &ops,
+                files: &files,
+                gpu_set: gpu_set.as_ref(),
+                rounds,
+            };
+            self.ranks(ranks, with, &context, &here)?;
+        }
         let path = expect_fields.path.unwrap_or(ExpectedPath::Any);
         for reader in &readers {
             if let Some(problem) = impossible_path(*reader, path) {
@@ -495,7 +520,10 @@ impl Validator<'_> {
             description: fields.description.clone(),
             line,
             files,
-            readers,
+            readers: match &rank_set {
+                Some(Ranks::Readers(list)) => vec![list[0]],
+                _ => readers,
+            },
             ops,
             compat_modes: pick!(compat_mode, CompatMode::AUTO),
             nthreads: pick!(nthreads, NTHREADS_DEFAULT)
@@ -537,7 +565,7 @@ impl Validator<'_> {
                 .repetitions
                 .or(defaults.repetitions)
                 .map_or(defaults::REPETITIONS, u32::from),
-            rounds: fields.rounds.or(defaults.rounds).map_or(1, u32::from),
+            rounds,
             buffers: pick!(buffer, BufferKind::Unregistered),
             gpus: match &gpu_set {
                 // `gpus` replaces a single `gpu` (a list was refused above); the trial's own
@@ -548,6 +576,7 @@ impl Validator<'_> {
             },
             windows,
             gpu_set,
+            ranks: rank_set,
             expect: Expectations {
                 path,
                 max_fallback_bytes: expect_fields.max_fallback_bytes.map(|size| size.0),
@@ -742,5 +771,7 @@ fn check_name(name: &str) -> Result<(), &'static str> {
 mod tests;
 #[cfg(test)]
 mod tests_batch;
+#[cfg(test)]
+mod tests_ranks;
 #[cfg(test)]
 mod tests_torch;

@@ -72,6 +72,8 @@ pub struct ScenarioFields {
     pub window: Option<OneOrMany<super::window_mode::WindowMode>>,
     /// `all` or a list of GPU indices: one trial over several GPUs at once (not a matrix axis).
     pub gpus: Option<GpuSet>,
+    /// A number of ranks or each rank's reader: workers reading at once on one GPU.
+    pub ranks: Option<super::Ranks>,
     pub expect: Option<Expect>,
 }
 

@@ -26,12 +26,16 @@ pub struct ReadShape<'a> {
 impl TrialSpec {
     /// The trial's [`ReadShape`]; `None` where its requests cannot be lined up with another
     /// reader's: a writing trial (the posix writer writes into the page cache, the GPU writers
-    /// straight to the disk), a trial over several GPUs at once, PyTorch (one `load_storage`
+    /// straight to the disk), a trial over several GPUs or ranks at once, PyTorch (one `load_storage`
     /// call per segment, no task split), KvikIO's async reads (whether they run on cuFile's
     /// stream API or one at a time is KvikIO's decision as it runs, not the spec's), and reads
     /// the direct path cannot take whole ([`TrialSpec::reads_whole_blocks`]).
     pub fn read_shape(&self) -> Option<ReadShape<'_>> {
-        if self.op != Op::Read || self.gpus.is_some() || !self.reads_whole_blocks() {
+        if self.op != Op::Read
+            || self.gpus.is_some()
+            || !self.ranks.is_empty()
+            || !self.reads_whole_blocks()
+        {
             return None;
         }
         let in_flight = match self.reader {

@@ -30,7 +30,7 @@ impl Executor {
         })?;
         let job = schedule.jobs[at];
         let next = schedule.spec(job);
-        if next.gpus.is_some() || !next.reader.uses_gpu() {
+        if next.gpus.is_some() || !next.ranks.is_empty() || !next.reader.uses_gpu() {
             return None;
         }
         let files = self.data.files_for(&next).ok()?;

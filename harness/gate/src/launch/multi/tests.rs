@@ -130,8 +130,17 @@ fn latency(gpu: u32) -> gds_model::cost::Latency {
     }
 }
 
-fn passed(gpu: u32, m: Measurement) -> (u32, TrialRecord) {
-    (gpu, TrialRecord::passed(spec("[0, 1, 2]", 3), m))
+fn passed(gpu: u32, m: Measurement) -> (Part, TrialRecord) {
+    (on(gpu), TrialRecord::passed(spec("[0, 1, 2]", 3), m))
+}
+
+/// The worker of GPU `gpu` in a trial over several GPUs.
+fn on(gpu: u32) -> Part {
+    Part {
+        gpu,
+        rank: None,
+        reader: Reader::H2d,
+    }
 }
 
 /// Three constructed GPU results: the aggregate takes the slowest GPU of each repetition, keeps
@@ -234,7 +243,7 @@ fn a_trial_whose_other_gpu_measured_nothing_has_no_latency_of_its_own() {
     );
     let shards = vec![
         passed(0, constructed(0, share, &[1.0, 1.0], "host", 10)),
-        (1, crashed),
+        (on(1), crashed),
     ];
     let record = aggregate(spec("[0, 1]", 2), &plan, Path::new("/t/m"), shards);
     assert_eq!(record.checks, Status::Failed);
@@ -268,7 +277,7 @@ fn a_failed_gpu_fails_the_trial_and_is_named() {
     });
     let shards = vec![
         passed(0, constructed(0, share, &[1.0, 1.0], "nvfs", 10)),
-        (1, bad_path),
+        (on(1), bad_path),
         passed(2, constructed(2, share, &[1.0, 1.0], "nvfs", 30)),
     ];
     let record = aggregate(spec("[0, 1, 2]", 3), &plan, Path::new("/t/m"), shards);
@@ -306,7 +315,7 @@ fn integrity_failures_aggregate_with_the_first_wrong_byte() {
     let spec = spec("[0, 1]", 2);
     let shards = vec![
         (
-            0,
+            on(0),
             TrialRecord::failed(
                 spec.clone(),
                 "the worker killed by signal 11 (SIGSEGV) without a result".into(),
@@ -315,7 +324,7 @@ fn integrity_failures_aggregate_with_the_first_wrong_byte() {
             ),
         ),
         (
-            1,
+            on(1),
             TrialRecord::failed(
                 spec.clone(),
                 "integrity: 2 bad 8-byte word(s); first wrong byte at offset 4099 of `/data/gen-1`"
@@ -363,7 +372,7 @@ fn ignored_gpus_ignore_the_trial_only_when_all_are_ignored() {
     let spec = spec("[0, 1]", 2);
     let ignored = |gpu| {
         (
-            gpu,
+            on(gpu),
             TrialRecord::ignored(spec.clone(), "kvikio not found by python3".into()),
         )
     };
@@ -480,7 +489,8 @@ fn orchestrate(
         progress: None,
     };
     let trial_dir = dir.path().join("trials").join(slug(&spec.name));
-    let record = launcher.run_multi(spec, plan(files), gpus);
+    let parts = Part::per_gpu(&spec, gpus);
+    let record = launcher.run_multi(spec, plan(files), &parts);
     (record, trial_dir, dir)
 }
 
@@ -608,7 +618,9 @@ fn a_plan_that_cannot_be_split_fails_the_trial() {
         }],
         &Pattern::Whole,
     );
-    let record = launcher.run_multi(spec("[0, 1]", 1), user, &[0, 1]);
+    let spec = spec("[0, 1]", 1);
+    let parts = Part::per_gpu(&spec, &[0, 1]);
+    let record = launcher.run_multi(spec, user, &parts);
     assert_eq!(record.checks, Status::Failed);
     assert!(
         record
@@ -622,4 +634,58 @@ fn a_plan_that_cannot_be_split_fails_the_trial() {
             .unwrap()
             .contains("next: read your file with one GPU")
     );
+}
+
+/// Ranks share one GPU: their results are named by rank (and reader, where the ranks name
+/// theirs), their cuFile rows of that GPU add up, and the GPU is named once.
+#[test]
+fn ranks_are_named_by_rank_and_their_counters_of_one_gpu_add_up() {
+    let plan = plan(2);
+    let mut spec = spec("[0, 1]", 2);
+    spec.gpus = None;
+    spec.ranks = vec![Reader::H2d, Reader::Kvikio];
+    let rank = |rank: u32, reader| Part {
+        gpu: 0,
+        rank: Some(rank),
+        reader,
+    };
+    let corrupt = TrialRecord::failed(
+        spec.clone(),
+        "integrity: 1 bad 8-byte word(s)".into(),
+        String::new(),
+        Some(constructed(0, MIB, &[2.0], "cufile-posix", 2)),
+    );
+    let shards = vec![
+        (
+            rank(0, Reader::H2d),
+            TrialRecord::passed(spec.clone(), constructed(0, MIB, &[1.0], "cufile-posix", 1)),
+        ),
+        (rank(1, Reader::Kvikio), corrupt),
+    ];
+    let record = aggregate(spec, &plan, Path::new("/t/m"), shards);
+    assert_eq!(record.checks, Status::Failed);
+    assert_eq!(
+        record.reason.as_deref(),
+        Some("rank 1 (kvikio): integrity: 1 bad 8-byte word(s)")
+    );
+    let details = record.details.unwrap();
+    assert!(
+        details.contains("a trial over ranks 0, 1 on GPU 0: it fails when any of them fails"),
+        "{details}"
+    );
+    let m = record.measurement.unwrap();
+    assert_eq!(m.per_gpu[0].label(), "rank 0 (h2d)");
+    let rows = &m.cufile.unwrap().stats.unwrap().gpus;
+    assert_eq!(rows.len(), 1, "one GPU: {rows:?}");
+    assert_eq!(
+        rows[0].n_total_reads,
+        2 * constructed(0, MIB, &[1.0], "cufile-posix", 1)
+            .cufile
+            .unwrap()
+            .stats
+            .unwrap()
+            .gpus[0]
+            .n_total_reads
+    );
+    assert_eq!(m.gpu.as_deref().map(|g| g.matches("GPU").count()), Some(1));
 }
