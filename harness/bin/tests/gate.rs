@@ -803,6 +803,46 @@ fn four_posix_ranks_read_their_own_files_at_once_and_are_each_reported() {
     );
 }
 
+/// `writers: 1` beside reading ranks, the KV-cache shape: one rank writes copies of its files
+/// and reads them back while the others read; every written block is read back and verified,
+/// and the one reading rank's latency percentiles are the trial's.
+#[test]
+fn a_writing_rank_beside_a_reading_one_is_verified_and_the_reads_latency_is_the_trials() {
+    let scratch = Scratch::new();
+    let suite = scratch.suite(
+        "suite: m\nscenarios:\n  - name: kv\n    files: { size: 4MiB, seed: 51, count: 2 }\n    ranks: 2\n    writers: 1\n    nthreads: 2\n    task_size: 256KiB\n    warmup: 0\n    repetitions: 2\n",
+    );
+    let run = scratch.gate(&["--suite", suite.to_str().unwrap()]);
+    assert_eq!(run.code, 0, "{run:?}");
+    let line = run
+        .stdout
+        .lines()
+        .find(|line| line.contains("m::kv[ranks=2,writers=1]"))
+        .unwrap_or_else(|| panic!("{run:?}"));
+    assert!(line.contains("rank 1 (roundtrip) "), "{line}");
+    let report = scratch.report();
+    let trial = &report["trials"][0];
+    assert_eq!(trial["status"], "passed", "{report}");
+    let m = &trial["measurement"];
+    let (reader, writer) = (&m["per_gpu"][0], &m["per_gpu"][1]);
+    assert!(reader.get("op").is_none(), "{reader}");
+    assert_eq!(writer["op"], "roundtrip", "{writer}");
+    let written = writer["measurement"]["files"][0]["path"].as_str().unwrap();
+    assert!(written.contains("gds-gate-written-s52-"), "{written}");
+    assert_eq!(writer["measurement"]["integrity"]["bad_words"], 0);
+    assert!(
+        writer["measurement"]["write"].is_object(),
+        "the rank wrote: {writer}"
+    );
+    // 16 reads of 256 KiB per pass: the reading rank's percentiles, p95 among them.
+    let latency = &m["latency"];
+    assert_eq!(latency, &reader["measurement"]["latency"], "{m}");
+    assert_eq!(latency["calls"], 2 * 16, "{latency}");
+    for key in ["p50_us", "p95_us", "p99_us"] {
+        assert!(latency[key].as_f64().unwrap() > 0.0, "{key}: {latency}");
+    }
+}
+
 /// On a host that runs only CPU trials, the doctor is one line before the trials (every GPU
 /// finding is expected there); `--doctor` lists them all. Plots and charts only for what ran.
 #[test]

@@ -77,7 +77,7 @@ fn real_workers_read_and_verify_their_shards_concurrently() {
         );
         let spec = spec(&[0, 1, 2], pattern);
         let parts = Part::per_gpu(&spec, &[0, 1, 2]);
-        let record = launcher(dir.path()).run_multi(spec, plan.clone(), &parts);
+        let record = launcher(dir.path()).run_multi(spec, plan.clone(), &parts, &[]);
         assert_eq!(record.checks, Status::Passed, "{pattern}: {record:#?}");
         let m = record.measurement.as_ref().unwrap();
         assert_eq!(m.per_gpu.len(), 3);
@@ -152,7 +152,7 @@ fn a_corrupt_byte_fails_the_gpu_that_read_it_at_its_file_offset() {
     let plan = ReadPlan::new(files.clone(), &Pattern::Whole);
     let spec = spec(&[0, 1], "whole");
     let parts = Part::per_gpu(&spec, &[0, 1]);
-    let record = launcher(dir.path()).run_multi(spec, plan, &parts);
+    let record = launcher(dir.path()).run_multi(spec, plan, &parts, &[]);
     assert_eq!(record.checks, Status::Failed);
     let reason = record.reason.unwrap();
     assert!(

@@ -102,6 +102,7 @@ impl Histogram {
             mean_us: self.sum_ns as f64 / self.total as f64 / 1e3,
             p50_us: us(0.50),
             p90_us: us(0.90),
+            p95_us: us(0.95),
             p99_us: us(0.99),
             p999_us: us(0.999),
             max_us: Some(self.max_ns as f64 / 1e3),
@@ -118,6 +119,9 @@ pub struct Latency {
     /// `None` where only a mean is known: KvikIO's own statistics have no distribution.
     pub p50_us: Option<f64>,
     pub p90_us: Option<f64>,
+    /// Records of older gates have none.
+    #[serde(default)]
+    pub p95_us: Option<f64>,
     pub p99_us: Option<f64>,
     pub p999_us: Option<f64>,
     pub max_us: Option<f64>,

@@ -370,6 +370,9 @@ pub struct GpuShardResult {
     /// Its rank's reader, where the trial's ranks name theirs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reader: Option<crate::scenario::Reader>,
+    /// Its op where it is not the trial's: `roundtrip` for a rank that writes (`writers:`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub op: Option<crate::scenario::Op>,
     pub status: Status,
     pub reason: Option<String>,
     pub details: Option<String>,
@@ -381,12 +384,19 @@ pub struct GpuShardResult {
 }
 
 impl GpuShardResult {
-    /// `GPU 1`, or `rank 2` (`rank 2 (kvikio)` where the ranks name their readers).
+    /// `GPU 1`, or `rank 2`, with what sets the rank apart: `rank 2 (kvikio)` where the ranks
+    /// name their readers, `rank 3 (roundtrip)` for a writing rank.
     pub fn label(&self) -> String {
-        match (self.rank, self.reader) {
-            (Some(rank), Some(reader)) => format!("rank {rank} ({})", reader.name()),
-            (Some(rank), None) => format!("rank {rank}"),
-            (None, _) => format!("GPU {}", self.gpu),
+        let Some(rank) = self.rank else {
+            return format!("GPU {}", self.gpu);
+        };
+        let apart: Vec<&str> = [self.reader.map(|r| r.name()), self.op.map(|op| op.name())]
+            .into_iter()
+            .flatten()
+            .collect();
+        match apart.is_empty() {
+            true => format!("rank {rank}"),
+            false => format!("rank {rank} ({})", apart.join(", ")),
         }
     }
 }

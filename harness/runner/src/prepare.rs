@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use crate::data::{self, DataError, GeneratedFile};
 use gds_model::plan::PlannedFile;
-use gds_model::scenario::{FileSet, TrialSpec};
+use gds_model::scenario::{FileSet, Op, TrialSpec};
 
 /// One file a trial reads, identified independently of the trials that share it.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -129,9 +129,10 @@ impl DataSet {
             ..DataSet::default()
         };
         // A writing trial writes files of its own: it needs no generated data, only the dir.
-        let (writing, reading): (Vec<&TrialSpec>, Vec<&TrialSpec>) =
-            trials.into_iter().partition(|trial| trial.op.writes());
-        set.writes = !writing.is_empty();
+        // A trial whose ranks write (`writers:`) reads generated data too.
+        let trials: Vec<&TrialSpec> = trials.into_iter().collect();
+        set.writes = trials.iter().any(|trial| trial.writes());
+        let reading = trials.into_iter().filter(|trial| !trial.op.writes());
         if set.writes {
             set.write_dir = std::fs::create_dir_all(data_dir).err().map(|source| {
                 PrepareError::from(DataError::CreateDir {
@@ -185,14 +186,7 @@ impl DataSet {
     /// ([`gds_model::write::written_files`]).
     pub fn files_for(&self, trial: &TrialSpec) -> Result<Vec<PlannedFile>, PrepareError> {
         if trial.op.writes() {
-            if let Some(error) = &self.write_dir {
-                return Err(error.clone());
-            }
-            return gds_model::write::written_files(&self.data_dir, &trial.files).ok_or(
-                PrepareError::WritesUserFile {
-                    op: trial.op.name(),
-                },
-            );
+            return self.written_for(trial);
         }
         FileKey::of(&trial.files)
             .iter()
@@ -201,6 +195,23 @@ impl DataSet {
                 None => Err(PrepareError::NotPrepared { key: key.clone() }),
             })
             .collect()
+    }
+}
+
+impl DataSet {
+    /// The files a writing trial, or a trial's writing ranks, write: the copies of its files.
+    pub fn written_for(&self, trial: &TrialSpec) -> Result<Vec<PlannedFile>, PrepareError> {
+        if let Some(error) = &self.write_dir {
+            return Err(error.clone());
+        }
+        gds_model::write::written_files(&self.data_dir, &trial.files).ok_or(
+            PrepareError::WritesUserFile {
+                op: match trial.op {
+                    op if op.writes() => op.name(),
+                    _ => Op::Roundtrip.name(),
+                },
+            },
+        )
     }
 }
 

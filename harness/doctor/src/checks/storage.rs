@@ -44,7 +44,7 @@ pub(crate) fn space_needed(facts: &Facts, trials: &[TrialSpec]) -> SpaceNeed {
     // A writing trial writes files of its own, kept for the next run (which blanks them in
     // place), so each distinct one takes its space for good.
     let to_write = runnable()
-        .filter(|spec| spec.op.writes())
+        .filter(|spec| spec.writes())
         .filter_map(|spec| {
             gds_model::write::written_paths(Path::new(&facts.data_dir.path), &spec.files)
         })

@@ -302,8 +302,8 @@ impl Executor {
             return crate::interrupt::not_run(spec, signal);
         }
         match unavailable(&spec, &self.host) {
-            None => match self.data.files_for(&spec) {
-                Ok(files) => self.read(spec, files, launcher, job),
+            None => match self.files_of(&spec) {
+                Ok((files, written)) => self.read(spec, files, &written, launcher, job),
                 Err(error) => Cause::NoData(gds_model::error_chain(&error)).fail(spec),
             },
             Some(reason) if self.require_gpu && spec.uses_gpu() => {
@@ -315,11 +315,26 @@ impl Executor {
 }
 
 impl Executor {
-    /// Reads the prepared `files` as the trial says, in one worker, one per GPU or one per rank.
+    /// The trial's files, and their written copies where some of its ranks write.
+    fn files_of(
+        &self,
+        spec: &TrialSpec,
+    ) -> Result<(Vec<PlannedFile>, Vec<PlannedFile>), crate::prepare::PrepareError> {
+        let files = self.data.files_for(spec)?;
+        let written = match spec.writers {
+            0 => Vec::new(),
+            _ => self.data.written_for(spec)?,
+        };
+        Ok((files, written))
+    }
+
+    /// Reads the prepared `files` as the trial says, in one worker, one per GPU or one per rank
+    /// (whose writing ranks write and read back `written`).
     fn read(
         &self,
         spec: TrialSpec,
         files: Vec<PlannedFile>,
+        written: &[PlannedFile],
         launcher: &Launcher,
         job: Option<usize>,
     ) -> TrialRecord {
@@ -338,7 +353,7 @@ impl Executor {
             None if !spec.ranks.is_empty() => {
                 self.stop_held();
                 let parts = Part::per_rank(&spec);
-                launcher.run_multi(spec, plan, &parts)
+                launcher.run_multi(spec, plan, &parts, written)
             }
             None => {
                 let bytes = plan.total_bytes();
@@ -366,7 +381,7 @@ impl Executor {
         match resolve(set, host_gpu_count()) {
             Resolved::Gpus(gpus) => {
                 let parts = Part::per_gpu(&spec, &gpus);
-                launcher.run_multi(spec, plan, &parts)
+                launcher.run_multi(spec, plan, &parts, &[])
             }
             Resolved::NoGpu(reason) if self.require_gpu => Cause::NoGpus(reason).fail(spec),
             Resolved::NoGpu(reason) => TrialRecord::ignored(spec, reason),

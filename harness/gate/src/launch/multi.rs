@@ -30,13 +30,13 @@ use gds_model::cufile_abi::{GpuCounters, Stats};
 use gds_model::evidence::KvikioBackends;
 use gds_model::integrity::IntegrityResult;
 use gds_model::numbers::median;
-use gds_model::plan::ReadPlan;
+use gds_model::plan::{PlannedFile, ReadPlan};
 use gds_model::protocol::Unavailable;
 use gds_model::record::{
     CufileEvidence, Ending, GpuShardResult, KvikioEvidence, Measurement, MemoryPeak, Status,
     TrialRecord, WorkerRun,
 };
-use gds_model::scenario::{GpuSet, Reader, TrialSpec};
+use gds_model::scenario::{GpuSet, Op, Reader, TrialSpec};
 
 /// What `gpus:` means on this host.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -111,6 +111,8 @@ pub struct Part {
     /// Its rank, in a trial with `ranks:`.
     pub rank: Option<u32>,
     pub reader: Reader,
+    /// `Roundtrip` for a writing rank (`writers:`), else the trial's.
+    pub op: Op,
 }
 
 impl Part {
@@ -121,18 +123,26 @@ impl Part {
                 gpu,
                 rank: None,
                 reader: spec.reader,
+                op: spec.op,
             })
             .collect()
     }
 
-    /// One worker per rank of `spec.ranks`, all on the trial's GPU.
+    /// One worker per rank of `spec.ranks`, all on the trial's GPU; the last `spec.writers`
+    /// write and read back.
     pub fn per_rank(spec: &TrialSpec) -> Vec<Part> {
+        let readers = spec.ranks.len().saturating_sub(spec.writers as usize);
         (0..)
             .zip(&spec.ranks)
             .map(|(rank, &reader)| Part {
                 gpu: spec.gpu,
                 rank: Some(rank),
                 reader,
+                op: if rank as usize >= readers {
+                    Op::Roundtrip
+                } else {
+                    spec.op
+                },
             })
             .collect()
     }
@@ -147,8 +157,15 @@ impl Part {
 
 impl Launcher {
     /// One worker per part, each reading its shard of `plan` at the same time; the record
-    /// aggregates them.
-    pub fn run_multi(&self, spec: TrialSpec, plan: ReadPlan, parts: &[Part]) -> TrialRecord {
+    /// aggregates them. A writing part writes and reads back `written`, the copies of `plan`'s
+    /// files in their order.
+    pub fn run_multi(
+        &self,
+        spec: TrialSpec,
+        plan: ReadPlan,
+        parts: &[Part],
+        written: &[PlannedFile],
+    ) -> TrialRecord {
         let dir = self.trials_dir.join(slug(&spec.name));
         let shards = match gds_model::shard::split(&plan, parts.len(), spec.task_size) {
             Ok(shards) => shards,
@@ -159,16 +176,25 @@ impl Launcher {
         };
         // Earlier runs may have used more GPUs or ranks: no stale folder may remain.
         let _ = std::fs::remove_dir_all(&dir);
-        // The workers share the storage: each gets the time the whole plan would need.
-        let timeout = self.timeout.unwrap_or_else(|| timeout_for(&spec, &plan));
+        // The workers share the storage: each gets the time the whole plan would need, written
+        // and read back where a part writes.
+        let mut longest = spec.clone();
+        if let Some(part) = parts.iter().find(|part| part.op.writes()) {
+            longest.op = part.op;
+        }
+        let timeout = self.timeout.unwrap_or_else(|| timeout_for(&longest, &plan));
         let results: Vec<(Part, TrialRecord)> = std::thread::scope(|scope| {
             let running: Vec<_> = parts
                 .iter()
                 .zip(shards)
-                .map(|(&part, shard)| {
+                .map(|(&part, mut shard)| {
                     let mut one = spec.clone();
                     one.gpu = part.gpu;
                     one.reader = part.reader;
+                    one.op = part.op;
+                    if part.op.writes() {
+                        shard.files = copies(&plan, &shard, written);
+                    }
                     let part_dir = dir.join(part.folder());
                     let copy = one.clone();
                     let handle = scope.spawn(move || {
@@ -192,6 +218,23 @@ impl Launcher {
     }
 }
 
+/// The written copies of `shard`'s files: each file of `plan` has its copy at the same index of
+/// `written`.
+fn copies(plan: &ReadPlan, shard: &ReadPlan, written: &[PlannedFile]) -> Vec<PlannedFile> {
+    shard
+        .files
+        .iter()
+        .map(|file| {
+            plan.files
+                .iter()
+                .position(|planned| planned.path == file.path)
+                .and_then(|at| written.get(at))
+                .unwrap_or(file)
+                .clone()
+        })
+        .collect()
+}
+
 /// One record for the trial from its workers' records (in order): see the module documentation.
 pub fn aggregate(
     spec: TrialSpec,
@@ -207,6 +250,7 @@ pub fn aggregate(
             gpu: part.gpu,
             rank: part.rank,
             reader: (mixed && part.rank.is_some()).then_some(part.reader),
+            op: (part.op != spec.op).then_some(part.op),
             status: record.checks,
             reason: record.reason,
             details: record.details,
@@ -457,21 +501,23 @@ fn aggregate_measurement(
     }
 }
 
-/// The one worker's measurement when the trial ran on one GPU (`gpus: all` on a one-GPU host):
-/// then its latency percentiles are the trial's. Percentiles of several workers do not add up,
-/// so a trial over several GPUs, even one whose other workers failed, has none of its own; each
-/// GPU's are in `per_gpu`.
+/// The one reading worker's measurement when one worker did the trial's op: a trial on one GPU
+/// (`gpus: all` on a one-GPU host), or one reading rank beside writing ones (`writers:`). Then its
+/// latency percentiles are the trial's. Percentiles of several workers do not add up, so a trial
+/// with several, even one whose other workers failed, has none of its own; each worker's are in
+/// `per_gpu`.
 fn only_worker(per_gpu: &[GpuShardResult]) -> Option<&Measurement> {
-    match per_gpu {
-        [one] => one.measurement.as_ref(),
+    let mut doing_the_op = per_gpu.iter().filter(|shard| shard.op.is_none());
+    match (doing_the_op.next(), doing_the_op.next()) {
+        (Some(one), None) => one.measurement.as_ref(),
         _ => None,
     }
 }
 
 /// Each repetition's cost over all GPUs: the workers' CPU time and read calls added (they share
 /// the host's cores), over all GPUs' bytes and the slowest GPU's time, and the latency of a
-/// single worker's pass (see [`only_worker`]; `seconds` is empty unless every GPU measured).
-/// Repetitions some GPU has no cost for are left out.
+/// single reading worker's pass (see [`only_worker`]; `seconds` is empty unless every GPU
+/// measured). Repetitions some GPU has no cost for are left out.
 fn aggregate_costs(
     measured: &[(&GpuShardResult, &Measurement)],
     seconds: &[f64],
@@ -489,8 +535,12 @@ fn aggregate_costs(
             let cpu = shards
                 .iter()
                 .try_fold(CpuTime::default(), |sum, c| Some(sum.plus(&c.cpu?)));
-            let latency = match shards.as_slice() {
-                [one] => one.latency.clone(),
+            let mut reading = measured
+                .iter()
+                .filter(|(shard, _)| shard.op.is_none())
+                .map(|(_, m)| m.costs.get(r));
+            let latency = match (reading.next(), reading.next()) {
+                (Some(Some(one)), None) => one.latency.clone(),
                 _ => None,
             };
             Some(PassCost::new(bytes, seconds, calls, cpu, latency))

@@ -63,6 +63,10 @@ pub struct TrialSpec {
     /// time on `gpu` (see [`crate::shard`]). Empty: one worker.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub ranks: Vec<Reader>,
+    /// `writers:`: the last this many ranks write their files' copies and read them back
+    /// (`op: roundtrip`) while the others read.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub writers: u32,
     /// Whole buffer, a window, or `auto` (resolved by the worker, which knows its memory).
     #[serde(default)]
     pub window: super::window_mode::WindowMode,
@@ -75,6 +79,11 @@ pub struct TrialSpec {
 }
 
 impl TrialSpec {
+    /// Whether any of its workers writes (a writing rank counts).
+    pub fn writes(&self) -> bool {
+        self.op.writes() || self.writers > 0
+    }
+
     /// Whether any of its workers reads into a GPU (a rank's reader counts).
     pub fn uses_gpu(&self) -> bool {
         self.reader.uses_gpu() || self.ranks.iter().any(|reader| reader.uses_gpu())
@@ -139,6 +148,10 @@ pub struct Expectations {
     /// 50% longer), judged like the throughput; absent in records of older gates.
     #[serde(default = "default_load_tolerance")]
     pub load_tolerance: f64,
+}
+
+fn is_zero(value: &u32) -> bool {
+    *value == 0
 }
 
 fn one() -> u32 {
@@ -224,6 +237,7 @@ fn expand_scenario(suite_def: &Suite, scenario: &Scenario) -> Vec<TrialSpec> {
                 .ranks
                 .as_ref()
                 .map_or_else(Vec::new, |ranks| ranks.readers(reader)),
+            writers: scenario.writers,
             window: scenario.windows[0],
             expect: scenario.expect.clone(),
             python: suite_def.python.clone().unwrap_or_else(|| "python3".into()),
@@ -249,6 +263,9 @@ fn expand_scenario(suite_def: &Suite, scenario: &Scenario) -> Vec<TrialSpec> {
             }
             if !trial.ranks.is_empty() {
                 shown.push(format!("ranks={}", super::ranks::shown(&trial.ranks)));
+            }
+            if trial.writers > 0 {
+                shown.push(format!("writers={}", trial.writers));
             }
             trial.name = if shown.is_empty() {
                 format!("{suite}::{}", scenario.name)

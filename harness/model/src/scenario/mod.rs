@@ -78,6 +78,8 @@ pub struct Scenario {
     pub gpu_set: Option<GpuSet>,
     /// `ranks:`: every trial of the scenario reads with this many workers at once on its GPU.
     pub ranks: Option<Ranks>,
+    /// `writers:`: of the ranks, this many write (and read back) while the others read.
+    pub writers: u32,
     pub expect: Expectations,
 }
 
@@ -494,13 +496,24 @@ impl Validator<'_> {
             )?;
         }
         let rounds = fields.rounds.or(defaults.rounds).map_or(1, u32::from);
+        let writers = fields.writers.or(defaults.writers).unwrap_or(0);
+        if writers > 0 && rank_set.is_none() {
+            return Err(self.error(
+                here("writers"),
+                format!("{context}: `writers: {writers}` names ranks that write, but the scenario has no `ranks`"),
+                "add `ranks: N` (more than `writers`): the last `writers` ranks write while the others read",
+            ));
+        }
         if let Some(ranks) = &rank_set {
             let with = ranks::RankContext {
+                readers: &readers,
+                writers,
                 reader_given: fields.reader.is_some() || defaults.reader.is_some(),
                 ops: &ops,
                 files: &files,
                 gpu_set: gpu_set.as_ref(),
                 rounds,
+                windows: &windows,
             };
             self.ranks(ranks, with, &context, &here)?;
         }
@@ -577,6 +590,7 @@ impl Validator<'_> {
             windows,
             gpu_set,
             ranks: rank_set,
+            writers,
             expect: Expectations {
                 path,
                 max_fallback_bytes: expect_fields.max_fallback_bytes.map(|size| size.0),

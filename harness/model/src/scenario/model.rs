@@ -74,6 +74,8 @@ pub struct ScenarioFields {
     pub gpus: Option<GpuSet>,
     /// A number of ranks or each rank's reader: workers reading at once on one GPU.
     pub ranks: Option<super::Ranks>,
+    /// Of the ranks, how many write (and read back) beside the others' reads.
+    pub writers: Option<u32>,
     pub expect: Option<Expect>,
 }
 

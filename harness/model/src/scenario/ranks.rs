@@ -2,6 +2,8 @@
 //! worker processes at once on one GPU, each reading its own files, as the ranks of a
 //! tensor-parallel job load their shards. The count form gives every rank the trial's reader;
 //! the list form names each rank's reader, so a KvikIO rank can read beside a cuFile rank.
+//! `writers: N` makes the last N ranks write copies of their files and read them back
+//! (`op: roundtrip`) while the others read: reads beside writes, as a KV-cache offload does.
 
 use std::fmt;
 
@@ -9,6 +11,7 @@ use serde::de::{self, Deserializer};
 use serde::{Deserialize, Serialize};
 
 use super::model::{GpuSet, Op, Reader};
+use super::window_mode::WindowMode;
 use super::{FileSet, ScenarioError, Validator};
 
 /// At most this many ranks: more worker processes than a host has cores measure the scheduler.
@@ -94,11 +97,16 @@ impl Serialize for Ranks {
 
 /// What a scenario with `ranks` must also be.
 pub(super) struct RankContext<'a> {
+    /// The scenario's readers: every rank's, or the axis a count of ranks applies to.
+    pub readers: &'a [Reader],
+    /// `writers:`, 0 without it.
+    pub writers: u32,
     pub reader_given: bool,
     pub ops: &'a [Op],
     pub files: &'a FileSet,
     pub gpu_set: Option<&'a GpuSet>,
     pub rounds: u32,
+    pub windows: &'a [WindowMode],
 }
 
 impl Validator<'_> {
@@ -151,6 +159,9 @@ impl Validator<'_> {
                 "remove `rounds`: the ranks read at the same time, in one round",
             ));
         }
+        if with.writers > 0 {
+            self.rank_writers(ranks, &with, context, here)?;
+        }
         match with.files {
             FileSet::Generated { count: files, .. } if (*files as usize) < count => {
                 Err(self.error(
@@ -169,5 +180,45 @@ impl Validator<'_> {
                 "read generated files with `ranks` (`files: { size: 1GiB, count: N }`), and your file in a scenario without it",
             )),
         }
+    }
+
+    /// `writers`: the last ranks write their files' copies and read them back, so at least one
+    /// rank is left to read, the writing ranks' readers write, and the pass is one buffer.
+    fn rank_writers(
+        &self,
+        ranks: &Ranks,
+        with: &RankContext<'_>,
+        context: &str,
+        here: &dyn Fn(&str) -> (usize, usize),
+    ) -> Result<(), ScenarioError> {
+        let (writers, count) = (with.writers as usize, ranks.len());
+        if writers >= count {
+            return Err(self.error(
+                here("writers"),
+                format!("{context}: `writers: {writers}` leaves none of the {count} ranks to read"),
+                &format!("set `writers` to at most {}", count.saturating_sub(1)),
+            ));
+        }
+        let writing: Vec<Reader> = match ranks {
+            Ranks::Count(_) => with.readers.to_vec(),
+            Ranks::Readers(list) => list[count - writers..].to_vec(),
+        };
+        if let Some(reader) = writing.iter().find(|reader| !reader.writes()) {
+            return Err(self.error(
+                here("writers"),
+                format!(
+                    "{context}: a writing rank would write with `{}`, which does not write",
+                    reader.name()
+                ),
+                "give the last `writers` ranks a reader that writes (`posix`, `h2d`, `cufile`, `cufile-async`, `kvikio`, `torch`)",
+            ));
+        }
+        self.whole_window(
+            Op::Roundtrip,
+            with.files,
+            with.windows,
+            context,
+            here("window"),
+        )
     }
 }

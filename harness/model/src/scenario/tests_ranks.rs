@@ -102,6 +102,33 @@ fn ranks_mistakes_are_reported_with_position_and_fix() {
             ],
         ),
         (
+            "writers without ranks",
+            scenario("    writers: 1\n"),
+            &[":4:5:", "the scenario has no `ranks`", "add `ranks: N`"],
+        ),
+        (
+            "no rank left to read",
+            scenario("    ranks: 2\n    writers: 2\n"),
+            &[
+                ":5:5:",
+                "`writers: 2` leaves none of the 2 ranks to read",
+                "at most 1",
+            ],
+        ),
+        (
+            "a writing rank that cannot write",
+            scenario("    ranks: [cufile, cufile-batch]\n    writers: 1\n"),
+            &[":5:5:", "`cufile-batch`, which does not write"],
+        ),
+        (
+            "a writing rank streaming through a window",
+            scenario("    ranks: 2\n    writers: 1\n    window: 1MiB\n"),
+            &[
+                ":6:5:",
+                "`op: roundtrip` holds the whole pass in one buffer",
+            ],
+        ),
+        (
             "a file of the user's",
             "scenarios:\n  - name: a\n    files: { path: /data/ckpt.bin }\n    ranks: 2\n".into(),
             &[
@@ -116,4 +143,22 @@ fn ranks_mistakes_are_reported_with_position_and_fix() {
         .map(|(what, text, needles)| (*what, text.as_str(), *needles))
         .collect();
     assert_rejected(&cases);
+}
+
+#[test]
+fn writers_name_the_last_ranks_and_the_trial() {
+    let suite = parse_ok(
+        "scenarios:\n  - name: kv\n    files: { size: 1MiB, count: 4 }\n    ranks: [cufile, kvikio, cufile, posix]\n    writers: 2\n    task_size: [256KiB, 2MiB]\n",
+    );
+    let trials = expand(&suite);
+    let names: Vec<&str> = trials.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "test::kv[task=256KiB,ranks=cufile+kvikio+cufile+posix,writers=2]",
+            "test::kv[task=2MiB,ranks=cufile+kvikio+cufile+posix,writers=2]",
+        ]
+    );
+    assert_eq!((trials[0].writers, trials[0].op), (2, Op::Read));
+    assert!(trials[0].writes());
 }

@@ -124,6 +124,7 @@ fn latency(gpu: u32) -> gds_model::cost::Latency {
         mean_us: ms,
         p50_us: Some(ms),
         p90_us: Some(ms),
+        p95_us: Some(ms),
         p99_us: Some(ms),
         p999_us: Some(ms),
         max_us: Some(ms),
@@ -140,6 +141,7 @@ fn on(gpu: u32) -> Part {
         gpu,
         rank: None,
         reader: Reader::H2d,
+        op: Op::Read,
     }
 }
 
@@ -490,7 +492,7 @@ fn orchestrate(
     };
     let trial_dir = dir.path().join("trials").join(slug(&spec.name));
     let parts = Part::per_gpu(&spec, gpus);
-    let record = launcher.run_multi(spec, plan(files), &parts);
+    let record = launcher.run_multi(spec, plan(files), &parts, &[]);
     (record, trial_dir, dir)
 }
 
@@ -620,7 +622,7 @@ fn a_plan_that_cannot_be_split_fails_the_trial() {
     );
     let spec = spec("[0, 1]", 1);
     let parts = Part::per_gpu(&spec, &[0, 1]);
-    let record = launcher.run_multi(spec, user, &parts);
+    let record = launcher.run_multi(spec, user, &parts, &[]);
     assert_eq!(record.checks, Status::Failed);
     assert!(
         record
@@ -648,6 +650,7 @@ fn ranks_are_named_by_rank_and_their_counters_of_one_gpu_add_up() {
         gpu: 0,
         rank: Some(rank),
         reader,
+        op: Op::Read,
     };
     let corrupt = TrialRecord::failed(
         spec.clone(),
