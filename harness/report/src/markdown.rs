@@ -152,7 +152,7 @@ fn trial_table(report: &Report) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "| trial | result | {} (median) | min–max | path | CPU s/GiB | IOPS | latency p50 / p99 | checksum | start-up (worker start → first read) | note |",
+        "| trial | result | {} (median) | min–max | path | CPU s/GiB | IOPS | latency p50 / p95 / p99 | checksum | start-up (worker start → first read) | note |",
         rate.label()
     );
     let _ = writeln!(out, "|---|---|---:|---|---|---:|---:|---:|---|---:|---|");
@@ -216,9 +216,11 @@ fn cost(m: &Measurement) -> (String, String, String) {
         .as_ref()
         .map_or(String::new(), |l| match (l.p50_us, l.p99_us) {
             // How many calls a percentile rests on: with few passes, p99 is a handful of calls.
+            // Records of older gates have no p95.
             (Some(p50), Some(p99)) => format!(
-                "{} / {} of {} calls",
+                "{} / {} / {} of {} calls",
                 format_micros(p50),
+                l.p95_us.map_or("-".into(), format_micros),
                 format_micros(p99),
                 l.calls
             ),
@@ -250,7 +252,7 @@ fn per_gpu(trials: &[TrialRecord]) -> String {
             "Trials over several GPUs (`gpus:`) or ranks (`ranks:`) run one worker per GPU or rank at the same time. Their {label} above is all workers' bytes over the slowest worker's time of each repetition; the workers start together but are not synchronised pass by pass."
         ),
         &format!(
-            "| trial | worker | result | {label} (median) | bytes per pass | path | cuFile reads (total / nvfs / p2p / posix) | CPU s/GiB | IOPS | latency p50 / p99 | checksum | note |"
+            "| trial | worker | result | {label} (median) | bytes per pass | path | cuFile reads (total / nvfs / p2p / posix) | CPU s/GiB | IOPS | latency p50 / p95 / p99 | checksum | note |"
         ),
         "|---|---|---|---:|---:|---|---|---:|---:|---:|---|---|",
     );
@@ -398,7 +400,7 @@ mod tests {
         });
         let summary = trial_table(&crate::test_support::report(vec![costly, kvikio]));
         assert!(
-            summary.contains("| nvfs | 0.400 | 477 | 1.00 ms / 8.98 ms of 100 calls |"),
+            summary.contains("| nvfs | 0.400 | 477 | 1.00 ms / 1.00 ms / 8.98 ms of 100 calls |"),
             "{summary}"
         );
         assert!(
@@ -478,7 +480,7 @@ mod tests {
         );
         // Each GPU's own cost and latency: percentiles of several workers do not add up.
         assert!(
-            table.contains("| nvfs | - | 0.400 | 477 | 1.00 ms / 3.00 ms of 10 calls |"),
+            table.contains("| nvfs | - | 0.400 | 477 | 1.00 ms / 2.00 ms / 3.00 ms of 10 calls |"),
             "{table}"
         );
         assert_eq!(table.matches("s::multi").count(), 2);
