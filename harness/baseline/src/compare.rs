@@ -14,6 +14,7 @@ use super::file::{Loaded, TrialBaseline};
 use super::fingerprint::{self, FieldChange, Fingerprint};
 use super::judgement::{Expected, Judgement, Missing, Severity};
 use crate::control::ControlReading;
+use gds_model::cost::Percentile;
 use gds_model::record::{LoadStep, Status, TrialRecord};
 use gds_model::scenario::Expectations;
 
@@ -141,13 +142,19 @@ pub fn judge_record(baseline: &super::Baseline, record: &TrialRecord) -> Judgeme
 }
 
 /// What a trial allows before it is judged slower or costlier: `expect.tolerance`,
-/// `expect.cpu_tolerance` and `expect.load_tolerance`, as fractions (0.10 = 10%).
+/// `expect.cpu_tolerance`, `expect.load_tolerance` and `expect.latency_tolerance`, as fractions
+/// (0.10 = 10%).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Tolerances {
     pub throughput: f64,
     pub cpu: f64,
     pub load: f64,
+    pub latency: f64,
 }
+
+/// A read-latency percentile that rose by less than this is never judged higher, whatever its
+/// ratio: a few microseconds on a page-cache read are noise no KV-cache user waits for.
+pub const LATENCY_FLOOR_US: f64 = 50.0;
 
 /// A load's step that rose by less than this is never judged costlier, whatever its ratio:
 /// opening a file on the page cache takes microseconds, and a rise of a few of them is noise
@@ -160,6 +167,7 @@ impl Tolerances {
             throughput: expect.tolerance,
             cpu: expect.cpu_tolerance,
             load: expect.load_tolerance,
+            latency: expect.latency_tolerance,
         }
     }
 }
@@ -246,6 +254,14 @@ pub fn judge_run(
             cost,
         };
     }
+    // Beside writes, the reads' latency is what a KV-cache user feels first.
+    if let Some((percentile, cost)) = latency_cost(entry, run, confirmations, tolerances.latency) {
+        return Judgement::LatencyHigher {
+            throughput,
+            percentile,
+            cost,
+        };
+    }
     let verdict = throughput.verdict();
     if verdict == Verdict::Slower {
         // Slower explains a changed CPU cost per GiB too; one regression is enough.
@@ -307,6 +323,26 @@ fn load_cost(
             let rise = cost.run_median() - cost.level();
             (cost.costlier() && rise > LOAD_STEP_FLOOR_SECONDS).then_some((step, cost))
         })
+}
+
+/// The first read-latency percentile, from the tail, that is higher than its baseline beyond
+/// the tolerance, the spread and [`LATENCY_FLOOR_US`], in the run and every confirmation.
+fn latency_cost(
+    entry: &TrialBaseline,
+    run: &RunFigures,
+    confirmations: &[RunFigures],
+    tolerance: f64,
+) -> Option<(Percentile, Cost)> {
+    let latencies = run.read_latency.as_ref()?;
+    Percentile::ALL.into_iter().find_map(|percentile| {
+        let baseline = entry.latency_runs(percentile)?;
+        let mut cost = Cost::measure(&baseline, latencies.of(percentile), tolerance);
+        for repeat in confirmations.iter().filter_map(|r| r.read_latency.as_ref()) {
+            cost.confirm(repeat.of(percentile));
+        }
+        let rise = cost.run_median() - cost.level();
+        (cost.costlier() && rise > LATENCY_FLOOR_US).then_some((percentile, cost))
+    })
 }
 
 /// A trial the baseline does not have.

@@ -1,8 +1,9 @@
 //! What a baseline keeps of one run of a trial: its passes' rates and CPU cost, its IOPS and
-//! latency, its path and checksum, a load's set-up steps. Taken from a run's measurement or from the run's line in the
+//! latency, its path and checksum, a load's set-up steps, the read latency beside writes. Taken from a run's measurement or from the run's line in the
 //! history, so that a bless from history records exactly what a bless that ran the trials would,
 //! and a run is judged against its baseline the same way from either.
 
+use gds_model::cost::PassLatencies;
 use gds_model::path::Path;
 use gds_model::record::{LoadFigures, Measurement};
 
@@ -21,6 +22,8 @@ pub struct RunFigures {
     pub checksum: Option<u64>,
     /// A load's set-up steps per pass (`op: load`).
     pub load: Option<LoadFigures>,
+    /// The reading rank's latency percentiles per pass beside writing ranks (`writers:`).
+    pub read_latency: Option<PassLatencies>,
 }
 
 impl RunFigures {
@@ -34,6 +37,7 @@ impl RunFigures {
             path: m.path.clone(),
             checksum: m.integrity.checksum,
             load: m.load.clone(),
+            read_latency: m.read_latency.clone(),
         }
     }
 }

@@ -12,6 +12,7 @@ use super::fingerprint::Fingerprint;
 use super::judgement::Expected;
 use super::stats::{Summary, median};
 use crate::control::ControlBaseline;
+use gds_model::cost::{PassLatencies, Percentile};
 use gds_model::numbers::{positive_rates, round_rate};
 use gds_model::record::{LoadFigures, LoadStep};
 use gds_model::yaml;
@@ -22,7 +23,8 @@ use gds_model::yaml;
 /// `memory_runs` and `host_runs`; it is read as a control without them (gates of version 3 would
 /// refuse those fields as unknown, so a file that has them says 4, and they ask to be updated).
 /// Version 4 had no `load_runs`; gates of version 4 would refuse them as unknown.
-pub const SCHEMA_VERSION: u32 = 5;
+/// Version 5 had no `latency_runs`; gates of version 5 would refuse them as unknown.
+pub const SCHEMA_VERSION: u32 = 6;
 
 const HEADER: &str = "# gds-gate baseline. Written by `cargo xtask gds-gate bless`; review changes as a diff,\n# do not edit by hand (the statistics use `runs`, the other figures are for people).\n";
 
@@ -93,6 +95,10 @@ pub struct TrialBaseline {
     /// byte, to open and to register the buffer, compared like `cpu_runs`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub load_runs: Option<Vec<LoadFigures>>,
+    /// A trial with writing ranks (`writers:`): every blessed run's read-latency percentiles
+    /// per pass, in µs, compared like `cpu_runs`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_runs: Option<Vec<PassLatencies>>,
 }
 
 impl Baseline {
@@ -175,6 +181,10 @@ impl TrialBaseline {
                 .iter()
                 .map(|run| run.load.as_ref().map(rounded_load))
                 .collect(),
+            latency_runs: runs
+                .iter()
+                .map(|run| run.read_latency.as_ref().map(rounded_latencies))
+                .collect(),
         }
     }
 
@@ -205,6 +215,18 @@ impl TrialBaseline {
             && self.checksum == other.checksum
             && self.cpu_runs == other.cpu_runs
             && self.load_runs == other.load_runs
+            && self.latency_runs == other.latency_runs
+    }
+
+    /// Every blessed run's read latency at `percentile`, when the baseline has them all.
+    pub fn latency_runs(&self, percentile: Percentile) -> Option<Vec<Vec<f64>>> {
+        let runs: Vec<Vec<f64>> = self
+            .latency_runs
+            .as_ref()?
+            .iter()
+            .map(|run| run.of(percentile).to_vec())
+            .collect();
+        runs.iter().all(|run| !run.is_empty()).then_some(runs)
     }
 
     /// Every blessed run's seconds of a load's `step`, when the baseline has them all.
@@ -232,6 +254,21 @@ fn rounded_load(load: &LoadFigures) -> LoadFigures {
         open_seconds: round(&load.open_seconds),
         register_seconds: round(&load.register_seconds),
         first_byte_seconds: round(&load.first_byte_seconds),
+    }
+}
+
+/// Latencies rounded to 0.01 µs, and never to zero (the comparison takes reciprocals).
+fn rounded_latencies(latencies: &PassLatencies) -> PassLatencies {
+    let round = |values: &[f64]| -> Vec<f64> {
+        values
+            .iter()
+            .map(|us| ((us * 1e2).round() / 1e2).max(1e-2))
+            .collect()
+    };
+    PassLatencies {
+        p50_us: round(&latencies.p50_us),
+        p95_us: round(&latencies.p95_us),
+        p99_us: round(&latencies.p99_us),
     }
 }
 
@@ -407,6 +444,22 @@ fn validate(path: &Path, text: &str, baseline: &Baseline) -> Result<(), Baseline
                     })
                 })
         });
+        let latency_valid = trial.latency_runs.as_ref().is_none_or(|runs| {
+            runs.len() == trial.runs.len()
+                && runs.iter().all(|run| {
+                    Percentile::ALL
+                        .iter()
+                        .all(|&p| run.of(p).is_empty() || positive_rates(run.of(p)))
+                })
+        });
+        if !latency_valid {
+            return Err(corrupt(
+                line_after(text, line, "latency_runs:").unwrap_or(line),
+                format!(
+                    "trial `{name}`: expected `latency_runs` to hold one entry per blessed run, each with lists of positive microseconds per pass (`p50_us`, `p95_us`, `p99_us`); the file was edited by hand (bless again to rewrite it)"
+                ),
+            ));
+        }
         if !load_valid {
             return Err(corrupt(
                 line_after(text, line, "load_runs:").unwrap_or(line),
@@ -526,6 +579,7 @@ mod v1 {
                         latency_p50_us: None,
                         latency_p99_us: None,
                         load_runs: None,
+                        latency_runs: None,
                     };
                     (name, trial)
                 })
@@ -879,7 +933,7 @@ mod tests {
     fn a_newer_schema_is_an_error_not_a_missing_baseline() {
         let (_dir, path) = scratch();
         let newer = render(&sample("gpu-runner-1"))
-            .replace("schema_version: 5", "schema_version: 6")
+            .replace("schema_version: 6", "schema_version: 7")
             .replace("median_gbps:", "p50_gbps:");
         std::fs::write(&path, newer).unwrap();
         let error = read(&path).unwrap_err();
@@ -888,7 +942,7 @@ mod tests {
             matches!(
                 error,
                 BaselineError::NewerSchema {
-                    found: 6,
+                    found: 7,
                     line: 3,
                     ..
                 }
@@ -896,7 +950,7 @@ mod tests {
             "{shown}"
         );
         assert!(
-            shown.contains(":3: baseline has schema_version 6"),
+            shown.contains(":3: baseline has schema_version 7"),
             "{shown}"
         );
         assert!(shown.contains("update gds-gate"), "{shown}");
@@ -936,7 +990,7 @@ mod tests {
             host_runs: Vec::new(),
             ..control
         });
-        let text = render(&baseline).replace("schema_version: 5", "schema_version: 3");
+        let text = render(&baseline).replace("schema_version: 6", "schema_version: 3");
         assert!(!text.contains("memory_runs") && !text.contains("host_runs"));
         std::fs::write(&path, &text).unwrap();
         let version_3 = read(&path).unwrap().present().cloned().unwrap();
@@ -946,7 +1000,7 @@ mod tests {
         );
 
         baseline.control = None;
-        let version_2 = render(&baseline).replace("schema_version: 5", "schema_version: 2");
+        let version_2 = render(&baseline).replace("schema_version: 6", "schema_version: 2");
         std::fs::write(&path, version_2).unwrap();
         let old = read(&path).unwrap().present().cloned().unwrap();
         assert_eq!((old.control, old.trials), (None, baseline.trials));

@@ -110,6 +110,19 @@ pub fn with_load(
     record
 }
 
+/// Fixture, not measured: every pass of `record` read with these p50, p95 and p99 latencies (µs)
+/// beside writing ranks.
+pub fn with_read_latency(mut record: TrialRecord, [p50, p95, p99]: [f64; 3]) -> TrialRecord {
+    let m = record.measurement.as_mut().expect("a measured record");
+    let passes = m.seconds.len();
+    m.read_latency = Some(gds_model::cost::PassLatencies {
+        p50_us: vec![p50; passes],
+        p95_us: vec![p95; passes],
+        p99_us: vec![p99; passes],
+    });
+    record
+}
+
 pub fn fingerprint() -> Fingerprint {
     Fingerprint {
         gpu_model: Some("NVIDIA H200".into()),

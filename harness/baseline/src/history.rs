@@ -122,6 +122,16 @@ pub struct BlessFacts {
     pub load: Option<gds_model::record::LoadFigures>,
     #[serde(default = "default_load_tolerance")]
     pub load_tolerance: f64,
+    /// The reading rank's latency percentiles per measured pass beside writing ranks, and the
+    /// allowed rise they were judged with.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_latency: Option<gds_model::cost::PassLatencies>,
+    #[serde(default = "default_latency_tolerance")]
+    pub latency_tolerance: f64,
+}
+
+fn default_latency_tolerance() -> f64 {
+    gds_model::scenario::defaults::LATENCY_TOLERANCE
 }
 
 fn default_load_tolerance() -> f64 {
@@ -143,6 +153,7 @@ impl HistoryTrial {
             path,
             checksum: self.checksum,
             load: facts.load.clone(),
+            read_latency: facts.read_latency.clone(),
         })
     }
 }
@@ -183,6 +194,8 @@ impl HistoryLine {
                         latency_p99_us: figures.as_ref().and_then(|f| f.latency_p99_us),
                         load: figures.as_ref().and_then(|f| f.load.clone()),
                         load_tolerance: record.spec.expect.load_tolerance,
+                        read_latency: figures.as_ref().and_then(|f| f.read_latency.clone()),
+                        latency_tolerance: record.spec.expect.latency_tolerance,
                     }),
                 };
                 (record.name.clone(), trial)

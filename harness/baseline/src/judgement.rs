@@ -2,6 +2,7 @@
 //! much it matters. Its words are [`super::message`]'s, rendered when a report is written; the
 //! comparison that makes it is [`super::compare`].
 
+use gds_model::cost::Percentile;
 use gds_model::path::Path;
 use gds_model::record::LoadStep;
 use serde::{Deserialize, Serialize};
@@ -40,6 +41,14 @@ pub enum Judgement {
     LoadCostlier {
         throughput: Throughput,
         step: LoadStep,
+        cost: Cost,
+    },
+    /// A trial with writing ranks (`writers:`): the reading rank's read-call latency at
+    /// `percentile` is higher beyond `expect.latency_tolerance` and the runner's spread, in the
+    /// run and in every confirmation: a regression like a slower one.
+    LatencyHigher {
+        throughput: Throughput,
+        percentile: Percentile,
         cost: Cost,
     },
     /// The path verdict differs from the baseline's (e.g. `nvfs` → `cufile-posix`). A failure.
@@ -114,7 +123,8 @@ impl Judgement {
             Judgement::Regression { .. }
             | Judgement::Creep { .. }
             | Judgement::CpuCostlier { .. }
-            | Judgement::LoadCostlier { .. } => Severity::Regression,
+            | Judgement::LoadCostlier { .. }
+            | Judgement::LatencyHigher { .. } => Severity::Regression,
             Judgement::PathChanged { .. }
             | Judgement::ChecksumChanged { .. }
             | Judgement::MissingTrial { .. } => Severity::Failure,
@@ -130,6 +140,7 @@ impl Judgement {
             | Judgement::Faster { throughput }
             | Judgement::CpuCostlier { throughput, .. }
             | Judgement::LoadCostlier { throughput, .. }
+            | Judgement::LatencyHigher { throughput, .. }
             | Judgement::PathChanged { throughput, .. } => Some(throughput),
             _ => None,
         }

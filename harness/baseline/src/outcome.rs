@@ -19,7 +19,11 @@ pub fn decide(checks: Status, judgement: Option<&Judgement>) -> Outcome {
     match judgement {
         // A level that crept below the baseline is slower, as a slow run is: one exit code.
         Some(Judgement::Regression { .. } | Judgement::Creep { .. }) => Outcome::Slower,
-        Some(Judgement::CpuCostlier { .. } | Judgement::LoadCostlier { .. }) => Outcome::Costlier,
+        Some(
+            Judgement::CpuCostlier { .. }
+            | Judgement::LoadCostlier { .. }
+            | Judgement::LatencyHigher { .. },
+        ) => Outcome::Costlier,
         Some(Judgement::PathChanged { .. }) => Outcome::PathChanged,
         Some(Judgement::ChecksumChanged { .. }) => Outcome::ChecksumChanged,
         Some(Judgement::MissingTrial { .. }) => Outcome::Missing,

@@ -57,6 +57,10 @@ pub fn console(explainer: &Explainer<'_>) -> String {
             "slower to set up a load",
         ),
         (
+            count(comparison, |j| matches!(j, Judgement::LatencyHigher { .. })),
+            "slower reads beside writes (latency)",
+        ),
+        (
             count(comparison, |j| j.severity() == Severity::Failure),
             "changed or missing",
         ),

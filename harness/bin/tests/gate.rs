@@ -841,6 +841,33 @@ fn a_writing_rank_beside_a_reading_one_is_verified_and_the_reads_latency_is_the_
     for key in ["p50_us", "p95_us", "p99_us"] {
         assert!(latency[key].as_f64().unwrap() > 0.0, "{key}: {latency}");
     }
+    assert_eq!(
+        m["read_latency"]["p99_us"].as_array().unwrap().len(),
+        2,
+        "{m}"
+    );
+
+    // Blessed, the baseline keeps every pass's percentiles, to judge the next run by them.
+    let blessed = scratch.gate_with(
+        &[
+            "bless",
+            "--runs",
+            "2",
+            "--interval",
+            "0",
+            "--suite",
+            suite.to_str().unwrap(),
+            "--runner",
+            "r",
+        ],
+        &[("GDS_GATE_CONTROL_SIZE", "1MiB")],
+    );
+    assert_eq!(blessed.code, 0, "{blessed:?}");
+    let baseline = fs::read_to_string(scratch.path("baselines/r.yaml")).unwrap();
+    assert!(
+        baseline.contains("latency_runs:") && baseline.contains("p95_us:"),
+        "{baseline}"
+    );
 }
 
 /// On a host that runs only CPU trials, the doctor is one line before the trials (every GPU

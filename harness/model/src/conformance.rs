@@ -210,6 +210,7 @@ mod tests {
             write: None,
             rounds: Vec::new(),
             load: None,
+            read_latency: None,
         }
     }
 

@@ -127,6 +127,73 @@ pub struct Latency {
     pub max_us: Option<f64>,
 }
 
+/// A read-call latency percentile a trial with writing ranks is judged by.
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum Percentile {
+    P50,
+    P95,
+    P99,
+}
+
+impl Percentile {
+    /// In the order they are judged: the tail first, as it moves first under contention.
+    pub const ALL: [Percentile; 3] = [Percentile::P99, Percentile::P95, Percentile::P50];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Percentile::P50 => "p50",
+            Percentile::P95 => "p95",
+            Percentile::P99 => "p99",
+        }
+    }
+
+    fn of(self, latency: &Latency) -> Option<f64> {
+        match self {
+            Percentile::P50 => latency.p50_us,
+            Percentile::P95 => latency.p95_us,
+            Percentile::P99 => latency.p99_us,
+        }
+    }
+}
+
+/// Each measured pass's read-call latency percentiles in µs: what the baseline keeps of a trial
+/// judged by its latency (reads beside writes, `writers:`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct PassLatencies {
+    pub p50_us: Vec<f64>,
+    pub p95_us: Vec<f64>,
+    pub p99_us: Vec<f64>,
+}
+
+impl PassLatencies {
+    /// From the passes' costs, when every pass has all three percentiles.
+    pub fn from_costs(costs: &[PassCost]) -> Option<PassLatencies> {
+        let per_pass = |p: Percentile| -> Option<Vec<f64>> {
+            costs
+                .iter()
+                .map(|cost| p.of(cost.latency.as_ref()?))
+                .collect()
+        };
+        let latencies = PassLatencies {
+            p50_us: per_pass(Percentile::P50)?,
+            p95_us: per_pass(Percentile::P95)?,
+            p99_us: per_pass(Percentile::P99)?,
+        };
+        (!latencies.p50_us.is_empty()).then_some(latencies)
+    }
+
+    pub fn of(&self, percentile: Percentile) -> &[f64] {
+        match percentile {
+            Percentile::P50 => &self.p50_us,
+            Percentile::P95 => &self.p95_us,
+            Percentile::P99 => &self.p99_us,
+        }
+    }
+}
+
 /// User and system CPU time of the worker process (every thread, cuFile's own included).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CpuTime {

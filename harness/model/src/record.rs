@@ -206,6 +206,10 @@ pub struct Measurement {
     /// load's, opening and registering included.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub load: Option<LoadFigures>,
+    /// The reading rank's latency percentiles per pass in a trial with writing ranks
+    /// (`writers:`), which is judged by them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_latency: Option<crate::cost::PassLatencies>,
     /// A trial of several rounds (`rounds:`): the measured passes of each round's worker, in
     /// the order of `seconds`; empty for a trial of one worker.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

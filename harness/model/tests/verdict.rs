@@ -185,6 +185,7 @@ fn a_small_tail_below_the_threshold_makes_a_mix_within_max_fallback_bytes() {
         tolerance: 0.1,
         cpu_tolerance: 0.2,
         load_tolerance: 0.5,
+        latency_tolerance: 0.5,
     };
     assert!(
         !judge_path_of_trial(&e, &expect).passed,

@@ -83,6 +83,7 @@ fn measure(spec: &WorkerSpec) -> WorkerResult {
         write: None,
         rounds: Vec::new(),
         load: None,
+        read_latency: None,
     };
     // Writing trials hold their files whole (`validate` refuses a smaller window for them).
     let failure = match spec.trial.reader {

@@ -296,6 +296,7 @@ fn take_runs(lines: &[&HistoryLine], name: &str, selection: Selection) -> Taken 
                         throughput: trial.tolerance,
                         cpu: facts.cpu_tolerance,
                         load: facts.load_tolerance,
+                        latency: facts.latency_tolerance,
                     });
                     runs.push((
                         RunAt { line: index, time },
@@ -330,6 +331,7 @@ fn take_runs(lines: &[&HistoryLine], name: &str, selection: Selection) -> Taken 
                 throughput: 0.0,
                 cpu: 0.0,
                 load: 0.0,
+                latency: 0.0,
             }),
             runs: taken.into_iter().map(Some).collect(),
             why_missing,

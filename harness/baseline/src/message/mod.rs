@@ -3,6 +3,7 @@
 //! sink writes them ([`Explainer`]), never stored beside the judgement.
 
 mod creep;
+mod latency;
 mod load;
 mod scope;
 
@@ -380,6 +381,15 @@ pub fn label(judgement: &Judgement) -> String {
                 load::rise(cost.ratio())
             )
         }
+        Judgement::LatencyHigher {
+            percentile, cost, ..
+        } => {
+            format!(
+                "slower reads beside writes: {} latency ({})",
+                percentile.name(),
+                load::rise(cost.ratio())
+            )
+        }
         Judgement::PathChanged { from, to, .. } => format!("path {from} → {to}"),
         Judgement::ChecksumChanged { .. } => "checksum changed".into(),
         Judgement::MissingTrial { cause } => match cause {
@@ -515,6 +525,23 @@ fn explain_parts(
             };
             let likely = cause(&format!("{unchanged}: {}", load::likely_cause(*step)));
             load::words(trial, &facts, &likely, &bless)
+        }
+        (
+            Judgement::LatencyHigher {
+                throughput,
+                percentile,
+                cost,
+            },
+            Some(entry),
+        ) => {
+            let facts = latency::LatencyFacts {
+                percentile: *percentile,
+                cost,
+                throughput,
+                entry,
+            };
+            let likely = cause(&format!("{unchanged}: {}", latency::LIKELY_CAUSE));
+            latency::words(trial, &facts, &likely, &bless)
         }
         (Judgement::CpuCostlier { throughput: t, cpu }, Some(entry)) => {
             let headline = format!(

@@ -4,6 +4,7 @@ mod bless;
 mod busy_host;
 mod compare;
 mod from_history;
+mod latency;
 mod load;
 mod rebless;
 

@@ -657,6 +657,7 @@ mod tests {
             write: None,
             rounds: Vec::new(),
             load: None,
+            read_latency: None,
         };
         let result = WorkerResult {
             protocol: PROTOCOL_VERSION,

@@ -25,7 +25,7 @@ use std::path::Path;
 use std::sync::OnceLock;
 
 use super::{Launcher, slug, timeout_for, where_};
-use gds_model::cost::{CpuTime, PassCost};
+use gds_model::cost::{CpuTime, PassCost, PassLatencies};
 use gds_model::cufile_abi::{GpuCounters, Stats};
 use gds_model::evidence::KvikioBackends;
 use gds_model::integrity::IntegrityResult;
@@ -486,7 +486,6 @@ fn aggregate_measurement(
         // One PyTorch build in every worker (one interpreter): the first GPU's account.
         torch: measured.iter().find_map(|(_, m)| m.torch.clone()),
         per_gpu: Vec::new(),
-        costs,
         latency: only_worker(per_gpu).and_then(|m| m.latency.clone()),
         libcufile: measured.iter().find_map(|(_, m)| m.libcufile.clone()),
         // Every shard resolves the same `window` key; the largest says what bounded memory.
@@ -498,6 +497,11 @@ fn aggregate_measurement(
         write: None,
         rounds: Vec::new(),
         load: None,
+        // Beside writing ranks, the reading rank's latency is what the trial is judged by.
+        read_latency: (spec.writers > 0)
+            .then(|| PassLatencies::from_costs(&costs))
+            .flatten(),
+        costs,
     }
 }
 

@@ -148,6 +148,9 @@ pub struct Expectations {
     /// 50% longer), judged like the throughput; absent in records of older gates.
     #[serde(default = "default_load_tolerance")]
     pub load_tolerance: f64,
+    /// The allowed rise of a read-latency percentile of a trial with writing ranks.
+    #[serde(default = "default_latency_tolerance")]
+    pub latency_tolerance: f64,
 }
 
 fn is_zero(value: &u32) -> bool {
@@ -168,6 +171,10 @@ fn default_cpu_tolerance() -> f64 {
 
 fn default_load_tolerance() -> f64 {
     super::defaults::LOAD_TOLERANCE
+}
+
+fn default_latency_tolerance() -> f64 {
+    super::defaults::LATENCY_TOLERANCE
 }
 
 /// Every trial of every scenario of the suite, in file order.

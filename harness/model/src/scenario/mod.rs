@@ -103,6 +103,9 @@ pub mod defaults {
     /// A load's set-up steps last milliseconds and move with what else the host does, so their
     /// default allowance is wider still.
     pub const LOAD_TOLERANCE: f64 = 0.50;
+    /// `expect.latency_tolerance`: a read-call latency percentile may rise this much beside
+    /// writes (`writers:`); tails move more than medians.
+    pub const LATENCY_TOLERANCE: f64 = 0.50;
     pub const SEED: u64 = 1;
 }
 
@@ -604,6 +607,9 @@ impl Validator<'_> {
                 load_tolerance: expect_fields
                     .load_tolerance
                     .map_or(defaults::LOAD_TOLERANCE, |Fraction(f)| f),
+                latency_tolerance: expect_fields
+                    .latency_tolerance
+                    .map_or(defaults::LATENCY_TOLERANCE, |Fraction(f)| f),
             },
         };
         self.scenario_limits(&scenario, &context, &here)?;

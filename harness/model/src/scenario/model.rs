@@ -412,6 +412,8 @@ pub struct Expect {
     pub cpu_tolerance: Option<Fraction>,
     /// Allowed rise of a load's set-up steps (`op: load`) against the baseline.
     pub load_tolerance: Option<Fraction>,
+    /// Allowed rise of a read-latency percentile beside writes (`writers:`).
+    pub latency_tolerance: Option<Fraction>,
 }
 
 /// The path the bytes are expected to take (judged by the path verdict).

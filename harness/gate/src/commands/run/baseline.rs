@@ -165,9 +165,9 @@ impl Against {
         };
         match compare::judge_record(baseline, record) {
             Judgement::Regression { throughput } => throughput.wants_confirmation(wanted),
-            Judgement::CpuCostlier { cpu: cost, .. } | Judgement::LoadCostlier { cost, .. } => {
-                cost.wants_confirmation(wanted)
-            }
+            Judgement::CpuCostlier { cpu: cost, .. }
+            | Judgement::LoadCostlier { cost, .. }
+            | Judgement::LatencyHigher { cost, .. } => cost.wants_confirmation(wanted),
             _ => false,
         }
     }

@@ -114,6 +114,7 @@ fn constructed(gpu: u32, bytes: u64, seconds: &[f64], path: &str, checksum: u64)
         write: None,
         rounds: Vec::new(),
         load: None,
+        read_latency: None,
     }
 }
 
