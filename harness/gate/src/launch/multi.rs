@@ -6,6 +6,10 @@
 //! then aggregates them ([`aggregate`]): per-repetition throughput over all GPUs, each GPU's own
 //! result in `measurement.per_gpu`, and a verdict that fails when any GPU fails, naming it.
 //!
+//! Ranks (`ranks:`) use the same machinery with one worker per rank on the trial's GPU, each in
+//! `<trial>/rank<N>` with its rank's reader; writing ranks (`writers:`) write the copies of their
+//! shard's files and read them back while the others read. A [`Part`] is one such worker.
+//!
 //! # Limitations
 //!
 //! - The workers start together but are **not synchronised pass by pass**: each runs its own
