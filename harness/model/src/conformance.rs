@@ -177,40 +177,22 @@ mod tests {
     fn complete(asked: &WorkerSpec) -> Measurement {
         let expected = expected_checksum(&asked.plan);
         Measurement {
-            files: asked.plan.files.clone(),
-            bytes_per_repetition: asked.plan.total_bytes(),
             warmup_seconds: vec![0.5],
             seconds: vec![0.5, 0.25],
             gbps: vec![2.0, 4.0],
             median_gbps: Some(3.0),
             path: "host".into(),
-            path_evidence: None,
             integrity: IntegrityResult {
                 checksum: Some(expected),
                 expected_checksum: Some(expected),
                 ..IntegrityResult::not_checked(Integrity::Exact)
             },
-            resident_after_drop: None,
-            verify_seconds: 0.0,
             total_seconds: 1.0,
-            startup_seconds: None,
-            answered_unix_ns: None,
-            setup: Vec::new(),
-            preparation_seconds: None,
             gpu: Some("H200 (GPU 0)".into()),
             cufile: Some(CufileEvidence::default()),
             kvikio: Some(KvikioEvidence::default()),
             torch: Some(TorchEvidence::default()),
-            per_gpu: Vec::new(),
-            costs: Vec::new(),
-            latency: None,
-            libcufile: None,
-            window: None,
-            memory: None,
-            write: None,
-            rounds: Vec::new(),
-            load: None,
-            read_latency: None,
+            ..Measurement::unmeasured(asked.plan.files.clone(), asked.plan.total_bytes())
         }
     }
 

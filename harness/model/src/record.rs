@@ -282,6 +282,43 @@ impl MemoryPeak {
 }
 
 impl Measurement {
+    /// A measurement of `files` before anything was measured: no pass, the path unknown, the
+    /// bytes not checked, no evidence. Workers fill it in as they go.
+    pub fn unmeasured(files: Vec<PlannedFile>, bytes_per_repetition: u64) -> Measurement {
+        Measurement {
+            files,
+            bytes_per_repetition,
+            warmup_seconds: Vec::new(),
+            seconds: Vec::new(),
+            gbps: Vec::new(),
+            median_gbps: None,
+            path: crate::path::Path::Unknown,
+            path_evidence: None,
+            integrity: IntegrityResult::not_checked(crate::scenario::Integrity::None),
+            resident_after_drop: None,
+            verify_seconds: 0.0,
+            total_seconds: 0.0,
+            startup_seconds: None,
+            answered_unix_ns: None,
+            setup: Vec::new(),
+            preparation_seconds: None,
+            gpu: None,
+            cufile: None,
+            kvikio: None,
+            torch: None,
+            per_gpu: Vec::new(),
+            costs: Vec::new(),
+            latency: None,
+            libcufile: None,
+            window: None,
+            memory: None,
+            write: None,
+            rounds: Vec::new(),
+            load: None,
+            read_latency: None,
+        }
+    }
+
     /// Counts untimed preparation after the start-up ([`Measurement::preparation_seconds`]).
     pub fn add_preparation(&mut self, time: std::time::Duration) {
         *self.preparation_seconds.get_or_insert(0.0) += time.as_secs_f64();

@@ -29,7 +29,7 @@ use gds_model::integrity::IntegrityResult;
 use gds_model::numbers::median;
 use gds_model::plan::ReadPlan;
 use gds_model::record::{Measurement, MemoryPeak};
-use gds_model::scenario::{Cache, Integrity, Op, Reader};
+use gds_model::scenario::{Cache, Op, Reader};
 
 use gds_model::protocol::{
     CUFILE_DRIVER_OPEN, GPU_CONTEXT, IO_DONE, PROTOCOL_VERSION, RELEASED, SAMPLED, WORKER_WAIT,
@@ -53,38 +53,7 @@ pub fn run(spec: WorkerSpec) -> WorkerResult {
 
 fn measure(spec: &WorkerSpec) -> WorkerResult {
     let started = Instant::now();
-    let mut m = Measurement {
-        files: spec.plan.files.clone(),
-        bytes_per_repetition: spec.plan.total_bytes(),
-        warmup_seconds: Vec::new(),
-        seconds: Vec::new(),
-        gbps: Vec::new(),
-        median_gbps: None,
-        path: gds_model::path::Path::Unknown,
-        path_evidence: None,
-        integrity: IntegrityResult::not_checked(Integrity::None),
-        resident_after_drop: None,
-        verify_seconds: 0.0,
-        total_seconds: 0.0,
-        startup_seconds: None,
-        answered_unix_ns: None,
-        setup: Vec::new(),
-        preparation_seconds: None,
-        gpu: None,
-        cufile: None,
-        kvikio: None,
-        torch: None,
-        per_gpu: Vec::new(),
-        costs: Vec::new(),
-        latency: None,
-        libcufile: None,
-        window: None,
-        memory: None,
-        write: None,
-        rounds: Vec::new(),
-        load: None,
-        read_latency: None,
-    };
+    let mut m = Measurement::unmeasured(spec.plan.files.clone(), spec.plan.total_bytes());
     // Writing trials hold their files whole (`validate` refuses a smaller window for them).
     let failure = match spec.trial.reader {
         Reader::Posix if spec.trial.op.writes() => write::posix(spec, &mut m),

@@ -584,10 +584,9 @@ mod tests {
     use std::os::unix::fs::PermissionsExt;
 
     use super::*;
-    use gds_model::integrity::IntegrityResult;
     use gds_model::plan::PlannedFile;
     use gds_model::record::{Measurement, Status};
-    use gds_model::scenario::{Integrity, Pattern};
+    use gds_model::scenario::Pattern;
 
     /// A stand-in for the gate binary: a shell script that misbehaves as told. `$5` is the result
     /// path (`worker --spec S --result R`).
@@ -628,36 +627,14 @@ mod tests {
 
     fn valid_result(dir: &Path) -> PathBuf {
         let measurement = Measurement {
-            files: vec![planned_file()],
-            bytes_per_repetition: 1,
-            warmup_seconds: vec![],
             seconds: vec![1.0],
             gbps: vec![1e-9],
             median_gbps: Some(1e-9),
             path: "host".into(),
-            path_evidence: None,
-            integrity: IntegrityResult::not_checked(Integrity::None),
-            resident_after_drop: None,
-            verify_seconds: 0.0,
             total_seconds: 1.0,
-            startup_seconds: None,
-            answered_unix_ns: None,
-            setup: Vec::new(),
-            preparation_seconds: None,
             gpu: Some("stand-in GPU".into()),
             cufile: Some(Default::default()),
-            kvikio: None,
-            torch: None,
-            per_gpu: Vec::new(),
-            costs: Vec::new(),
-            latency: None,
-            libcufile: None,
-            window: None,
-            memory: None,
-            write: None,
-            rounds: Vec::new(),
-            load: None,
-            read_latency: None,
+            ..Measurement::unmeasured(vec![planned_file()], 1)
         };
         let result = WorkerResult {
             protocol: PROTOCOL_VERSION,
