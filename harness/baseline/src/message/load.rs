@@ -1,7 +1,7 @@
 //! The words of a load whose set-up step takes longer than its baseline
 //! ([`Judgement::LoadCostlier`](super::Judgement::LoadCostlier)).
 
-use super::{change, gbps, percent};
+use super::rise::Rise;
 use crate::cost::Cost;
 use crate::decision::Throughput;
 use crate::judgement::Expected;
@@ -23,60 +23,22 @@ pub(super) fn words(
     cause: &str,
     bless: &str,
 ) -> (String, String) {
-    let (step, cost, t) = (facts.step.name(), facts.cost, facts.throughput);
-    let confirmed = cost.confirmation_ratios();
-    let headline = format!(
-        "slower to load: {step} {} vs {} ({}){}",
-        short_time(cost.run_median()),
-        short_time(cost.level()),
-        rise(cost.ratio()),
-        match confirmed.len() {
-            0 => String::new(),
-            n => format!(", confirmed by {n} more run(s)"),
-        }
-    );
-    let confirmations = confirmed
-        .iter()
-        .map(|r| format!("{} ({})", short_time(r * cost.level()), rise(*r)))
-        .collect::<Vec<_>>()
-        .join(", ");
-    let message = format!(
-        "{trial}: a load's {step} takes {} its baseline's time, beyond the load tolerance of {} and beyond this runner's run-to-run spread (longer above {})\n  expected: about {} per load, the whole load at {}, path `{}`\n  seen:     {} median of {} loads, the whole load at {}{}\n  likely cause: {cause}\n  next: find and fix the cause; if the new set-up time is intended, bless it on this runner:\n        {bless}",
-        longer(cost.ratio()),
-        percent(cost.tolerance),
-        short_time(cost.level() * cost.costlier_above()),
-        short_time(cost.level()),
-        gbps(t.level),
-        facts.entry.path,
-        short_time(cost.run_median()),
-        cost.efficiency.run.count,
-        gbps(t.run.median),
-        if confirmations.is_empty() {
-            String::new()
-        } else {
-            format!("; confirmation run(s): {confirmations}")
-        },
-    );
-    (headline, message)
-}
-
-/// `+52.3%`, and from twice on `×952`.
-pub(super) fn rise(ratio: f64) -> String {
-    if ratio >= 2.0 {
-        format!("×{ratio:.0}")
-    } else {
-        change(ratio)
-    }
-}
-
-/// `52.3% longer than`, and from twice on `952× as long as`: a rise of a step that took
-/// microseconds can be thousands of percent.
-fn longer(ratio: f64) -> String {
-    if ratio >= 2.0 {
-        format!("{ratio:.0}× as long as")
-    } else {
-        format!("{:.1}% longer than", (ratio - 1.0) * 100.0)
-    }
+    let step = facts.step.name();
+    let rise = Rise {
+        headline: format!("slower to load: {step}"),
+        subject: format!("a load's {step} takes"),
+        compared: ("as long as", "longer"),
+        baseline: "its baseline's time",
+        whole: "the whole load",
+        tolerance: "load",
+        shown: short_time,
+        per: ("load", "loads"),
+        accepted: "set-up time",
+        cost: facts.cost,
+        throughput: facts.throughput,
+        entry: facts.entry,
+    };
+    super::rise::words(trial, &rise, cause, bless)
 }
 
 pub(super) fn likely_cause(step: LoadStep) -> &'static str {

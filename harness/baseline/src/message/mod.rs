@@ -5,6 +5,7 @@
 mod creep;
 mod latency;
 mod load;
+mod rise;
 mod scope;
 
 pub use scope::{Scope, Source};
@@ -378,7 +379,7 @@ pub fn label(judgement: &Judgement) -> String {
             format!(
                 "slower to load: {} ({})",
                 step.name(),
-                load::rise(cost.ratio())
+                rise::ratio(cost.ratio())
             )
         }
         Judgement::LatencyHigher {
@@ -387,7 +388,7 @@ pub fn label(judgement: &Judgement) -> String {
             format!(
                 "slower reads beside writes: {} latency ({})",
                 percentile.name(),
-                load::rise(cost.ratio())
+                rise::ratio(cost.ratio())
             )
         }
         Judgement::PathChanged { from, to, .. } => format!("path {from} → {to}"),

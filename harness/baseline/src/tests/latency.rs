@@ -62,7 +62,7 @@ fn a_doubled_tail_beside_writes_is_slower_reads_at_the_same_throughput() {
         a.headline
     );
     for needle in [
-        "s::kv: the reading rank's p99 read-call latency beside the writing ranks is ×2 its baseline's",
+        "s::kv: the reading rank's p99 read-call latency beside the writing ranks is 2× as high as its baseline's,",
         "beyond the latency tolerance of 50%",
         "seen:     4.20 ms median of 5 passes",
         "wait longer behind the writes",
