@@ -43,8 +43,6 @@ fn plan(count: u64) -> ReadPlan {
 /// repetition, its checksum, and cuFile counters for its GPU.
 fn constructed(gpu: u32, bytes: u64, seconds: &[f64], path: &str, checksum: u64) -> Measurement {
     Measurement {
-        files: Vec::new(),
-        bytes_per_repetition: bytes,
         warmup_seconds: vec![seconds[0] * 2.0],
         seconds: seconds.to_vec(),
         gbps: seconds.iter().map(|s| bytes as f64 / s / 1e9).collect(),
@@ -92,9 +90,6 @@ fn constructed(gpu: u32, bytes: u64, seconds: &[f64], path: &str, checksum: u64)
             }),
             ..CufileEvidence::default()
         }),
-        kvikio: None,
-        torch: None,
-        per_gpu: Vec::new(),
         // Ten calls per pass, 0.1 s of user time per GPU index + 1 and 0.1 s of system time, and
         // a mean call of 1 ms per GPU index + 1.
         costs: seconds
@@ -108,13 +103,7 @@ fn constructed(gpu: u32, bytes: u64, seconds: &[f64], path: &str, checksum: u64)
             })
             .collect(),
         latency: Some(latency(gpu)),
-        libcufile: None,
-        window: None,
-        memory: None,
-        write: None,
-        rounds: Vec::new(),
-        load: None,
-        read_latency: None,
+        ..Measurement::unmeasured(Vec::new(), bytes)
     }
 }
 
