@@ -511,7 +511,8 @@ impl Validator<'_> {
             let with = ranks::RankContext {
                 readers: &readers,
                 writers,
-                reader_given: fields.reader.is_some() || defaults.reader.is_some(),
+                // A default `reader` is for the other scenarios; the list replaces it here.
+                reader_given: fields.reader.is_some(),
                 ops: &ops,
                 files: &files,
                 gpu_set: gpu_set.as_ref(),

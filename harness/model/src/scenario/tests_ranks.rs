@@ -143,6 +143,10 @@ fn ranks_mistakes_are_reported_with_position_and_fix() {
         .map(|(what, text, needles)| (*what, text.as_str(), *needles))
         .collect();
     assert_rejected(&cases);
+    // A default `reader` is for the other scenarios: a list of ranks replaces it.
+    parse_ok(
+        "defaults:\n  reader: cufile\nscenarios:\n  - name: a\n    files: { size: 1MiB, count: 2 }\n    ranks: [kvikio, posix]\n",
+    );
 }
 
 #[test]
