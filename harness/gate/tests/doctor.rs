@@ -268,10 +268,10 @@ mod recorded {
         // scenario, the 128 MiB one of the buffers scenario, the 64 MiB one of the small reads,
         // the 16 MiB one of odd-offsets, the load's 16 of 64 MiB and the KV cache's 8 of 32 MiB.
         // The writing trials generate nothing: they write files of their own, kept for the next
-        // run (the checkpoint's 1 GiB, and copies of the KV cache's files).
+        // run (the checkpoint's 1 GiB, and the KV cache's writing rank's copies of 4 of its files).
         assert!(
             row(&report, "free space").evidence.contains(
-                "5.45 GiB to generate; the writing trials keep 1.25 GiB of files of their own"
+                "5.45 GiB to generate; the writing trials keep 1.12 GiB of files of their own"
             ),
             "{}",
             row(&report, "free space").evidence

@@ -8,7 +8,7 @@ use super::{Check, State};
 use crate::collect::parse_cmdline_iommu;
 use crate::facts::{Fact, Facts};
 use crate::fixes::{ACS_FIX, FS_FIX, IOMMU_FIX, ODIRECT_FIX, SPACE_FIX, UDEV_FIX};
-use gds_model::scenario::{Reader, TrialSpec};
+use gds_model::scenario::TrialSpec;
 use gds_model::units::format_bytes;
 use gds_runner::data::GeneratedFile;
 use gds_runner::prepare::FileKey;
@@ -32,21 +32,32 @@ pub(crate) struct SpaceNeed {
     pub to_write: u64,
 }
 
+/// Whether a writing trial writes the copy of its file `file`: every one, or with writing ranks
+/// (`writers:`) those of the last ranks, as whole files go round-robin to the ranks.
+fn writes_copy(spec: &TrialSpec, file: usize) -> bool {
+    let ranks = spec.ranks.len();
+    spec.op.writes() || ranks == 0 || file % ranks >= ranks - spec.writers as usize
+}
+
 /// Deduplicated by (seed, size) like the gate's data preparation; only trials that can run
 /// here get their data prepared (a GPU trial without a driver does not).
 pub(crate) fn space_needed(facts: &Facts, trials: &[TrialSpec]) -> SpaceNeed {
     let gpu = facts.driver.libcuda.known().is_some();
-    let runnable = || {
-        trials
-            .iter()
-            .filter(move |spec| gpu || spec.reader == Reader::Posix)
-    };
+    let runnable = || trials.iter().filter(move |spec| gpu || !spec.uses_gpu());
     // A writing trial writes files of its own, kept for the next run (which blanks them in
     // place), so each distinct one takes its space for good.
     let to_write = runnable()
         .filter(|spec| spec.writes())
         .filter_map(|spec| {
-            gds_model::write::written_paths(Path::new(&facts.data_dir.path), &spec.files)
+            let copies =
+                gds_model::write::written_paths(Path::new(&facts.data_dir.path), &spec.files)?;
+            Some(
+                copies
+                    .into_iter()
+                    .enumerate()
+                    .filter(|(file, _)| writes_copy(spec, *file))
+                    .map(|(_, copy)| copy),
+            )
         })
         .flatten()
         .collect::<BTreeMap<_, _>>()
