@@ -220,36 +220,46 @@ impl TrialBaseline {
 
     /// Every blessed run's read latency at `percentile`, when the baseline has them all.
     pub fn latency_runs(&self, percentile: Percentile) -> Option<Vec<Vec<f64>>> {
-        let runs: Vec<Vec<f64>> = self
-            .latency_runs
-            .as_ref()?
-            .iter()
-            .map(|run| run.of(percentile).to_vec())
-            .collect();
-        runs.iter().all(|run| !run.is_empty()).then_some(runs)
+        every_run(self.latency_runs.as_deref()?, |run| run.of(percentile))
     }
 
     /// Every blessed run's seconds of a load's `step`, when the baseline has them all.
     pub fn load_step_runs(&self, step: LoadStep) -> Option<Vec<Vec<f64>>> {
-        let runs: Vec<Vec<f64>> = self
-            .load_runs
-            .as_ref()?
-            .iter()
-            .map(|run| run.of(step).to_vec())
-            .collect();
-        runs.iter().all(|run| !run.is_empty()).then_some(runs)
+        every_run(self.load_runs.as_deref()?, |run| run.of(step))
     }
 }
 
-/// A load's seconds rounded to 0.1 µs (a re-bless of unchanged figures writes unchanged text),
-/// and never to zero: the comparison takes reciprocals.
-fn rounded_load(load: &LoadFigures) -> LoadFigures {
-    let round = |values: &[f64]| -> Vec<f64> {
+/// One figure of every blessed run (`figure` picks it from a run's per-pass figures), when every
+/// run has it.
+fn every_run<T>(runs: &[T], figure: impl Fn(&T) -> &[f64]) -> Option<Vec<Vec<f64>>> {
+    let runs: Vec<Vec<f64>> = runs.iter().map(|run| figure(run).to_vec()).collect();
+    runs.iter().all(|run| !run.is_empty()).then_some(runs)
+}
+
+/// Whether per-pass figures kept beside `runs` hold one entry per blessed run, each of their
+/// lists empty (a figure the reader has not) or positive.
+fn one_per_run<'a>(
+    entries: usize,
+    blessed: usize,
+    mut lists: impl Iterator<Item = &'a [f64]>,
+) -> bool {
+    entries == blessed && lists.all(|values| values.is_empty() || positive_rates(values))
+}
+
+/// Per-pass figures rounded to `1 / scale` (a re-bless of unchanged figures writes unchanged
+/// text), and never to zero: the comparison takes reciprocals.
+fn rounded_to(scale: f64) -> impl Fn(&[f64]) -> Vec<f64> {
+    move |values| {
         values
             .iter()
-            .map(|s| ((s * 1e7).round() / 1e7).max(1e-7))
+            .map(|v| ((v * scale).round() / scale).max(1.0 / scale))
             .collect()
-    };
+    }
+}
+
+/// A load's seconds rounded to 0.1 µs.
+fn rounded_load(load: &LoadFigures) -> LoadFigures {
+    let round = rounded_to(1e7);
     LoadFigures {
         open_seconds: round(&load.open_seconds),
         register_seconds: round(&load.register_seconds),
@@ -257,14 +267,9 @@ fn rounded_load(load: &LoadFigures) -> LoadFigures {
     }
 }
 
-/// Latencies rounded to 0.01 µs, and never to zero (the comparison takes reciprocals).
+/// Latencies rounded to 0.01 µs.
 fn rounded_latencies(latencies: &PassLatencies) -> PassLatencies {
-    let round = |values: &[f64]| -> Vec<f64> {
-        values
-            .iter()
-            .map(|us| ((us * 1e2).round() / 1e2).max(1e-2))
-            .collect()
-    };
+    let round = rounded_to(1e2);
     PassLatencies {
         p50_us: round(&latencies.p50_us),
         p95_us: round(&latencies.p95_us),
@@ -435,22 +440,18 @@ fn validate(path: &Path, text: &str, baseline: &Baseline) -> Result<(), Baseline
                 ),
             ));
         }
+        let blessed = trial.runs.len();
         let load_valid = trial.load_runs.as_ref().is_none_or(|runs| {
-            runs.len() == trial.runs.len()
-                && runs.iter().all(|run| {
-                    LoadStep::ALL.iter().all(|&step| {
-                        let values = run.of(step);
-                        values.is_empty() || positive_rates(values)
-                    })
-                })
+            let lists = runs
+                .iter()
+                .flat_map(|run| LoadStep::ALL.map(|step| run.of(step)));
+            one_per_run(runs.len(), blessed, lists)
         });
         let latency_valid = trial.latency_runs.as_ref().is_none_or(|runs| {
-            runs.len() == trial.runs.len()
-                && runs.iter().all(|run| {
-                    Percentile::ALL
-                        .iter()
-                        .all(|&p| run.of(p).is_empty() || positive_rates(run.of(p)))
-                })
+            let lists = runs
+                .iter()
+                .flat_map(|run| Percentile::ALL.map(|p| run.of(p)));
+            one_per_run(runs.len(), blessed, lists)
         });
         if !latency_valid {
             return Err(corrupt(
