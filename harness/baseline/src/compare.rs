@@ -309,19 +309,15 @@ fn load_cost(
     [LoadStep::Open, LoadStep::Register, LoadStep::FirstByte]
         .into_iter()
         .find_map(|step| {
-            let baseline = entry.load_step_runs(step)?;
-            let seconds = figures.of(step);
-            if seconds.is_empty() {
-                return None;
-            }
-            let mut cost = Cost::measure(&baseline, seconds, tolerance);
-            for repeat in confirmations.iter().filter_map(|r| r.load.as_ref()) {
-                if !repeat.of(step).is_empty() {
-                    cost.confirm(repeat.of(step));
-                }
-            }
-            let rise = cost.run_median() - cost.level();
-            (cost.costlier() && rise > LOAD_STEP_FLOOR_SECONDS).then_some((step, cost))
+            let repeats = confirmations.iter().filter_map(|r| r.load.as_ref());
+            let cost = risen(
+                &entry.load_step_runs(step)?,
+                figures.of(step),
+                repeats.map(|repeat| repeat.of(step)),
+                tolerance,
+                LOAD_STEP_FLOOR_SECONDS,
+            )?;
+            Some((step, cost))
         })
 }
 
@@ -335,14 +331,36 @@ fn latency_cost(
 ) -> Option<(Percentile, Cost)> {
     let latencies = run.read_latency.as_ref()?;
     Percentile::ALL.into_iter().find_map(|percentile| {
-        let baseline = entry.latency_runs(percentile)?;
-        let mut cost = Cost::measure(&baseline, latencies.of(percentile), tolerance);
-        for repeat in confirmations.iter().filter_map(|r| r.read_latency.as_ref()) {
-            cost.confirm(repeat.of(percentile));
-        }
-        let rise = cost.run_median() - cost.level();
-        (cost.costlier() && rise > LATENCY_FLOOR_US).then_some((percentile, cost))
+        let repeats = confirmations.iter().filter_map(|r| r.read_latency.as_ref());
+        let cost = risen(
+            &entry.latency_runs(percentile)?,
+            latencies.of(percentile),
+            repeats.map(|repeat| repeat.of(percentile)),
+            tolerance,
+            LATENCY_FLOOR_US,
+        )?;
+        Some((percentile, cost))
     })
+}
+
+/// A per-pass figure against its blessed runs: its cost when it rose beyond the tolerance and
+/// the spread in the run and every confirmation that has it, and by more than `floor`.
+fn risen<'a>(
+    baseline: &[Vec<f64>],
+    run: &[f64],
+    confirmations: impl Iterator<Item = &'a [f64]>,
+    tolerance: f64,
+    floor: f64,
+) -> Option<Cost> {
+    if run.is_empty() {
+        return None;
+    }
+    let mut cost = Cost::measure(baseline, run, tolerance);
+    for repeat in confirmations.filter(|values| !values.is_empty()) {
+        cost.confirm(repeat);
+    }
+    let rise = cost.run_median() - cost.level();
+    (cost.costlier() && rise > floor).then_some(cost)
 }
 
 /// A trial the baseline does not have.
