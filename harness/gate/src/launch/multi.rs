@@ -420,7 +420,8 @@ fn aggregate_measurement(
     };
     let seconds = slowest(|m| &m.seconds);
     let bytes = plan.total_bytes();
-    let costs = aggregate_costs(&measured, &seconds, bytes);
+    let only = only_worker(per_gpu);
+    let costs = aggregate_costs(&measured, only, &seconds, bytes);
     let gbps: Vec<f64> = seconds.iter().map(|s| bytes as f64 / s / 1e9).collect();
     let max =
         |value: fn(&Measurement) -> f64| measured.iter().map(|(_, m)| value(m)).fold(0.0, f64::max);
@@ -490,7 +491,7 @@ fn aggregate_measurement(
         // One PyTorch build in every worker (one interpreter): the first GPU's account.
         torch: measured.iter().find_map(|(_, m)| m.torch.clone()),
         per_gpu: Vec::new(),
-        latency: only_worker(per_gpu).and_then(|m| m.latency.clone()),
+        latency: only.and_then(|m| m.latency.clone()),
         libcufile: measured.iter().find_map(|(_, m)| m.libcufile.clone()),
         // Every shard resolves the same `window` key; the largest says what bounded memory.
         window: measured.iter().filter_map(|(_, m)| m.window).max(),
@@ -528,6 +529,7 @@ fn only_worker(per_gpu: &[GpuShardResult]) -> Option<&Measurement> {
 /// measured). Repetitions some GPU has no cost for are left out.
 fn aggregate_costs(
     measured: &[(&GpuShardResult, &Measurement)],
+    only: Option<&Measurement>,
     seconds: &[f64],
     bytes: u64,
 ) -> Vec<PassCost> {
@@ -543,14 +545,7 @@ fn aggregate_costs(
             let cpu = shards
                 .iter()
                 .try_fold(CpuTime::default(), |sum, c| Some(sum.plus(&c.cpu?)));
-            let mut reading = measured
-                .iter()
-                .filter(|(shard, _)| shard.op.is_none())
-                .map(|(_, m)| m.costs.get(r));
-            let latency = match (reading.next(), reading.next()) {
-                (Some(Some(one)), None) => one.latency.clone(),
-                _ => None,
-            };
+            let latency = only.and_then(|m| m.costs.get(r)?.latency.clone());
             Some(PassCost::new(bytes, seconds, calls, cpu, latency))
         })
         .collect()
