@@ -4,6 +4,7 @@
 use std::fmt::Write;
 
 use gds_model::record::TrialRecord;
+use gds_model::units::Rate;
 
 /// One trial's series: the median GB/s of each run, oldest first, and the baseline's level.
 #[derive(Clone, Debug, PartialEq)]
@@ -42,14 +43,14 @@ pub fn of_runs(runs: &[&[TrialRecord]]) -> Vec<Trend> {
 }
 
 /// `#### Throughput over runs` and a chart per trend with at least one run; empty when none has.
-pub fn markdown(trends: &[Trend]) -> String {
+pub fn markdown(trends: &[Trend], rate: Rate) -> String {
     let drawn: Vec<&Trend> = trends.iter().filter(|t| !t.medians.is_empty()).collect();
     if drawn.is_empty() {
         return String::new();
     }
     let mut out = format!(
         "#### Throughput over runs\n\nMedian {} of each run (line), and the baseline's level where there is one.\n\n",
-        gds_model::units::shown().label()
+        rate.label()
     );
     for trend in drawn {
         let name = gds_runner::escape::markdown_code(&trend.trial);
@@ -66,15 +67,14 @@ pub fn markdown(trends: &[Trend]) -> String {
         let _ = write!(
             out,
             "<details><summary>{name}{svg}</summary>\n\n{}\n</details>\n\n",
-            chart(trend)
+            chart(trend, rate)
         );
     }
     out
 }
 
 /// The fenced `mermaid` block of one trend.
-pub fn chart(trend: &Trend) -> String {
-    let rate = gds_model::units::shown();
+pub fn chart(trend: &Trend, rate: Rate) -> String {
     let numbers = |values: &mut dyn Iterator<Item = f64>| {
         values
             .map(|v| rate.number(v, 2))
@@ -137,10 +137,16 @@ mod tests {
                 svg: None,
             },
         ];
-        let text = markdown(&trends);
+        let text = markdown(&trends, Rate::Gb);
         assert!(text.contains("```mermaid\nxychart-beta\n    title \"s::a[x='1']\"\n    x-axis \"run\" [1, 2]\n    y-axis \"GB/s\" 0 --> 2.30\n    line [2.00, 1.50]\n    line [2.00, 2.00]\n```"), "{text}");
         assert!(text.contains("`plots/a.svg`"), "{text}");
         assert!(!text.contains("s::ignored"), "{text}");
-        assert_eq!(markdown(&trends[1..]), "");
+        assert_eq!(markdown(&trends[1..], Rate::Gb), "");
+        // The unit is the one handed in: 2.00 GB/s is 1.86 GiB/s.
+        let gib = markdown(&trends, Rate::Gib);
+        assert!(
+            gib.contains("y-axis \"GiB/s\"") && gib.contains("line [1.86, 1.40]"),
+            "{gib}"
+        );
     }
 }

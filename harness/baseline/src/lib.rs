@@ -78,11 +78,12 @@ pub fn plots_for_report(
     history: &Path,
     baseline: &Loaded,
     runner: &str,
+    rate: gds_model::units::Rate,
 ) -> Result<PlotReport, BaselineError> {
     let history = history::read(history)?;
-    let plots = plot::write_plots(&history, runner, baseline.present(), &plots_dir(out))?;
+    let plots = plot::write_plots(&history, runner, baseline.present(), &plots_dir(out), rate)?;
     Ok(PlotReport {
-        markdown: plot::markdown_charts(&plots, out),
+        markdown: plot::markdown_charts(&plots, out, rate),
         changes: shift_table::markdown(&history, runner),
         plots,
         skipped: history.skipped,

@@ -15,6 +15,7 @@ use super::file::{Baseline, TrialBaseline};
 use super::fingerprint::hash_bytes;
 use super::history::{History, HistoryLine};
 use gds_model::record::Status;
+use gds_model::units::Rate;
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct PlotFile {
@@ -34,6 +35,7 @@ pub fn write_plots(
     runner: &str,
     baseline: Option<&Baseline>,
     dir: &Path,
+    rate: Rate,
 ) -> Result<Vec<PlotFile>, BaselineError> {
     let runs: Vec<&HistoryLine> = history
         .lines
@@ -61,7 +63,7 @@ pub fn write_plots(
         let entry = baseline.and_then(|b| b.trials.get(trial));
         // Searched over the whole history, as summary.md's table is; drawn where they are shown.
         let shifts = find(&series(history, runner, trial)).change_points;
-        render(trial, runner, runs, entry, &shifts)
+        render(trial, runner, runs, entry, &shifts, rate)
             .map_err(PlotError::Draw)
             .and_then(|svg| {
                 gds_model::fsutil::write_atomically(&path, svg.as_bytes()).map_err(PlotError::Write)
@@ -116,12 +118,16 @@ struct Shift {
 
 /// The level shifts among `runs`, by their runs' times; one that began before the runs shown is
 /// drawn from the left edge.
-fn shifts_shown(trial: &str, runs: &[&HistoryLine], shifts: &[ChangePoint]) -> Vec<Shift> {
+fn shifts_shown(
+    trial: &str,
+    runs: &[&HistoryLine],
+    shifts: &[ChangePoint],
+    rate: Rate,
+) -> Vec<Shift> {
     let x_of = |time: &str| {
         runs.iter()
             .position(|run| run.time == time && run.trials.contains_key(trial))
     };
-    let rate = gds_model::units::shown();
     shifts
         .iter()
         .filter_map(|point| {
@@ -152,9 +158,9 @@ pub fn render(
     runs: &[&HistoryLine],
     baseline: Option<&TrialBaseline>,
     shifts: &[ChangePoint],
-) -> Result<String, DrawError> {
     // Drawn in the unit the user reads (`--units`); the history keeps GB/s.
-    let rate = gds_model::units::shown();
+    rate: Rate,
+) -> Result<String, DrawError> {
     let points: Vec<Point> = runs
         .iter()
         .enumerate()
@@ -234,7 +240,7 @@ pub fn render(
         // Level shifts: a marker at the first run at the new level, the new level over its runs;
         // faint while not yet confirmed.
         let shift_color = RGBColor(217, 95, 2);
-        let shown = shifts_shown(trial, runs, shifts);
+        let shown = shifts_shown(trial, runs, shifts, rate);
         let style = |s: &Shift| {
             let alpha = if s.confirmed { 1.0 } else { 0.4 };
             shift_color.mix(alpha).stroke_width(2)
@@ -293,7 +299,7 @@ pub fn render(
 
 /// The Markdown charts of the plots (see [`super::chart`]), each naming its SVG relative to the
 /// folder summary.md is in, as the file is found in the run's artifact.
-pub fn markdown_charts(plots: &[PlotFile], summary_dir: &Path) -> String {
+pub fn markdown_charts(plots: &[PlotFile], summary_dir: &Path, rate: Rate) -> String {
     let trends: Vec<Trend> = plots
         .iter()
         .map(|plot| {
@@ -304,7 +310,7 @@ pub fn markdown_charts(plots: &[PlotFile], summary_dir: &Path) -> String {
             }
         })
         .collect();
-    super::chart::markdown(&trends)
+    super::chart::markdown(&trends, rate)
 }
 
 #[cfg(test)]
@@ -354,7 +360,7 @@ mod tests {
             )]),
         };
         let dir = tempfile::tempdir().unwrap();
-        let plots = write_plots(&history, "r1", Some(&baseline), dir.path()).unwrap();
+        let plots = write_plots(&history, "r1", Some(&baseline), dir.path(), Rate::Gb).unwrap();
         assert_eq!(plots.len(), 2);
         let svg = std::fs::read_to_string(&plots[0].path).unwrap();
         assert!(svg.starts_with("<svg"), "{svg}");
@@ -371,9 +377,9 @@ mod tests {
                 .starts_with("s__a_x_1-")
         );
         // Another runner's history is not this runner's plot.
-        let none = write_plots(&history, "other", None, dir.path()).unwrap();
+        let none = write_plots(&history, "other", None, dir.path(), Rate::Gb).unwrap();
         assert!(none.is_empty());
-        let charts = markdown_charts(&plots, dir.path());
+        let charts = markdown_charts(&plots, dir.path(), Rate::Gb);
         assert!(
             charts.contains("<details><summary>`s::a[x=1]` (every pass: `s__a_x_1-"),
             "{charts}"
@@ -397,7 +403,7 @@ mod tests {
         };
         // A file where the plots' folder should be.
         let file = tempfile::NamedTempFile::new().unwrap();
-        let error = write_plots(&history, "r1", None, file.path()).unwrap_err();
+        let error = write_plots(&history, "r1", None, file.path(), Rate::Gb).unwrap_err();
         let chain = gds_model::error_chain(&error);
         assert!(chain.starts_with("cannot write plot `"), "{chain}");
         assert_eq!(chain.matches("caused by:").count(), 1, "{chain}");
@@ -408,7 +414,7 @@ mod tests {
         let first = humantime::parse_rfc3339("2026-03-01T00:00:00Z").unwrap();
         let history = fixtures::history("s::a", "r1", first, &fixtures::creep_medians(2.0, 30, 10));
         let dir = tempfile::tempdir().unwrap();
-        let plots = write_plots(&history, "r1", None, dir.path()).unwrap();
+        let plots = write_plots(&history, "r1", None, dir.path(), Rate::Gb).unwrap();
         let svg = std::fs::read_to_string(&plots[0].path).unwrap();
         assert!(
             svg.contains("level shift (faint: not yet confirmed)"),
@@ -418,7 +424,7 @@ mod tests {
         assert_eq!(svg.matches("\n−5.").count(), 3, "{svg}");
         // A history without a shift has no marker.
         let flat = fixtures::history("s::a", "r1", first, &[2.0; 30]);
-        let plots = write_plots(&flat, "r1", None, dir.path()).unwrap();
+        let plots = write_plots(&flat, "r1", None, dir.path(), Rate::Gb).unwrap();
         let svg = std::fs::read_to_string(&plots[0].path).unwrap();
         assert!(!svg.contains("level shift"), "{svg}");
     }

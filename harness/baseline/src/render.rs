@@ -10,6 +10,7 @@ use super::fingerprint::{self, ChangeKind};
 use super::judgement::{Judgement, Severity};
 use super::message::{Explainer, bless_command, change, number, threshold};
 use super::plot::PlotFile;
+use gds_model::units::Rate;
 
 /// The console text, short: libtest has already shown each failure's message on its own.
 /// One line with the baseline and its counts, the runner's changes when it changed, one line per
@@ -129,8 +130,8 @@ fn blind(comparison: &Comparison) -> impl Iterator<Item = (&str, &Throughput)> +
 
 /// [`blind`] trials in words: the gate says what each can detect instead of failing or passing
 /// silently.
-fn insensitive(comparison: &Comparison) -> impl Iterator<Item = String> + '_ {
-    blind(comparison).map(|(trial, t)| format!("{trial}: {}", threshold(t)))
+fn insensitive(comparison: &Comparison, rate: Rate) -> impl Iterator<Item = String> + '_ {
+    blind(comparison).map(move |(trial, t)| format!("{trial}: {}", threshold(rate, t)))
 }
 
 fn count(comparison: &Comparison, test: impl Fn(&Judgement) -> bool) -> usize {
@@ -215,7 +216,8 @@ pub fn markdown(explainer: &Explainer<'_>, plots: &[PlotFile], summary_dir: &Pat
             changed.join("; ")
         );
     }
-    let label = gds_model::units::shown().label();
+    let rate = explainer.rate;
+    let label = rate.label();
     let _ = writeln!(
         out,
         "| trial | vs baseline | baseline {label} | run {label} | change | slower below | plot |"
@@ -224,8 +226,8 @@ pub fn markdown(explainer: &Explainer<'_>, plots: &[PlotFile], summary_dir: &Pat
     for trial in &comparison.trials {
         let (base, run, delta, below) = match trial.judgement.throughput() {
             Some(t) => (
-                number(t.level),
-                number(t.run.median),
+                number(rate, t.level),
+                number(rate, t.run.median),
                 change(t.ratio),
                 change(t.slower_below()),
             ),
@@ -253,7 +255,7 @@ pub fn markdown(explainer: &Explainer<'_>, plots: &[PlotFile], summary_dir: &Pat
             text(&super::message::label(&trial.judgement))
         );
     }
-    for line in cleared(explainer).chain(insensitive(comparison)) {
+    for line in cleared(explainer).chain(insensitive(comparison, explainer.rate)) {
         let _ = writeln!(out, "\n> **Warning:** {}", text(&line));
     }
     let failing: Vec<_> = comparison
@@ -276,7 +278,7 @@ pub fn markdown(explainer: &Explainer<'_>, plots: &[PlotFile], summary_dir: &Pat
             String::new()
         }
     );
-    let charts = super::plot::markdown_charts(plots, summary_dir);
+    let charts = super::plot::markdown_charts(plots, summary_dir, rate);
     if !charts.is_empty() {
         let _ = write!(out, "\n{charts}");
     }

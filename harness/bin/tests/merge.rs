@@ -11,6 +11,7 @@ use gds_gate::exit;
 use gds_gate::report::Report;
 use gds_gate::report::annotations::github_annotations_in;
 use gds_gate::report::merge::{self, MergeError};
+use gds_model::units::Rate;
 
 const GATE: &str = env!("CARGO_BIN_EXE_gds-gate");
 
@@ -80,7 +81,7 @@ fn runs_merge_into_one_report_with_each_runners_trials_named_apart() {
     let scratch = Scratch::new();
     let dirs = vec![scratch.run("a", "a"), scratch.run("b", "b")];
     let out = scratch.path("merged");
-    let merged = merge::merge_dirs(&dirs, &out).unwrap();
+    let merged = merge::merge_dirs(&dirs, &out, Rate::Gb).unwrap();
 
     let report = &merged.report.report;
     let names: Vec<&str> = report.trials.iter().map(|t| t.name.as_str()).collect();
@@ -123,8 +124,11 @@ fn a_failure_on_one_runner_fails_the_merge_and_the_same_runner_twice_stays_apart
     let first = scratch.run("a", "one");
     let second = scratch.run("a", "two");
     edit(&second, fail_first_trial);
-    let code =
-        gds_gate::commands::report::merge(&[first.clone(), second.clone()], &scratch.path("m"));
+    let code = gds_gate::commands::report::merge(
+        &[first.clone(), second.clone()],
+        &scratch.path("m"),
+        Rate::Gb,
+    );
     assert_eq!(code.ok(), Some(exit::TRIAL_FAILED));
     let merged: serde_json::Value =
         serde_json::from_str(&fs::read_to_string(scratch.path("m").join("merged.json")).unwrap())
@@ -158,7 +162,7 @@ fn a_slowdown_on_one_runner_is_counted_and_said_in_the_merge() {
         value["totals"]["slower"] = 1.into();
     });
     let out = scratch.path("merged");
-    let merged = merge::merge_dirs(&dirs, &out).unwrap();
+    let merged = merge::merge_dirs(&dirs, &out, Rate::Gb).unwrap();
     assert_eq!(merged.report.report.totals.slower, 1);
     assert_eq!(merged.report.exit_code(), 3);
     assert_eq!(merged.report.runs[1].exit_code, 3);
@@ -176,8 +180,12 @@ fn unreadable_and_foreign_reports_are_errors_naming_the_file() {
 
     let missing = scratch.path("crashed");
     fs::create_dir_all(&missing).unwrap();
-    let error =
-        merge::merge_dirs(&[good.clone(), missing.clone()], &scratch.path("m")).unwrap_err();
+    let error = merge::merge_dirs(
+        &[good.clone(), missing.clone()],
+        &scratch.path("m"),
+        Rate::Gb,
+    )
+    .unwrap_err();
     assert!(matches!(error, MergeError::Read { .. }), "{error:?}");
     assert!(
         error
@@ -186,7 +194,7 @@ fn unreadable_and_foreign_reports_are_errors_naming_the_file() {
         "{error}"
     );
     assert_eq!(
-        gds_gate::commands::report::merge(&[good.clone(), missing], &scratch.path("m"))
+        gds_gate::commands::report::merge(&[good.clone(), missing], &scratch.path("m"), Rate::Gb)
             .map_err(|error| error.exit_code()),
         Err(exit::SETUP)
     );
@@ -197,7 +205,8 @@ fn unreadable_and_foreign_reports_are_errors_naming_the_file() {
         value["schema_version"] = 3.into();
         value["trials"] = "changed meaning".into();
     });
-    let error = merge::merge_dirs(&[good.clone(), newer.clone()], &scratch.path("m")).unwrap_err();
+    let error = merge::merge_dirs(&[good.clone(), newer.clone()], &scratch.path("m"), Rate::Gb)
+        .unwrap_err();
     let shown = error.to_string();
     assert!(
         shown.contains(&newer.join("report.json").display().to_string())
@@ -209,17 +218,18 @@ fn unreadable_and_foreign_reports_are_errors_naming_the_file() {
     let not_json = scratch.path("not-json");
     fs::create_dir_all(&not_json).unwrap();
     fs::write(not_json.join("report.json"), "{\"hello\": 1}").unwrap();
-    let error = merge::merge_dirs(&[not_json], &scratch.path("m")).unwrap_err();
+    let error = merge::merge_dirs(&[not_json], &scratch.path("m"), Rate::Gb).unwrap_err();
     assert!(matches!(error, MergeError::NotAReport { .. }), "{error:?}");
 
     let error = merge::merge_dirs(
         &[good.clone(), good.join("report.json")],
         &scratch.path("m"),
+        Rate::Gb,
     )
     .unwrap_err();
     assert!(matches!(error, MergeError::Duplicate { .. }), "{error:?}");
     assert_eq!(
-        gds_gate::commands::report::merge(&[], &scratch.path("m"))
+        gds_gate::commands::report::merge(&[], &scratch.path("m"), Rate::Gb)
             .map_err(|error| error.exit_code()),
         Err(exit::USAGE)
     );

@@ -324,6 +324,10 @@ impl Inputs {
 pub struct RunArgs {
     #[command(flatten)]
     pub inputs: Inputs,
+    /// The unit rates are shown in: the global `--units`, which `dispatch` hands to the run here
+    /// so that whatever the run prints or draws is given it.
+    #[arg(skip)]
+    pub rate: gds_model::units::Rate,
     /// Where report.json, junit.xml and summary.md are written.
     #[arg(
         long,

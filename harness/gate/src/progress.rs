@@ -13,6 +13,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use gds_model::progress::PassProgress;
+use gds_model::units::Rate;
 
 /// How often the progress file is read while a worker runs.
 const POLL: Duration = Duration::from_millis(250);
@@ -25,6 +26,8 @@ const PLAIN_EVERY: Duration = Duration::from_secs(30);
 /// The live view of one run's trials.
 pub struct View {
     live: Mutex<Live>,
+    /// The unit its pass rates are shown in (`--units`).
+    rate: Rate,
 }
 
 struct Live {
@@ -47,8 +50,9 @@ struct Live {
 }
 
 impl View {
-    /// Opens the view for a run of the trials that move `planned` bytes each, in run order.
-    pub fn begin(planned: Vec<Option<u64>>) -> View {
+    /// Opens the view for a run of the trials that move `planned` bytes each, in run order,
+    /// showing rates in `rate`.
+    pub fn begin(planned: Vec<Option<u64>>, rate: Rate) -> View {
         let in_place = std::io::stdout().is_terminal() && std::io::stderr().is_terminal();
         View {
             live: Mutex::new(Live {
@@ -63,6 +67,7 @@ impl View {
                 printed: None,
                 drawn: false,
             }),
+            rate,
         }
     }
 
@@ -103,7 +108,7 @@ impl View {
             // Save the cursor where libtest left it, or go back there and clear what was drawn.
             // Short, so that it fits after the trial's name: a wrapped line that scrolls the screen
             // would move what the saved cursor points at.
-            let text = compact(live.started, live.total, &progress, left);
+            let text = compact(self.rate, live.started, live.total, &progress, left);
             let restore = if live.drawn { "\x1b8\x1b[J" } else { "\x1b7" };
             let _ = write!(err, "{restore}{text}");
             live.drawn = true;
@@ -113,7 +118,7 @@ impl View {
         ) {
             // The first line ends libtest's `test NAME ... ` so that it stands on its own.
             let start = if live.printed.is_none() { "\n" } else { "" };
-            let text = status(live.started, live.total, Some(&progress), left);
+            let text = status(self.rate, live.started, live.total, Some(&progress), left);
             let _ = writeln!(err, "{start}progress: {text}");
             live.printed = Some(Instant::now());
         }
@@ -175,6 +180,7 @@ fn plain_due(running: Duration, since_last: Option<Duration>) -> bool {
 
 /// `worker 3 of 16, pass 2 of 6, last pass 3.10 GB/s, about 1 min 20 s left`
 fn status(
+    rate: Rate,
     trial: usize,
     trials: usize,
     pass: Option<&PassProgress>,
@@ -186,7 +192,7 @@ fn status(
             ", pass {} of {}, last pass {}",
             pass.done,
             pass.total,
-            gds_model::units::rate(pass.gbps)
+            rate.rate(pass.gbps)
         ));
     }
     if let Some(left) = left {
@@ -196,12 +202,18 @@ fn status(
 }
 
 /// `[3/16] pass 2/6 3.10 GB/s ~1 min 20 s left`: the in-place form.
-fn compact(trial: usize, trials: usize, pass: &PassProgress, left: Option<Duration>) -> String {
+fn compact(
+    rate: Rate,
+    trial: usize,
+    trials: usize,
+    pass: &PassProgress,
+    left: Option<Duration>,
+) -> String {
     let mut text = format!(
         "[{trial}/{trials}] pass {}/{} {}",
         pass.done,
         pass.total,
-        gds_model::units::rate(pass.gbps)
+        rate.rate(pass.gbps)
     );
     if let Some(left) = left {
         text.push_str(&format!(" ~{} left", rounded(left)));
@@ -296,12 +308,24 @@ mod tests {
     #[test]
     fn the_status_names_trial_pass_speed_and_time_left() {
         assert_eq!(
-            status(3, 16, Some(&pass(2, 6, 3.1)), Some(Duration::from_secs(80))),
+            status(
+                Rate::Gb,
+                3,
+                16,
+                Some(&pass(2, 6, 3.1)),
+                Some(Duration::from_secs(80))
+            ),
             "worker 3 of 16, pass 2 of 6, last pass 3.10 GB/s, about 1 min 20 s left"
         );
-        assert_eq!(status(1, 2, None, None), "worker 1 of 2");
+        assert_eq!(status(Rate::Gb, 1, 2, None, None), "worker 1 of 2");
         assert_eq!(
-            compact(3, 16, &pass(2, 6, 3.1), Some(Duration::from_secs(80))),
+            compact(
+                Rate::Gb,
+                3,
+                16,
+                &pass(2, 6, 3.1),
+                Some(Duration::from_secs(80))
+            ),
             "[3/16] pass 2/6 3.10 GB/s ~1 min 20 s left"
         );
     }

@@ -13,6 +13,7 @@ use gds_gate::baseline::{
 };
 use gds_model::record::{Measurement, Status, TrialRecord};
 use gds_model::scenario;
+use gds_model::units::Rate;
 
 fn records(gbps: &[f64], path: &str) -> Vec<TrialRecord> {
     let suite = scenario::parse(
@@ -66,6 +67,7 @@ fn bless_then_compare_then_history_and_plots() {
         runner: &runner,
         baseline_path: &path,
         scope: &scope,
+        rate: Rate::Gb,
         filter: &filter,
         accept_fingerprint: false,
         remove_missing: false,
@@ -111,6 +113,7 @@ fn bless_then_compare_then_history_and_plots() {
         records: &later,
         fingerprint: Some(&fingerprint),
         scope: &scope,
+        rate: Rate::Gb,
     };
     let console = render::console(&explainer);
     assert!(console.contains("): 2 slower;"), "{console}");
@@ -146,7 +149,8 @@ fn bless_then_compare_then_history_and_plots() {
         history::append(&history_path, &line).unwrap();
     }
     let loaded = baseline::file::read(&path).unwrap();
-    let report = baseline::plots_for_report(&out, &history_path, &loaded, &runner).unwrap();
+    let report =
+        baseline::plots_for_report(&out, &history_path, &loaded, &runner, Rate::Gb).unwrap();
     assert_eq!(report.plots.len(), 2);
     assert!(report.skipped.is_empty());
     assert!(

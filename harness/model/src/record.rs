@@ -588,8 +588,8 @@ impl TrialRecord {
         ))
     }
 
-    /// `4.12 GB/s, host, checksum 0x…`: the line shown next to `ok`.
-    pub fn summary(&self) -> String {
+    /// `4.12 GB/s, host, checksum 0x…`: the line shown next to `ok`, its rates in `rate`.
+    pub fn summary(&self, rate: crate::units::Rate) -> String {
         let Some(m) = &self.measurement else {
             return self.reason.clone().unwrap_or_default();
         };
@@ -599,7 +599,7 @@ impl TrialRecord {
         );
         let speed = m.median_gbps.map_or_else(
             || "no measured pass".into(),
-            |g| format!("{} median of {}", crate::units::rate(g), m.gbps.len()),
+            |g| format!("{} median of {}", rate.rate(g), m.gbps.len()),
         );
         let startup = m
             .startup_text()
@@ -612,8 +612,7 @@ impl TrialRecord {
                 .per_gpu
                 .iter()
                 .map(|shard| {
-                    let shown = speed(shard)
-                        .map_or_else(|| "-".into(), |g| crate::units::shown().number(g, 2));
+                    let shown = speed(shard).map_or_else(|| "-".into(), |g| rate.number(g, 2));
                     format!("{} {shown}", shard.label())
                 })
                 .collect();
@@ -643,7 +642,7 @@ impl TrialRecord {
         let write = m
             .write
             .as_ref()
-            .map_or_else(String::new, WriteFigures::line);
+            .map_or_else(String::new, |write| write.line(rate));
         let load = m.load.as_ref().map_or_else(String::new, LoadFigures::line);
         format!(
             "{speed}{gpus}{write}{load}, path {}, {checksum}{startup}{cost}",
@@ -655,17 +654,14 @@ impl TrialRecord {
 impl WriteFigures {
     /// `, written; fsync 12 ms median` and for a roundtrip `, read back 1.23 GB/s median`: what
     /// the console line adds for a writing trial (its GB/s are the writes').
-    pub fn line(&self) -> String {
+    pub fn line(&self, rate: crate::units::Rate) -> String {
         let median = |values: &[f64]| (!values.is_empty()).then(|| crate::numbers::median(values));
         let mut line = String::from(" written");
         if let Some(fsync) = median(&self.fsync_seconds) {
             line.push_str(&format!(", fsync {:.0} ms median", fsync * 1e3));
         }
         if let Some(read_back) = median(&self.read_back_gbps) {
-            line.push_str(&format!(
-                ", read back {} median",
-                crate::units::rate(read_back)
-            ));
+            line.push_str(&format!(", read back {} median", rate.rate(read_back)));
         }
         line
     }

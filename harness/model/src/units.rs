@@ -1,5 +1,6 @@
 //! Units for people: sizes in binary units (`1.00 GiB`), as suite files write them, and
-//! throughput in the unit the user chose (GB/s unless `--units gib`).
+//! throughput in the unit the user chose (GB/s unless `--units gib`), which is handed to whatever
+//! prints or draws a rate.
 
 /// Bytes in binary units for people: `format_bytes(1 << 30, 2)` is `1.00 GiB`.
 pub fn format_bytes(bytes: u64, decimals: usize) -> String {
@@ -57,24 +58,11 @@ impl Rate {
     pub fn format(self, gbps: f64, decimals: usize) -> String {
         format!("{} {}", self.number(gbps, decimals), self.label())
     }
-}
 
-static SHOWN: std::sync::OnceLock<Rate> = std::sync::OnceLock::new();
-
-/// Chooses the unit for the rest of the process (the command line's `--units`); the first
-/// call wins, as a process shows one unit throughout.
-pub fn show_rates_in(rate: Rate) {
-    let _ = SHOWN.set(rate);
-}
-
-/// The unit chosen by [`show_rates_in`], GB/s when none was.
-pub fn shown() -> Rate {
-    SHOWN.get().copied().unwrap_or_default()
-}
-
-/// `3.10 GB/s` in the process's unit ([`shown`]), two decimals.
-pub fn rate(gbps: f64) -> String {
-    shown().format(gbps, 2)
+    /// `3.10 GB/s`, two decimals: the usual form.
+    pub fn rate(self, gbps: f64) -> String {
+        self.format(gbps, 2)
+    }
 }
 
 #[cfg(test)]

@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use gds_model::record::TrialRecord;
 use gds_model::scenario::{BufferKind, Reader};
+use gds_model::units::Rate;
 use gds_runner::escape::markdown_code as code;
 
 /// A registered buffer's trial and the unregistered one's of the same reads.
@@ -61,11 +62,10 @@ pub fn pairs(trials: &[TrialRecord]) -> Vec<RegisteredVsUnregistered> {
 }
 
 /// summary.md's section: one row per pair; empty when the run has no pair with a ratio.
-pub(crate) fn markdown(pairs: &[RegisteredVsUnregistered]) -> String {
+pub(crate) fn markdown(pairs: &[RegisteredVsUnregistered], rate: Rate) -> String {
     if pairs.iter().all(|p| p.ratio.is_none()) {
         return String::new();
     }
-    let rate = gds_model::units::shown();
     let label = rate.label();
     let mut out = format!(
         "### Registered vs unregistered buffers\n\nThe same reads into a device buffer registered with `cuFileBufRegister` and into an unregistered one: the ratio of their median {label}. A stack that changes how cuFile schedules either moves it.\n\n| reader | in flight | registered {label} | unregistered {label} | ratio | registered trial | unregistered trial |\n|---|---:|---:|---:|---:|---|---|\n"
@@ -138,8 +138,8 @@ mod tests {
                 (Reader::Kvikio, 4)
             ]
         );
-        let md = markdown(&pairs);
+        let md = markdown(&pairs, Rate::Gb);
         assert!(md.contains("| cufile | 4 | 3.00 | 2.00 | 1.50 |"), "{md}");
-        assert_eq!(markdown(&[]), "");
+        assert_eq!(markdown(&[], Rate::Gb), "");
     }
 }

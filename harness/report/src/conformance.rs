@@ -143,6 +143,7 @@ fn bless_baseline(path: &std::path::Path) {
         runner: "r1",
         baseline_path: path,
         scope: &gds_baseline::message::Scope::default(),
+        rate: gds_model::units::Rate::Gb,
         filter: &Filter::default(),
         accept_fingerprint: false,
         remove_missing: false,
@@ -305,7 +306,9 @@ fn every_sink_tells_each_trials_outcome_the_totals_and_the_exit_code_alike() {
     assert_eq!(pairs[0]["below_tolerance"], true);
     assert!((pairs[0]["ratio"].as_f64().unwrap() - 1.01 / 1.30).abs() < 1e-9);
     assert_eq!(pairs[0]["topology"]["disk"]["disk"], "vda");
-    let warning = report.direct_vs_posix[0].warning().unwrap();
+    let warning = report.direct_vs_posix[0]
+        .warning(gds_model::units::Rate::Gb)
+        .unwrap();
     assert!(warning.starts_with("slower than POSIX: 0.78×"), "{warning}");
     assert!(warning.contains("\n  topology: GPU 0 at "), "{warning}");
     for trial in json["trials"].as_array().unwrap() {

@@ -18,6 +18,7 @@ use gds_model::path::Path;
 use gds_model::record::{Status, TrialRecord};
 use gds_model::scenario::Reader;
 use gds_model::topology::{HostTopology, Topology};
+use gds_model::units::Rate;
 use gds_runner::escape::{markdown as text, markdown_code as code};
 
 /// How far below the posix reader a GPU reader may be before it is a warning: 10%. Passes of
@@ -148,16 +149,15 @@ pub(crate) fn measured(trial: &TrialRecord) -> Result<f64, NoMeasurement> {
 impl DirectVsPosix {
     /// The warning on the GPU trial, where it is below the tolerance: the figures, the path and
     /// what it means, the topology, and what to do next. Every sink shows these words.
-    pub fn warning(&self) -> Option<String> {
+    pub fn warning(&self, rate: Rate) -> Option<String> {
         if !self.below_tolerance {
             return None;
         }
         let (ratio, gpu, posix) = (self.ratio?, self.gpu_gbps?, self.posix_gbps?);
-        let rate = gds_model::units::rate;
         let mut out = format!(
             "slower than POSIX: {ratio:.2}× the posix reader over the same file and reads in this run ({} against {} of `{}`), {:.0}% below, past the {:.0}% tolerance",
-            rate(gpu),
-            rate(posix),
+            rate.rate(gpu),
+            rate.rate(posix),
             self.posix_trial,
             100.0 * (1.0 - ratio),
             100.0 * self.tolerance
@@ -199,9 +199,9 @@ fn next_step(path: &Path) -> &'static str {
 
 /// Each pair's warning on its GPU trial's record, where the pair is below the tolerance, so that
 /// every sink that shows a trial's warnings shows it.
-pub fn warn(trials: &mut [TrialRecord], pairs: &[DirectVsPosix]) {
+pub fn warn(trials: &mut [TrialRecord], pairs: &[DirectVsPosix], rate: Rate) {
     for pair in pairs {
-        let Some(warning) = pair.warning() else {
+        let Some(warning) = pair.warning(rate) else {
             continue;
         };
         if let Some(trial) = trials.iter_mut().find(|t| t.name == pair.gpu_trial) {
@@ -248,11 +248,10 @@ pub fn console(pairs: &[DirectVsPosix]) -> String {
 }
 
 /// summary.md's section: one row per pair, then each warning. Empty when the run has no pair.
-pub(crate) fn markdown(pairs: &[DirectVsPosix]) -> String {
+pub(crate) fn markdown(pairs: &[DirectVsPosix], rate: Rate) -> String {
     if pairs.is_empty() {
         return String::new();
     }
-    let rate = gds_model::units::shown();
     let label = rate.label();
     let tolerance = pairs[0].tolerance;
     let mut out = String::new();
@@ -294,7 +293,7 @@ pub(crate) fn markdown(pairs: &[DirectVsPosix]) -> String {
     }
     out.push('\n');
     for pair in pairs {
-        if let Some(warning) = pair.warning() {
+        if let Some(warning) = pair.warning(rate) {
             let lines: Vec<String> = warning.lines().map(|l| text(l.trim())).collect();
             let _ = writeln!(
                 out,
@@ -411,7 +410,7 @@ scenarios:
         );
         assert_eq!(kvikio.gpu_path, Some(Path::CufilePosix));
         assert_eq!(kvikio.posix_path, Some(Path::Host));
-        assert!(!kvikio.below_tolerance && kvikio.warning().is_none());
+        assert!(!kvikio.below_tolerance && kvikio.warning(Rate::Gb).is_none());
     }
 
     #[test]
@@ -420,7 +419,7 @@ scenarios:
         let slow = named(&pairs, "s::cold[reader=cufile,nthreads=1]");
         assert!((slow.ratio.unwrap() - 1.01 / 1.30).abs() < 1e-9);
         assert!(slow.below_tolerance);
-        let warning = slow.warning().unwrap();
+        let warning = slow.warning(Rate::Gb).unwrap();
         assert!(
             warning.starts_with(
                 "slower than POSIX: 0.78× the posix reader over the same file and reads in this run (1.01 GB/s against 1.30 GB/s of `s::cold[reader=posix,nthreads=1]`), 22% below, past the 10% tolerance\n  path: cufile-posix: cuFile's compat mode"
@@ -442,7 +441,7 @@ scenarios:
 
         // The warning goes on the GPU trial's record, and on no other.
         let mut trials = run();
-        warn(&mut trials, &pairs);
+        warn(&mut trials, &pairs, Rate::Gb);
         for trial in &trials {
             let expected = usize::from(trial.name == "s::cold[reader=cufile,nthreads=1]");
             assert_eq!(trial.warnings.len(), expected, "{}", trial.name);
@@ -480,7 +479,7 @@ scenarios:
         assert_eq!(none.ratio, None);
         assert_eq!(none.gpu_gbps, None);
         assert_eq!(none.posix_gbps, Some(1.28));
-        assert!(!none.below_tolerance && none.warning().is_none());
+        assert!(!none.below_tolerance && none.warning(Rate::Gb).is_none());
         assert_eq!(
             none.no_ratio.as_deref(),
             Some("the GPU trial did not run: no NVIDIA driver (libcuda.so.1 not found)")
@@ -503,7 +502,7 @@ scenarios:
             console.contains("  2 of 4 pairs have no ratio: a side did not run"),
             "{console}"
         );
-        let section = markdown(&pairs);
+        let section = markdown(&pairs, Rate::Gb);
         assert!(
             section.contains(
                 "| `s::cold[reader=cufile,nthreads=8]` | `s::cold[reader=posix,nthreads=8]` | - | - | 1.28 | - | host | no ratio: the GPU trial did not run: no NVIDIA driver (libcuda.so.1 not found) |"
@@ -570,6 +569,6 @@ scenarios:
         let pairs = pairs(&trials, &crate::test_support::topology(), DEFAULT_TOLERANCE);
         assert!(pairs.is_empty(), "{pairs:#?}");
         assert_eq!(console(&pairs), "");
-        assert_eq!(markdown(&pairs), "");
+        assert_eq!(markdown(&pairs, Rate::Gb), "");
     }
 }

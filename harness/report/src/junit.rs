@@ -61,7 +61,7 @@ pub fn render(report: &Report) -> String {
         )));
         if let Some(measurement) = &trial.measurement {
             case.set_time(Duration::from_secs_f64(measurement.total_seconds.max(0.0)));
-            case.set_system_out(xml(&trial.summary()));
+            case.set_system_out(xml(&trial.summary(report.rate)));
         }
         // What did not fail the trial but should be seen (a GPU reader slower than POSIX, a
         // crash after a complete result), as the annotations' `::warning`s say it.

@@ -35,6 +35,7 @@ pub use gds_baseline::outcome::Totals;
 use gds_model::fsutil::write_atomically;
 use gds_model::record::TrialRecord;
 use gds_model::timing::RunTime;
+use gds_model::units::Rate;
 use gds_runner::host::HostFacts;
 use gds_runner::prepare::PreparedFile;
 
@@ -96,6 +97,11 @@ pub struct Report {
     #[serde(skip)]
     #[schemars(skip)]
     pub scope: Scope,
+    /// The unit its sinks show rates in (`--units`); report.json keeps GB/s. Not stored: a
+    /// report read back is shown in the unit of the command that reads it.
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub rate: Rate,
 }
 
 impl Report {
@@ -108,7 +114,7 @@ impl Report {
         tolerance: f64,
     ) {
         self.direct_vs_posix = direct::pairs(&self.trials, topology, tolerance);
-        direct::warn(&mut self.trials, &self.direct_vs_posix);
+        direct::warn(&mut self.trials, &self.direct_vs_posix, self.rate);
         self.registered_vs_unregistered = buffers::pairs(&self.trials);
     }
 }
@@ -146,6 +152,7 @@ impl Report {
             records: &self.trials,
             fingerprint: self.fingerprint.as_ref(),
             scope: &self.scope,
+            rate: self.rate,
         })
     }
 

@@ -5,10 +5,11 @@ use std::fmt::Write as _;
 
 use gds_model::numbers::median;
 use gds_model::record::{LoadStep, TrialRecord, short_time};
+use gds_model::units::Rate;
 use gds_runner::escape::markdown_code as code;
 
 /// One row per trial that loaded; empty when none did.
-pub(crate) fn markdown(trials: &[TrialRecord]) -> String {
+pub(crate) fn markdown(trials: &[TrialRecord], rate: Rate) -> String {
     let loads: Vec<_> = trials
         .iter()
         .filter_map(|trial| {
@@ -19,7 +20,6 @@ pub(crate) fn markdown(trials: &[TrialRecord]) -> String {
     if loads.is_empty() {
         return String::new();
     }
-    let rate = gds_model::units::shown();
     let label = rate.label();
     let mut out = format!(
         "### Loads\n\nEach pass opens and registers the files again and reads them whole, as a model loader does: the load's time includes opening and registering; the first byte is the end of the first read call. Medians of the measured passes.\n\n| trial | files | load | {label} | first byte | open | buffer registration |\n|---|---:|---:|---:|---:|---:|---:|\n"
@@ -64,13 +64,13 @@ mod tests {
             first_byte_seconds: vec![0.0081, 0.0079, 0.0080],
         });
         let read = fixtures::passed("s::read", &[2.0], "nvfs", fixtures::CHECKSUM);
-        let md = markdown(&[read.clone(), load]);
+        let md = markdown(&[read.clone(), load], Rate::Gb);
         // The fixture lists no files.
         assert!(
             md.contains("| `s::load` | 0 | 500.0 ms | 2.00 | 8.0 ms | 2.5 ms | - |"),
             "{md}"
         );
         assert!(!md.contains("s::read"), "{md}");
-        assert_eq!(markdown(&[read]), "");
+        assert_eq!(markdown(&[read], Rate::Gb), "");
     }
 }

@@ -7,6 +7,7 @@ use gds_baseline::outcome::Outcome;
 use gds_baseline::stats::Summary;
 use gds_model::hex;
 use gds_model::record::{Measurement, Status, TrialRecord};
+use gds_model::units::Rate;
 use gds_runner::escape::{markdown as text, markdown_code as code};
 
 pub fn render(report: &Report) -> String {
@@ -25,12 +26,16 @@ pub fn render(report: &Report) -> String {
     }
     out.push_str(&trial_table(report));
     out.push('\n');
-    out.push_str(&crate::direct::markdown(&report.direct_vs_posix));
+    out.push_str(&crate::direct::markdown(
+        &report.direct_vs_posix,
+        report.rate,
+    ));
     out.push_str(&crate::buffers::markdown(
         &report.registered_vs_unregistered,
+        report.rate,
     ));
-    out.push_str(&crate::loads::markdown(&report.trials));
-    out.push_str(&per_gpu(&report.trials));
+    out.push_str(&crate::loads::markdown(&report.trials, report.rate));
+    out.push_str(&per_gpu(&report.trials, report.rate));
     out.push_str(&memory(&report.trials));
     out.push_str(&time(report));
     out
@@ -148,7 +153,7 @@ fn memory(trials: &[TrialRecord]) -> String {
 /// memory shows as CPU per GiB even where its GB/s holds), checksum, and the start-up apart from
 /// the throughput, which times only the reads.
 fn trial_table(report: &Report) -> String {
-    let rate = gds_model::units::shown();
+    let rate = report.rate;
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -231,7 +236,7 @@ fn cost(m: &Measurement) -> (String, String, String) {
 
 /// Each worker of the trials over several GPUs (`gpus:`) or ranks (`ranks:`): its own throughput,
 /// path, cuFile counters, CPU cost, IOPS, latency and verdict. Empty when no trial had several.
-fn per_gpu(trials: &[TrialRecord]) -> String {
+fn per_gpu(trials: &[TrialRecord], rate: Rate) -> String {
     let multi: Vec<(&TrialRecord, &Measurement)> = trials
         .iter()
         .filter_map(|trial| {
@@ -242,7 +247,6 @@ fn per_gpu(trials: &[TrialRecord]) -> String {
     if multi.is_empty() {
         return String::new();
     }
-    let rate = gds_model::units::shown();
     let label = rate.label();
     let mut out = String::new();
     section_head(
@@ -445,7 +449,7 @@ mod tests {
     fn trials_over_several_gpus_get_a_row_per_gpu() {
         let mut multi = trial("s::multi[gpus=all]", 4.0);
         let one = trial("s::one", 2.0);
-        assert_eq!(per_gpu(std::slice::from_ref(&one)), "");
+        assert_eq!(per_gpu(std::slice::from_ref(&one), Rate::Gb), "");
         let shard = |gpu, status, reason: Option<&str>| GpuShardResult {
             gpu,
             rank: None,
@@ -472,7 +476,7 @@ mod tests {
         });
         multi.measurement.as_mut().unwrap().per_gpu =
             vec![costly, shard(1, Status::Failed, Some("path: a|b"))];
-        let table = per_gpu(&[one, multi]);
+        let table = per_gpu(&[one, multi], Rate::Gb);
         assert!(table.starts_with("### Per GPU"), "{table}");
         assert!(
             table.contains("| `s::multi[gpus=all]` | GPU 1 | **FAILED** | 2.00 | 1073741824 | nvfs | - |  |  |  | 0x0000000000000007 | path: a\\|b |"),

@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 use super::{Report, ReportError, SCHEMA_VERSION, Totals, junit, markdown};
 use gds_baseline::{self as baseline, Comparison, Fingerprint};
 use gds_model::timing::RunTime;
+use gds_model::units::Rate;
 use gds_runner::host::HostFacts;
 
 pub const MERGED_JSON: &str = "merged.json";
@@ -103,9 +104,11 @@ pub struct Merged {
 
 /// Reads each input's report, merges them and writes the three merged reports into `out`; the
 /// Markdown is also appended to `$GITHUB_STEP_SUMMARY` when that is set.
-pub fn merge_dirs(inputs: &[PathBuf], out: &Path) -> Result<Merged, MergeError> {
+/// The merged summary shows rates in `rate`.
+pub fn merge_dirs(inputs: &[PathBuf], out: &Path, rate: Rate) -> Result<Merged, MergeError> {
     let reports = read_reports(inputs)?;
-    let report = merge(&reports)?;
+    let mut report = merge(&reports)?;
+    report.report.rate = rate;
     let written = write_merged(out, &report)?;
     Ok(Merged { report, written })
 }
@@ -323,6 +326,7 @@ impl MergedReport {
                     records: &[],
                     fingerprint: run.fingerprint.as_ref(),
                     scope: &scope,
+                    rate: self.report.rate,
                 };
                 summary.push_str(&baseline::render::markdown(&explainer, &[], out));
                 summary.push('\n');

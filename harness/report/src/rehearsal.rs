@@ -12,6 +12,7 @@ use gds_model::numbers::median;
 use gds_model::path::Path;
 use gds_model::record::{LoadedCufile, Status, TrialRecord};
 use gds_model::stack::Stacks;
+use gds_model::units::Rate;
 use serde::{Deserialize, Serialize};
 
 use crate::direct::{path_text, ratio_text};
@@ -279,9 +280,8 @@ impl Rehearsal {
     }
 
     /// summary.md's section: the stacks, a table of the pairs and a chart of the rounds' ratios.
-    pub fn markdown(&self) -> String {
+    pub fn markdown(&self, rate: Rate) -> String {
         let (a, b) = (&self.stacks.a, &self.stacks.b);
-        let rate = gds_model::units::shown();
         let mut out = format!(
             "## Rehearsal: `{}` against `{}`\n\nEach trial ran on both stacks in alternating rounds ({} each, fresh workers); B fails when its path differs or when it is sure to read more than {:.0}% slower than A.\n\n| stack | environment | libcufile | KvikIO |\n|---|---|---|---|\n",
             b.name,
@@ -542,7 +542,7 @@ mod tests {
             rounds: 3,
             pairs: vec![judge("s::t", &a, &mut b, &stacks())],
         };
-        let md = rehearsal.markdown();
+        let md = rehearsal.markdown(Rate::Gb);
         assert!(md.contains("## Rehearsal: `new` against `old`"), "{md}");
         assert!(md.contains("| `s::t` | 2.00 | 1.00 | 0.50 |"), "{md}");
         assert!(md.contains("line [0.500, 0.500, 0.500]"), "{md}");

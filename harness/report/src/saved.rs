@@ -146,6 +146,7 @@ mod tests {
                 runner: "r1",
                 baseline_path: &baseline_path,
                 scope: &gds_baseline::message::Scope::default(),
+                rate: gds_model::units::Rate::Gb,
                 filter: &filter,
                 accept_fingerprint: false,
                 remove_missing: false,

@@ -36,6 +36,7 @@ pub fn report(trials: Vec<TrialRecord>) -> crate::Report {
         rehearsal: None,
         registered_vs_unregistered: Vec::new(),
         scope: Default::default(),
+        rate: Default::default(),
     }
 }
 

@@ -119,10 +119,12 @@ pub struct DataSet {
 }
 
 impl DataSet {
-    /// Prepares every file the trials read, printing one line per file to stderr.
+    /// Prepares every file the trials read, printing one line per file to stderr and the
+    /// progress of a long one in `rate`.
     pub fn prepare<'a>(
         data_dir: &Path,
         trials: impl IntoIterator<Item = &'a TrialSpec>,
+        rate: gds_model::units::Rate,
     ) -> DataSet {
         let mut set = DataSet {
             data_dir: data_dir.to_path_buf(),
@@ -147,7 +149,7 @@ impl DataSet {
                 if set.files.contains_key(&key) || crate::interrupt::received().is_some() {
                     continue;
                 }
-                let prepared = prepare_one(data_dir, &key);
+                let prepared = prepare_one(data_dir, &key, rate);
                 match &prepared {
                     // Reused files are the quiet, usual case: report.json lists them.
                     Ok((file, record)) if record.action != "reused" => {
@@ -218,8 +220,9 @@ impl DataSet {
 fn prepare_one(
     data_dir: &Path,
     key: &FileKey,
+    rate: gds_model::units::Rate,
 ) -> Result<(PlannedFile, PreparedFile), PrepareError> {
-    let mut progress = data::stderr_progress();
+    let mut progress = data::stderr_progress(rate);
     match key {
         FileKey::Generated { seed, size } => {
             let prepared = data::ensure_generated(

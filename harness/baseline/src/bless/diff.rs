@@ -8,6 +8,7 @@ use crate::decision::BlessedRuns;
 use crate::file::TrialBaseline;
 use crate::message::{change, gbps, number, runs_left_out};
 use crate::stats::{Summary, log_mean_sd};
+use gds_model::units::Rate;
 
 impl fmt::Display for BlessOutcome {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -28,19 +29,19 @@ impl fmt::Display for BlessOutcome {
                 TrialChange::Added { trial, new } => writeln!(
                     f,
                     "  + {trial}: {}, path {}{}",
-                    runs_figures(new),
+                    runs_figures(self.rate, new),
                     new.path,
                     new.checksum
                         .map(|c| format!(", checksum {}", gds_model::hex::format(c)))
                         .unwrap_or_default()
                 )?,
                 TrialChange::Updated { trial, old, new } => {
-                    writeln!(f, "  ~ {trial}: {}", describe_update(old, new))?
+                    writeln!(f, "  ~ {trial}: {}", describe_update(self.rate, old, new))?
                 }
                 TrialChange::Removed { trial, old, why } => writeln!(
                     f,
                     "  - {trial}: removed ({why}); was {}, path {}",
-                    gbps(old.median_gbps),
+                    gbps(self.rate, old.median_gbps),
                     old.path
                 )?,
             }
@@ -72,15 +73,15 @@ impl fmt::Display for BlessOutcome {
 /// `level 1.29 GB/s over 5 runs (run medians 1.16–1.41, spread 7.5%)`, the level and spread being
 /// what runs are compared with ([`BlessedRuns`]: far slower runs left out, and named); or the passes of
 /// one run.
-fn runs_figures(trial: &TrialBaseline) -> String {
+fn runs_figures(rate: Rate, trial: &TrialBaseline) -> String {
     let medians = &trial.run_medians_gbps;
     if medians.len() < 2 {
         return format!(
             "{} from 1 run of {} passes ({}–{})",
-            gbps(trial.median_gbps),
+            gbps(rate, trial.median_gbps),
             trial.samples,
-            number(trial.min_gbps),
-            number(trial.max_gbps)
+            number(rate, trial.min_gbps),
+            number(rate, trial.max_gbps)
         );
     }
     let blessed = BlessedRuns::of(&trial.runs);
@@ -92,21 +93,21 @@ fn runs_figures(trial: &TrialBaseline) -> String {
     let range = Summary::of(medians);
     format!(
         "level {} over {} runs (run medians {}–{}, spread {:.1}%{left_out})",
-        gbps(blessed.level()),
+        gbps(rate, blessed.level()),
         medians.len(),
-        number(range.min),
-        number(range.max),
+        number(rate, range.min),
+        number(rate, range.max),
         spread * 100.0
     )
 }
 
-fn describe_update(old: &TrialBaseline, new: &TrialBaseline) -> String {
+fn describe_update(rate: Rate, old: &TrialBaseline, new: &TrialBaseline) -> String {
     let mut parts = vec![format!(
         "median {} → {} ({}), {}",
-        number(old.median_gbps),
-        gbps(new.median_gbps),
+        number(rate, old.median_gbps),
+        gbps(rate, new.median_gbps),
         change(new.median_gbps / old.median_gbps),
-        runs_figures(new)
+        runs_figures(rate, new)
     )];
     if old.path != new.path {
         parts.push(format!("path {} → {}", old.path, new.path));

@@ -23,6 +23,7 @@ use super::message::{Scope, Source, bless_command, quote, threshold};
 use crate::control::{ControlBaseline, ControlReading};
 use gds_model::outcome::Outcome;
 use gds_model::record::{Status, TrialRecord};
+use gds_model::units::Rate;
 
 /// Which trials a bless takes: libtest-mimic's rules, so that bless takes exactly the trials a run
 /// with the same filter runs. A pattern is a substring of the trial as listed, `[reader] name`, or
@@ -66,6 +67,8 @@ pub struct BlessOptions<'a> {
     pub baseline_path: &'a Path,
     /// The bless's own selection flags, which the commands it prints carry.
     pub scope: &'a Scope,
+    /// The unit the printed diff shows rates in (`--units`).
+    pub rate: Rate,
     pub filter: &'a Filter,
     /// Record a changed fingerprint (driver, kernel, …) instead of refusing.
     pub accept_fingerprint: bool,
@@ -183,6 +186,8 @@ pub struct BlessOutcome {
     /// Where the runs came from when the bless did not run them itself, for the review (`from
     /// the history …: 10 runs from … to …`).
     pub source: Option<String>,
+    /// The unit the diff shows rates in ([`BlessOptions::rate`]).
+    pub rate: Rate,
 }
 
 /// One selected trial as every blessed run measured it, in run order: what a bless records it
@@ -375,6 +380,7 @@ pub(crate) fn record(
     let mut trials = old.as_ref().map(|b| b.trials.clone()).unwrap_or_default();
     let mut outcome = BlessOutcome {
         path: path.to_path_buf(),
+        rate: options.rate,
         created: old.is_none(),
         written: false,
         fingerprint: differences
@@ -525,7 +531,7 @@ fn take(
     if sensitivity.spread_exceeds_tolerance() || sensitivity.spread.is_none() {
         outcome
             .insensitive
-            .push((name.clone(), threshold(&sensitivity)));
+            .push((name.clone(), threshold(options.rate, &sensitivity)));
     }
     match trials.get(&name) {
         None => {

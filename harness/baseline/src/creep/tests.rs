@@ -220,6 +220,7 @@ fn the_words_say_what_fell_where_and_what_to_do() {
         runner: "r1",
         baseline_path: std::path::Path::new("baselines/r1.yaml"),
         scope: &crate::message::Scope::default(),
+        rate: gds_model::units::Rate::Gb,
         changes: &[],
         nvidia_fs_loaded: true,
     };

@@ -8,6 +8,7 @@ use super::{Context, baseline_figures, change, gbps, number, percent, run_figure
 use crate::changes::{CONFIRM_RUNS, ChangePoint, Creep};
 use crate::decision::Throughput;
 use crate::judgement::Expected;
+use gds_model::units::Rate;
 
 /// What the creep's judgement needs said, beside the trial's name and the bless command.
 pub(super) struct CreepFacts<'a> {
@@ -23,13 +24,13 @@ fn runs_of(point: &ChangePoint) -> String {
 }
 
 /// `run 31 (2026-03-02T06:00:00Z) 2.00 → 1.90 (−5.0%)`
-fn step(point: &ChangePoint) -> String {
+fn step(rate: Rate, point: &ChangePoint) -> String {
     format!(
         "run {} ({}) {} → {} ({})",
         point.index + 1,
         point.time,
-        number(point.before),
-        number(point.after),
+        number(rate, point.before),
+        number(rate, point.after),
         change(point.ratio)
     )
 }
@@ -59,15 +60,16 @@ pub(super) fn words(
         entry,
     } = facts;
     let point = &creep.change_point;
+    let rate = ctx.rate;
     let headline = format!(
         "level crept below the baseline: {} vs {} ({}) over {} since the bless",
-        number(point.after),
-        gbps(t.level),
+        number(rate, point.after),
+        gbps(rate, t.level),
         change(creep.ratio),
         runs_of(point)
     );
-    let mut steps: Vec<String> = creep.earlier.iter().map(step).collect();
-    steps.push(step(point));
+    let mut steps: Vec<String> = creep.earlier.iter().map(|p| step(rate, p)).collect();
+    steps.push(step(rate, point));
     let mut nearby: Vec<String> = creep.earlier.iter().filter_map(near).collect();
     nearby.extend(near(point));
     let cause = if nearby.is_empty() {
@@ -88,17 +90,17 @@ pub(super) fn words(
         runs_of(point),
         creep.runs,
         percent(creep.tolerance),
-        gbps(t.level),
-        baseline_figures(entry, ctx.baseline_path),
+        gbps(rate, t.level),
+        baseline_figures(rate, entry, ctx.baseline_path),
         entry.path,
-        gbps(point.after),
+        gbps(rate, point.after),
         runs_of(point),
         point.time,
         point.last_time,
         point.p_value,
         steps.join(", "),
         change(t.ratio),
-        run_figures(t),
+        run_figures(rate, t),
         point.index + 1,
         point.time,
     );

@@ -17,6 +17,7 @@ pub(super) struct LatencyFacts<'a> {
 
 /// The headline and the message; `cause` is the likely cause's words.
 pub(super) fn words(
+    rate: gds_model::units::Rate,
     trial: &str,
     facts: &LatencyFacts<'_>,
     cause: &str,
@@ -37,7 +38,7 @@ pub(super) fn words(
         throughput: facts.throughput,
         entry: facts.entry,
     };
-    super::rise::words(trial, &rise, cause, bless)
+    super::rise::words(rate, trial, &rise, cause, bless)
 }
 
 pub(super) const LIKELY_CAUSE: &str = "the reads wait longer behind the writes: a libcufile or driver upgrade, a changed cufile.json (the POSIX pool, `execution.max_io_threads`), or the write path of the file system or disk (write-back, a full write cache, a deeper queue)";

@@ -18,6 +18,7 @@ pub(super) struct LoadFacts<'a> {
 /// The headline and the message; `cause` is the likely cause's words ([`likely_cause`] when the
 /// runner's fingerprint is unchanged).
 pub(super) fn words(
+    rate: gds_model::units::Rate,
     trial: &str,
     facts: &LoadFacts<'_>,
     cause: &str,
@@ -38,7 +39,7 @@ pub(super) fn words(
         throughput: facts.throughput,
         entry: facts.entry,
     };
-    super::rise::words(trial, &rise, cause, bless)
+    super::rise::words(rate, trial, &rise, cause, bless)
 }
 
 pub(super) fn likely_cause(step: LoadStep) -> &'static str {

@@ -21,11 +21,14 @@ use super::stats::Summary;
 use crate::control::{describe, host, words};
 use gds_model::hex;
 use gds_model::record::TrialRecord;
+use gds_model::units::Rate;
 
 pub struct Context<'a> {
     pub runner: &'a str,
     pub baseline_path: &'a Path,
     pub scope: &'a Scope,
+    /// The unit rates are shown in (`--units`).
+    pub rate: Rate,
     pub changes: &'a [FieldChange],
     /// Whether nvidia-fs was loaded for the run; `true` when unknown, so that no hint blames it.
     pub nvidia_fs_loaded: bool,
@@ -48,6 +51,8 @@ pub struct Explainer<'a> {
     pub records: &'a [TrialRecord],
     pub fingerprint: Option<&'a Fingerprint>,
     pub scope: &'a Scope,
+    /// The unit rates are shown in (`--units`).
+    pub rate: Rate,
 }
 
 impl Explainer<'_> {
@@ -56,6 +61,7 @@ impl Explainer<'_> {
             runner: &self.comparison.runner,
             baseline_path: &self.comparison.baseline_path,
             scope: self.scope,
+            rate: self.rate,
             changes: &self.comparison.fingerprint_changes,
             nvidia_fs_loaded: self.fingerprint.is_none_or(|f| f.nvidia_fs_loaded),
         };
@@ -137,13 +143,13 @@ pub fn quote(word: &str) -> String {
 }
 
 /// `3.10 GB/s` (or GiB/s under `--units gib`).
-pub fn gbps(value: f64) -> String {
-    gds_model::units::rate(value)
+pub fn gbps(rate: Rate, value: f64) -> String {
+    rate.rate(value)
 }
 
 /// `3.10`: a throughput beside one printed with its label.
-pub fn number(value: f64) -> String {
-    gds_model::units::shown().number(value, 2)
+pub fn number(rate: Rate, value: f64) -> String {
+    rate.number(value, 2)
 }
 
 pub fn cpu_per_gib(value: f64) -> String {
@@ -165,40 +171,40 @@ fn percent(fraction: f64) -> String {
 }
 
 /// `5 blessed run(s), run medians 1.16–1.41, blessed 2026-03-01T12:00:00Z in `baselines/r1.yaml``
-fn baseline_figures(entry: &Expected, file: &Path) -> String {
+fn baseline_figures(rate: Rate, entry: &Expected, file: &Path) -> String {
     let medians = Summary::of(&entry.run_medians_gbps);
     format!(
         "{} blessed run(s), run medians {}–{}, blessed {} in `{}`",
         medians.count,
-        number(medians.min),
-        number(medians.max),
+        number(rate, medians.min),
+        number(rate, medians.max),
         entry.blessed_at,
         file.display()
     )
 }
 
 /// `1.08 GB/s (−18.2%), 1.10 GB/s (−16.7%)`: each ratio as GB/s and as a change.
-fn at_level(t: &Throughput, ratios: &[f64]) -> String {
+fn at_level(rate: Rate, t: &Throughput, ratios: &[f64]) -> String {
     ratios
         .iter()
-        .map(|r| format!("{} ({})", gbps(r * t.level), change(*r)))
+        .map(|r| format!("{} ({})", gbps(rate, r * t.level), change(*r)))
         .collect::<Vec<_>>()
         .join(", ")
 }
 
-fn run_figures(t: &Throughput) -> String {
+fn run_figures(rate: Rate, t: &Throughput) -> String {
     let mut text = format!(
         "{} median of {} passes, range {}–{}",
-        gbps(t.run.median),
+        gbps(rate, t.run.median),
         t.run.count,
-        number(t.run.min),
-        number(t.run.max)
+        number(rate, t.run.min),
+        number(rate, t.run.max)
     );
     if !t.confirmations.is_empty() {
         let _ = write!(
             text,
             "; confirmation run(s): {}",
-            at_level(t, &t.confirmations)
+            at_level(rate, t, &t.confirmations)
         );
     }
     text
@@ -231,7 +237,7 @@ pub fn runs_left_out(runs: &[usize]) -> String {
 }
 
 /// Where the line between noise and slower lies for this trial, and what set it.
-pub fn threshold(t: &Throughput) -> String {
+pub fn threshold(rate: Rate, t: &Throughput) -> String {
     let left_out = match t.left_out.as_slice() {
         [] => String::new(),
         runs => format!(
@@ -243,9 +249,9 @@ pub fn threshold(t: &Throughput) -> String {
     };
     let line = format!(
         "slower means below {} ({} of the level {}{left_out})",
-        gbps(t.level * t.slower_below()),
+        gbps(rate, t.level * t.slower_below()),
         change(t.slower_below()),
-        gbps(t.level)
+        gbps(rate, t.level)
     );
     // A spread that is its scenario's, pooled, says so: the trial's own was narrower.
     let spread_text = |spread: f64| match t.own_spread {
@@ -426,8 +432,9 @@ fn explain_parts(
     record: Option<&TrialRecord>,
     judgement: &Judgement,
 ) -> (String, String) {
+    let rate = ctx.rate;
     let file = ctx.baseline_path.display();
-    let figures = |entry| baseline_figures(entry, ctx.baseline_path);
+    let figures = |entry| baseline_figures(rate, entry, ctx.baseline_path);
     let bless = bless_command(
         ctx.runner,
         ctx.baseline_path,
@@ -450,17 +457,17 @@ fn explain_parts(
                 // "as fast as" would read wrong beside a first run 30% down: say what cleared it.
                 format!(
                     "not slower: the first run looked slower ({} vs {}, {}), its confirmation run did not: {}{}",
-                    number(t.run.median),
-                    gbps(t.level),
+                    number(rate, t.run.median),
+                    gbps(rate, t.level),
                     change(t.ratio),
-                    at_level(t, &t.confirmations),
+                    at_level(rate, t, &t.confirmations),
                     record.map_or_else(String::new, runner_came_back)
                 )
             } else {
                 format!(
                     "as fast as the baseline: {} vs {} ({})",
-                    number(t.run.median),
-                    gbps(t.level),
+                    number(rate, t.run.median),
+                    gbps(rate, t.level),
                     change(t.ratio)
                 )
             };
@@ -470,8 +477,8 @@ fn explain_parts(
         (Judgement::Regression { throughput: t }, Some(entry)) => {
             let headline = format!(
                 "slower than the baseline: {} vs {} ({}){}{}",
-                number(t.run.median),
-                gbps(t.level),
+                number(rate, t.run.median),
+                gbps(rate, t.level),
                 change(t.ratio),
                 match t.confirmations.len() {
                     0 => String::new(),
@@ -483,11 +490,11 @@ fn explain_parts(
                 "{trial}: slower than its baseline by {:.1}%, beyond the tolerance of {} and beyond this runner's run-to-run spread\n  expected: about {} ({}), path `{}`; {}\n  seen:     {}\n  likely cause: {}\n  next: find and fix the cause; if the new speed is intended, bless it on this runner:\n        {bless}",
                 t.drop() * 100.0,
                 percent(t.tolerance),
-                gbps(t.level),
+                gbps(rate, t.level),
                 figures(entry),
                 entry.path,
-                threshold(t),
-                run_figures(t),
+                threshold(rate, t),
+                run_figures(rate, t),
                 cause(&format!(
                     "{unchanged}: look at the storage (other jobs on the disk, a degraded array, a fuller file system, thermal throttling) and at changes to this trial's settings"
                 )),
@@ -525,7 +532,7 @@ fn explain_parts(
                 entry,
             };
             let likely = cause(&format!("{unchanged}: {}", load::likely_cause(*step)));
-            load::words(trial, &facts, &likely, &bless)
+            load::words(rate, trial, &facts, &likely, &bless)
         }
         (
             Judgement::LatencyHigher {
@@ -542,7 +549,7 @@ fn explain_parts(
                 entry,
             };
             let likely = cause(&format!("{unchanged}: {}", latency::LIKELY_CAUSE));
-            latency::words(trial, &facts, &likely, &bless)
+            latency::words(rate, trial, &facts, &likely, &bless)
         }
         (Judgement::CpuCostlier { throughput: t, cpu }, Some(entry)) => {
             let headline = format!(
@@ -572,12 +579,12 @@ fn explain_parts(
                 percent(cpu.tolerance),
                 cpu_per_gib(cpu.level() * cpu.costlier_above()),
                 cpu_per_gib(cpu.level()),
-                gbps(t.level),
+                gbps(rate, t.level),
                 figures(entry),
                 entry.path,
                 cpu_per_gib(cpu.run_median()),
                 cpu.efficiency.run.count,
-                gbps(t.run.median),
+                gbps(rate, t.run.median),
                 if confirmations.is_empty() {
                     String::new()
                 } else {
@@ -592,18 +599,18 @@ fn explain_parts(
         (Judgement::Faster { throughput: t }, Some(entry)) => {
             let headline = format!(
                 "faster than baseline — consider blessing: {} vs {} ({})",
-                number(t.run.median),
-                gbps(t.level),
+                number(rate, t.run.median),
+                gbps(rate, t.level),
                 change(t.ratio)
             );
             let message = format!(
                 "{trial}: faster than baseline — consider blessing ({}, beyond the tolerance of {} and this runner's run-to-run spread)\n  expected: about {} ({}), path `{}`\n  seen:     {}\n  likely cause: {}\n  next: if the speed-up is expected, record it so that a later drop is measured from the new level:\n        {bless}",
                 change(t.ratio),
                 percent(t.tolerance),
-                gbps(t.level),
+                gbps(rate, t.level),
                 figures(entry),
                 entry.path,
-                run_figures(t),
+                run_figures(rate, t),
                 cause(&format!(
                     "{unchanged}: a quieter or emptier disk, or a change to this trial's settings"
                 )),
@@ -626,9 +633,9 @@ fn explain_parts(
             }
             let message = format!(
                 "{trial}: the bytes took another path than in the baseline: {from} → {to}\n  expected: path `{from}` at about {} ({})\n  seen:     path `{to}` at {} ({} against the baseline)\n  likely cause: {}\n  next: if the new path is a fault, repair the runner (`cargo xtask doctor` checks the usual causes); if it is intended, bless it:\n        {bless}",
-                gbps(entry.median_gbps),
+                gbps(rate, entry.median_gbps),
                 figures(entry),
-                run_figures(t),
+                run_figures(rate, t),
                 change(t.ratio),
                 likely.unwrap_or_else(|| format!("{unchanged}: check cufile.log in the trial's folder and this trial's settings (compat_mode, cufile overrides)")),
             );
@@ -659,7 +666,7 @@ fn explain_parts(
                     let median = gds_model::numbers::median(&m.gbps);
                     format!(
                         "{} median of {}, path `{}`",
-                        gbps(median),
+                        gbps(rate, median),
                         m.gbps.len(),
                         m.path
                     )
@@ -699,12 +706,13 @@ fn missing(
     entry: Option<&Expected>,
     why: &Missing,
 ) -> (String, String) {
+    let rate = ctx.rate;
     let expected = entry.map_or_else(String::new, |entry| {
         format!(
             "{}, path `{}` ({})",
-            gbps(entry.median_gbps),
+            gbps(rate, entry.median_gbps),
             entry.path,
-            baseline_figures(entry, ctx.baseline_path)
+            baseline_figures(rate, entry, ctx.baseline_path)
         )
     });
     let drop = bless_command(
@@ -799,31 +807,31 @@ mod tests {
 
     #[test]
     fn a_trial_blind_to_20_percent_says_what_would_let_it_see() {
-        let more_runs = threshold(&at(&[1.30, 1.55, 1.10, 1.45, 1.15, 1.32]));
+        let more_runs = threshold(Rate::Gb, &at(&[1.30, 1.55, 1.10, 1.45, 1.15, 1.32]));
         assert!(
             more_runs.contains("; to see a 20% drop: bless from 44 runs instead of 6")
                 && more_runs.contains(", or a run-to-run spread of 10.3% or less (a quieter disk, or 1.6× the `rounds:` and passes"),
             "{more_runs}"
         );
-        let quieter = threshold(&at(&[1.84, 1.66, 1.08, 1.62, 1.02, 1.84]));
+        let quieter = threshold(Rate::Gb, &at(&[1.84, 1.66, 1.08, 1.62, 1.02, 1.84]));
         assert!(
             quieter.contains("no number of blessed runs would do at this spread"),
             "{quieter}"
         );
-        let sees = threshold(&at(&[1.30, 1.45, 1.20, 1.40, 1.25, 1.32]));
+        let sees = threshold(Rate::Gb, &at(&[1.30, 1.45, 1.20, 1.40, 1.25, 1.32]));
         assert!(!sees.contains("to see"), "{sees}");
     }
 
     #[test]
     fn the_threshold_names_the_blessed_runs_left_out() {
-        let line = threshold(&at(&[1.84, 1.80, 1.05, 1.82, 1.02, 1.86]));
+        let line = threshold(Rate::Gb, &at(&[1.84, 1.80, 1.05, 1.82, 1.02, 1.86]));
         assert!(
             line.contains(
                 ", over 4 of 6 blessed runs: run 3 and run 5 far slower than the rest, left out)"
             ),
             "{line}"
         );
-        let none = threshold(&at(&[1.30, 1.45, 1.20, 1.40, 1.25, 1.32]));
+        let none = threshold(Rate::Gb, &at(&[1.30, 1.45, 1.20, 1.40, 1.25, 1.32]));
         assert!(!none.contains("left out"), "{none}");
     }
 }

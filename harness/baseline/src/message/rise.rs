@@ -6,6 +6,7 @@ use super::{change, gbps, percent};
 use crate::cost::Cost;
 use crate::decision::Throughput;
 use crate::judgement::Expected;
+use gds_model::units::Rate;
 
 /// What differs between the figures that rise; the numbers come from `cost`.
 pub(super) struct Rise<'a> {
@@ -33,7 +34,13 @@ pub(super) struct Rise<'a> {
 }
 
 /// The headline and the message; `cause` is the likely cause's words.
-pub(super) fn words(trial: &str, rise: &Rise<'_>, cause: &str, bless: &str) -> (String, String) {
+pub(super) fn words(
+    rate: Rate,
+    trial: &str,
+    rise: &Rise<'_>,
+    cause: &str,
+    bless: &str,
+) -> (String, String) {
     let (cost, t, shown) = (rise.cost, rise.throughput, rise.shown);
     let confirmed = cost.confirmation_ratios();
     let headline = format!(
@@ -62,11 +69,11 @@ pub(super) fn words(trial: &str, rise: &Rise<'_>, cause: &str, bless: &str) -> (
         percent(cost.tolerance),
         shown(cost.level() * cost.costlier_above()),
         shown(cost.level()),
-        gbps(t.level),
+        gbps(rate, t.level),
         rise.entry.path,
         shown(cost.run_median()),
         cost.efficiency.run.count,
-        gbps(t.run.median),
+        gbps(rate, t.run.median),
         if confirmations.is_empty() {
             String::new()
         } else {

@@ -566,10 +566,10 @@ fn a_quiet_bless_of_one_trial_is_floored_at_its_scenarios_pooled_spread() {
     assert!(throughput.own_spread.unwrap() < 0.06, "{throughput:?}");
     assert!(throughput.spread.unwrap() > 0.07, "{throughput:?}");
     assert!(
-        crate::message::threshold(&throughput)
+        crate::message::threshold(gds_model::units::Rate::Gb, &throughput)
             .contains("pooled over its scenario's trials on this path; its own 5."),
         "{}",
-        crate::message::threshold(&throughput)
+        crate::message::threshold(gds_model::units::Rate::Gb, &throughput)
     );
     let slow = record(&[1.05; 3], &[1.05; 3]);
     let caught = crate::compare::judge_record(&baseline, &slow);

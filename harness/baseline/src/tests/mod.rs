@@ -54,6 +54,7 @@ fn options<'a>(path: &'a Path, filter: &'a Filter) -> BlessOptions<'a> {
         runner: "r1",
         baseline_path: path,
         scope: &NO_SCOPE,
+        rate: gds_model::units::Rate::Gb,
         filter,
         accept_fingerprint: false,
         remove_missing: false,
@@ -125,6 +126,7 @@ impl Judged {
             records: &self.records,
             fingerprint: Some(&self.fingerprint),
             scope: &NO_SCOPE,
+            rate: gds_model::units::Rate::Gb,
         }
     }
 

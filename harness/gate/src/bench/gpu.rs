@@ -18,6 +18,7 @@ use gds_model::plan::PlannedFile;
 use gds_model::protocol::{
     GpuBenchResult, GpuBenchSpec, KernelRates, PROTOCOL_VERSION, StorageRates,
 };
+use gds_model::units::Rate;
 
 /// Reader settings of the storage table, each `(threads, task size)`.
 const SETTINGS: [(u32, u64); 4] = [(1, 16 << 20), (4, 16 << 20), (8, 4 << 20), (8, 16 << 20)];
@@ -33,7 +34,7 @@ pub fn run(
     }
     // Start-up first, on workers of their own.
     let mut startup = String::new();
-    super::startup::run(runs, dir, &mut startup)?;
+    super::startup::run(runs, dir, setting.rate, &mut startup)?;
     // No file of `size` for a host that cannot open a GPU.
     crate::job::probe::host().libcuda.clone()?;
     let prepared = data::ensure_generated(dir, GeneratedFile { seed: 77, size }, &mut NoProgress)?;
@@ -66,12 +67,13 @@ pub fn run(
         &result
             .kernels
             .unwrap_or_else(|| Err("not measured".into()))?,
+        setting.rate,
         &mut out,
     );
     let storage = result
         .storage
         .unwrap_or_else(|| Err("not measured".into()))?;
-    self::storage(&storage, &path, &mut out);
+    self::storage(&storage, &path, setting.rate, &mut out);
     out.push('\n');
     super::parity::run(setting, runs, dir, &mut out)?;
     Ok(out)
@@ -91,13 +93,13 @@ pub fn parity_only(
     Ok(out)
 }
 
-fn kernels(rates: &KernelRates, out: &mut String) {
+fn kernels(rates: &KernelRates, rate: Rate, out: &mut String) {
     let plain = median(&rates.plain_read);
     let _ = writeln!(
         out,
         "| kernel over the device buffer | TB/s | of plain read |\n|---|---:|---:|"
     );
-    for (name, rate) in [
+    for (name, gbps) in [
         ("plain read (reference)", plain),
         (
             "exact compare (regenerate + compare)",
@@ -108,8 +110,8 @@ fn kernels(rates: &KernelRates, out: &mut String) {
         let _ = writeln!(
             out,
             "| {name} | {} | {:.1}% |",
-            gds_model::units::shown().number(rate, 2),
-            rate / plain * 100.0
+            rate.number(gbps, 2),
+            gbps / plain * 100.0
         );
     }
     out.push('\n');
@@ -118,8 +120,7 @@ fn kernels(rates: &KernelRates, out: &mut String) {
 /// The cufile reader and `dd iflag=direct bs=16M` on the same cold file, interleaved run by run
 /// (dd, then each reader setting) so that the disk's drift between runs hits both alike: on a
 /// shared virtual disk it moves by more than the 10% being judged.
-fn storage(rates: &StorageRates, path: &Path, out: &mut String) {
-    let rate = gds_model::units::shown();
+fn storage(rates: &StorageRates, path: &Path, rate: Rate, out: &mut String) {
     let _ = writeln!(
         out,
         "| cold read of {} | {} | of dd (median of per-run ratios) | its 95% confidence | per-run range |\n|---|---:|---:|---:|---:|",
@@ -173,14 +174,14 @@ mod tests {
                 .collect(),
         };
         let mut out = String::new();
-        storage(&rates, Path::new("/data/f"), &mut out);
+        storage(&rates, Path::new("/data/f"), Rate::Gb, &mut out);
         assert!(out.contains("| 100% | 90–120% | 90–120% |"), "{out}");
         let few = StorageRates {
             dd: vec![1e9; 5],
             readers: vec![(vec![1e9; 5], vec![1.0; 5])],
         };
         let mut out = String::new();
-        storage(&few, Path::new("/data/f"), &mut out);
+        storage(&few, Path::new("/data/f"), Rate::Gb, &mut out);
         assert!(out.contains("| 100% |  | 100–100% |"), "{out}");
     }
 }

@@ -31,6 +31,8 @@ pub struct BenchOptions {
     pub runs: usize,
     /// Directory on the disk under test; the bench writes and removes its files there.
     pub dir: PathBuf,
+    /// The unit the table shows rates in (`--units`).
+    pub rate: gds_model::units::Rate,
 }
 
 /// Fewest runs whose median means something.
@@ -296,7 +298,7 @@ impl fmt::Display for BenchReport {
             self.cores,
             o.dir.display()
         )?;
-        let rate = gds_model::units::shown();
+        let rate = o.rate;
         let unit = rate.label();
         writeln!(
             f,
@@ -361,6 +363,7 @@ mod tests {
             size: (4 << 20) + 3,
             runs: MIN_RUNS,
             dir: dir.path().join("bench"),
+            rate: Default::default(),
         };
         let report = run(&opts)?;
         let table = report.to_string();
@@ -390,6 +393,7 @@ mod tests {
                 size: 1,
                 runs: MIN_RUNS,
                 dir: PathBuf::from("unused"),
+                rate: Default::default(),
             },
             cores: 1,
             rows: Vec::new(),
@@ -418,6 +422,7 @@ mod tests {
             size: 1,
             runs: 2,
             dir: PathBuf::from("unused"),
+            rate: Default::default(),
         };
         let err = run(&opts).map(|_| ()).err().map(|e| e.to_string());
         assert_eq!(

@@ -31,6 +31,7 @@ use gds_model::cost::RECORD_ENV;
 use gds_model::numbers::{median, median_interval_95};
 use gds_model::plan::{PlannedFile, ReadPlan};
 use gds_model::record::{LoadedCufile, Status, TrialRecord};
+use gds_model::units::Rate;
 
 /// What the parity bench reads, and how.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -42,6 +43,8 @@ pub struct Setting {
     pub rest: Duration,
     /// The rows to run (`--rows`); all when empty.
     pub rows: Vec<Row>,
+    /// The unit its tables and progress lines show rates in (`--units`).
+    pub rate: Rate,
 }
 
 impl Setting {
@@ -196,7 +199,7 @@ struct Samples {
 pub fn run(setting: &Setting, runs: usize, dir: &Path, out: &mut String) -> Result<(), BenchError> {
     let suite = gds_model::scenario::parse(Path::new("<parity bench>"), &suite(setting))?;
     let trials = gds_model::scenario::expand(&suite);
-    let data = DataSet::prepare(dir, &trials);
+    let data = DataSet::prepare(dir, &trials, setting.rate);
     let file = data
         .files_for(&trials[0])?
         .pop()
@@ -244,6 +247,7 @@ pub fn run(setting: &Setting, runs: usize, dir: &Path, out: &mut String) -> Resu
             let label = row.label(setting);
             if stuck[index] {
                 console::say(&progress_line(
+                    setting.rate,
                     run,
                     runs,
                     (position, in_run),
@@ -254,6 +258,7 @@ pub fn run(setting: &Setting, runs: usize, dir: &Path, out: &mut String) -> Resu
             }
             std::thread::sleep(setting.rest);
             console::say(&progress_line(
+                setting.rate,
                 run,
                 runs,
                 (position, in_run),
@@ -306,6 +311,7 @@ pub fn run(setting: &Setting, runs: usize, dir: &Path, out: &mut String) -> Resu
             };
             let elapsed = started.elapsed();
             console::say(&progress_line(
+                setting.rate,
                 run,
                 runs,
                 (position, in_run),
@@ -484,7 +490,7 @@ fn render(
         "| cold read of {} ({}; the writing rows write a file of its size beside it), {runs} interleaved runs | {} (median) | of the reference (median of per-run ratios) | per-run ratios | CPU s/GiB | mean call | recording's share of a call | libcufile |\n|---|---:|---:|---:|---:|---:|---:|---|",
         file.path.display(),
         gds_model::units::format_bytes(file.size, 2),
-        gds_model::units::shown().label()
+        setting.rate.label()
     );
     for (row, sample) in ROWS.iter().zip(samples) {
         if !setting.runs(*row) {
@@ -531,7 +537,7 @@ fn render(
         let _ = writeln!(
             out,
             "| {label} | {} | {of} | {range} | {cpu} | {call} | {share} | {} |",
-            gds_model::units::shown().number(median(&sample.gbps), 2),
+            setting.rate.number(median(&sample.gbps), 2),
             sample.libraries.join("; ")
         );
     }

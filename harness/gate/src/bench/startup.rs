@@ -20,6 +20,7 @@ use gds_model::numbers::median;
 use gds_model::plan::ReadPlan;
 use gds_model::protocol::{CUFILE_DRIVER_OPEN, GPU_CONTEXT};
 use gds_model::record::TrialRecord;
+use gds_model::units::Rate;
 
 const SUITE: &str = "\
 suite: startup
@@ -33,10 +34,10 @@ scenarios:
     cufile: { logging.level: INFO, properties.force_compat_mode: true }
 ";
 
-pub fn run(runs: usize, dir: &Path, out: &mut String) -> Result<(), BenchError> {
+pub fn run(runs: usize, dir: &Path, rate: Rate, out: &mut String) -> Result<(), BenchError> {
     let suite = gds_model::scenario::parse(Path::new("<start-up bench>"), SUITE)?;
     let trials = gds_model::scenario::expand(&suite);
-    let data = DataSet::prepare(dir, &trials);
+    let data = DataSet::prepare(dir, &trials, rate);
     let scratch = tempfile::tempdir().map_err(BenchError::TempDir)?;
     let launcher = Launcher {
         gate: crate::job::worker_program()?,

@@ -20,7 +20,13 @@ pub enum Mode<'a> {
 }
 
 /// `bench`'s measurements, as the command line chose them.
-pub fn run(size: u64, runs: usize, dir: &Path, mode: Mode<'_>) -> Result<u8, Error> {
+pub fn run(
+    size: u64,
+    runs: usize,
+    dir: &Path,
+    mode: Mode<'_>,
+    rate: gds_model::units::Rate,
+) -> Result<u8, Error> {
     let table = match mode {
         Mode::Stats(source, scale) => return stats(source, scale),
         Mode::Gpu(setting) => Some(crate::bench::gpu::run(&setting, runs, dir)),
@@ -35,6 +41,7 @@ pub fn run(size: u64, runs: usize, dir: &Path, mode: Mode<'_>) -> Result<u8, Err
         size,
         runs,
         dir: dir.to_path_buf(),
+        rate,
     })?;
     println!("{report}");
     Ok(exit::PASSED)

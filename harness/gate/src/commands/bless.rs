@@ -65,6 +65,7 @@ pub fn run(request: BlessRequest, command: Vec<String>) -> Result<u8, Error> {
         runner: &runner,
         baseline_path: &path,
         scope: &scope,
+        rate: args.rate,
         filter: &filter,
         accept_fingerprint: request.accept_fingerprint,
         remove_missing: request.remove_missing,
@@ -171,7 +172,7 @@ pub fn run(request: BlessRequest, command: Vec<String>) -> Result<u8, Error> {
         .iter()
         .map(|outcome| outcome.report.trials.as_slice())
         .collect();
-    let charts = baseline::chart::markdown(&baseline::chart::of_runs(&records));
+    let charts = baseline::chart::markdown(&baseline::chart::of_runs(&records), args.rate);
     if let Some(last) = outcomes.last()
         && let Err(error) = report::write_all(&args.out, &last.report, &charts)
     {

@@ -15,17 +15,18 @@ pub mod report;
 pub mod run;
 pub mod validate;
 
-use crate::cli::{Cli, Command};
+use crate::cli::{Cli, Command, RunArgs};
 use crate::error::Error;
 
 /// Runs the subcommand `cli` names (the trials when it names none); `argv` is recorded in the
 /// reports as the command that ran.
 pub fn dispatch(cli: Cli, argv: Vec<String>) -> Result<u8, Error> {
-    gds_model::units::show_rates_in(cli.units.into());
+    let rate: gds_model::units::Rate = cli.units.into();
+    let with_rate = |run: RunArgs| RunArgs { rate, ..run };
     match cli.command {
-        None => run::run_gate(cli.run, argv),
+        None => run::run_gate(with_rate(cli.run), argv),
         Some(Command::Validate { paths }) => validate::run(&paths),
-        Some(Command::Gen { inputs }) => generate::run(&inputs),
+        Some(Command::Gen { inputs }) => generate::run(&inputs, rate),
         Some(Command::Bless {
             from,
             from_history,
@@ -49,7 +50,7 @@ pub fn dispatch(cli: Cli, argv: Vec<String>) -> Result<u8, Error> {
                 accept_fingerprint,
                 remove_missing,
                 refresh,
-                run: *run,
+                run: with_rate(*run),
             },
             argv,
         ),
@@ -58,12 +59,12 @@ pub fn dispatch(cli: Cli, argv: Vec<String>) -> Result<u8, Error> {
             stacks,
             rounds,
             run,
-        }) => rehearse::run(&stacks, rounds, *run, argv),
+        }) => rehearse::run(&stacks, rounds, with_rate(*run), argv),
         Some(Command::Report {
             merge,
             out,
             baselines,
-        }) => report::run(&merge, &out, &baselines),
+        }) => report::run(&merge, &out, &baselines, rate),
         Some(Command::Doctor {
             inputs,
             json,
@@ -108,6 +109,7 @@ pub fn dispatch(cli: Cli, argv: Vec<String>) -> Result<u8, Error> {
                 task_size,
                 rest: std::time::Duration::from_secs(rest),
                 rows,
+                rate,
             };
             let mode = match (stats, gpu, parity) {
                 (true, _, _) => bench::Mode::Stats(
@@ -122,7 +124,7 @@ pub fn dispatch(cli: Cli, argv: Vec<String>) -> Result<u8, Error> {
                 (_, _, true) => bench::Mode::Parity(setting),
                 _ => bench::Mode::Cpu,
             };
-            bench::run(size, usize::from(runs), &dir, mode)
+            bench::run(size, usize::from(runs), &dir, mode, rate)
         }
         Some(Command::Worker { .. }) => Err(Error::Usage(
             "`worker` runs in the gds-gate binary, not in the gate library".into(),

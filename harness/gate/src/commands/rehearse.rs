@@ -43,7 +43,7 @@ pub fn run(
     if let Some(rehearsal) = rehearsal {
         console::say(&rehearsal.console());
     }
-    let extra = rehearsal.map(|r| r.markdown()).unwrap_or_default();
+    let extra = rehearsal.map(|r| r.markdown(args.rate)).unwrap_or_default();
     let paths = crate::report::write_all(&args.out, &output.report, &extra)?;
     console::reports(&paths);
     exit_code(&output)

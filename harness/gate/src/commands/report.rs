@@ -10,20 +10,26 @@ use crate::console;
 use crate::error::Error;
 use crate::exit;
 use crate::report::merge::merge_dirs;
+use gds_model::units::Rate;
 
-pub fn run(merge_inputs: &[PathBuf], out: &Path, baselines: &BaselineArgs) -> Result<u8, Error> {
+pub fn run(
+    merge_inputs: &[PathBuf],
+    out: &Path,
+    baselines: &BaselineArgs,
+    rate: Rate,
+) -> Result<u8, Error> {
     if merge_inputs.is_empty() {
-        plots(out, baselines)
+        plots(out, baselines, rate)
     } else {
-        merge(merge_inputs, out)
+        merge(merge_inputs, out, rate)
     }
 }
 
 /// `report --merge INPUT... --out OUT`, for the CLI: reads, merges, writes, prints the paths, and
 /// returns the exit status of the merged outcome (as the gate's: 1 failed, 3 slower, 5 nothing
 /// ran), or 4 when a report cannot be read or written.
-pub fn merge(inputs: &[PathBuf], out: &Path) -> Result<u8, Error> {
-    let merged = merge_dirs(inputs, out)?;
+pub fn merge(inputs: &[PathBuf], out: &Path, rate: Rate) -> Result<u8, Error> {
+    let merged = merge_dirs(inputs, out, rate)?;
     console::say(&format!(
         "merged {} run(s): {}",
         merged.report.runs.len(),
@@ -34,12 +40,12 @@ pub fn merge(inputs: &[PathBuf], out: &Path) -> Result<u8, Error> {
 }
 
 /// `report`: the plots of this runner's history against its baseline, linked from summary.md.
-fn plots(out: &Path, args: &BaselineArgs) -> Result<u8, Error> {
+fn plots(out: &Path, args: &BaselineArgs, rate: Rate) -> Result<u8, Error> {
     let hostname = crate::host::hostname();
     let (runner, path) = runner_and_path(args, &hostname)?;
     super::run::baseline::adopt_history(&args.history, out)?;
     let loaded = baseline::file::read(&path)?;
-    let plots = baseline::plots_for_report(out, &args.history, &loaded, &runner)?;
+    let plots = baseline::plots_for_report(out, &args.history, &loaded, &runner, rate)?;
     for note in &plots.skipped {
         console::note(note);
     }

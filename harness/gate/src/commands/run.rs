@@ -128,10 +128,11 @@ pub fn run_trials(
     };
     let pairing = selection.pairing.take();
     let setup = setup::set_up(args, &selection, pairing, against, quiet, rehearsal)?;
-    let show_summary = quiet.is_none()
+    let summaries = (quiet.is_none()
         && !libtest.quiet
-        && matches!(libtest.format, None | Some(FormatSetting::Pretty));
-    let ran = trials::run(&libtest, &selection, &setup, against, show_summary);
+        && matches!(libtest.format, None | Some(FormatSetting::Pretty)))
+    .then_some(args.rate);
+    let ran = trials::run(&libtest, &selection, &setup, against, summaries);
     let output = assemble::output(args, command, &started, &selection, setup, ran);
     if quiet.is_none() {
         assemble::say(&output.report);

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use gds_model::units::format_bytes;
+use gds_model::units::{Rate, format_bytes};
 
 /// Receives the progress of one operation at a time: `start`, any number of `advance`, `finish`.
 pub trait Progress {
@@ -30,12 +30,12 @@ impl Progress for NoProgress {
 }
 
 /// The right reporter for stderr: a bar when a person watches a terminal, plain lines when it is
-/// a CI log (a bar there is one enormous line of control characters).
-pub fn stderr_progress() -> Box<dyn Progress + Send> {
+/// a CI log (a bar there is one enormous line of control characters), its rates in `rate`.
+pub fn stderr_progress(rate: Rate) -> Box<dyn Progress + Send> {
     if std::io::stderr().is_terminal() {
         Box::new(BarProgress::default())
     } else {
-        Box::new(LineProgress::new(std::io::stderr()))
+        Box::new(LineProgress::new(std::io::stderr(), rate))
     }
 }
 
@@ -74,6 +74,7 @@ impl Progress for BarProgress {
 /// `generating gds-gate-s1-4294967296.bin: 1.0 GiB / 4.0 GiB (1.1 GB/s)`.
 pub struct LineProgress<W: Write> {
     out: W,
+    rate: Rate,
     label: String,
     total: u64,
     done: u64,
@@ -87,10 +88,11 @@ pub struct LineProgress<W: Write> {
 }
 
 impl<W: Write> LineProgress<W> {
-    pub fn new(out: W) -> Self {
+    pub fn new(out: W, rate: Rate) -> Self {
         let now = Instant::now();
         LineProgress {
             out,
+            rate,
             label: String::new(),
             total: 0,
             done: 0,
@@ -109,7 +111,7 @@ impl<W: Write> LineProgress<W> {
 
     fn line(&mut self, suffix: &str) {
         let secs = self.started.elapsed().as_secs_f64();
-        let rate = if secs > 0.0 {
+        let gbps = if secs > 0.0 {
             self.done as f64 / secs / 1e9
         } else {
             0.0
@@ -121,7 +123,7 @@ impl<W: Write> LineProgress<W> {
             self.label,
             format_bytes(self.done, 1),
             format_bytes(self.total, 1),
-            gds_model::units::shown().format(rate, 1),
+            self.rate.format(gbps, 1),
         );
         self.last_line = Instant::now();
     }
@@ -169,7 +171,7 @@ mod tests {
 
     #[test]
     fn line_progress_prints_only_a_final_line_for_quick_work() {
-        let mut p = LineProgress::new(Vec::new());
+        let mut p = LineProgress::new(Vec::new(), Rate::Gb);
         p.start(64 << 20, "generating y.bin");
         for _ in 0..64 {
             p.advance(1 << 20);
@@ -185,7 +187,7 @@ mod tests {
 
     #[test]
     fn line_progress_prints_every_tenth_and_a_final_line() {
-        let mut p = LineProgress::new(Vec::new());
+        let mut p = LineProgress::new(Vec::new(), Rate::Gb);
         p.min_gap = Duration::ZERO;
         p.start(100 << 30, "generating x.bin");
         for _ in 0..100 {

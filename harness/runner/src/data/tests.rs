@@ -325,7 +325,7 @@ fn progress_lines_name_the_file() -> TestResult {
         seed: 29,
         size: 40 << 20,
     };
-    let mut progress = LineProgress::new(Vec::new());
+    let mut progress = LineProgress::new(Vec::new(), gds_model::units::Rate::Gb);
     ensure_generated(dir.path(), spec, &mut progress)?;
     let text = String::from_utf8(progress.into_inner())?;
     // Intermediate lines appear only on a slow disk; the last line always says it is done.

@@ -6,6 +6,8 @@ use std::io;
 use std::process::{Command, ExitStatus};
 use std::time::{Duration, Instant};
 
+use gds_model::units::Rate;
+
 /// The longest a row may take: half a minute to start, plus its pass at 50 MB/s (a writing row
 /// moves its bytes twice: written, then read back to verify). A row past it is stopped and fails.
 pub(super) fn row_limit(size: u64, writes: bool) -> Duration {
@@ -24,6 +26,7 @@ pub(super) enum Progress<'a> {
 /// `parity run 2/8, row 3/13: KvikIO compat OFF, …: 1.52 GB/s in 2.1 s`: one line per row
 /// started and finished, so that a long or stuck bench shows where it is.
 pub(super) fn progress_line(
+    rate: Rate,
     run: usize,
     runs: usize,
     (position, rows): (usize, usize),
@@ -38,11 +41,9 @@ pub(super) fn progress_line(
     );
     match progress {
         Progress::Started => format!("{at} ..."),
-        Progress::Done(Ok(gbps), took) => format!(
-            "{at}: {} in {:.1} s",
-            gds_model::units::rate(gbps),
-            took.as_secs_f64()
-        ),
+        Progress::Done(Ok(gbps), took) => {
+            format!("{at}: {} in {:.1} s", rate.rate(gbps), took.as_secs_f64())
+        }
         Progress::Done(Err(reason), took) => format!(
             "{at}: failed after {:.1} s: {}",
             took.as_secs_f64(),
@@ -104,10 +105,11 @@ mod tests {
     fn each_row_says_on_stderr_where_the_bench_stands() {
         let label = "cufile-async reader, 8 stream(s), 4 MiB tasks";
         assert_eq!(
-            progress_line(1, 8, (6, 13), label, Progress::Started),
+            progress_line(Rate::Gb, 1, 8, (6, 13), label, Progress::Started),
             format!("parity run 2/8, row 7/13: {label} ...")
         );
         let done = progress_line(
+            Rate::Gb,
             1,
             8,
             (6, 13),
@@ -120,6 +122,7 @@ mod tests {
         );
         let why = io::Error::other("the worker did not finish");
         let failed = progress_line(
+            Rate::Gb,
             0,
             8,
             (0, 3),
@@ -130,7 +133,9 @@ mod tests {
             failed.ends_with("failed after 51.0 s: the worker did not finish"),
             "{failed}"
         );
-        assert!(progress_line(2, 8, (0, 3), label, Progress::Skipped).contains("skipped"));
+        assert!(
+            progress_line(Rate::Gb, 2, 8, (0, 3), label, Progress::Skipped).contains("skipped")
+        );
     }
 
     #[test]

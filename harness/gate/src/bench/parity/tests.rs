@@ -16,6 +16,7 @@ fn the_embedded_suite_reads_one_file_at_the_same_settings_with_every_reader() {
         task_size: 4 << 20,
         rest: Duration::ZERO,
         rows: Vec::new(),
+        rate: Default::default(),
     };
     let trials = embedded(&setting);
     let readers: Vec<(Reader, Op)> = trials.iter().map(|t| (t.reader, t.op)).collect();
@@ -177,6 +178,7 @@ fn rows_left_out_by_rows_are_neither_run_nor_shown() {
         task_size: 4 << 20,
         rest: Duration::ZERO,
         rows: asked.to_vec(),
+        rate: Default::default(),
     };
     assert!(
         ROWS.iter()

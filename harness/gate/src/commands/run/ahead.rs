@@ -167,7 +167,7 @@ mv "$5.part" "$5"; sleep 0.3
             ..HostFacts::probe()
         };
         let executor = Executor {
-            data: DataSet::prepare(&root.join("data"), &specs),
+            data: DataSet::prepare(&root.join("data"), &specs, Default::default()),
             host,
             require_gpu: false,
             launcher,
@@ -180,7 +180,10 @@ mv "$5.part" "$5"; sleep 0.3
             ahead_room: room,
             ahead: Mutex::default(),
             pairing: None,
-            progress: std::sync::Arc::new(crate::progress::View::begin(Vec::new())),
+            progress: std::sync::Arc::new(crate::progress::View::begin(
+                Vec::new(),
+                Default::default(),
+            )),
         };
         (executor, specs)
     }

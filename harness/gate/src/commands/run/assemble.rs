@@ -79,6 +79,7 @@ pub(super) fn output(
         rehearsal: executor.pairing.as_ref().map(rehearsal::Pairing::finish),
         registered_vs_unregistered: Vec::new(),
         scope: args.scope(),
+        rate: args.rate,
     };
     // A rehearsal compares each trial with itself on the other stack, not with the posix reader.
     if report.rehearsal.is_none() {
@@ -102,7 +103,7 @@ pub(super) fn say(report: &Report) {
         console::say(&pairs);
     }
     for pair in &report.direct_vs_posix {
-        if let Some(warning) = pair.warning() {
+        if let Some(warning) = pair.warning(report.rate) {
             console::warning(&format!("{}: {warning}", pair.gpu_trial));
         }
     }

@@ -23,6 +23,7 @@ use crate::host::HostFacts;
 use crate::report;
 use gds_model::error_chain;
 use gds_model::record::{LoadedCufile, TrialRecord};
+use gds_model::units::Rate;
 
 use super::RunOutput;
 
@@ -105,6 +106,8 @@ pub struct Against {
     host: String,
     /// The run's selection flags, which the bless commands in its messages carry.
     scope: message::Scope,
+    /// The unit its messages show rates in (`--units`).
+    rate: Rate,
 }
 
 impl Against {
@@ -131,6 +134,7 @@ impl Against {
             started_at,
             host: host.hostname,
             scope: args.scope(),
+            rate: args.rate,
         })
     }
 
@@ -219,6 +223,7 @@ impl Against {
             runner: &self.runner,
             baseline_path: &self.path,
             scope: &self.scope,
+            rate: self.rate,
             changes: &self.changes,
             nvidia_fs_loaded: self.fingerprint.nvidia_fs_loaded,
         }
@@ -274,13 +279,14 @@ pub fn finish_run(args: &RunArgs, mut output: RunOutput, against: &Against) -> R
         records: &output.report.trials,
         fingerprint: Some(&fingerprint),
         scope: &against.scope,
+        rate: against.rate,
     };
     console::say(&render::console(&explainer));
 
     let path = &args.baselines.history;
     let plots = adopt_history(path, &args.out)
         .and_then(|()| history::append(path, &history_line))
-        .and_then(|()| baseline::plots_for_report(&args.out, path, loaded, runner));
+        .and_then(|()| baseline::plots_for_report(&args.out, path, loaded, runner, args.rate));
     let extra = match plots {
         Ok(plots) => render::markdown(&explainer, &plots.plots, &args.out) + &plots.changes,
         Err(error) => {

@@ -70,6 +70,7 @@ pub(super) fn set_up(
         scheduled
             .iter()
             .filter(|spec| unavailable(spec, &host).is_none()),
+        args.rate,
     );
     let schedule = match rehearsal {
         Some(plan) => rounds::Schedule::rehearsal(scheduled, plan.budget),
@@ -83,6 +84,7 @@ pub(super) fn set_up(
             .filter(|spec| unavailable(spec, &host).is_none())
             .map(|spec| crate::progress::planned_bytes(&spec))
             .collect(),
+        args.rate,
     ));
     let launcher = launcher(args, Arc::clone(&progress))?;
     // The runner's control is read in every run that has a trial to run: a bless records it, a

@@ -14,6 +14,7 @@ use crate::baseline::Judgement;
 use crate::escape::terminal;
 use gds_model::record::{Status, TrialRecord};
 use gds_model::scenario::TrialSpec;
+use gds_model::units::Rate;
 
 pub(super) struct Ran {
     /// Each trial's record with its outcome settled, in the order they ran.
@@ -29,13 +30,14 @@ pub(super) struct Ran {
     pub libtest_failed: usize,
 }
 
-/// Runs the trials; `show_summary` prints each trial's one-line summary before libtest's `ok`.
+/// Runs the trials; with `summaries`, each trial's one-line summary is printed before libtest's
+/// `ok`, its rates in that unit.
 pub(super) fn run(
     libtest: &Arguments,
     selection: &Selection,
     setup: &Setup,
     against: Option<&baseline::Against>,
-    show_summary: bool,
+    summaries: Option<Rate>,
 ) -> Ran {
     let executor = &setup.executor;
     let records: Arc<Mutex<Vec<TrialRecord>>> = Arc::default();
@@ -61,8 +63,10 @@ pub(super) fn run(
                 let mut record = executor.execute_and_confirm(spec);
                 let failure = executor.judge(&mut record);
                 limits.apply(&mut record);
-                if show_summary && record.checks != Status::Ignored {
-                    print!("{} ", terminal(&record.summary()));
+                if let Some(rate) = summaries
+                    && record.checks != Status::Ignored
+                {
+                    print!("{} ", terminal(&record.summary(rate)));
                     let _ = std::io::stdout().flush();
                 }
                 let outcome = crate::report::libtest::result(&record, failure);

@@ -214,7 +214,7 @@ fn aggregate_of_constructed_results_is_total_bytes_over_the_slowest_gpu() {
             .unwrap()
             .contains("GPU 1: cufile-posix")
     );
-    let line = record.summary();
+    let line = record.summary(gds_model::units::Rate::Gb);
     assert!(line.contains("over 3 GPUs (GPU 0 "), "{line}");
     // Survives the report's JSON.
     let back: TrialRecord = serde_json::from_str(&serde_json::to_string(&record).unwrap()).unwrap();
