@@ -15,7 +15,7 @@ use std::path::Path;
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 
-use super::decision::{ALPHA, BLESS_RUNS, Throughput, Verdict};
+use super::decision::{ALPHA, BLESS_RUNS, MOST_BLESS_RUNS, Throughput, Verdict};
 use super::history::History;
 use super::noise::{self, FittedNoise};
 use super::stats::median;
@@ -38,6 +38,10 @@ pub struct SimulationOptions {
     /// Confirmation runs before a slower trial fails (the gate's `--confirm`).
     pub confirmations: usize,
     pub seed: u64,
+    /// A bless that grows, as one without `--runs` does: after `blessed_runs`, one more run at a
+    /// time, up to this many, while the runs so far cannot see a 20% drop and more would
+    /// ([`MOST_BLESS_RUNS`]).
+    pub grows_to: Option<usize>,
 }
 
 /// The runner the targets are stated for: passes within 5% of each other, run levels 12% apart
@@ -54,6 +58,7 @@ impl Default for SimulationOptions {
             tolerance: 0.10,
             confirmations: 1,
             seed: 0x6d5_6a7e,
+            grows_to: None,
         }
     }
 }
@@ -100,9 +105,13 @@ pub fn simulate(options: &SimulationOptions) -> SimulationReport {
     let mut counts = [0usize; 4];
     let mut thresholds = Vec::with_capacity(options.comparisons);
     for _ in 0..options.comparisons {
-        let blessed: Vec<Vec<f64>> = (0..options.blessed_runs)
+        let mut blessed: Vec<Vec<f64>> = (0..options.blessed_runs)
             .map(|_| noise.run(&mut rng, 1.0))
             .collect();
+        while options.grows_to.is_some_and(|most| blessed.len() < most) && unseen(&blessed, options)
+        {
+            blessed.push(noise.run(&mut rng, 1.0));
+        }
         let unchanged = judge(&mut rng, &noise, &blessed, 1.0, options);
         thresholds.push(unchanged.detectable_drop());
         counts[0] += usize::from(unchanged.verdict() == Verdict::Slower);
@@ -121,6 +130,13 @@ pub fn simulate(options: &SimulationOptions) -> SimulationReport {
         halved_detection: rate(counts[3]),
         detectable_drop: median(&thresholds),
     }
+}
+
+/// Whether `blessed` cannot see a 20% drop where more runs would: the growing bless's rule
+/// (`bless::unseen`).
+fn unseen(blessed: &[Vec<f64>], options: &SimulationOptions) -> bool {
+    let advice = Throughput::measure(blessed, &blessed[0], options.tolerance).advise();
+    advice.to_see.is_some_and(|needed| needed.runs.is_some())
 }
 
 /// One judged run at `speed` times the blessed level, with its confirmations, as the gate does it.
@@ -283,7 +299,7 @@ const BLESSED_RUN_COUNTS: [usize; 6] = [3, 4, 6, 8, 10, 15];
 /// 15 runs at `options`' noise. The defaults of `bless --runs` and `bless --from-history
 /// --history-runs` are read off it. `options`' comparisons a row, at `scale`.
 pub fn blessed_runs_table(options: &SimulationOptions, scale: Scale) -> String {
-    table(
+    let mut text = table(
         &scaled(options, scale),
         "blessed runs",
         "blessed runs",
@@ -291,7 +307,18 @@ pub fn blessed_runs_table(options: &SimulationOptions, scale: Scale) -> String {
         |o, runs| {
             o.blessed_runs = runs;
         },
-    )
+    );
+    // The bless that runs the suite without `--runs`: it grows while a trial cannot see 20%.
+    let grown = SimulationOptions {
+        blessed_runs: usize::from(BLESS_RUNS),
+        grows_to: Some(MOST_BLESS_RUNS),
+        ..scaled(options, scale)
+    };
+    text.push_str(&row(
+        &format!("{BLESS_RUNS}, up to {MOST_BLESS_RUNS}"),
+        &simulate(&grown),
+    ));
+    text
 }
 
 /// One row per value of the setting `set` changes, at `options`' noise otherwise.
@@ -311,16 +338,20 @@ fn table(
     for &value in values {
         let mut row = options.clone();
         set(&mut row, value);
-        let report = simulate(&row);
-        text.push_str(&format!(
-            "| {value} | {:.2}% | {:.1}% | {:.2}% | {:.1}% |\n",
-            report.false_alarm * 100.0,
-            report.detection * 100.0,
-            report.halved_detection * 100.0,
-            report.detectable_drop * 100.0
-        ));
+        text.push_str(&self::row(&value.to_string(), &simulate(&row)));
     }
     text
+}
+
+/// One row of a [`table`].
+fn row(value: &str, report: &SimulationReport) -> String {
+    format!(
+        "| {value} | {:.2}% | {:.1}% | {:.2}% | {:.1}% |\n",
+        report.false_alarm * 100.0,
+        report.detection * 100.0,
+        report.halved_detection * 100.0,
+        report.detectable_drop * 100.0
+    )
 }
 
 /// The most blessed runs [`runs_needed`] tries.
@@ -484,9 +515,15 @@ mod tests {
                 cell.trim_end_matches('%').parse::<f64>().unwrap()
             })
             .collect();
-        assert_eq!(false_alarms.len(), BLESSED_RUN_COUNTS.len(), "{table}");
+        // One row per count, then the bless that grows from 6 to at most 10.
+        assert_eq!(false_alarms.len(), BLESSED_RUN_COUNTS.len() + 1, "{table}");
         let ten = BLESSED_RUN_COUNTS.iter().position(|&n| n == 10).unwrap();
         assert!(false_alarms[ten] <= FALSE_ALARM_TARGET * 100.0, "{table}");
+        assert!(table.contains("| 6, up to 10 | "), "{table}");
+        assert!(
+            false_alarms[false_alarms.len() - 1] <= FALSE_ALARM_TARGET * 100.0,
+            "{table}"
+        );
     }
 
     #[test]

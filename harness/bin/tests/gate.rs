@@ -429,12 +429,20 @@ fn bless_writes_a_baseline_that_the_next_run_is_judged_against_and_refuses_in_ci
     );
 
     // A bless says one line per blessed run, then the diff; the runs' trial lines go to logs.
-    let runs = blessed
-        .stderr
-        .lines()
-        .filter(|l| l.starts_with("bless: run "))
-        .count();
-    assert_eq!(runs, 6, "{blessed:?}");
+    // Without --runs it takes 6, and one more (up to 10) each time it says a trial's spread
+    // hides a 20% drop: this host's spread decides how many.
+    let count = |start: &str| {
+        blessed
+            .stderr
+            .lines()
+            .filter(|l| l.starts_with(start))
+            .count()
+    };
+    let (runs, grown) = (
+        count("bless: run "),
+        count("bless: small::read cannot see a 20% drop"),
+    );
+    assert!((6..=10).contains(&runs) && runs == 6 + grown, "{blessed:?}");
     assert!(!blessed.stdout.contains("test [posix]"), "{blessed:?}");
     assert!(scratch.out().join("bless-run-6.log").exists());
 

@@ -111,10 +111,12 @@ pub enum Command {
         #[arg(long)]
         refresh: bool,
         /// Complete runs of the selected trials to record (fresh workers, trial by trial in turn):
-        /// their spread is what later runs are judged against; 3 at least to measure it.
-        #[arg(long, value_name = "N", default_value_t = crate::baseline::decision::BLESS_RUNS, conflicts_with = "from",
+        /// their spread is what later runs are judged against; 3 at least to measure it. Without
+        /// it: 6, then one more at a time, up to 10, while a trial's spread hides a 20% drop that
+        /// more runs would show.
+        #[arg(long, value_name = "N", conflicts_with = "from",
               value_parser = clap::value_parser!(u16).range(1..=100))]
-        runs: u16,
+        runs: Option<u16>,
         /// Seconds from the start of one blessed run to the start of the next, at least: short
         /// suites then wait between runs, so that the runs also sample the runner's slow drift (a
         /// shared or cloud disk's level can move by a quarter over minutes). Unused with --from

@@ -498,6 +498,47 @@ fn refuse_unstable(trials: &[TrialRounds]) -> Result<(), BlessError> {
     }
 }
 
+/// A selected trial that cannot see a drop of [`WANTED_DROP`](crate::decision::WANTED_DROP) from the runs so far, where more
+/// runs would let it: the one with the widest run-to-run spread.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Unseen {
+    pub trial: String,
+    /// Its run-to-run spread over the runs so far (log scale, ≈ CV).
+    pub spread: f64,
+    /// The runs it would need at that spread.
+    pub runs: usize,
+}
+
+/// Whether one more blessed run is worth it: the trial of `runs` (each run's records, in run
+/// order) that `filter` selects, measured in every run, that [`Unseen`] describes. Judged as a
+/// bless's own advice is ([`Throughput::advise`]).
+pub fn unseen(runs: &[&[TrialRecord]], filter: &Filter) -> Option<Unseen> {
+    let first = runs.first()?;
+    first
+        .iter()
+        .filter(|record| filter.matches(&record.name, Some(record.spec.reader.name())))
+        .filter_map(|first| {
+            let records: Vec<&TrialRecord> = runs
+                .iter()
+                .filter_map(|run| run.iter().find(|r| r.name == first.name))
+                .collect();
+            let trial = rounds_of(&records);
+            let rates: Vec<Vec<f64>> = trial
+                .runs
+                .iter()
+                .map(|run| Some(run.as_ref()?.figures.gbps.clone()))
+                .collect::<Option<_>>()?;
+            let advice =
+                Throughput::measure(&rates, &rates[0], trial.tolerances.throughput).advise();
+            Some(Unseen {
+                trial: trial.name,
+                spread: advice.spread?,
+                runs: advice.to_see?.runs?,
+            })
+        })
+        .max_by(|a, b| a.spread.total_cmp(&b.spread))
+}
+
 /// One selected trial, as every blessed run measured it: add, update or keep its entry.
 fn take(
     trial: &TrialRounds,

@@ -8,6 +8,7 @@ use crate::compare::RunResults;
 use crate::file::{self, Loaded};
 use crate::fingerprint::Fingerprint;
 use crate::fixtures::{self, BASE, CHECKSUM, FAST, NOISE, SLOW};
+use gds_model::record::TrialRecord;
 
 #[test]
 fn bless_refuses_a_failing_run_and_writes_nothing() {
@@ -282,4 +283,39 @@ fn bless_never_overwrites_a_corrupt_or_newer_baseline() {
         assert!(matches!(error, BlessError::Baseline(_)), "{error}");
         assert_eq!(std::fs::read_to_string(&s.path).unwrap(), text);
     }
+}
+
+/// A bless without `--runs` grows while a trial cannot see a 20% drop: the GPU runner's drill
+/// bless whose posix run medians were 1.33, 1.54, 1.63, 1.84, 1.63, 1.54 GB/s (10.7% spread) is
+/// told to take another run; its cufile trial (1.76–2.11, 8.1%) is not, nor a trial filtered out.
+#[test]
+fn a_spread_that_hides_a_20_percent_drop_asks_for_another_run() {
+    use crate::bless::unseen;
+    let medians = |runs: &[f64]| -> Vec<Vec<f64>> {
+        runs.iter().map(|m| vec![m * 0.99, *m, m * 1.01]).collect()
+    };
+    let posix = medians(&[1.3276, 1.5378, 1.6289, 1.8441, 1.6257, 1.5402]);
+    let cufile = medians(&[1.7614, 1.7622, 1.8879, 1.9119, 2.1122, 1.6842]);
+    let runs: Vec<Vec<TrialRecord>> = posix
+        .iter()
+        .zip(&cufile)
+        .map(|(p, c)| {
+            vec![
+                fixtures::passed("drill::posix", p, "host", CHECKSUM),
+                fixtures::passed("drill::cufile", c, "cufile-posix", CHECKSUM),
+            ]
+        })
+        .collect();
+    let records: Vec<&[TrialRecord]> = runs.iter().map(Vec::as_slice).collect();
+    let found = unseen(&records, &Filter::default()).expect("posix cannot see 20% from 6 runs");
+    assert_eq!(found.trial, "drill::posix");
+    assert!((found.spread - 0.107).abs() < 0.005, "{found:?}");
+    assert_eq!(found.runs, 7, "{found:?}");
+    let cufile_only = Filter {
+        patterns: vec!["drill::cufile".into()],
+        exact: true,
+    };
+    assert_eq!(unseen(&records, &cufile_only), None);
+    // Fewer than 3 runs measure no spread: nothing to grow on.
+    assert_eq!(unseen(&records[..2], &Filter::default()), None);
 }

@@ -17,8 +17,8 @@ pub struct BlessRequest {
     pub from: Option<PathBuf>,
     /// `--from-history`: how many runs to take and the least time they span.
     pub from_history: Option<crate::baseline::bless::history::Selection>,
-    /// Complete runs to record.
-    pub runs: u16,
+    /// Complete runs to record; `None`: the default, grown while a trial cannot see 20%.
+    pub runs: Option<u16>,
     /// The least time from the start of one run to the start of the next.
     pub interval: std::time::Duration,
     pub accept_fingerprint: bool,
@@ -120,7 +120,13 @@ pub fn run(request: BlessRequest, command: Vec<String>) -> Result<u8, Error> {
     // touches every trial alike, and the runs' spread is what later runs are judged against.
     let mut outcomes = Vec::new();
     let mut started: Option<std::time::Instant> = None;
-    for round in 1..=request.runs {
+    // Without --runs the bless grows past its default while a trial cannot see a 20% drop.
+    let mut planned = request
+        .runs
+        .unwrap_or(crate::baseline::decision::BLESS_RUNS);
+    let mut round = 0;
+    while round < planned {
+        round += 1;
         let mut waited = String::new();
         if let Some(wait) = started.and_then(|t| request.interval.checked_sub(t.elapsed()))
             && !wait.is_zero()
@@ -144,13 +150,26 @@ pub fn run(request: BlessRequest, command: Vec<String>) -> Result<u8, Error> {
             return Ok(exit::PASSED);
         };
         crate::console::say(&format!(
-            "bless: run {round} of {}{waited}: {} in {:.1} s ({})",
-            request.runs,
+            "bless: run {round} of {planned}{waited}: {} in {:.1} s ({})",
             outcome.report.totals.counts(),
             outcome.report.duration_seconds,
             quiet.libtest_log.display()
         ));
         outcomes.push(outcome);
+        if round == planned
+            && request.runs.is_none()
+            && usize::from(planned) < baseline::decision::MOST_BLESS_RUNS
+            && let Some(unseen) = baseline::bless::unseen(&run_records(&outcomes), &filter)
+        {
+            planned += 1;
+            crate::console::say(&format!(
+                "bless: {} cannot see a 20% drop from {round} runs (spread {:.1}%, {} runs would): one more run, {} at most",
+                unseen.trial,
+                unseen.spread * 100.0,
+                unseen.runs,
+                baseline::decision::MOST_BLESS_RUNS
+            ));
+        }
     }
     let fingerprints: Vec<Fingerprint> = outcomes
         .iter()
@@ -168,11 +187,10 @@ pub fn run(request: BlessRequest, command: Vec<String>) -> Result<u8, Error> {
         })
         .collect();
     // The blessed runs drawn in summary.md, which the bless pull request shows.
-    let records: Vec<&[gds_model::record::TrialRecord]> = outcomes
-        .iter()
-        .map(|outcome| outcome.report.trials.as_slice())
-        .collect();
-    let charts = baseline::chart::markdown(&baseline::chart::of_runs(&records), args.rate);
+    let charts = baseline::chart::markdown(
+        &baseline::chart::of_runs(&run_records(&outcomes)),
+        args.rate,
+    );
     if let Some(last) = outcomes.last()
         && let Err(error) = report::write_all(&args.out, &last.report, &charts)
     {
@@ -200,4 +218,12 @@ fn revision() -> Option<String> {
         .status
         .success()
         .then(|| String::from_utf8_lossy(&output.stdout).trim().to_string())
+}
+
+/// Each run's trial records, in run order.
+fn run_records(outcomes: &[super::run::RunOutput]) -> Vec<&[gds_model::record::TrialRecord]> {
+    outcomes
+        .iter()
+        .map(|outcome| outcome.report.trials.as_slice())
+        .collect()
 }
