@@ -212,10 +212,6 @@ pub(crate) fn first_failed_slot(
 impl GpuReader for AsyncReader<'_> {
     const PATH: Path = Path::Cufile;
 
-    fn gpu(&self) -> &Gpu {
-        self.gpu
-    }
-
     fn landing(&mut self) -> (&mut Gpu, &DeviceBuffer) {
         (self.gpu, &self.device)
     }

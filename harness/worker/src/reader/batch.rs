@@ -169,10 +169,6 @@ pub(crate) fn first_failed_entry(
 impl GpuReader for BatchReader<'_> {
     const PATH: Path = Path::Cufile;
 
-    fn gpu(&self) -> &Gpu {
-        self.gpu
-    }
-
     fn landing(&mut self) -> (&mut Gpu, &DeviceBuffer) {
         (self.gpu, &self.device)
     }

@@ -43,10 +43,6 @@ impl<'g> Bounce<'g> {
 impl GpuReader for Bounce<'_> {
     const PATH: Path = Path::Bounce;
 
-    fn gpu(&self) -> &Gpu {
-        self.gpu
-    }
-
     fn landing(&mut self) -> (&mut Gpu, &DeviceBuffer) {
         (self.gpu, &self.device)
     }

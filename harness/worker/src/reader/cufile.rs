@@ -107,10 +107,6 @@ pub(crate) fn register_buffer<'a>(
 impl GpuReader for CufileReader<'_> {
     const PATH: Path = Path::Cufile;
 
-    fn gpu(&self) -> &Gpu {
-        self.gpu
-    }
-
     fn landing(&mut self) -> (&mut Gpu, &DeviceBuffer) {
         (self.gpu, &self.device)
     }

@@ -31,7 +31,7 @@ pub trait PlanReader {
     /// did not happen cannot pass.
     fn prepare(&mut self) -> Result<(), ReaderError>;
     /// GPU memory in use now (every process's), for the trial's peak; `None` for host readers.
-    fn device_memory_used(&self) -> Option<u64> {
+    fn device_memory_used(&mut self) -> Option<u64> {
         None
     }
     /// One pass of the plan (or of one window's plan, whose buffer offsets start at 0); returns
@@ -73,7 +73,6 @@ impl Opened {
 pub trait GpuReader {
     /// The path the bytes take when nothing else is known ([`PlanReader::path`]).
     const PATH: Path;
-    fn gpu(&self) -> &Gpu;
     /// The GPU and the device buffer the reads land in.
     fn landing(&mut self) -> (&mut Gpu, &DeviceBuffer);
     /// One pass of the plan into the device buffer ([`PlanReader::read`]).
@@ -99,8 +98,8 @@ impl<R: GpuReader> PlanReader for R {
         Ok(gpu.clear_for_reading(device)?)
     }
 
-    fn device_memory_used(&self) -> Option<u64> {
-        self.gpu().memory_used().ok()
+    fn device_memory_used(&mut self) -> Option<u64> {
+        self.landing().0.memory_used().ok()
     }
 
     fn read(

@@ -140,7 +140,7 @@ mod tests {
             self.buffer.fill(0xA5);
             Ok(())
         }
-        fn device_memory_used(&self) -> Option<u64> {
+        fn device_memory_used(&mut self) -> Option<u64> {
             Some(self.used)
         }
         fn read(&mut self, plan: &ReadPlan, _: u32, _: u64) -> Result<Pass, ReaderError> {
