@@ -53,6 +53,14 @@ pub const BLESS_RUNS: u16 = 6;
 /// blessed runs table's last row).
 pub const MOST_BLESS_RUNS: usize = 10;
 
+/// The rule a bless grows by ([`MOST_BLESS_RUNS`]): the blessed runs' spread (log scale) and the
+/// runs that would see a drop of [`WANTED_DROP`] at it, when `runs` cannot and some number up to
+/// 100 could. The gate's bless and the simulation of it both ask this.
+pub fn runs_to_see(runs: &[Vec<f64>], tolerance: f64) -> Option<(f64, usize)> {
+    let advice = Throughput::measure(runs, runs.first()?, tolerance).advise();
+    Some((advice.spread?, advice.to_see?.runs?))
+}
+
 /// The drop every trial should be able to see; a trial that cannot says what would let it.
 pub const WANTED_DROP: f64 = 0.20;
 

@@ -15,7 +15,7 @@ use std::path::Path;
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 
-use super::decision::{ALPHA, BLESS_RUNS, MOST_BLESS_RUNS, Throughput, Verdict};
+use super::decision::{ALPHA, BLESS_RUNS, MOST_BLESS_RUNS, Throughput, Verdict, runs_to_see};
 use super::history::History;
 use super::noise::{self, FittedNoise};
 use super::stats::median;
@@ -108,7 +108,8 @@ pub fn simulate(options: &SimulationOptions) -> SimulationReport {
         let mut blessed: Vec<Vec<f64>> = (0..options.blessed_runs)
             .map(|_| noise.run(&mut rng, 1.0))
             .collect();
-        while options.grows_to.is_some_and(|most| blessed.len() < most) && unseen(&blessed, options)
+        while options.grows_to.is_some_and(|most| blessed.len() < most)
+            && runs_to_see(&blessed, options.tolerance).is_some()
         {
             blessed.push(noise.run(&mut rng, 1.0));
         }
@@ -130,13 +131,6 @@ pub fn simulate(options: &SimulationOptions) -> SimulationReport {
         halved_detection: rate(counts[3]),
         detectable_drop: median(&thresholds),
     }
-}
-
-/// Whether `blessed` cannot see a 20% drop where more runs would: the growing bless's rule
-/// (`bless::unseen`).
-fn unseen(blessed: &[Vec<f64>], options: &SimulationOptions) -> bool {
-    let advice = Throughput::measure(blessed, &blessed[0], options.tolerance).advise();
-    advice.to_see.is_some_and(|needed| needed.runs.is_some())
 }
 
 /// One judged run at `speed` times the blessed level, with its confirmations, as the gate does it.

@@ -13,7 +13,7 @@ use std::fmt::Write;
 use std::path::{Path, PathBuf};
 
 use super::compare::{RunResults, Tolerances, judge_run};
-use super::decision::Throughput;
+use super::decision::{Throughput, runs_to_see};
 use super::error::BaselineError;
 use super::figures::RunFigures;
 use super::file::{self, Baseline, Loaded, Provenance, SCHEMA_VERSION, TrialBaseline};
@@ -238,24 +238,8 @@ pub fn bless(
         });
     };
     refuse_in_ci(options)?;
-    let scoped: Vec<&TrialRecord> = run
-        .records
-        .iter()
-        .filter(|record| {
-            options
-                .filter
-                .matches(&record.name, Some(record.spec.reader.name()))
-        })
-        .collect();
-    // Every run's record of each selected trial, in run order.
-    let rounds: Vec<Vec<&TrialRecord>> = scoped
-        .iter()
-        .map(|first| {
-            runs.iter()
-                .filter_map(|run| run.records.iter().find(|r| r.name == first.name))
-                .collect()
-        })
-        .collect();
+    let records: Vec<&[TrialRecord]> = runs.iter().map(|run| run.records).collect();
+    let rounds = selected_rounds(&records, options.filter);
     refuse_failures(rounds.iter().flatten().copied())?;
     let blessed = Blessed {
         trials: rounds.iter().map(|records| rounds_of(records)).collect(),
@@ -510,33 +494,42 @@ pub struct Unseen {
 }
 
 /// Whether one more blessed run is worth it: the trial of `runs` (each run's records, in run
-/// order) that `filter` selects, measured in every run, that [`Unseen`] describes. Judged as a
-/// bless's own advice is ([`Throughput::advise`]).
+/// order) that `filter` selects, measured in every run, that [`Unseen`] describes
+/// ([`runs_to_see`]).
 pub fn unseen(runs: &[&[TrialRecord]], filter: &Filter) -> Option<Unseen> {
-    let first = runs.first()?;
-    first
+    selected_rounds(runs, filter)
         .iter()
-        .filter(|record| filter.matches(&record.name, Some(record.spec.reader.name())))
-        .filter_map(|first| {
-            let records: Vec<&TrialRecord> = runs
-                .iter()
-                .filter_map(|run| run.iter().find(|r| r.name == first.name))
-                .collect();
-            let trial = rounds_of(&records);
+        .filter_map(|records| {
+            let trial = rounds_of(records);
             let rates: Vec<Vec<f64>> = trial
                 .runs
                 .iter()
                 .map(|run| Some(run.as_ref()?.figures.gbps.clone()))
                 .collect::<Option<_>>()?;
-            let advice =
-                Throughput::measure(&rates, &rates[0], trial.tolerances.throughput).advise();
+            let (spread, runs) = runs_to_see(&rates, trial.tolerances.throughput)?;
             Some(Unseen {
                 trial: trial.name,
-                spread: advice.spread?,
-                runs: advice.to_see?.runs?,
+                spread,
+                runs,
             })
         })
         .max_by(|a, b| a.spread.total_cmp(&b.spread))
+}
+
+/// Every run's record of each trial of the first run that `filter` selects, in run order.
+fn selected_rounds<'r>(runs: &[&'r [TrialRecord]], filter: &Filter) -> Vec<Vec<&'r TrialRecord>> {
+    let Some(first) = runs.first() else {
+        return Vec::new();
+    };
+    first
+        .iter()
+        .filter(|record| filter.matches(&record.name, Some(record.spec.reader.name())))
+        .map(|first| {
+            runs.iter()
+                .filter_map(|run| run.iter().find(|r| r.name == first.name))
+                .collect()
+        })
+        .collect()
 }
 
 /// One selected trial, as every blessed run measured it: add, update or keep its entry.
