@@ -7,24 +7,15 @@ use crate::decision::Throughput;
 use crate::judgement::Expected;
 use gds_model::cost::{Percentile, format_micros};
 
-/// What the words quote: the judged percentile, its cost and the trial's throughput.
-pub(super) struct LatencyFacts<'a> {
-    pub percentile: Percentile,
-    pub cost: &'a Cost,
-    pub throughput: &'a Throughput,
-    pub entry: &'a Expected,
-}
-
-/// The headline and the message; `cause` is the likely cause's words.
-pub(super) fn words(
-    rate: gds_model::units::Rate,
-    trial: &str,
-    facts: &LatencyFacts<'_>,
-    cause: &str,
-    bless: &str,
-) -> (String, String) {
-    let p = facts.percentile.name();
-    let rise = Rise {
+/// The words' facts: the judged percentile, its cost and the trial's throughput.
+pub(super) fn rise<'a>(
+    percentile: Percentile,
+    cost: &'a Cost,
+    throughput: &'a Throughput,
+    entry: &'a Expected,
+) -> Rise<'a> {
+    let p = percentile.name();
+    Rise {
         headline: format!("slower reads beside writes: {p} read latency"),
         subject: format!("the reading rank's {p} read-call latency beside the writing ranks is"),
         compared: ("as high as", "higher"),
@@ -34,11 +25,10 @@ pub(super) fn words(
         shown: format_micros,
         per: ("pass", "passes"),
         accepted: "latency",
-        cost: facts.cost,
-        throughput: facts.throughput,
-        entry: facts.entry,
-    };
-    super::rise::words(rate, trial, &rise, cause, bless)
+        cost,
+        throughput,
+        entry,
+    }
 }
 
 pub(super) const LIKELY_CAUSE: &str = "the reads wait longer behind the writes: a libcufile or driver upgrade, a changed cufile.json (the POSIX pool, `execution.max_io_threads`), or the write path of the file system or disk (write-back, a full write cache, a deeper queue)";

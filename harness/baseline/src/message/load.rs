@@ -7,25 +7,16 @@ use crate::decision::Throughput;
 use crate::judgement::Expected;
 use gds_model::record::{LoadStep, short_time};
 
-/// What the words quote: the judged step, its cost and the whole load's throughput.
-pub(super) struct LoadFacts<'a> {
-    pub step: LoadStep,
-    pub cost: &'a Cost,
-    pub throughput: &'a Throughput,
-    pub entry: &'a Expected,
-}
-
-/// The headline and the message; `cause` is the likely cause's words ([`likely_cause`] when the
-/// runner's fingerprint is unchanged).
-pub(super) fn words(
-    rate: gds_model::units::Rate,
-    trial: &str,
-    facts: &LoadFacts<'_>,
-    cause: &str,
-    bless: &str,
-) -> (String, String) {
-    let step = facts.step.name();
-    let rise = Rise {
+/// The words' facts: the judged step, its cost and the whole load's throughput (the likely cause
+/// is [`likely_cause`] when the runner's fingerprint is unchanged).
+pub(super) fn rise<'a>(
+    step: LoadStep,
+    cost: &'a Cost,
+    throughput: &'a Throughput,
+    entry: &'a Expected,
+) -> Rise<'a> {
+    let step = step.name();
+    Rise {
         headline: format!("slower to load: {step}"),
         subject: format!("a load's {step} takes"),
         compared: ("as long as", "longer"),
@@ -35,11 +26,10 @@ pub(super) fn words(
         shown: short_time,
         per: ("load", "loads"),
         accepted: "set-up time",
-        cost: facts.cost,
-        throughput: facts.throughput,
-        entry: facts.entry,
-    };
-    super::rise::words(rate, trial, &rise, cause, bless)
+        cost,
+        throughput,
+        entry,
+    }
 }
 
 pub(super) fn likely_cause(step: LoadStep) -> &'static str {

@@ -525,14 +525,9 @@ fn explain_parts(
             },
             Some(entry),
         ) => {
-            let facts = load::LoadFacts {
-                step: *step,
-                cost,
-                throughput,
-                entry,
-            };
+            let facts = load::rise(*step, cost, throughput, entry);
             let likely = cause(&format!("{unchanged}: {}", load::likely_cause(*step)));
-            load::words(rate, trial, &facts, &likely, &bless)
+            rise::words(rate, trial, &facts, &likely, &bless)
         }
         (
             Judgement::LatencyHigher {
@@ -542,14 +537,9 @@ fn explain_parts(
             },
             Some(entry),
         ) => {
-            let facts = latency::LatencyFacts {
-                percentile: *percentile,
-                cost,
-                throughput,
-                entry,
-            };
+            let facts = latency::rise(*percentile, cost, throughput, entry);
             let likely = cause(&format!("{unchanged}: {}", latency::LIKELY_CAUSE));
-            latency::words(rate, trial, &facts, &likely, &bless)
+            rise::words(rate, trial, &facts, &likely, &bless)
         }
         (Judgement::CpuCostlier { throughput: t, cpu }, Some(entry)) => {
             let headline = format!(
