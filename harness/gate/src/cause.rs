@@ -1,15 +1,17 @@
-//! Why a trial failed outside the worker's own checks, as a type: before a worker could read for
-//! it (the run's causes), or because its worker could not start or answered with nothing usable.
-//! [`Cause::fail`] builds its record, so that the words of each cause (what happened, where, what
-//! to do) live in one place.
+//! Why a trial failed, as a type: before a worker could read for it (the run's causes), because
+//! its worker could not start, failed it or answered with nothing usable, or because some of the
+//! workers of a trial over several did. [`Cause::fail`] builds its record, so that the words of
+//! each cause (what happened, where, what to do) live in one place. (`assess` then refines a
+//! record from the trial's evidence, and the verdicts judge it.)
 
 use std::path::PathBuf;
 
 use crate::assess::where_;
-use gds_model::record::{Ending, TrialRecord};
+use gds_model::record::{Ending, GpuShardResult, Measurement, TrialRecord, workers};
 use gds_model::scenario::TrialSpec;
+use gds_model::shard::ShardError;
 
-pub(crate) enum Cause {
+pub(crate) enum Cause<'a> {
     /// The gate itself panicked while running the trial.
     Panicked(String),
     /// The trial's data could not be generated or checked.
@@ -24,6 +26,11 @@ pub(crate) enum Cause {
     UnknownGpus(String),
     /// The worker could not be set up or started.
     NotStarted(String),
+    /// The worker started ahead could not be released to read: `file` could not be written.
+    NotReleased {
+        file: PathBuf,
+        error: std::io::Error,
+    },
     /// A piece of the KvikIO stack is missing, and the suite sets `require_kvikio: true`.
     KvikioRequired(String),
     /// The worker answered in another protocol version.
@@ -31,6 +38,30 @@ pub(crate) enum Cause {
     /// The worker answered with neither a measurement nor a failure; `tail` is its output's
     /// last lines as the message shows them (empty when it printed nothing).
     EmptyAnswer { tail: String },
+    /// The worker failed the trial itself (a short read, wrong bytes, a refused call): its own
+    /// reason and next step, and its output's `tail`.
+    WorkerFailed {
+        reason: String,
+        next: String,
+        tail: String,
+    },
+    /// Under `--strict`: the worker crashed during teardown after a complete result (`warning`
+    /// says how, as the record's warning does without `--strict`).
+    TeardownCrash { warning: String, tail: String },
+    /// The read plan could not be split among the trial's workers.
+    Split(ShardError),
+    /// Workers of a trial over several (`all` names them) failed it.
+    WorkersFailed {
+        all: String,
+        failed: Vec<&'a GpuShardResult>,
+    },
+    /// Some workers of a trial over several did not run while the others did.
+    WorkersNotRun {
+        all: String,
+        not_run: Vec<&'a GpuShardResult>,
+    },
+    /// A trial over several workers gave none of them a share.
+    NoShares,
     /// The worker ended without a usable answer: it hung past its timeout (`hung_in` the call
     /// its watchdog or its threads named), was stopped by an interrupt, crashed, or wrote no
     /// valid result (`invalid`: why not). `folder` is the trial's; `bundle` and `tail` are the
@@ -45,8 +76,17 @@ pub(crate) enum Cause {
     },
 }
 
-impl Cause {
+impl Cause<'_> {
     pub(crate) fn fail(self, spec: TrialSpec) -> TrialRecord {
+        self.fail_with(spec, None)
+    }
+
+    /// The failed record, keeping what the worker measured before it failed.
+    pub(crate) fn fail_with(
+        self,
+        spec: TrialSpec,
+        measurement: Option<Measurement>,
+    ) -> TrialRecord {
         let at = where_(&spec);
         let (reason, details) = match self {
             Cause::Panicked(message) => (
@@ -84,6 +124,13 @@ impl Cause {
                     "{at}\n  next: check that the reports directory is writable and the gate binary runs"
                 ),
             ),
+            Cause::NotReleased { file, error } => (
+                format!(
+                    "cannot release the worker: cannot write `{}`: {error}",
+                    file.display()
+                ),
+                format!("{at}\n  next: check that the reports directory is writable"),
+            ),
             Cause::KvikioRequired(reason) => (
                 reason,
                 format!(
@@ -101,6 +148,67 @@ impl Cause {
                 "the worker answered with neither a measurement nor a failure".into(),
                 format!("{at}{tail}"),
             ),
+            Cause::WorkerFailed { reason, next, tail } => {
+                (reason, format!("{at}\n  next: {next}{tail}"))
+            }
+            Cause::TeardownCrash { warning, tail } => (
+                warning,
+                format!(
+                    "{at}\n  next: --strict turns a crash during teardown into a failure{tail}"
+                ),
+            ),
+            Cause::Split(error) => (
+                error.to_string(),
+                format!("{at}\n  next: {}", error.next_step()),
+            ),
+            Cause::WorkersFailed { all, failed } => {
+                let first = failed[0];
+                let said = |shard: &GpuShardResult| {
+                    format!(
+                        "{}: {}",
+                        shard.label(),
+                        shard.reason.as_deref().unwrap_or("failed")
+                    )
+                };
+                let reason = match failed.len() {
+                    1 => said(first),
+                    _ => format!(
+                        "{} failed; {}",
+                        workers(failed.iter().copied()),
+                        said(first)
+                    ),
+                };
+                let mut details =
+                    format!("{at}\n  a trial over {all}: it fails when any of them fails");
+                for shard in &failed {
+                    details.push_str(&format!(
+                        "\n  {} ({}): {}\n{}",
+                        shard.label(),
+                        shard
+                            .worker
+                            .as_ref()
+                            .map_or_else(String::new, |w| w.dir.display().to_string()),
+                        shard.reason.as_deref().unwrap_or("failed"),
+                        shard.details.as_deref().unwrap_or("")
+                    ));
+                }
+                (reason, details)
+            }
+            Cause::WorkersNotRun { all, not_run } => {
+                // Never green by accident: a trial over N workers that ran on fewer did not pass.
+                let first = not_run[0];
+                let reason = format!(
+                    "{} did not run ({}) while the others did: a trial over several workers runs them all",
+                    first.label(),
+                    first.reason.as_deref().unwrap_or("no reason given")
+                );
+                let labels: Vec<String> = not_run.iter().map(|shard| shard.label()).collect();
+                (
+                    reason,
+                    format!("{at}\n  {all}; not run: {}", labels.join(", ")),
+                )
+            }
+            Cause::NoShares => ("no worker was given a share of the trial".into(), at),
             Cause::NoAnswer {
                 ending,
                 invalid,
@@ -142,6 +250,6 @@ impl Cause {
                 )
             }
         };
-        TrialRecord::failed(spec, reason, details, None)
+        TrialRecord::failed(spec, reason, details, measurement)
     }
 }

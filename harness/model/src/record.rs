@@ -442,6 +442,25 @@ impl GpuShardResult {
     }
 }
 
+/// `GPUs 0, 1, 3`, or `ranks 0, 1, 2 on GPU 0`.
+pub fn workers<'a>(shards: impl IntoIterator<Item = &'a GpuShardResult>) -> String {
+    let shards: Vec<&GpuShardResult> = shards.into_iter().collect();
+    let joined = |numbers: &mut dyn Iterator<Item = u32>| {
+        numbers
+            .map(|number| number.to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    match shards.first() {
+        Some(first) if first.rank.is_some() => format!(
+            "ranks {} on GPU {}",
+            joined(&mut shards.iter().filter_map(|shard| shard.rank)),
+            first.gpu
+        ),
+        _ => format!("GPUs {}", joined(&mut shards.iter().map(|shard| shard.gpu))),
+    }
+}
+
 /// cuFile's own account of a trial: which library, how its driver runs, and its counters.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CufileEvidence {

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use super::{Launcher, Started};
-use crate::assess::where_;
+use crate::cause::Cause;
 use gds_model::plan::ReadPlan;
 use gds_model::protocol::RELEASED;
 use gds_model::record::TrialRecord;
@@ -71,15 +71,8 @@ impl Launcher {
         let released = dir.join(RELEASED);
         if let Err(error) = std::fs::write(&released, b"") {
             started.running.stop();
-            let details = format!(
-                "{}\n  next: check that the reports directory is writable",
-                where_(&spec)
-            );
-            let reason = format!(
-                "cannot release the worker: cannot write `{}`: {error}",
-                released.display()
-            );
-            return TrialRecord::failed(spec, reason, details, None);
+            let file = released;
+            return Cause::NotReleased { file, error }.fail(spec);
         }
         self.conclude(spec, &dir, Ok(started), on_answer)
     }

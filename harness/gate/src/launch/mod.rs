@@ -15,7 +15,6 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::assess::where_;
 use crate::process::{self, Job};
 use gds_model::conformance;
 use gds_model::plan::ReadPlan;
@@ -440,12 +439,12 @@ impl Launcher {
                 measurement,
                 failure: Some(failure),
                 ..
-            }) => TrialRecord::failed(
-                spec.clone(),
-                failure.reason,
-                format!("{}\n  next: {}{shown_tail}", where_(&spec), failure.next),
-                measurement,
-            ),
+            }) => Cause::WorkerFailed {
+                reason: failure.reason,
+                next: failure.next,
+                tail: shown_tail,
+            }
+            .fail_with(spec.clone(), measurement),
             Ok(WorkerResult {
                 measurement: Some(measurement),
                 failure: None,
@@ -460,12 +459,11 @@ impl Launcher {
                         finished.ending
                     );
                     if self.strict {
-                        let details = format!(
-                            "{}\n  next: --strict turns a crash during teardown into a failure{shown_tail}",
-                            where_(&spec)
-                        );
-                        record =
-                            TrialRecord::failed(spec.clone(), warning, details, record.measurement);
+                        record = Cause::TeardownCrash {
+                            warning,
+                            tail: shown_tail,
+                        }
+                        .fail_with(spec.clone(), record.measurement);
                     } else {
                         record.warnings.push(warning);
                     }

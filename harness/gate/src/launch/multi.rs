@@ -28,7 +28,8 @@ use std::io;
 use std::path::Path;
 use std::sync::OnceLock;
 
-use super::{Launcher, slug, timeout_for, where_};
+use super::{Launcher, slug, timeout_for};
+use crate::cause::Cause;
 use gds_model::cost::{CpuTime, PassCost, PassLatencies};
 use gds_model::cufile_abi::{GpuCounters, Stats};
 use gds_model::evidence::KvikioBackends;
@@ -38,7 +39,7 @@ use gds_model::plan::{PlannedFile, ReadPlan};
 use gds_model::protocol::Unavailable;
 use gds_model::record::{
     CufileEvidence, Ending, GpuShardResult, KvikioEvidence, Measurement, MemoryPeak, Status,
-    TrialRecord, WorkerRun,
+    TrialRecord, WorkerRun, workers,
 };
 use gds_model::scenario::{GpuSet, Op, Reader, TrialSpec};
 
@@ -173,10 +174,7 @@ impl Launcher {
         let dir = self.trials_dir.join(slug(&spec.name));
         let shards = match gds_model::shard::split(&plan, parts.len(), spec.task_size) {
             Ok(shards) => shards,
-            Err(error) => {
-                let details = format!("{}\n  next: {}", where_(&spec), error.next_step());
-                return TrialRecord::failed(spec, error.to_string(), details, None);
-            }
+            Err(error) => return Cause::Split(error).fail(spec),
         };
         // Earlier runs may have used more GPUs or ranks: no stale folder may remain.
         let _ = std::fs::remove_dir_all(&dir);
@@ -276,37 +274,8 @@ pub fn aggregate(
     };
     let (failed, ignored) = (of(Status::Failed), of(Status::Ignored));
     let all = workers(&per_gpu);
-    let mut record = if let Some(first) = failed.first() {
-        let reason = match failed.len() {
-            1 => format!(
-                "{}: {}",
-                first.label(),
-                first.reason.as_deref().unwrap_or("failed")
-            ),
-            _ => format!(
-                "{} failed; {}: {}",
-                workers(failed.iter().copied()),
-                first.label(),
-                first.reason.as_deref().unwrap_or("failed")
-            ),
-        };
-        let mut details = format!(
-            "{}\n  a trial over {all}: it fails when any of them fails",
-            where_(&spec)
-        );
-        for shard in &failed {
-            details.push_str(&format!(
-                "\n  {} ({}): {}\n{}",
-                shard.label(),
-                shard
-                    .worker
-                    .as_ref()
-                    .map_or_else(String::new, |w| w.dir.display().to_string()),
-                shard.reason.as_deref().unwrap_or("failed"),
-                shard.details.as_deref().unwrap_or("")
-            ));
-        }
-        TrialRecord::failed(spec, reason, details, measurement)
+    let mut record = if !failed.is_empty() {
+        Cause::WorkersFailed { all, failed }.fail_with(spec, measurement)
     } else if ignored.len() == per_gpu.len() && !per_gpu.is_empty() {
         // Typically the same reason for every worker (no kvikio): said once, so notes group it.
         let reasons: Vec<&str> = ignored
@@ -326,20 +295,9 @@ pub fn aggregate(
         let mut record = TrialRecord::ignored(spec, reason);
         record.measurement = measurement;
         record
-    } else if let Some(first) = ignored.first() {
-        // Never green by accident: a trial over N workers that ran on fewer did not pass.
-        let reason = format!(
-            "{} did not run ({}) while the others did: a trial over several workers runs them all",
-            first.label(),
-            first.reason.as_deref().unwrap_or("no reason given")
-        );
-        let not_run: Vec<String> = ignored.iter().map(|shard| shard.label()).collect();
-        let details = format!(
-            "{}\n  {all}; not run: {}",
-            where_(&spec),
-            not_run.join(", ")
-        );
-        TrialRecord::failed(spec, reason, details, measurement)
+    } else if !ignored.is_empty() {
+        let not_run = ignored;
+        Cause::WorkersNotRun { all, not_run }.fail_with(spec, measurement)
     } else if let Some(measurement) = measurement {
         let mut record = TrialRecord::passed(spec, measurement);
         record.warnings = per_gpu
@@ -353,37 +311,13 @@ pub fn aggregate(
             .collect();
         record
     } else {
-        TrialRecord::failed(
-            spec.clone(),
-            "no worker was given a share of the trial".into(),
-            where_(&spec),
-            None,
-        )
+        Cause::NoShares.fail(spec)
     };
     if let Some(m) = record.measurement.as_mut() {
         m.per_gpu = per_gpu;
     }
     record.worker = worker;
     record
-}
-
-/// `GPUs 0, 1, 3`, or `ranks 0, 1, 2 on GPU 0`.
-fn workers<'a>(shards: impl IntoIterator<Item = &'a GpuShardResult>) -> String {
-    let shards: Vec<&GpuShardResult> = shards.into_iter().collect();
-    let joined = |numbers: &mut dyn Iterator<Item = u32>| {
-        numbers
-            .map(|number| number.to_string())
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
-    match shards.first() {
-        Some(first) if first.rank.is_some() => format!(
-            "ranks {} on GPU {}",
-            joined(&mut shards.iter().filter_map(|shard| shard.rank)),
-            first.gpu
-        ),
-        _ => format!("GPUs {}", joined(&mut shards.iter().map(|shard| shard.gpu))),
-    }
 }
 
 /// The trial's measurement from its GPUs'. The GPUs ran concurrently, so the wall time of a pass
