@@ -162,7 +162,6 @@ impl Cause<'_> {
                 format!("{at}\n  next: {}", error.next_step()),
             ),
             Cause::WorkersFailed { all, failed } => {
-                let first = failed[0];
                 let said = |shard: &GpuShardResult| {
                     format!(
                         "{}: {}",
@@ -170,13 +169,10 @@ impl Cause<'_> {
                         shard.reason.as_deref().unwrap_or("failed")
                     )
                 };
+                let first = failed.first().map_or_else(String::new, |shard| said(shard));
                 let reason = match failed.len() {
-                    1 => said(first),
-                    _ => format!(
-                        "{} failed; {}",
-                        workers(failed.iter().copied()),
-                        said(first)
-                    ),
+                    1 => first,
+                    _ => format!("{} failed; {first}", workers(failed.iter().copied())),
                 };
                 let mut details =
                     format!("{at}\n  a trial over {all}: it fails when any of them fails");
@@ -196,12 +192,13 @@ impl Cause<'_> {
             }
             Cause::WorkersNotRun { all, not_run } => {
                 // Never green by accident: a trial over N workers that ran on fewer did not pass.
-                let first = not_run[0];
-                let reason = format!(
-                    "{} did not run ({}) while the others did: a trial over several workers runs them all",
-                    first.label(),
-                    first.reason.as_deref().unwrap_or("no reason given")
-                );
+                let reason = not_run.first().map_or_else(String::new, |first| {
+                    format!(
+                        "{} did not run ({}) while the others did: a trial over several workers runs them all",
+                        first.label(),
+                        first.reason.as_deref().unwrap_or("no reason given")
+                    )
+                });
                 let labels: Vec<String> = not_run.iter().map(|shard| shard.label()).collect();
                 (
                     reason,
@@ -251,5 +248,35 @@ impl Cause<'_> {
             }
         };
         TrialRecord::failed(spec, reason, details, measurement)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::baseline::fixtures;
+    use gds_model::record::Status;
+
+    /// A worker that failed its trial after measuring keeps what it measured beside its words.
+    #[test]
+    fn a_worker_failure_keeps_the_measurement_and_says_what_to_do() {
+        let measurement = fixtures::measurement(&[1.0, 1.1], "host", 7);
+        let record = Cause::WorkerFailed {
+            reason: "posix read 10 bytes of 20 in pass 2".into(),
+            next: "check the files and the storage".into(),
+            tail: "\n  worker output: x".into(),
+        }
+        .fail_with(fixtures::spec("s::t"), Some(measurement.clone()));
+        assert_eq!(record.checks, Status::Failed);
+        assert_eq!(
+            record.reason.as_deref(),
+            Some("posix read 10 bytes of 20 in pass 2")
+        );
+        let details = record.details.unwrap();
+        assert!(
+            details.ends_with("\n  next: check the files and the storage\n  worker output: x"),
+            "{details}"
+        );
+        assert_eq!(record.measurement, Some(measurement));
     }
 }
