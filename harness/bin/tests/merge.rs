@@ -7,6 +7,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use gds_gate::console::Console;
 use gds_gate::exit;
 use gds_gate::report::Report;
 use gds_gate::report::annotations::github_annotations_in;
@@ -124,12 +125,19 @@ fn a_failure_on_one_runner_fails_the_merge_and_the_same_runner_twice_stays_apart
     let first = scratch.run("a", "one");
     let second = scratch.run("a", "two");
     edit(&second, fail_first_trial);
+    let console = Console::buffer();
     let code = gds_gate::commands::report::merge(
         &[first.clone(), second.clone()],
         &scratch.path("m"),
         Rate::Gb,
+        &console,
     );
     assert_eq!(code.ok(), Some(exit::TRIAL_FAILED));
+    let said = console.said();
+    assert!(
+        said.starts_with("merged 2 run(s): ") && said.contains("\nreports: "),
+        "{said}"
+    );
     let merged: serde_json::Value =
         serde_json::from_str(&fs::read_to_string(scratch.path("m").join("merged.json")).unwrap())
             .unwrap();
@@ -194,8 +202,13 @@ fn unreadable_and_foreign_reports_are_errors_naming_the_file() {
         "{error}"
     );
     assert_eq!(
-        gds_gate::commands::report::merge(&[good.clone(), missing], &scratch.path("m"), Rate::Gb)
-            .map_err(|error| error.exit_code()),
+        gds_gate::commands::report::merge(
+            &[good.clone(), missing],
+            &scratch.path("m"),
+            Rate::Gb,
+            &Console::buffer()
+        )
+        .map_err(|error| error.exit_code()),
         Err(exit::SETUP)
     );
     assert!(!scratch.path("m").join("merged.json").exists());
@@ -229,7 +242,7 @@ fn unreadable_and_foreign_reports_are_errors_naming_the_file() {
     .unwrap_err();
     assert!(matches!(error, MergeError::Duplicate { .. }), "{error:?}");
     assert_eq!(
-        gds_gate::commands::report::merge(&[], &scratch.path("m"), Rate::Gb)
+        gds_gate::commands::report::merge(&[], &scratch.path("m"), Rate::Gb, &Console::buffer())
             .map_err(|error| error.exit_code()),
         Err(exit::USAGE)
     );

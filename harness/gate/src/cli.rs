@@ -330,6 +330,9 @@ pub struct RunArgs {
     /// so that whatever the run prints or draws is given it.
     #[arg(skip)]
     pub rate: gds_model::units::Rate,
+    /// Where the run's lines go, handed in by `dispatch` (a buffer in tests).
+    #[arg(skip)]
+    pub console: crate::console::Console,
     /// Where report.json, junit.xml and summary.md are written.
     #[arg(
         long,

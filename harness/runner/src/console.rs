@@ -1,36 +1,107 @@
 //! What a command tells the user on stderr, besides progress and the error `main` prints: one
 //! place, so that every line is escaped once (see [`crate::escape::terminal`]) and worded alike
 //! (`note: …`, `warning: …`, `reports: …`).
+//!
+//! A [`Console`] is made once by `dispatch` and handed down to the command, as cargo-nextest
+//! hands its writer down: nothing is printed behind the command's back, and a test hands in a
+//! buffer and reads what a user would have read.
 
+use std::fmt;
 use std::path::PathBuf;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use crate::escape::terminal;
 
-/// A line (or a rendered block) as it is.
-pub fn say(text: &str) {
-    let text = terminal(text);
-    if text.ends_with('\n') {
-        eprint!("{text}");
-    } else {
-        eprintln!("{text}");
+/// Where a command's lines go: stderr (the default), or a buffer that a test reads. Clones
+/// write to the same place.
+#[derive(Clone, Default)]
+pub struct Console {
+    buffer: Option<Arc<Mutex<String>>>,
+}
+
+impl fmt::Debug for Console {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self.buffer {
+            Some(_) => "Console(buffer)",
+            None => "Console(stderr)",
+        })
     }
 }
 
-/// Worth knowing, nothing to do.
-pub fn note(text: &str) {
-    say(&format!("note: {text}"));
+/// Two consoles are equal when they write to the same place.
+impl PartialEq for Console {
+    fn eq(&self, other: &Console) -> bool {
+        match (&self.buffer, &other.buffer) {
+            (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+            (a, b) => a.is_none() && b.is_none(),
+        }
+    }
 }
 
-/// Something went wrong that does not change the outcome, and what it costs.
-pub fn warning(text: &str) {
-    say(&format!("warning: {text}"));
+impl Eq for Console {}
+
+impl Console {
+    /// Lines kept for a test to read with [`Console::said`] instead of printed.
+    pub fn buffer() -> Console {
+        Console {
+            buffer: Some(Arc::default()),
+        }
+    }
+
+    /// What a buffer holds so far (nothing for stderr).
+    pub fn said(&self) -> String {
+        self.buffer.as_ref().map_or_else(String::new, |buffer| {
+            buffer
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .clone()
+        })
+    }
+
+    /// A line (or a rendered block) as it is.
+    pub fn say(&self, text: &str) {
+        let mut text = terminal(text);
+        if !text.ends_with('\n') {
+            text.push('\n');
+        }
+        match &self.buffer {
+            Some(buffer) => buffer
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push_str(&text),
+            None => eprint!("{text}"),
+        }
+    }
+
+    /// Worth knowing, nothing to do.
+    pub fn note(&self, text: &str) {
+        self.say(&format!("note: {text}"));
+    }
+
+    /// Something went wrong that does not change the outcome, and what it costs.
+    pub fn warning(&self, text: &str) {
+        self.say(&format!("warning: {text}"));
+    }
+
+    /// The report files written.
+    pub fn reports(&self, paths: &[PathBuf]) {
+        let names: Vec<String> = paths
+            .iter()
+            .map(|path| path.display().to_string())
+            .collect();
+        self.say(&format!("reports: {}", names.join(", ")));
+    }
 }
 
-/// The report files written.
-pub fn reports(paths: &[PathBuf]) {
-    let names: Vec<String> = paths
-        .iter()
-        .map(|path| path.display().to_string())
-        .collect();
-    say(&format!("reports: {}", names.join(", ")));
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_buffer_keeps_each_line_escaped_and_ended() {
+        let console = Console::buffer();
+        console.note("a\u{1b}[31m");
+        console.clone().say("block\n");
+        assert_eq!(console.said(), "note: a\\u{1b}[31m\nblock\n");
+    }
 }

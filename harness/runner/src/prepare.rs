@@ -119,12 +119,13 @@ pub struct DataSet {
 }
 
 impl DataSet {
-    /// Prepares every file the trials read, printing one line per file to stderr and the
-    /// progress of a long one in `rate`.
+    /// Prepares every file the trials read, saying one line per file made on `console` and
+    /// showing the progress of a long one in `rate`.
     pub fn prepare<'a>(
         data_dir: &Path,
         trials: impl IntoIterator<Item = &'a TrialSpec>,
         rate: gds_model::units::Rate,
+        console: &crate::console::Console,
     ) -> DataSet {
         let mut set = DataSet {
             data_dir: data_dir.to_path_buf(),
@@ -153,7 +154,7 @@ impl DataSet {
                 match &prepared {
                     // Reused files are the quiet, usual case: report.json lists them.
                     Ok((file, record)) if record.action != "reused" => {
-                        crate::console::say(&format!(
+                        console.say(&format!(
                             "data: {} {} ({})",
                             record.action,
                             file.path.display(),
@@ -162,9 +163,7 @@ impl DataSet {
                         set.log.push(record.clone());
                     }
                     Ok((_, record)) => set.log.push(record.clone()),
-                    Err(error) => {
-                        crate::console::say(&format!("error: {}", gds_model::error_chain(error)))
-                    }
+                    Err(error) => console.say(&format!("error: {}", gds_model::error_chain(error))),
                 }
                 set.files.insert(key, prepared.map(|(file, _)| file));
             }

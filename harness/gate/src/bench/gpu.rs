@@ -34,7 +34,7 @@ pub fn run(
     }
     // Start-up first, on workers of their own.
     let mut startup = String::new();
-    super::startup::run(runs, dir, setting.rate, &mut startup)?;
+    super::startup::run(runs, dir, setting, &mut startup)?;
     // No file of `size` for a host that cannot open a GPU.
     crate::job::probe::host().libcuda.clone()?;
     let prepared = data::ensure_generated(dir, GeneratedFile { seed: 77, size }, &mut NoProgress)?;

@@ -24,7 +24,6 @@ mod progress;
 use progress::{BoundedError, Progress, progress_line, row_limit, run_bounded};
 
 use super::BenchError;
-use crate::console;
 use crate::launch::Launcher;
 use crate::prepare::DataSet;
 use gds_model::cost::RECORD_ENV;
@@ -45,6 +44,8 @@ pub struct Setting {
     pub rows: Vec<Row>,
     /// The unit its tables and progress lines show rates in (`--units`).
     pub rate: Rate,
+    /// Where its progress lines go.
+    pub console: crate::console::Console,
 }
 
 impl Setting {
@@ -199,7 +200,7 @@ struct Samples {
 pub fn run(setting: &Setting, runs: usize, dir: &Path, out: &mut String) -> Result<(), BenchError> {
     let suite = gds_model::scenario::parse(Path::new("<parity bench>"), &suite(setting))?;
     let trials = gds_model::scenario::expand(&suite);
-    let data = DataSet::prepare(dir, &trials, setting.rate);
+    let data = DataSet::prepare(dir, &trials, setting.rate, &setting.console);
     let file = data
         .files_for(&trials[0])?
         .pop()
@@ -246,7 +247,7 @@ pub fn run(setting: &Setting, runs: usize, dir: &Path, out: &mut String) -> Resu
             let limit = row_limit(setting.size, row.writes());
             let label = row.label(setting);
             if stuck[index] {
-                console::say(&progress_line(
+                setting.console.say(&progress_line(
                     setting.rate,
                     run,
                     runs,
@@ -257,7 +258,7 @@ pub fn run(setting: &Setting, runs: usize, dir: &Path, out: &mut String) -> Resu
                 continue;
             }
             std::thread::sleep(setting.rest);
-            console::say(&progress_line(
+            setting.console.say(&progress_line(
                 setting.rate,
                 run,
                 runs,
@@ -310,7 +311,7 @@ pub fn run(setting: &Setting, runs: usize, dir: &Path, out: &mut String) -> Resu
                 }
             };
             let elapsed = started.elapsed();
-            console::say(&progress_line(
+            setting.console.say(&progress_line(
                 setting.rate,
                 run,
                 runs,

@@ -20,7 +20,6 @@ use gds_model::numbers::median;
 use gds_model::plan::ReadPlan;
 use gds_model::protocol::{CUFILE_DRIVER_OPEN, GPU_CONTEXT};
 use gds_model::record::TrialRecord;
-use gds_model::units::Rate;
 
 const SUITE: &str = "\
 suite: startup
@@ -34,10 +33,16 @@ scenarios:
     cufile: { logging.level: INFO, properties.force_compat_mode: true }
 ";
 
-pub fn run(runs: usize, dir: &Path, rate: Rate, out: &mut String) -> Result<(), BenchError> {
+pub fn run(
+    runs: usize,
+    dir: &Path,
+    setting: &super::parity::Setting,
+    out: &mut String,
+) -> Result<(), BenchError> {
+    let rate = setting.rate;
     let suite = gds_model::scenario::parse(Path::new("<start-up bench>"), SUITE)?;
     let trials = gds_model::scenario::expand(&suite);
-    let data = DataSet::prepare(dir, &trials, rate);
+    let data = DataSet::prepare(dir, &trials, rate, &setting.console);
     let scratch = tempfile::tempdir().map_err(BenchError::TempDir)?;
     let launcher = Launcher {
         gate: crate::job::worker_program()?,

@@ -26,9 +26,10 @@ pub fn run(
     dir: &Path,
     mode: Mode<'_>,
     rate: gds_model::units::Rate,
+    console: &crate::console::Console,
 ) -> Result<u8, Error> {
     let table = match mode {
-        Mode::Stats(source, scale) => return stats(source, scale),
+        Mode::Stats(source, scale) => return stats(console, source, scale),
         Mode::Gpu(setting) => Some(crate::bench::gpu::run(&setting, runs, dir)),
         Mode::Parity(setting) => Some(crate::bench::gpu::parity_only(&setting, runs, dir)),
         Mode::Cpu => None,
@@ -47,12 +48,12 @@ pub fn run(
     Ok(exit::PASSED)
 }
 
-fn stats(source: &Path, scale: Scale) -> Result<u8, Error> {
+fn stats(console: &crate::console::Console, source: &Path, scale: Scale) -> Result<u8, Error> {
     let out = Path::new(crate::cli::DEFAULT_OUT);
-    super::run::baseline::adopt_history(source, out)?;
+    super::run::baseline::adopt_history(console, source, out)?;
     let history = crate::baseline::history::read(source)?;
     for skipped in &history.skipped {
-        crate::console::warning(skipped);
+        console.warning(skipped);
     }
     if !scale.judges_targets() {
         println!(

@@ -90,7 +90,7 @@ pub fn run(request: BlessRequest, command: Vec<String>) -> Result<u8, Error> {
         let path = &args.baselines.history;
         let history = crate::baseline::history::read(path)?;
         for note in &history.skipped {
-            crate::console::warning(note);
+            args.console.warning(note);
         }
         // The suites say which trials exist and which the command line selects.
         let specs: Vec<_> = super::run::load_suites(&args.inputs.suite_paths())?
@@ -149,7 +149,7 @@ pub fn run(request: BlessRequest, command: Vec<String>) -> Result<u8, Error> {
         else {
             return Ok(exit::PASSED);
         };
-        crate::console::say(&format!(
+        args.console.say(&format!(
             "bless: run {round} of {planned}{waited}: {} in {:.1} s ({})",
             outcome.report.totals.counts(),
             outcome.report.duration_seconds,
@@ -162,7 +162,7 @@ pub fn run(request: BlessRequest, command: Vec<String>) -> Result<u8, Error> {
             && let Some(unseen) = baseline::bless::unseen(&run_records(&outcomes), &filter)
         {
             planned += 1;
-            crate::console::say(&format!(
+            args.console.say(&format!(
                 "bless: {} cannot see a 20% drop from {round} runs (spread {:.1}%, {} runs would): one more run, {} at most",
                 unseen.trial,
                 unseen.spread * 100.0,
@@ -194,7 +194,7 @@ pub fn run(request: BlessRequest, command: Vec<String>) -> Result<u8, Error> {
     if let Some(last) = outcomes.last()
         && let Err(error) = report::write_all(&args.out, &last.report, &charts)
     {
-        crate::console::warning(&error_chain(&error));
+        args.console.warning(&error_chain(&error));
     }
     // A bless cut short records nothing: its runs are not the ones that were asked for.
     if let Some(signal) = crate::interrupt::received() {

@@ -22,11 +22,16 @@ use crate::error::Error;
 /// reports as the command that ran.
 pub fn dispatch(cli: Cli, argv: Vec<String>) -> Result<u8, Error> {
     let rate: gds_model::units::Rate = cli.units.into();
-    let with_rate = |run: RunArgs| RunArgs { rate, ..run };
+    let console = crate::console::Console::default();
+    let with_rate = |run: RunArgs| RunArgs {
+        rate,
+        console: console.clone(),
+        ..run
+    };
     match cli.command {
         None => run::run_gate(with_rate(cli.run), argv),
         Some(Command::Validate { paths }) => validate::run(&paths),
-        Some(Command::Gen { inputs }) => generate::run(&inputs, rate),
+        Some(Command::Gen { inputs }) => generate::run(&inputs, rate, &console),
         Some(Command::Bless {
             from,
             from_history,
@@ -64,7 +69,7 @@ pub fn dispatch(cli: Cli, argv: Vec<String>) -> Result<u8, Error> {
             merge,
             out,
             baselines,
-        }) => report::run(&merge, &out, &baselines, rate),
+        }) => report::run(&merge, &out, &baselines, rate, &console),
         Some(Command::Doctor {
             inputs,
             json,
@@ -110,6 +115,7 @@ pub fn dispatch(cli: Cli, argv: Vec<String>) -> Result<u8, Error> {
                 rest: std::time::Duration::from_secs(rest),
                 rows,
                 rate,
+                console: console.clone(),
             };
             let mode = match (stats, gpu, parity) {
                 (true, _, _) => bench::Mode::Stats(
@@ -124,7 +130,7 @@ pub fn dispatch(cli: Cli, argv: Vec<String>) -> Result<u8, Error> {
                 (_, _, true) => bench::Mode::Parity(setting),
                 _ => bench::Mode::Cpu,
             };
-            bench::run(size, usize::from(runs), &dir, mode, rate)
+            bench::run(size, usize::from(runs), &dir, mode, rate, &console)
         }
         Some(Command::Worker { .. }) => Err(Error::Usage(
             "`worker` runs in the gds-gate binary, not in the gate library".into(),

@@ -7,7 +7,6 @@ use std::path::Path;
 
 use super::run::{self, baseline::exit_code, rehearsal::Plan};
 use crate::cli::RunArgs;
-use crate::console;
 use crate::error::Error;
 use crate::exit;
 
@@ -41,10 +40,10 @@ pub fn run(
     };
     let rehearsal = output.report.rehearsal.as_ref();
     if let Some(rehearsal) = rehearsal {
-        console::say(&rehearsal.console());
+        args.console.say(&rehearsal.console());
     }
     let extra = rehearsal.map(|r| r.markdown(args.rate)).unwrap_or_default();
     let paths = crate::report::write_all(&args.out, &output.report, &extra)?;
-    console::reports(&paths);
-    exit_code(&output)
+    args.console.reports(&paths);
+    exit_code(&args.console, &output)
 }

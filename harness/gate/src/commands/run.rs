@@ -135,7 +135,7 @@ pub fn run_trials(
     let ran = trials::run(&libtest, &selection, &setup, against, summaries);
     let output = assemble::output(args, command, &started, &selection, setup, ran);
     if quiet.is_none() {
-        assemble::say(&output.report);
+        assemble::say(&args.console, &output.report);
     }
     Ok(Some(output))
 }
@@ -163,6 +163,8 @@ fn leave_uncached(paths: &[std::path::PathBuf]) {
 /// what to judge them against.
 struct Executor {
     data: DataSet,
+    /// Where the run's lines go.
+    console: crate::console::Console,
     host: HostFacts,
     require_gpu: bool,
     launcher: Launcher,
@@ -240,7 +242,7 @@ impl Executor {
             let check = self
                 .settler
                 .as_ref()
-                .and_then(|settler| control::settle(settler, needs, &self.progress));
+                .and_then(|settler| control::settle(&self.console, settler, needs, &self.progress));
             if crate::interrupt::received().is_some() {
                 record.runner_checks.extend(check);
                 break;

@@ -17,6 +17,7 @@ fn the_embedded_suite_reads_one_file_at_the_same_settings_with_every_reader() {
         rest: Duration::ZERO,
         rows: Vec::new(),
         rate: Default::default(),
+        console: Default::default(),
     };
     let trials = embedded(&setting);
     let readers: Vec<(Reader, Op)> = trials.iter().map(|t| (t.reader, t.op)).collect();
@@ -179,6 +180,7 @@ fn rows_left_out_by_rows_are_neither_run_nor_shown() {
         rest: Duration::ZERO,
         rows: asked.to_vec(),
         rate: Default::default(),
+        console: Default::default(),
     };
     assert!(
         ROWS.iter()

@@ -166,8 +166,10 @@ mv "$5.part" "$5"; sleep 0.3
             gpu_unavailable: None,
             ..HostFacts::probe()
         };
+        let console = crate::console::Console::buffer();
         let executor = Executor {
-            data: DataSet::prepare(&root.join("data"), &specs, Default::default()),
+            data: DataSet::prepare(&root.join("data"), &specs, Default::default(), &console),
+            console,
             host,
             require_gpu: false,
             launcher,

@@ -8,7 +8,7 @@ use super::setup::Setup;
 use super::trials::Ran;
 use super::{RunOutput, notes, rehearsal};
 use crate::cli::RunArgs;
-use crate::console;
+use crate::console::Console;
 use crate::outcome::Totals;
 use crate::report::{self, PreparedFileRecord, Report, SuiteRef};
 use gds_model::timing::RunTime;
@@ -94,17 +94,17 @@ pub(super) fn output(
 }
 
 /// The report's notes and its GDS-against-POSIX pairs, on the terminal.
-pub(super) fn say(report: &Report) {
+pub(super) fn say(console: &Console, report: &Report) {
     for note in &report.notes {
-        console::note(note);
+        console.note(note);
     }
     let pairs = report::direct::console(&report.direct_vs_posix);
     if !pairs.is_empty() {
-        console::say(&pairs);
+        console.say(&pairs);
     }
     for pair in &report.direct_vs_posix {
         if let Some(warning) = pair.warning(report.rate) {
-            console::warning(&format!("{}: {warning}", pair.gpu_trial));
+            console.warning(&format!("{}: {warning}", pair.gpu_trial));
         }
     }
 }

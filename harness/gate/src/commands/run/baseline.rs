@@ -16,7 +16,7 @@ use crate::baseline::{
     self, Baseline, Fingerprint, Judgement, Loaded, RunResults, file, history, message, render,
 };
 use crate::cli::{BaselineArgs, RunArgs};
-use crate::console;
+use crate::console::Console;
 use crate::error::Error;
 use crate::exit;
 use crate::host::HostFacts;
@@ -123,7 +123,7 @@ impl Against {
             Loaded::Present(baseline) => fingerprint::diff(&baseline.fingerprint, &fingerprint),
             Loaded::Absent => Vec::new(),
         };
-        let history = runner_history(&args.baselines.history, &runner);
+        let history = runner_history(&args.console, &args.baselines.history, &runner);
         Ok(Against {
             runner,
             path,
@@ -233,11 +233,11 @@ impl Against {
 /// `runner`'s lines of the history at `path`, read once a run. One that cannot be read is left
 /// out, said as a warning (no creep is judged, a budget is estimated): the history is the
 /// runner's record, not its baseline.
-fn runner_history(path: &Path, runner: &str) -> RunnerHistory {
+fn runner_history(console: &Console, path: &Path, runner: &str) -> RunnerHistory {
     match history::read(path) {
         Ok(history) => RunnerHistory::of(history, runner),
         Err(error) => {
-            console::warning(&format!(
+            console.warning(&format!(
                 "this run goes without the runner's history: {}",
                 error_chain(&error)
             ));
@@ -281,16 +281,17 @@ pub fn finish_run(args: &RunArgs, mut output: RunOutput, against: &Against) -> R
         scope: &against.scope,
         rate: against.rate,
     };
-    console::say(&render::console(&explainer));
+    let console = &args.console;
+    console.say(&render::console(&explainer));
 
     let path = &args.baselines.history;
-    let plots = adopt_history(path, &args.out)
+    let plots = adopt_history(console, path, &args.out)
         .and_then(|()| history::append(path, &history_line))
         .and_then(|()| baseline::plots_for_report(&args.out, path, loaded, runner, args.rate));
     let extra = match plots {
         Ok(plots) => render::markdown(&explainer, &plots.plots, &args.out) + &plots.changes,
         Err(error) => {
-            console::warning(&format!(
+            console.warning(&format!(
                 "no history or plots this run: {}",
                 error_chain(&error)
             ));
@@ -301,18 +302,18 @@ pub fn finish_run(args: &RunArgs, mut output: RunOutput, against: &Against) -> R
     output.report.fingerprint = Some(fingerprint);
     output.report.baseline = Some(comparison);
     let paths = report::write_all(&args.out, &output.report, &extra)?;
-    console::reports(&paths);
+    console.reports(&paths);
     // In GitHub Actions: point at the scenario line of each failed or slower trial.
     if std::env::var("GITHUB_ACTIONS").as_deref() == Ok("true") {
         for line in report::annotations::github_annotations(&output.report) {
             println!("{line}");
         }
     }
-    exit_code(&output)
+    exit_code(console, &output)
 }
 
 /// The exit code of a run whose reports are written: an interrupt's error, or the totals' code.
-pub fn exit_code(output: &RunOutput) -> Result<u8, Error> {
+pub fn exit_code(console: &Console, output: &RunOutput) -> Result<u8, Error> {
     if let Some(signal) = crate::interrupt::received() {
         return Err(Error::interrupted(signal));
     }
@@ -324,16 +325,16 @@ pub fn exit_code(output: &RunOutput) -> Result<u8, Error> {
     }
     let code = output.report.totals.exit_code();
     if code == exit::NOTHING_RAN {
-        console::say("no trial ran: a gate that ran nothing has not passed");
+        console.say("no trial ran: a gate that ran nothing has not passed");
     }
     Ok(code)
 }
 
 /// Moves a history an earlier gate left in `out` to `history` (see
-/// [`history::adopt_from_out`]), saying so on stderr.
-pub fn adopt_history(history: &Path, out: &Path) -> Result<(), BaselineError> {
+/// [`history::adopt_from_out`]), saying so on `console`.
+pub fn adopt_history(console: &Console, history: &Path, out: &Path) -> Result<(), BaselineError> {
     if let Some(note) = history::adopt_from_out(history, out)? {
-        console::say(&note);
+        console.say(&note);
     }
     Ok(())
 }

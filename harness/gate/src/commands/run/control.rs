@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use crate::baseline::Baseline;
 use crate::cli::RunArgs;
-use crate::console;
+use crate::console::Console;
 use crate::control::{Control, ControlReading, Settler, words};
 use gds_model::busy::{Disk, Snapshot};
 use gds_model::error_chain;
@@ -28,7 +28,7 @@ pub(super) fn start(
     let control = match Control::prepare(&args.inputs.data_dir, args.control_size) {
         Ok(control) => control,
         Err(error) => {
-            warn(&error_chain(&error));
+            warn(&args.console, &error_chain(&error));
             return (None, None);
         }
     };
@@ -37,13 +37,13 @@ pub(super) fn start(
         // Stopped by Ctrl-C: the run ends next, and says why.
         Err(_) if crate::interrupt::received().is_some() => return (None, None),
         Err(error) => {
-            warn(&error.to_string());
+            warn(&args.console, &error.to_string());
             return (None, None);
         }
     };
     let blessed = baseline.and_then(|b| b.control.clone());
     if let Some(blessed) = &blessed {
-        say_how_the_runner_starts(blessed, &reading);
+        say_how_the_runner_starts(&args.console, blessed, &reading);
     }
     let settler = blessed.map(|blessed| {
         Settler::new(
@@ -59,7 +59,11 @@ pub(super) fn start(
 /// Said only when it matters to this run's figures: the runner starts below its blessed level,
 /// or the baseline cannot say whether it is (blessed by an older gate). report.json keeps every
 /// reading.
-fn say_how_the_runner_starts(blessed: &crate::control::ControlBaseline, reading: &ControlReading) {
+fn say_how_the_runner_starts(
+    console: &Console,
+    blessed: &crate::control::ControlBaseline,
+    reading: &ControlReading,
+) {
     let Some(condition) = blessed.condition(reading) else {
         return;
     };
@@ -75,7 +79,7 @@ fn say_how_the_runner_starts(blessed: &crate::control::ControlBaseline, reading:
             below,
             ..RunnerCheck::default()
         };
-        console::say(&format!(
+        console.say(&format!(
             "control: the runner starts this run below its level: {}",
             words::what_was_off(&check)
         ));
@@ -88,15 +92,15 @@ fn say_how_the_runner_starts(blessed: &crate::control::ControlBaseline, reading:
         missing.push("how busy the host was");
     }
     if !missing.is_empty() {
-        console::note(&format!(
+        console.note(&format!(
             "the baseline's control has no {}: it was blessed by an older gate, so confirmations do not wait for them and a slowdown is not called a trial's own; bless again to record them",
             missing.join(" and ")
         ));
     }
 }
 
-fn warn(why: &str) {
-    console::warning(&format!(
+fn warn(console: &Console, why: &str) {
+    console.warning(&format!(
         "no control read this run ({why}): a trial that looks slower is confirmed without waiting for the runner"
     ));
 }
@@ -105,6 +109,7 @@ fn warn(why: &str) {
 /// is said as progress (it can take minutes); the check is recorded, and the trial's message
 /// says what it found.
 pub(super) fn settle(
+    console: &Console,
     settler: &Settler,
     needs: Needs,
     progress: &crate::progress::View,
@@ -113,7 +118,7 @@ pub(super) fn settle(
     match settler.settle(needs, &crate::interrupt::sleep, &waiting) {
         Ok(check) => Some(check),
         Err(why) => {
-            warn(&gds_model::error_line(&why));
+            warn(console, &gds_model::error_line(&why));
             None
         }
     }

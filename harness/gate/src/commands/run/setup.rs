@@ -8,7 +8,6 @@ use super::select::Selection;
 use super::{Executor, Quiet, baseline, control, rehearsal, rounds, unavailable};
 use crate::baseline::control::ControlReading;
 use crate::cli::RunArgs;
-use crate::console;
 use crate::doctor::DoctorReport;
 use crate::error::Error;
 use crate::host::HostFacts;
@@ -56,7 +55,7 @@ pub(super) fn set_up(
         against.and_then(|against| budget_plan(args, &selection.suites, &selected, &host, against));
     let scheduled: Vec<TrialSpec> = match &plan {
         Some(plan) => {
-            console::say(&plan.intro());
+            args.console.say(&plan.intro());
             selected
                 .into_iter()
                 .filter(|spec| plan.kept.contains(&spec.name))
@@ -71,6 +70,7 @@ pub(super) fn set_up(
             .iter()
             .filter(|spec| unavailable(spec, &host).is_none()),
         args.rate,
+        &args.console,
     );
     let schedule = match rehearsal {
         Some(plan) => rounds::Schedule::rehearsal(scheduled, plan.budget),
@@ -113,6 +113,7 @@ pub(super) fn set_up(
         pairing,
         host,
         progress,
+        console: args.console.clone(),
     });
     Ok(Setup {
         preflight,
@@ -135,15 +136,16 @@ fn say_doctor(
 ) {
     match &host.gpu_unavailable {
         Some(reason) if !args.require_gpu && !args.doctor => {
-            console::say(&crate::doctor::cpu_only_line(preflight, reason));
+            args.console
+                .say(&crate::doctor::cpu_only_line(preflight, reason));
         }
         // What the doctor finds is what this runner is known not to do: once, not as a failure.
         _ if !args.doctor && limits.cover_the_doctors_findings() => {
-            console::say(&limits.doctor_line());
+            args.console.say(&limits.doctor_line());
         }
         _ => {
             for line in doctor {
-                console::say(line);
+                args.console.say(line);
             }
         }
     }
