@@ -29,15 +29,8 @@ from passes import (MASK, FirstCall, compose, device_used, drop_page_cache, fail
                     read_passes, recording, write_passes, writes)
 
 PROTOCOL = 5
-LEN_TAG = 0x6A09E667F3BCC908
 AUTO_FRACTION = 2  # harness/model/src/scenario/window_mode.rs: `auto` streams above 1/2 of GPU memory
 STATS_BUFFER = 8192  # larger than CUfileStatsLevel3_t of any known cuFile (5112 bytes in 1.19)
-def mix64(z):
-    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & MASK
-    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & MASK
-    return z ^ (z >> 31)
-
-
 class Missing(Exception):
     """A piece of the stack this host lacks: the gate ignores the trial with this reason."""
 
@@ -636,15 +629,11 @@ class Verifier:
         kernel(self.grid, (256,), args)
         return [int(v) for v in out.get()]
 
-    def check(self, plan, regions, method, expected):
-        """One whole buffer: the regions' sums, finished with the files' length terms."""
-        if method == "none":
-            return compose([], method, "0x0", expected)
-        (total, bad, first, seconds) = self.sums(plan, regions, method)
-        if plan["covers_files"]:
-            for region in regions:
-                total = (total + mix64(region["len"] ^ LEN_TAG)) & MASK
-        return compose([(0, (total, bad, first, seconds))], method, "0x0", expected)
+    def check(self, spec, method):
+        """One whole buffer: the range sums of the spec's regions, finished with the files'
+        length terms the gate computed, as a streamed pass's windows are."""
+        sums = self.sums(spec["plan"], spec["regions"], method)
+        return compose([(0, sums)], method, spec["length_terms"], spec["expected_checksum"])
 
     def sums(self, plan, regions, method):
         """Raw range sums over `regions` of the buffer, bad words, the first bad byte, seconds."""

@@ -122,7 +122,6 @@ def read_passes(spec, io, cupy, device, buffer, verifier, windows, m, state):
     (timed) and verified on the GPU, its cost and progress recorded. The first failure stops."""
     trial, plan = spec["trial"], spec["plan"]
     total = m["bytes_per_repetition"]
-    expected = spec["expected_checksum"]
     passes = trial["warmup"] + trial["repetitions"]
     record = recording()
     fail = None
@@ -164,7 +163,7 @@ def read_passes(spec, io, cupy, device, buffer, verifier, windows, m, state):
         else:
             read, seconds, cpu = timed_read(io.read, plan["segments"], device, record, what)
             pending = Drop(io, paths)
-            result = verifier.check(spec["plan"], spec["regions"], trial["expect"]["integrity"], expected)
+            result = verifier.check(spec, trial["expect"]["integrity"])
         state["device_peak"] = max(state["device_peak"] or 0, device_used(cupy)) or None
         cpu_before, cpu_after = cpu if cpu is not None else (None, None)
         ops = io.since(ops_before) if record else None
@@ -367,7 +366,6 @@ def write_passes(spec, io, cupy, device, buffer, verifier, m, phase):
     check_verifier = verifier.over(check)
     io.prepare_writes(buffer, check, plan["segments"], roundtrip=trial["op"] == "roundtrip")
     phase("generated source and read-back buffer")
-    expected = spec["expected_checksum"]
     passes = trial["warmup"] + trial["repetitions"]
     record = recording()
     figures = {"fsync_seconds": [], "verify_read_seconds": [], "read_back_seconds": [], "read_back_gbps": []}
@@ -433,7 +431,7 @@ def write_passes(spec, io, cupy, device, buffer, verifier, m, phase):
                 read_direct(f["path"], f["size"], check, bases[index], cupy)
             if measured:
                 figures["verify_read_seconds"].append(time.perf_counter() - t2)
-        m["integrity"] = check_verifier.check(spec["plan"], spec["regions"], trial["expect"]["integrity"], expected)
+        m["integrity"] = check_verifier.check(spec, trial["expect"]["integrity"])
         m["verify_seconds"] += m["integrity"]["seconds"]
         if m["integrity"]["bad_words"] or m["integrity"]["checksum"] != m["integrity"]["expected_checksum"]:
             fail = integrity_failure(m["integrity"], p + 1, passes,

@@ -45,6 +45,23 @@ class Streaming(unittest.TestCase):
         self.assertAlmostEqual(result["seconds"], 0.3)
         self.assertIsNone(passes.compose(parts, "none", "0x1", 13)["checksum"])
 
+    def test_a_whole_buffer_is_finished_with_the_length_terms_the_gate_sent(self):
+        class Summed(worker.Verifier):
+            # The GPU's range sums stood in for: the regions' lengths, one bad word.
+            def __init__(self):
+                pass
+
+            def sums(self, plan, regions, method):
+                return sum(r["len"] for r in regions), 1, None, 0.5
+
+        spec = {"plan": {}, "regions": [{"len": 3}, {"len": 4}], "length_terms": "0x10",
+                "expected_checksum": 0x17}
+        result = Summed().check(spec, "exact")
+        self.assertEqual(result["checksum"], passes.hex16(0x17))
+        self.assertEqual(result["expected_checksum"], passes.hex16(0x17))
+        self.assertEqual((result["bad_words"], result["seconds"]), (1, 0.5))
+        self.assertIsNone(Summed().check(spec, "none")["checksum"])
+
 
 class RegisteredBufferTest(unittest.TestCase):
     def test_a_registered_trial_registers_its_buffer_with_kvikio_and_deregisters_it(self):
@@ -241,7 +258,8 @@ class FakeVerifier:
         other.buffer = buffer
         return other
 
-    def check(self, plan, regions, method, expected):
+    def check(self, spec, method):
+        expected = spec["expected_checksum"]
         want = b"".join(generated(f["size"], f["seed"]) for f in self.files)
         bad = sum(1 for a, b in zip(bytes(self.buffer.bytes), want) if a != b)
         checksum = passes.hex16(expected if bad == 0 else expected ^ 1)

@@ -258,7 +258,7 @@ class Passes(unittest.TestCase):
              "verify_seconds": 0.0}
 
         class Checked:
-            def check(self, plan, regions, method, expected):
+            def check(self, spec, method):
                 return {"bad_words": 0, "checksum": "x", "expected_checksum": "x", "seconds": 0.5}
 
         buffer = types.SimpleNamespace(fill=lambda value: None)
@@ -335,7 +335,7 @@ class WritePasses(unittest.TestCase):
                 def over(self, buffer):
                     return self
 
-                def check(self, plan, regions, method, expected):
+                def check(self, spec, method):
                     return {"bad_words": 0, "checksum": "x", "expected_checksum": "x", "seconds": 0.0}
 
             check = types.SimpleNamespace(fill=lambda value: None)

@@ -24,7 +24,7 @@ fn the_python_workers_streaming_async_writes_progress_recheck_and_torch_logic() 
         .expect("python3 runs the KvikIO worker's tests");
     let text = String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success(), "{text}");
-    assert!(text.contains("Ran 39 tests"), "{text}");
+    assert!(text.contains("Ran 40 tests"), "{text}");
 }
 
 /// The live view reads the KvikIO worker's progress with the Rust workers' parser.

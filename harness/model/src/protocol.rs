@@ -57,8 +57,9 @@ pub struct WorkerSpec {
     /// `whole`, for writing trials and for the Rust worker.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub windows: Vec<WindowSpec>,
-    /// What the files' length terms add to the windows' range sums
-    /// ([`ReadPlan::length_terms`]), for the Python worker.
+    /// What the files' length terms add to the range sums of a pass's windows, or of its whole
+    /// buffer ([`ReadPlan::length_terms`]), so that the Python worker needs no generator
+    /// arithmetic of its own.
     #[serde(default, with = "crate::hex")]
     pub length_terms: u64,
     /// When set, the worker writes `io-done` here after its last pass and waits for `sampled`
