@@ -4,7 +4,8 @@
 //!
 //! A [`Console`] is made once by `dispatch` and handed down to the command, as cargo-nextest
 //! hands its writer down: nothing is printed behind the command's back, and a test hands in a
-//! buffer and reads what a user would have read.
+//! buffer and reads what a user would have read. A command's result (a table, the files it
+//! wrote, GitHub's workflow commands) goes to stdout through [`Console::print`], as it is.
 
 use std::fmt;
 use std::path::PathBuf;
@@ -12,11 +13,18 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use crate::escape::terminal;
 
-/// Where a command's lines go: stderr (the default), or a buffer that a test reads. Clones
-/// write to the same place.
+/// Where a command's lines go: stderr and stdout (the default), or buffers that a test reads.
+/// Clones write to the same place.
 #[derive(Clone, Default)]
 pub struct Console {
-    buffer: Option<Arc<Mutex<String>>>,
+    buffer: Option<Arc<Mutex<Buffers>>>,
+}
+
+/// What a buffered console was given: the lines for stderr, and the results for stdout.
+#[derive(Default)]
+struct Buffers {
+    said: String,
+    printed: String,
 }
 
 impl fmt::Debug for Console {
@@ -48,14 +56,37 @@ impl Console {
         }
     }
 
-    /// What a buffer holds so far (nothing for stderr).
+    /// The lines said so far (nothing when they went to stderr).
     pub fn said(&self) -> String {
+        self.read(|buffers| buffers.said.clone())
+    }
+
+    /// The results printed so far (nothing when they went to stdout).
+    pub fn printed(&self) -> String {
+        self.read(|buffers| buffers.printed.clone())
+    }
+
+    fn read(&self, part: impl Fn(&Buffers) -> String) -> String {
         self.buffer.as_ref().map_or_else(String::new, |buffer| {
-            buffer
+            part(&buffer.lock().unwrap_or_else(PoisonError::into_inner))
+        })
+    }
+
+    /// A command's result, on stdout as it is (not escaped: it may be GitHub's workflow
+    /// commands); a line end is added where it has none.
+    pub fn print(&self, text: &str) {
+        let mut text = text.to_string();
+        if !text.ends_with('\n') {
+            text.push('\n');
+        }
+        match &self.buffer {
+            Some(buffer) => buffer
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
-                .clone()
-        })
+                .printed
+                .push_str(&text),
+            None => print!("{text}"),
+        }
     }
 
     /// A line (or a rendered block) as it is.
@@ -68,6 +99,7 @@ impl Console {
             Some(buffer) => buffer
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
+                .said
                 .push_str(&text),
             None => eprint!("{text}"),
         }
@@ -102,6 +134,8 @@ mod tests {
         let console = Console::buffer();
         console.note("a\u{1b}[31m");
         console.clone().say("block\n");
+        console.print("::error file=s.yaml::x");
         assert_eq!(console.said(), "note: a\\u{1b}[31m\nblock\n");
+        assert_eq!(console.printed(), "::error file=s.yaml::x\n");
     }
 }

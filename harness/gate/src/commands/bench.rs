@@ -35,7 +35,7 @@ pub fn run(
         Mode::Cpu => None,
     };
     if let Some(table) = table {
-        println!("{}", table?);
+        console.print(&table?);
         return Ok(exit::PASSED);
     }
     let report = bench::run(&bench::BenchOptions {
@@ -44,7 +44,7 @@ pub fn run(
         dir: dir.to_path_buf(),
         rate,
     })?;
-    println!("{report}");
+    console.print(&report.to_string());
     Ok(exit::PASSED)
 }
 
@@ -56,18 +56,18 @@ fn stats(console: &crate::console::Console, source: &Path, scale: Scale) -> Resu
         console.warning(skipped);
     }
     if !scale.judges_targets() {
-        println!(
+        console.print(&format!(
             "quick: 1/{} of the cycles, histories and comparisons; figures are coarse and the targets are not judged",
             scale.divisor()
-        );
+        ));
     }
     let (text, targets_met) = crate::baseline::simulate::bench_stats(&history, source, scale);
-    println!("{text}");
+    console.print(&text);
     // What spreading a trial's passes over the run (`rounds:`) buys on a runner that drifts in
     // time: shown, not a target; the model is loose, fitted to one runner.
-    println!("{}", crate::baseline::schedule::table(scale));
+    console.print(&crate::baseline::schedule::table(scale).to_string());
     let (changes, changes_met) = crate::baseline::changes::simulate::bench_stats(&history, scale);
-    println!("{changes}");
+    console.print(&changes);
     Ok(if !scale.judges_targets() || (targets_met && changes_met) {
         exit::PASSED
     } else {

@@ -81,10 +81,13 @@ pub fn run(request: BlessRequest, command: Vec<String>) -> Result<u8, Error> {
             fingerprint: &Fingerprint::default(),
             control: None,
         };
-        return report_bless(baseline::bless(std::slice::from_ref(&run), &options(true))?);
+        return report_bless(
+            &args.console,
+            baseline::bless(std::slice::from_ref(&run), &options(true))?,
+        );
     }
     if let Some(saved) = saved {
-        return report_bless(saved.bless(&options(false))?);
+        return report_bless(&args.console, saved.bless(&options(false))?);
     }
     if let Some(selection) = request.from_history {
         let path = &args.baselines.history;
@@ -109,7 +112,7 @@ pub fn run(request: BlessRequest, command: Vec<String>) -> Result<u8, Error> {
         };
         let outcome =
             history::bless_from_history(&history, path, selection, Some(suites), &options(false))?;
-        return report_bless(outcome);
+        return report_bless(&args.console, outcome);
     }
     // Everything that can fail without a trial fails before the first one: the baseline that
     // will be rewritten must be readable, and the reports folder ours and writable.
@@ -200,11 +203,14 @@ pub fn run(request: BlessRequest, command: Vec<String>) -> Result<u8, Error> {
     if let Some(signal) = crate::interrupt::received() {
         return Err(Error::interrupted(signal));
     }
-    report_bless(baseline::bless(&runs, &options(false))?)
+    report_bless(&args.console, baseline::bless(&runs, &options(false))?)
 }
 
-fn report_bless(outcome: baseline::BlessOutcome) -> Result<u8, Error> {
-    print!("{outcome}");
+fn report_bless(
+    console: &crate::console::Console,
+    outcome: baseline::BlessOutcome,
+) -> Result<u8, Error> {
+    console.print(&outcome.to_string());
     Ok(exit::PASSED)
 }
 

@@ -14,6 +14,7 @@ pub fn run(
     require_gpu: bool,
     collect: Option<&Path>,
     facts: Option<&Path>,
+    console: &crate::console::Console,
 ) -> Result<u8, Error> {
     use crate::doctor::{self, DoctorOptions};
     let mut options = DoctorOptions::new(inputs.suite_paths(), inputs.data_dir.clone());
@@ -27,7 +28,7 @@ pub fn run(
                 source,
             }
         })?;
-        println!("facts written to {}", path.display());
+        console.print(&format!("facts written to {}", path.display()));
         return Ok(exit::PASSED);
     }
     let result = match facts {
@@ -42,13 +43,10 @@ pub fn run(
         None => doctor::run(&options),
     };
     let (report, code) = result?;
-    print!(
-        "{}",
-        if json {
-            doctor::json(&report)
-        } else {
-            terminal(&doctor::table(&report))
-        }
-    );
+    console.print(&if json {
+        doctor::json(&report)
+    } else {
+        terminal(&doctor::table(&report))
+    });
     Ok(code)
 }

@@ -16,6 +16,7 @@ pub fn run(
     nvfs_stats: Option<&Path>,
     cufile_log: Option<&Path>,
     expected: ExpectedPath,
+    console: &crate::console::Console,
 ) -> Result<u8, Error> {
     if gds_stats.is_none() && nvfs_stats.is_none() && cufile_log.is_none() {
         return Err(Error::Usage(
@@ -42,7 +43,7 @@ pub fn run(
         log.as_deref(),
         expected,
     );
-    print!("{output}");
+    console.print(&output.to_string());
     Ok(if output.judgement.passed {
         exit::PASSED
     } else {

@@ -18,10 +18,10 @@ pub fn run(
     let specs: Vec<_> = suites.iter().flat_map(scenario::expand).collect();
     let data = DataSet::prepare(&inputs.data_dir, &specs, rate, console);
     let failed = specs.iter().any(|spec| data.files_for(spec).is_err());
-    println!(
+    console.print(&format!(
         "{} file(s) ready in {}",
         data.log.len(),
         inputs.data_dir.display()
-    );
+    ));
     Ok(if failed { exit::SETUP } else { exit::PASSED })
 }

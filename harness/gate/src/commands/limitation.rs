@@ -15,7 +15,7 @@ use crate::error::Error;
 use crate::exit;
 use gds_model::scenario::{self, TrialSpec};
 
-pub fn run(action: LimitationAction) -> Result<u8, Error> {
+pub fn run(action: LimitationAction, console: &crate::console::Console) -> Result<u8, Error> {
     let (recording, args) = match action {
         LimitationAction::Record { run } => (true, *run),
         LimitationAction::Drop { run } => (false, *run),
@@ -57,11 +57,14 @@ pub fn run(action: LimitationAction) -> Result<u8, Error> {
         (drop(&mut file, &selected), String::new())
     };
     if changes.is_empty() {
-        print!("up to date: {} (nothing changed)\n{notes}", path.display());
+        console.print(&format!(
+            "up to date: {} (nothing changed)\n{notes}",
+            path.display()
+        ));
         return Ok(exit::PASSED);
     }
     limitations::write(&path, &file)?;
-    print!("updating: {}\n{changes}{notes}", path.display());
+    console.print(&format!("updating: {}\n{changes}{notes}", path.display()));
     Ok(exit::PASSED)
 }
 

@@ -30,7 +30,7 @@ pub fn dispatch(cli: Cli, argv: Vec<String>) -> Result<u8, Error> {
     };
     match cli.command {
         None => run::run_gate(with_rate(cli.run), argv),
-        Some(Command::Validate { paths }) => validate::run(&paths),
+        Some(Command::Validate { paths }) => validate::run(&paths, &console),
         Some(Command::Gen { inputs }) => generate::run(&inputs, rate, &console),
         Some(Command::Bless {
             from,
@@ -59,7 +59,7 @@ pub fn dispatch(cli: Cli, argv: Vec<String>) -> Result<u8, Error> {
             },
             argv,
         ),
-        Some(Command::Limitation { action }) => limitation::run(action),
+        Some(Command::Limitation { action }) => limitation::run(action, &console),
         Some(Command::Rehearse {
             stacks,
             rounds,
@@ -82,6 +82,7 @@ pub fn dispatch(cli: Cli, argv: Vec<String>) -> Result<u8, Error> {
             require_gpu,
             collect.as_deref(),
             facts.as_deref(),
+            &console,
         ),
         Some(Command::Explain {
             gds_stats,
@@ -93,6 +94,7 @@ pub fn dispatch(cli: Cli, argv: Vec<String>) -> Result<u8, Error> {
             nvfs_stats.as_deref(),
             cufile_log.as_deref(),
             expect,
+            &console,
         ),
         Some(Command::Bench {
             size,

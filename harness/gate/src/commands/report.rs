@@ -51,7 +51,7 @@ fn plots(out: &Path, args: &BaselineArgs, rate: Rate, console: &Console) -> Resu
         console.note(note);
     }
     for plot in &plots.plots {
-        println!("plot: {}", plot.path.display());
+        console.print(&format!("plot: {}", plot.path.display()));
     }
     let summary = out.join("summary.md");
     let text =

@@ -8,7 +8,7 @@ use crate::exit;
 use gds_model::scenario;
 
 /// Checks suite files; prints a line per good file, and returns every error in full.
-pub fn run(paths: &[PathBuf]) -> Result<u8, Error> {
+pub fn run(paths: &[PathBuf], console: &crate::console::Console) -> Result<u8, Error> {
     let paths = if paths.is_empty() {
         shipped_suites()
     } else {
@@ -24,11 +24,11 @@ pub fn run(paths: &[PathBuf]) -> Result<u8, Error> {
         match scenario::load(path) {
             Ok(suite) => {
                 let trials = scenario::expand(&suite).len();
-                println!(
+                console.print(&format!(
                     "ok: {} ({} scenarios, {trials} trials)",
                     terminal(&path.display().to_string()),
                     suite.scenarios.len()
-                );
+                ));
             }
             // A file's several errors are listed one by one, as those of several files are.
             Err(error) => errors.extend(error.into_each()),

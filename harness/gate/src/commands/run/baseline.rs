@@ -306,7 +306,7 @@ pub fn finish_run(args: &RunArgs, mut output: RunOutput, against: &Against) -> R
     // In GitHub Actions: point at the scenario line of each failed or slower trial.
     if std::env::var("GITHUB_ACTIONS").as_deref() == Ok("true") {
         for line in report::annotations::github_annotations(&output.report) {
-            println!("{line}");
+            console.print(&line);
         }
     }
     exit_code(console, &output)
