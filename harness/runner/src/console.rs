@@ -5,7 +5,8 @@
 //! A [`Console`] is made once by `dispatch` and handed down to the command, as cargo-nextest
 //! hands its writer down: nothing is printed behind the command's back, and a test hands in a
 //! buffer and reads what a user would have read. A command's result (a table, the files it
-//! wrote, GitHub's workflow commands) goes to stdout through [`Console::print`], as it is.
+//! wrote, GitHub's workflow commands) goes to stdout, unescaped, through [`Console::print`] or
+//! [`Console::write`].
 
 use std::fmt;
 use std::path::PathBuf;
@@ -72,19 +73,20 @@ impl Console {
         })
     }
 
-    /// A command's result, on stdout as it is (not escaped: it may be GitHub's workflow
-    /// commands); a line end is added where it has none.
+    /// A command's result on stdout, as `println!` prints it: not escaped (it may be GitHub's
+    /// workflow commands), a line end added.
     pub fn print(&self, text: &str) {
-        let mut text = text.to_string();
-        if !text.ends_with('\n') {
-            text.push('\n');
-        }
+        self.write(&format!("{text}\n"));
+    }
+
+    /// A command's result on stdout exactly as it is, as `print!` prints it.
+    pub fn write(&self, text: &str) {
         match &self.buffer {
             Some(buffer) => buffer
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
                 .printed
-                .push_str(&text),
+                .push_str(text),
             None => print!("{text}"),
         }
     }

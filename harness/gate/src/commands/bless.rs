@@ -210,7 +210,7 @@ fn report_bless(
     console: &crate::console::Console,
     outcome: baseline::BlessOutcome,
 ) -> Result<u8, Error> {
-    console.print(&outcome.to_string());
+    console.write(&outcome.to_string());
     Ok(exit::PASSED)
 }
 

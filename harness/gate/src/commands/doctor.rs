@@ -43,7 +43,7 @@ pub fn run(
         None => doctor::run(&options),
     };
     let (report, code) = result?;
-    console.print(&if json {
+    console.write(&if json {
         doctor::json(&report)
     } else {
         terminal(&doctor::table(&report))

@@ -43,7 +43,7 @@ pub fn run(
         log.as_deref(),
         expected,
     );
-    console.print(&output.to_string());
+    console.write(&output.to_string());
     Ok(if output.judgement.passed {
         exit::PASSED
     } else {

@@ -57,14 +57,14 @@ pub fn run(action: LimitationAction, console: &crate::console::Console) -> Resul
         (drop(&mut file, &selected), String::new())
     };
     if changes.is_empty() {
-        console.print(&format!(
+        console.write(&format!(
             "up to date: {} (nothing changed)\n{notes}",
             path.display()
         ));
         return Ok(exit::PASSED);
     }
     limitations::write(&path, &file)?;
-    console.print(&format!("updating: {}\n{changes}{notes}", path.display()));
+    console.write(&format!("updating: {}\n{changes}{notes}", path.display()));
     Ok(exit::PASSED)
 }
 
