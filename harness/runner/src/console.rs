@@ -1,6 +1,6 @@
-//! What a command tells the user on stderr, besides progress and the error `main` prints: one
-//! place, so that every line is escaped once (see [`crate::escape::terminal`]) and worded alike
-//! (`note: …`, `warning: …`, `reports: …`).
+//! What a command tells the user on stderr, besides progress and the error `main` prints, and
+//! the results it prints on stdout: one place, so that every line said is escaped once (see
+//! [`crate::escape::terminal`]) and worded alike (`note: …`, `warning: …`, `reports: …`).
 //!
 //! A [`Console`] is made once by `dispatch` and handed down to the command, as cargo-nextest
 //! hands its writer down: nothing is printed behind the command's back, and a test hands in a
@@ -21,6 +21,12 @@ pub struct Console {
     buffer: Option<Arc<Mutex<Buffers>>>,
 }
 
+#[derive(Clone, Copy)]
+enum Stream {
+    Out,
+    Err,
+}
+
 /// What a buffered console was given: the lines for stderr, and the results for stdout.
 #[derive(Default)]
 struct Buffers {
@@ -32,22 +38,10 @@ impl fmt::Debug for Console {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self.buffer {
             Some(_) => "Console(buffer)",
-            None => "Console(stderr)",
+            None => "Console(terminal)",
         })
     }
 }
-
-/// Two consoles are equal when they write to the same place.
-impl PartialEq for Console {
-    fn eq(&self, other: &Console) -> bool {
-        match (&self.buffer, &other.buffer) {
-            (Some(a), Some(b)) => Arc::ptr_eq(a, b),
-            (a, b) => a.is_none() && b.is_none(),
-        }
-    }
-}
-
-impl Eq for Console {}
 
 impl Console {
     /// Lines kept for a test to read with [`Console::said`] instead of printed.
@@ -81,29 +75,30 @@ impl Console {
 
     /// A command's result on stdout exactly as it is, as `print!` prints it.
     pub fn write(&self, text: &str) {
-        match &self.buffer {
-            Some(buffer) => buffer
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .printed
-                .push_str(text),
-            None => print!("{text}"),
-        }
+        self.put(Stream::Out, text);
     }
 
-    /// A line (or a rendered block) as it is.
+    /// A line (or a rendered block) as it is, escaped.
     pub fn say(&self, text: &str) {
         let mut text = terminal(text);
         if !text.ends_with('\n') {
             text.push('\n');
         }
-        match &self.buffer {
-            Some(buffer) => buffer
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .said
-                .push_str(&text),
-            None => eprint!("{text}"),
+        self.put(Stream::Err, &text);
+    }
+
+    fn put(&self, stream: Stream, text: &str) {
+        let Some(buffer) = &self.buffer else {
+            match stream {
+                Stream::Out => print!("{text}"),
+                Stream::Err => eprint!("{text}"),
+            }
+            return;
+        };
+        let mut buffers = buffer.lock().unwrap_or_else(PoisonError::into_inner);
+        match stream {
+            Stream::Out => buffers.printed.push_str(text),
+            Stream::Err => buffers.said.push_str(text),
         }
     }
 

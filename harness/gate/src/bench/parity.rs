@@ -33,7 +33,7 @@ use gds_model::record::{LoadedCufile, Status, TrialRecord};
 use gds_model::units::Rate;
 
 /// What the parity bench reads, and how.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug)]
 pub struct Setting {
     pub size: u64,
     pub threads: u32,
