@@ -10,16 +10,13 @@ use super::run::baseline::runner_and_path;
 use super::run::limits::doctor_reasons;
 use super::run::{listed, load_suites};
 use crate::baseline::limitations::{self, Limitation, Limitations};
-use crate::cli::{LimitationAction, RunArgs};
+use crate::cli::RunArgs;
 use crate::error::Error;
 use crate::exit;
 use gds_model::scenario::{self, TrialSpec};
 
-pub fn run(action: LimitationAction, console: &crate::console::Console) -> Result<u8, Error> {
-    let (recording, args) = match action {
-        LimitationAction::Record { run } => (true, *run),
-        LimitationAction::Drop { run } => (false, *run),
-    };
+/// `recording` the selected trials' limitations, or dropping them; `args` select the trials.
+pub fn run(recording: bool, args: RunArgs) -> Result<u8, Error> {
     let verb = if recording { "record" } else { "drop" };
     if crate::baseline::in_ci() {
         return Err(Error::Usage(format!(
@@ -57,14 +54,15 @@ pub fn run(action: LimitationAction, console: &crate::console::Console) -> Resul
         (drop(&mut file, &selected), String::new())
     };
     if changes.is_empty() {
-        console.write(&format!(
+        args.console.write(&format!(
             "up to date: {} (nothing changed)\n{notes}",
             path.display()
         ));
         return Ok(exit::PASSED);
     }
     limitations::write(&path, &file)?;
-    console.write(&format!("updating: {}\n{changes}{notes}", path.display()));
+    args.console
+        .write(&format!("updating: {}\n{changes}{notes}", path.display()));
     Ok(exit::PASSED)
 }
 

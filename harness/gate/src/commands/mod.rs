@@ -15,7 +15,7 @@ pub mod report;
 pub mod run;
 pub mod validate;
 
-use crate::cli::{Cli, Command, RunArgs};
+use crate::cli::{Cli, Command, LimitationAction, RunArgs};
 use crate::error::Error;
 
 /// Runs the subcommand `cli` names (the trials when it names none); `argv` is recorded in the
@@ -23,13 +23,14 @@ use crate::error::Error;
 pub fn dispatch(cli: Cli, argv: Vec<String>) -> Result<u8, Error> {
     let rate: gds_model::units::Rate = cli.units.into();
     let console = crate::console::Console::default();
-    let with_rate = |run: RunArgs| RunArgs {
+    // A run's arguments with what dispatch hands down: the unit and the console.
+    let handed = |run: RunArgs| RunArgs {
         rate,
         console: console.clone(),
         ..run
     };
     match cli.command {
-        None => run::run_gate(with_rate(cli.run), argv),
+        None => run::run_gate(handed(cli.run), argv),
         Some(Command::Validate { paths }) => validate::run(&paths, &console),
         Some(Command::Gen { inputs }) => generate::run(&inputs, rate, &console),
         Some(Command::Bless {
@@ -55,16 +56,19 @@ pub fn dispatch(cli: Cli, argv: Vec<String>) -> Result<u8, Error> {
                 accept_fingerprint,
                 remove_missing,
                 refresh,
-                run: with_rate(*run),
+                run: handed(*run),
             },
             argv,
         ),
-        Some(Command::Limitation { action }) => limitation::run(action, &console),
+        Some(Command::Limitation { action }) => match action {
+            LimitationAction::Record { run } => limitation::run(true, handed(*run)),
+            LimitationAction::Drop { run } => limitation::run(false, handed(*run)),
+        },
         Some(Command::Rehearse {
             stacks,
             rounds,
             run,
-        }) => rehearse::run(&stacks, rounds, with_rate(*run), argv),
+        }) => rehearse::run(&stacks, rounds, handed(*run), argv),
         Some(Command::Report {
             merge,
             out,
