@@ -166,8 +166,9 @@ pub fn run(request: BlessRequest, command: Vec<String>) -> Result<u8, Error> {
         {
             planned += 1;
             args.console.say(&format!(
-                "bless: {} cannot see a 20% drop from {round} runs (spread {:.1}%, {} runs would): one more run, {} at most",
+                "bless: {} cannot see a {:.0}% drop from {round} runs (spread {:.1}%, {} runs would): one more run, {} at most",
                 unseen.trial,
+                baseline::decision::WANTED_DROP * 100.0,
                 unseen.spread * 100.0,
                 unseen.runs,
                 baseline::decision::MOST_BLESS_RUNS
