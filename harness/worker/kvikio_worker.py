@@ -25,8 +25,12 @@ import statistics
 import sys
 import time
 
-from passes import (MASK, FirstCall, compose, device_used, drop_page_cache, failure, finish_wind_down, hold_for_sample, mean_latency,
-                    read_passes, recording, write_passes, writes)
+try:
+    from passes import (MASK, FirstCall, compose, device_used, drop_page_cache, failure, finish_wind_down, hold_for_sample,
+                        mean_latency, read_passes, recording, write_passes, writes)
+    UNLOADED = None
+except ImportError as error:  # the gate's extension (gds_pass): answered in main, as a failure
+    UNLOADED = error
 
 PROTOCOL = 5
 AUTO_FRACTION = 2  # harness/model/src/scenario/window_mode.rs: `auto` streams above 1/2 of GPU memory
@@ -45,6 +49,11 @@ def main():
     args = parser.parse_args()
     with open(args.spec) as f:
         spec = json.load(f)
+    if UNLOADED is not None:
+        write_result(args.result, {"protocol": PROTOCOL, "measurement": None, "raw_cufile": None, "failure": {
+            "reason": "the worker cannot load the gate's extension: %s" % UNLOADED, "missing": None,
+            "next": "run the gate with Python 3.11 or later, built for this host with the gate (cargo build -p gds-gate-bin)"}})
+        os._exit(0)
     result = run(spec, os.path.dirname(os.path.abspath(__file__)))
     if result.get("measurement") is not None:
         result["measurement"]["answered_unix_ns"] = time.time_ns()

@@ -12,70 +12,34 @@ import faulthandler
 import mmap
 import os
 import resource
-import sys
 import threading
 import time
 
+import gds_pass  # the gate's extension (harness/pyworker), linked into the trial folder
+
 MASK = (1 << 64) - 1
-PROGRESS_ENV = "GDS_GATE_PROGRESS"  # harness/model/src/progress.rs: ENV
-# A read or write section still running after 15 s plus its bytes at 50 MB/s is stuck, as the
-# Rust worker judges its batch and stream waits (harness/worker/src/reader/batch.rs, watch.rs).
-STUCK_BASE_SECONDS = 15.0
-SLOWEST_BYTES_PER_SECOND = 50e6
 FALLOC_FL_ZERO_RANGE = 0x10  # linux/falloc.h
 
 
-def stuck_line(what, detail, stuck_for, bound):
-    """The line the Rust worker's watchdog writes for a call that has not come back, in the format
-    the gate reads to name that call when it stops the trial (harness/model/src/stuck.rs)."""
-    return ("gds-gate worker: %s (%s) has not returned after %.0f s (it should within %.1f s): "
-            "the worker is stuck inside the library" % (what, detail, stuck_for, bound))
-
-
 @contextlib.contextmanager
-def watched(nbytes, what="a read or write section", file=None):
-    """A section moving `nbytes` through the library under test (`what`): if it has not ended in
-    the time the slowest rate the gate allows gives it, every Python thread's stack is written to
-    stderr (`file`) while it is still stuck, then the stuck line, so that a trial the gate has to
-    stop names the section and shows the library call it hung in (the Rust worker's watch.rs
-    names its stuck cuFile calls the same way). faulthandler writes from C even while the stuck
-    call holds the GIL; the line comes from a Python thread, so only when the call lets Python run,
-    as KvikIO's and PyTorch's I/O waits do."""
-    out = file or sys.stderr
-    bound = STUCK_BASE_SECONDS + nbytes / SLOWEST_BYTES_PER_SECOND
-    faulthandler.dump_traceback_later(bound, file=out)
-    # Half a second after the stacks, so that it is among the last lines the gate shows.
-    late = bound + 0.5
-    timer = threading.Timer(late, lambda: print(stuck_line(what, "%d bytes" % nbytes, late, bound),
-                                                file=out, flush=True))
-    timer.daemon = True
-    timer.start()
+def watched(nbytes, what="a read or write section", bound=None):
+    """A section moving `nbytes` through the library under test (`what`), watched by the Rust
+    worker's watchdog (gds_pass.Section): past the bound its bytes give (`bound` seconds, for
+    tests), the watchdog names it on stderr from a thread of its own, so even a call that holds
+    the GIL is named, and the gate reads that line to say where a trial it stopped was stuck.
+    Just before, every Python thread's stack is written to stderr, so the failure also shows the
+    library call it hung in; faulthandler writes from C even while the stuck call holds the GIL."""
+    section = gds_pass.Section(what, nbytes, bound)
+    faulthandler.dump_traceback_later(section.stacks_after)
     try:
-        yield
+        with section:
+            yield
     finally:
-        timer.cancel()
         faulthandler.cancel_dump_traceback_later()
 
 
 def hex16(value):
     return "0x%016x" % value
-
-
-def report_progress(done, total, seconds, nbytes):
-    """Tells the gate's live view that a pass is done, in the one-line format of
-    harness/model/src/progress.rs (`done total seconds gbps`), written aside and renamed as the
-    Rust workers do so that a poll never reads half a line. Best effort: the view is for people,
-    and a full disk must not fail a trial that read correctly."""
-    path = os.environ.get(PROGRESS_ENV)
-    if not path or seconds <= 0:
-        return
-    aside = os.path.splitext(path)[0] + ".new"  # Rust's Path::with_extension("new")
-    try:
-        with open(aside, "w") as f:
-            f.write("%d %d %r %r\n" % (done, total, float(seconds), nbytes / seconds / 1e9))
-        os.replace(aside, path)
-    except OSError:
-        pass
 
 
 def failure(reason, next_step, missing=None):
@@ -189,7 +153,7 @@ def read_passes(spec, io, cupy, device, buffer, verifier, windows, m, state):
             on_disk = recheck(plan, m["integrity"]["first_bad"], verifier, cupy)
             fail = integrity_failure(m["integrity"], p + 1, passes, next_step(on_disk))
             break
-        report_progress(p + 1, passes, seconds, total)
+        gds_pass.report_progress(p + 1, passes, seconds, total)
     WIND_DOWN.append(pending)
     m["resident_after_drop"] = cached_after_drop
     return fail
@@ -441,7 +405,7 @@ def write_passes(spec, io, cupy, device, buffer, verifier, m, phase):
                                                  else "on the disk (read with O_DIRECT)"))
             fail["reason"] += " (written through the path under test)"
             break
-        report_progress(p + 1, passes, seconds, total)
+        gds_pass.report_progress(p + 1, passes, seconds, total)
     return fail
 
 

@@ -386,7 +386,6 @@ class AsyncWrites(unittest.TestCase):
 
         with mock.patch.object(worker, "finish", finish), \
                 mock.patch.object(passes, "read_direct", read_direct), \
-                mock.patch.object(passes, "report_progress", lambda *args: None), \
                 mock.patch.dict(os.environ, {"CUFILE_ENV_PATH_JSON": os.path.join(folder, "cufile.json")}):
             fail = worker.measure_writes(spec, stack, Device(), buffer, FakeVerifier(files), Monitor(), m,
                                          lambda name: None, {"version": 1150})
@@ -520,26 +519,6 @@ class Release(unittest.TestCase):
         self.assertEqual(m["setup"], [])
 
 
-class Progress(unittest.TestCase):
-    def test_a_pass_replaces_the_progress_file_with_one_line_of_four_fields(self):
-        with tempfile.TemporaryDirectory() as folder:
-            path = os.path.join(folder, "progress")
-            with mock.patch.dict(os.environ, {passes.PROGRESS_ENV: path}):
-                passes.report_progress(1, 6, 2.0, 5_000_000_000)
-                passes.report_progress(2, 6, 0.5, 1 << 20)
-            with open(path) as f:
-                self.assertEqual(f.read(), "2 6 0.5 0.002097152\n")
-            self.assertEqual(os.listdir(folder), ["progress"])  # the aside file was renamed
-
-    def test_no_variable_no_file_and_a_failed_write_is_ignored(self):
-        with tempfile.TemporaryDirectory() as folder:
-            with mock.patch.dict(os.environ, {}, clear=True):
-                passes.report_progress(1, 2, 1.0, 10)
-            with mock.patch.dict(os.environ, {passes.PROGRESS_ENV: os.path.join(folder, "gone", "progress")}):
-                passes.report_progress(1, 2, 1.0, 10)
-            self.assertEqual(os.listdir(folder), [])
-
-
 class Recheck(unittest.TestCase):
     """A pass's first wrong byte looked up on the disk again (passes.recheck), with the fixture
     bytes of `generated` standing in for the generator and a plain read for O_DIRECT."""
@@ -603,25 +582,6 @@ class Recheck(unittest.TestCase):
         self.assertIn("not a generated file", why)
         self.assertEqual(passes.recheck(self.plan, None, None, None)[0], "unchecked")
         self.assertIn("the disk was not re-checked: not a generated file", passes.next_step((kind, why)))
-
-
-class Watched(unittest.TestCase):
-    def test_a_section_past_its_time_writes_where_it_is_stuck_and_one_in_time_writes_nothing(self):
-        with tempfile.TemporaryFile("w+") as out, \
-                mock.patch.object(passes, "STUCK_BASE_SECONDS", 0.2):
-            with passes.watched(0, file=out):
-                pass
-            time.sleep(0.4)  # a cancelled watch stays quiet
-            out.seek(0)
-            self.assertEqual(out.read(), "")
-            with passes.watched(0, "KvikIO read", file=out):
-                time.sleep(1.0)
-            out.seek(0)
-            written = out.read()
-        self.assertIn("Timeout", written)
-        self.assertIn("test_a_section_past_its_time_writes_where_it_is_stuck", written)
-        # The stuck line comes after the stacks, among the last lines the gate shows.
-        self.assertTrue(written.rstrip().endswith(passes.stuck_line("KvikIO read", "0 bytes", 0.7, 0.2)), written)
 
 
 if __name__ == "__main__":

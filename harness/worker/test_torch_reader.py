@@ -266,7 +266,6 @@ class Passes(unittest.TestCase):
         cupy = types.SimpleNamespace(cuda=types.SimpleNamespace(runtime=types.SimpleNamespace(
             memGetInfo=lambda: (1, 3))))
         with mock.patch.dict(os.environ, {"GDS_GATE_RECORD_COST": "1"}):
-            os.environ.pop(passes.PROGRESS_ENV, None)
             fail = passes.read_passes(spec, io, cupy, device, buffer, Checked(), [], m, {"device_peak": None})
         return fail, m
 
@@ -342,7 +341,6 @@ class WritePasses(unittest.TestCase):
             cupy = types.SimpleNamespace(empty=lambda size, dtype: check, uint8=None)
             device = types.SimpleNamespace(synchronize=lambda: None)
             with mock.patch.dict(os.environ, {"GDS_GATE_RECORD_COST": "1"}):
-                os.environ.pop(passes.PROGRESS_ENV, None)
                 fail = passes.write_passes(spec, io, cupy, device, None, Checked(), m, worker.phase_timer(m))
             return fail, m, path
 

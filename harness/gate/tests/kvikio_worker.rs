@@ -1,16 +1,36 @@
 //! The Python worker's GPU-free logic (harness/worker/test_kvikio_worker.py, and
 //! test_torch_reader.py for its `torch` reader), run with the host's python3 (which `.ci/run`
-//! needs anyway).
+//! needs anyway), with the gate's extension module (harness/pyworker) importable as in a trial.
 
+use std::path::PathBuf;
 use std::process::Command;
 
 use gds_model::progress::{ENV, PassProgress};
 
 const WORKER_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../worker");
 
+/// python3 in the worker's folder, with `gds_pass` importable: a folder holding a link to the
+/// extension cargo built beside this test (a dev-dependency), under the name a trial gives it.
+fn python(extension_dir: &tempfile::TempDir) -> Command {
+    let exe = std::env::current_exe().unwrap();
+    let built: PathBuf = exe.parent().unwrap().join("libgds_pass.so");
+    assert!(built.is_file(), "{} not built", built.display());
+    let link = extension_dir.path().join("gds_pass.abi3.so");
+    if !link.exists() {
+        std::os::unix::fs::symlink(&built, &link).unwrap();
+    }
+    let mut python = Command::new("python3");
+    python
+        .current_dir(WORKER_DIR)
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .env("PYTHONPATH", extension_dir.path());
+    python
+}
+
 #[test]
 fn the_python_workers_streaming_async_writes_progress_recheck_and_torch_logic() {
-    let output = Command::new("python3")
+    let extension = tempfile::tempdir().unwrap();
+    let output = python(&extension)
         .args([
             "-m",
             "unittest",
@@ -18,13 +38,11 @@ fn the_python_workers_streaming_async_writes_progress_recheck_and_torch_logic() 
             "test_kvikio_worker",
             "test_torch_reader",
         ])
-        .current_dir(WORKER_DIR)
-        .env("PYTHONDONTWRITEBYTECODE", "1")
         .output()
         .expect("python3 runs the KvikIO worker's tests");
     let text = String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success(), "{text}");
-    assert!(text.contains("Ran 40 tests"), "{text}");
+    assert!(text.contains("Ran 37 tests"), "{text}");
 }
 
 /// The live view reads the KvikIO worker's progress with the Rust workers' parser.
@@ -32,13 +50,11 @@ fn the_python_workers_streaming_async_writes_progress_recheck_and_torch_logic() 
 fn the_python_workers_progress_file_parses_as_the_rust_workers_does() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("progress");
-    let output = Command::new("python3")
+    let output = python(&dir)
         .args([
             "-c",
-            "import passes; passes.report_progress(3, 8, 0.75, 3 << 30)",
+            "import passes; passes.gds_pass.report_progress(3, 8, 0.75, 3 << 30)",
         ])
-        .current_dir(WORKER_DIR)
-        .env("PYTHONDONTWRITEBYTECODE", "1")
         .env(ENV, &path)
         .output()
         .expect("python3 runs the KvikIO worker");
@@ -53,25 +69,35 @@ fn the_python_workers_progress_file_parses_as_the_rust_workers_does() {
     assert!((progress.gbps - (3u64 << 30) as f64 / 0.75 / 1e9).abs() < 1e-9);
 }
 
-/// A Python section stuck past its bound is named in the failure as the Rust worker's stuck calls
-/// are: the gate reads the Python worker's line with the same parser.
+/// A Python section stuck past its bound is named as the Rust worker's stuck calls are (it is
+/// the Rust worker's watchdog), after Python's stacks, and the gate reads which section it was;
+/// a section that ends in time writes nothing.
 #[test]
-fn the_python_workers_stuck_line_names_its_section_for_the_gate() {
-    let output = Command::new("python3")
+fn the_python_workers_stuck_section_is_named_for_the_gate_after_its_stacks() {
+    let extension = tempfile::tempdir().unwrap();
+    let output = python(&extension)
         .args([
             "-c",
-            "import passes; print(passes.stuck_line('KvikIO read', '268435456 bytes', 21.9, 20.4))",
+            "import passes, sys, time\n\
+             with passes.watched(0, bound=0.6):\n    pass\n\
+             time.sleep(1.2)\n\
+             print('in time', file=sys.stderr, flush=True)\n\
+             with passes.watched(268435456, 'KvikIO read', bound=0.6):\n    time.sleep(1.6)",
         ])
-        .current_dir(WORKER_DIR)
-        .env("PYTHONDONTWRITEBYTECODE", "1")
         .output()
         .expect("python3 runs the KvikIO worker");
-    let text = String::from_utf8_lossy(&output.stdout);
+    let text = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{text}");
+    assert!(text.starts_with("in time\n"), "{text}");
+    let stacks = text.find("Timeout").expect("Python's stacks");
+    let line = text.find("gds-gate worker: ").expect("the stuck line");
+    assert!(stacks < line, "{text}");
     assert_eq!(
         gds_model::stuck::first_call(&text),
         Some("KvikIO read (268435456 bytes)"),
         "{text}"
     );
+    assert!(text.contains("(it should within 0.6 s)"), "{text}");
 }
 
 /// The Python worker's hand-over speaks the Rust worker's names: the file it waits for and the

@@ -1,6 +1,6 @@
 //! The line a worker writes while a library call it watches has not come back, and what the gate
 //! reads from it when it has to stop that worker: the call that held it. Written by the Rust
-//! worker's call watchdog (and, in the same format, by the Python worker's `passes.watched`),
+//! worker's call watchdog (which also watches the Python worker's sections, through `gds_pass`),
 //! parsed by the gate; the format lives here.
 
 use std::time::Duration;

@@ -4,10 +4,12 @@
 //! bound is named on stderr, once, while it is still stuck; the gate shows the worker's output with
 //! a trial it had to stop, so the failure says which call of which batch held the worker.
 //!
-//! Used around cuFile's batch calls and the stream-ordered passes' stream synchronisation. One
+//! Used around cuFile's batch calls and the stream-ordered passes' stream synchronisation, and
+//! (through the `gds_pass` extension) around the Python worker's read and write sections. One
 //! thread watches every call in flight (started with the first); a call costs a lock, a push and
 //! a removal, which is nothing beside a batch of I/O or a pass.
 
+use std::borrow::Cow;
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -17,7 +19,7 @@ const TICK: Duration = Duration::from_millis(500);
 /// A call in flight.
 struct InFlight {
     id: u64,
-    call: &'static str,
+    call: Cow<'static, str>,
     detail: String,
     started: Instant,
     bound: Duration,
@@ -60,23 +62,50 @@ fn lock(calls: &Mutex<Calls>) -> std::sync::MutexGuard<'_, Calls> {
 /// Runs `f`, the library call `call` (`detail` says on what), watched: if it has not returned
 /// after `bound`, stderr says so while it is still stuck.
 pub fn bounded<T>(call: &'static str, detail: String, bound: Duration, f: impl FnOnce() -> T) -> T {
-    let id = {
+    let _watched = Watched::start(call, detail, bound);
+    f()
+}
+
+/// The least rate a read or write section is waited for at: below it, a section that has not
+/// returned is taken for stuck. The gate's trial timeout allows 50 MB/s for a whole pass; a
+/// stalled section must be reported well before the worker is killed.
+const SLOWEST_BYTES_PER_SECOND: u64 = 50_000_000;
+/// The least wait for a section, whatever its size.
+const SECTION_BASE: Duration = Duration::from_secs(15);
+
+/// How long a section moving `bytes` may take before it is stuck: 15 s, plus the bytes at 50 MB/s.
+pub fn section_bound(bytes: u64) -> Duration {
+    SECTION_BASE + Duration::from_secs_f64(bytes as f64 / SLOWEST_BYTES_PER_SECOND as f64)
+}
+
+/// A call in flight, watched until this is dropped: for a caller that cannot hand the call over
+/// as a closure (the Python worker's `with` block).
+#[must_use = "the call is watched only while this lives"]
+pub struct Watched {
+    id: u64,
+}
+
+impl Watched {
+    pub fn start(call: impl Into<Cow<'static, str>>, detail: String, bound: Duration) -> Watched {
         let mut calls = lock(calls());
         calls.next_id += 1;
         let id = calls.next_id;
         calls.in_flight.push(InFlight {
             id,
-            call,
+            call: call.into(),
             detail,
             started: Instant::now(),
             bound,
             reported: false,
         });
-        id
-    };
-    let value = f();
-    lock(calls()).in_flight.retain(|c| c.id != id);
-    value
+        Watched { id }
+    }
+}
+
+impl Drop for Watched {
+    fn drop(&mut self) {
+        lock(calls()).in_flight.retain(|c| c.id != self.id);
+    }
 }
 
 /// The lines for calls past their bound not reported yet, each marked reported.
@@ -87,7 +116,7 @@ fn overdue(calls: &mut Calls, now: Instant) -> Vec<String> {
         .filter(|c| !c.reported && now.duration_since(c.started) > c.bound)
         .map(|c| {
             c.reported = true;
-            gds_model::stuck::line(c.call, &c.detail, now.duration_since(c.started), c.bound)
+            gds_model::stuck::line(&c.call, &c.detail, now.duration_since(c.started), c.bound)
         })
         .collect()
 }
@@ -103,7 +132,7 @@ mod tests {
         for (id, bound) in [(1, 10), (2, 60)] {
             calls.in_flight.push(InFlight {
                 id,
-                call: "cuFileBatchIOGetStatus",
+                call: "cuFileBatchIOGetStatus".into(),
                 detail: format!("batch {id}"),
                 started: start,
                 bound: Duration::from_secs(bound),

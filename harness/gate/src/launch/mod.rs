@@ -36,6 +36,11 @@ pub const TORCH_READER: &str = include_str!("../../../worker/torch_reader.py");
 /// The verification kernels, written beside the Python worker, which compiles them with cupy:
 /// the Rust worker's own source (gds-worker's `gpu/kernels.cu`), so both verify with one.
 pub const KERNELS: &str = include_str!("../../../worker/src/gpu/kernels.cu");
+/// The Python worker's native half (harness/pyworker), the file cargo builds with the gate: beside
+/// the gate, or in the `deps/` folder of the gate's cargo build.
+const EXTENSION: &str = "libgds_pass.so";
+/// The name the Python worker imports it by, from its trial folder.
+const EXTENSION_MODULE: &str = "gds_pass.abi3.so";
 
 /// What the orchestrator needs to start workers.
 #[derive(Clone)]
@@ -231,6 +236,7 @@ impl Launcher {
             write("passes.py", PASSES)?;
             write("torch_reader.py", TORCH_READER)?;
             write("kernels.cu", KERNELS)?;
+            link_extension(&self.gate, dir)?;
             (python(spec).into(), vec![script.into()])
         } else {
             (self.gate.clone(), vec!["worker".into()])
@@ -510,6 +516,28 @@ impl Launcher {
 }
 
 /// The interpreter the trial's KvikIO worker runs in ([`crate::tools::python`]).
+/// Links the gate's extension module into a Python trial's folder, where its worker imports it.
+fn link_extension(gate: &Path, dir: &Path) -> Result<(), StartError> {
+    let folder = gate.parent().unwrap_or(Path::new("."));
+    let Some(extension) = [folder.join(EXTENSION), folder.join("deps").join(EXTENSION)]
+        .into_iter()
+        .find(|path| path.is_file())
+    else {
+        return Err(StartError::Setup(format!(
+            "the Python worker's extension `{EXTENSION}` is neither beside the gate `{}` nor in its `deps/`: build the gate with `cargo build -p gds-gate-bin` (which builds it), or copy it beside the gate",
+            gate.display()
+        )));
+    };
+    let link = dir.join(EXTENSION_MODULE);
+    std::os::unix::fs::symlink(&extension, &link).map_err(|error| {
+        StartError::Setup(format!(
+            "cannot link `{}` to `{}`: {error}",
+            link.display(),
+            extension.display()
+        ))
+    })
+}
+
 fn python(spec: &TrialSpec) -> String {
     crate::tools::python(Some(&spec.python)).0
 }
@@ -781,13 +809,23 @@ mod tests {
     }
 
     fn python_trial(reader: Reader, python: &str, require: bool) -> TrialRecord {
+        // This test's binary, in cargo's `deps/` beside the extension (a dev-dependency).
+        python_trial_beside(std::env::current_exe().unwrap(), reader, python, require)
+    }
+
+    fn python_trial_beside(
+        gate: PathBuf,
+        reader: Reader,
+        python: &str,
+        require: bool,
+    ) -> TrialRecord {
         let dir = tempfile::tempdir().unwrap();
         let (mut spec, plan) = trial();
         spec.reader = reader;
         spec.python = python.into();
         spec.require_kvikio = require;
         let launcher = Launcher {
-            gate: "unused".into(),
+            gate,
             trials_dir: dir.path().join("trials"),
             strict: false,
             timeout: Some(Duration::from_secs(60)),
@@ -811,6 +849,26 @@ mod tests {
         assert_eq!(
             kvikio_trial("/nonexistent/python3", true).checks,
             Status::Failed
+        );
+    }
+
+    /// A gate copied without its extension fails a Python trial before it starts, saying how to
+    /// build it, whatever the host's Python has.
+    #[test]
+    fn python_trials_of_a_gate_without_its_extension_fail_saying_how_to_build_it() {
+        let folder = tempfile::tempdir().unwrap();
+        let record = python_trial_beside(
+            folder.path().join("gds-gate"),
+            Reader::Kvikio,
+            "python3",
+            false,
+        );
+        assert_eq!(record.checks, Status::Failed);
+        let reason = record.reason.unwrap();
+        assert!(
+            reason.contains("`libgds_pass.so` is neither beside the gate")
+                && reason.contains("cargo build -p gds-gate-bin"),
+            "{reason}"
         );
     }
 

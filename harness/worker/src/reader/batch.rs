@@ -97,19 +97,11 @@ pub(crate) fn groups(tasks: Vec<Segment>, batch_size: u32) -> Vec<Vec<Segment>> 
     groups
 }
 
-/// The least throughput a batch is waited for at: below it, a batch that returns no event is
-/// taken for stuck. The gate's trial timeout allows 50 MB/s for a whole pass; a stalled batch
-/// must be reported well before the worker is killed.
-const SLOWEST_BYTES_PER_SECOND: u64 = 50_000_000;
-/// The least wait for a batch's next event, whatever its size.
-const STALL_BASE: Duration = Duration::from_secs(15);
-
 /// How long a batch of `tasks` may go without returning an event, `queue_depth` batches sharing
-/// the storage: 15 s, plus the time every batch in flight takes at 50 MB/s.
+/// the storage: the bound of a section moving every batch in flight.
 pub(crate) fn stall_limit(tasks: &[Segment], queue_depth: u32) -> Duration {
     let bytes: u64 = tasks.iter().map(|task| task.len).sum();
-    let in_flight = bytes.saturating_mul(u64::from(queue_depth.max(1)));
-    STALL_BASE + Duration::from_secs_f64(in_flight as f64 / SLOWEST_BYTES_PER_SECOND as f64)
+    crate::watch::section_bound(bytes.saturating_mul(u64::from(queue_depth.max(1))))
 }
 
 /// The outstanding entries of a stalled batch (those without an event): how many, and the first
@@ -294,7 +286,7 @@ mod tests {
             limit > Duration::from_secs(17) && limit < Duration::from_secs(18),
             "{limit:?}"
         );
-        assert_eq!(stall_limit(&[], 0), STALL_BASE);
+        assert_eq!(stall_limit(&[], 0), Duration::from_secs(15));
         // Well inside the gate's trial timeout (60 s plus the pass at 50 MB/s) for this trial.
         assert!(limit < Duration::from_secs(60));
     }
