@@ -515,7 +515,6 @@ impl Launcher {
     }
 }
 
-/// The interpreter the trial's KvikIO worker runs in ([`crate::tools::python`]).
 /// Links the gate's extension module into a Python trial's folder, where its worker imports it.
 fn link_extension(gate: &Path, dir: &Path) -> Result<(), StartError> {
     let folder = gate.parent().unwrap_or(Path::new("."));
@@ -538,6 +537,7 @@ fn link_extension(gate: &Path, dir: &Path) -> Result<(), StartError> {
     })
 }
 
+/// The interpreter the trial's KvikIO worker runs in ([`crate::tools::python`]).
 fn python(spec: &TrialSpec) -> String {
     crate::tools::python(Some(&spec.python)).0
 }
