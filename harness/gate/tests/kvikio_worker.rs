@@ -28,7 +28,7 @@ fn python(extension_dir: &tempfile::TempDir) -> Command {
 }
 
 #[test]
-fn the_python_workers_streaming_async_writes_progress_recheck_and_torch_logic() {
+fn the_python_workers_streaming_async_writes_recheck_and_torch_logic() {
     let extension = tempfile::tempdir().unwrap();
     let output = python(&extension)
         .args([

@@ -9,13 +9,9 @@
 
 use std::time::Duration;
 
-use gds_worker::watch::{Watched, section_bound};
+use gds_worker::watch::{TICK, Watched, section_bound};
 use pyo3::prelude::*;
 use pyo3::types::PyAny;
-
-/// How long before a section's bound Python dumps every thread's stack: one watchdog tick, so
-/// that the stuck line comes after the stacks, among the last lines the gate shows.
-const STACKS_AHEAD: Duration = Duration::from_millis(500);
 
 #[pymodule]
 fn gds_pass(module: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -25,12 +21,10 @@ fn gds_pass(module: &Bound<'_, PyModule>) -> PyResult<()> {
 }
 
 /// Tells the gate's live view that pass `done` of `total` ended, `seconds` long for `nbytes`
-/// (the Rust worker's own report: best effort, nothing when the gate asked for none).
+/// (the Rust worker's own report).
 #[pyfunction]
 fn report_progress(done: u64, total: u64, seconds: f64, nbytes: u64) {
-    if seconds > 0.0 {
-        gds_worker::trial::report_progress(done, total, seconds, nbytes);
-    }
+    gds_worker::trial::report_progress(done, total, seconds, nbytes);
 }
 
 /// A read or write section through the library under test, watched while inside its `with`
@@ -72,10 +66,11 @@ impl Section {
         self.bound.as_secs_f64()
     }
 
-    /// Seconds after which Python should dump its stacks.
+    /// Seconds after which Python should dump its stacks: one watchdog tick before the bound, so
+    /// that the stuck line comes after the stacks, among the last lines the gate shows.
     #[getter]
     fn stacks_after(&self) -> f64 {
-        self.bound.saturating_sub(STACKS_AHEAD).as_secs_f64()
+        self.bound.saturating_sub(TICK).as_secs_f64()
     }
 
     fn __enter__(mut slf: PyRefMut<'_, Self>) -> PyRefMut<'_, Self> {

@@ -444,8 +444,12 @@ fn record_pass(
 }
 
 /// Tells the gate's live view that a pass is done ([`gds_model::progress`]). Best effort: the
-/// view is for people, and a full disk must not fail a trial that read correctly.
+/// view is for people, and a full disk must not fail a trial that read correctly. A pass of no
+/// measurable time has no rate to show, and reports nothing.
 pub fn report_progress(done: u64, total: u64, seconds: f64, bytes: u64) {
+    if seconds <= 0.0 {
+        return;
+    }
     if let Some(path) = std::env::var_os(gds_model::progress::ENV) {
         let progress = gds_model::progress::PassProgress {
             done,

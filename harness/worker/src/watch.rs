@@ -14,7 +14,7 @@ use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 /// How often the watchdog looks at the calls in flight.
-const TICK: Duration = Duration::from_millis(500);
+pub const TICK: Duration = Duration::from_millis(500);
 
 /// A call in flight.
 struct InFlight {
