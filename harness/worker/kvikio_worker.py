@@ -26,14 +26,14 @@ import sys
 import time
 
 try:
-    from passes import (MASK, FirstCall, compose, device_used, drop_page_cache, failure, finish_wind_down, hold_for_sample,
-                        mean_latency, read_passes, recording, write_passes, writes)
+    import gds_pass
+    from passes import (MASK, FirstCall, device_used, failure, hold_for_sample, mean_latency, read_passes, recording,
+                        write_passes, writes)
     UNLOADED = None
 except ImportError as error:  # the gate's extension (gds_pass): answered in main, as a failure
     UNLOADED = error
 
-PROTOCOL = 5
-AUTO_FRACTION = 2  # harness/model/src/scenario/window_mode.rs: `auto` streams above 1/2 of GPU memory
+PROTOCOL = 6
 STATS_BUFFER = 8192  # larger than CUfileStatsLevel3_t of any known cuFile (5112 bytes in 1.19)
 class Missing(Exception):
     """A piece of the stack this host lacks: the gate ignores the trial with this reason."""
@@ -63,7 +63,7 @@ def main():
         # The last pass's page cache drop ends within the exit, as the Rust worker's does
         # (harness/worker/src/lib.rs): a worker started ahead is released only once this one is
         # gone.
-        finish_wind_down()
+        gds_pass.finish_wind_down()
     # The answer is on disk: leave without the interpreter's teardown of KvikIO, cupy and PyTorch,
     # as the Rust worker leaves with _exit. The next trial's first timed byte waits for this
     # process to end, and a teardown is where libcufile has crashed at exit.
@@ -277,15 +277,16 @@ def gpu_buffer(spec, cupy, m, raw, state, phase):
     device = cupy.cuda.Device(trial["gpu"])
     device.use()
     m["gpu"] = "%s (GPU %d)" % (cupy.cuda.runtime.getDeviceProperties(trial["gpu"])["name"].decode(), trial["gpu"])
-    windows = streaming_windows(spec, m["bytes_per_repetition"], cupy.cuda.runtime.memGetInfo()[1])
-    if windows:
-        m["window"] = max(w["len"] for w in windows)
+    # Readers stream through a window where the trial asks (the Rust worker's rule); writers and
+    # loads hold the whole pass.
+    if not writes(trial):
+        m["window"] = gds_pass.window(json.dumps(spec), cupy.cuda.runtime.memGetInfo()[1])
     buffer = cupy.empty(m["window"] or m["bytes_per_repetition"], dtype=cupy.uint8)
     phase("gpu context and buffer")
     # Sampled after the passes: before the first timed byte a worker started ahead would count
     # the memory of the previous worker, still exiting.
     state["device_peak"] = None
-    return device, buffer, windows
+    return device, buffer
 
 
 def registered_buffer(kvikio, trial, buffer, phase):
@@ -302,15 +303,15 @@ def registered_buffer(kvikio, trial, buffer, phase):
 def measure(spec, trial, plan, here, stack, m, raw, state):
     kvikio, cupy = stack["kvikio"], stack["cupy"]
     phase = phase_timer(m)
-    device, buffer, windows = gpu_buffer(spec, cupy, m, raw, state, phase)
+    device, buffer = gpu_buffer(spec, cupy, m, raw, state, phase)
     deregister = registered_buffer(kvikio, trial, buffer, phase)
     try:
-        return measure_with_buffer(spec, trial, plan, here, stack, m, raw, state, phase, device, buffer, windows)
+        return measure_with_buffer(spec, trial, plan, here, stack, m, raw, state, phase, device, buffer)
     finally:
         deregister()
 
 
-def measure_with_buffer(spec, trial, plan, here, stack, m, raw, state, phase, device, buffer, windows):
+def measure_with_buffer(spec, trial, plan, here, stack, m, raw, state, phase, device, buffer):
     """The trial once its buffer is allocated (and registered, where the trial asks)."""
     kvikio, cupy = stack["kvikio"], stack["cupy"]
     monitor = kvikio.SummaryMonitor()
@@ -327,10 +328,7 @@ def measure_with_buffer(spec, trial, plan, here, stack, m, raw, state, phase, de
     verifier = Verifier(cupy, device, buffer, os.path.join(here, "kernels.cu"))
     io = KvikioIo(kvikio, monitor, handles, buffer, trial["task_size"], streams,
                   registered=trial.get("buffer") == "registered")
-    if streams:
-        # One raw_read_async per task of each window (or of the whole pass).
-        io.calls = sum(1 for w in windows or [plan] for _ in tasks_of(w["segments"], trial["task_size"]))
-    fail = read_passes(spec, io, cupy, device, buffer, verifier, windows, m, state)
+    fail = read_passes(spec, io, cupy, device, buffer, verifier, m["window"], m, state)
     finish(spec, kvikio, cupy, monitor, io.measured_start, recording(), m["bytes_per_repetition"],
            m["resident_after_drop"], m)
     if streams:
@@ -368,8 +366,6 @@ class KvikioIo(FirstCall):
         self.kvikio, self.monitor, self.handles = kvikio, monitor, handles
         self.buffer, self.task_size, self.streams = buffer, task_size, streams
         self.registered = registered
-        # Calls per pass when KvikIO's monitor does not count them (async); None: its count.
-        self.calls = None
         self.write_calls = 0
         self.writing = []
         self.measured_start = None
@@ -407,8 +403,10 @@ class KvikioIo(FirstCall):
             reader.close()
         return read
 
-    def drop(self, path):
-        return drop_page_cache(path)
+    def calls_in(self, segments):
+        """A section's read calls when KvikIO's monitor does not count them: one raw_read_async
+        per task; None for `pread`, which it counts."""
+        return len(gds_pass.tasks(segments, self.task_size)) if self.streams else None
 
     def read(self, segments):
         return self.read_into(self.handles, self.buffer, segments)
@@ -464,16 +462,6 @@ def async_streams(cupy, trial):
     return [cupy.cuda.Stream(non_blocking=True) for _ in range(max(1, trial.get("queue_depth", 1)))]
 
 
-def tasks_of(segments, task_size):
-    """The plan's segments cut into `task_size` tasks, as the Rust readers cut them."""
-    for s in segments:
-        done = 0
-        while done < s["len"]:
-            length = min(task_size, s["len"] - done)
-            yield s["file"], s["offset"] + done, s["buffer_offset"] + done, length
-            done += length
-
-
 def read_async(segments, handles, buffer, streams, task_size):
     """`raw_read_async` of every task on the streams in turn, the streams synchronised, then each
     future's `check_bytes_done()`: the bytes read, or an exception naming the failed read."""
@@ -490,7 +478,7 @@ def stream_ordered(segments, handles, buffer, streams, task_size, call):
     """KvikIO's stream-ordered `call` (`raw_read_async` or `raw_write_async`) for every task on
     the streams in turn, the streams synchronised, then each future's `check_bytes_done()`."""
     futures = []
-    for index, (file, offset, buffer_offset, length) in enumerate(tasks_of(segments, task_size)):
+    for index, (file, offset, buffer_offset, length) in enumerate(gds_pass.tasks(segments, task_size)):
         stream = streams[index % len(streams)]
         # Each call names its own part of the (unregistered) buffer, device offset 0: libcufile
         # 1.15 failed (-5) a stream-ordered call on an unregistered buffer that reached past the
@@ -567,20 +555,6 @@ def finish(spec, kvikio, cupy, monitor, measured_start, record, total, cached_af
     }
 
 
-def streaming_windows(spec, total, gpu_memory):
-    """The windows this trial reads through (the gate cut them), or [] for one whole buffer:
-    `whole`, a window as large as the pass, `auto` on a pass that fits in 1/AUTO_FRACTION of
-    the GPU's memory (as the Rust worker resolves it), or a writing trial (writers hold the
-    whole pass; `validate` refuses a smaller window for them), or a load (which reads its files
-    whole)."""
-    if writes(spec["trial"]) or spec["trial"].get("op") == "load":
-        return []
-    windows = spec.get("windows") or []
-    if spec["trial"].get("window") == "auto" and total <= gpu_memory // AUTO_FRACTION:
-        return []
-    return windows if len(windows) > 1 else []
-
-
 def settings(kvikio):
     import kvikio.defaults  # a submodule: not loaded by `import kvikio`
     values = {}
@@ -602,15 +576,16 @@ def backends(summary):
 
 
 class Verifier:
-    """The Rust worker's verification (harness/model/src/integrity.rs) over the cupy buffer, with the
-    same kernels, walking the same regions the gate computed."""
+    """The Rust worker's verification kernels (kernels.cu) over the cupy buffer, one range at a
+    time; the Rust pass loop (gds_pass) walks the ranges and composes the results as it does for
+    its own readers (harness/model/src/integrity.rs: check)."""
 
     def __init__(self, cupy, device, buffer, source):
         self.cupy, self.buffer = cupy, buffer
         with open(source) as f:
             module = cupy.RawModule(code=f.read())
-        self.exact = module.get_function("exact_compare")
-        self.checksum = module.get_function("checksum")
+        self.exact_kernel = module.get_function("exact_compare")
+        self.checksum_kernel = module.get_function("checksum")
         self.fill_kernel = module.get_function("fill")
         self.grid = (device.attributes["MultiProcessorCount"] * 16,)
 
@@ -638,31 +613,15 @@ class Verifier:
         kernel(self.grid, (256,), args)
         return [int(v) for v in out.get()]
 
-    def check(self, spec, method):
-        """One whole buffer: the range sums of the spec's regions, finished with the files'
-        length terms the gate computed, as a streamed pass's windows are."""
-        sums = self.sums(spec["plan"], spec["regions"], method)
-        return compose([(0, sums)], method, spec["length_terms"], spec["expected_checksum"])
+    def exact_range(self, seed, file_offset, buffer_offset, length):
+        """`length` bytes at `buffer_offset` against the file with `seed` from `file_offset`:
+        (bad words, the first wrong byte's file offset or None)."""
+        bad, first = self.run(self.exact_kernel, buffer_offset, length, (seed, file_offset // 8), [0, MASK])
+        return bad, (file_offset + first if first != MASK else None)
 
-    def sums(self, plan, regions, method):
-        """Raw range sums over `regions` of the buffer, bad words, the first bad byte, seconds."""
-        started = time.perf_counter()
-        observed, bad_words, first_bad = 0, 0, None
-        if method == "none":
-            return observed, bad_words, first_bad, 0.0
-        for region in regions:
-            f = plan["files"][region["file"]]
-            offset, length, first_word = region["buffer_offset"], region["len"], region["file_offset"] // 8
-            if method == "exact" and f["seed"] is not None:
-                bad, first = self.run(self.exact, offset, length, (f["seed"], first_word), [0, MASK])
-                bad_words += bad
-                if first_bad is None and first != MASK:
-                    first_bad = {"file": f["path"], "file_offset": region["file_offset"] + first,
-                                 "buffer_offset": offset + first}
-            (total, _) = self.run(self.checksum, offset, length, (first_word,), [0, 0])
-            observed = (observed + total) & MASK
-        return observed, bad_words, first_bad, time.perf_counter() - started
-
+    def checksum_range(self, file_offset, buffer_offset, length):
+        """The raw range sum of `length` bytes at `buffer_offset`, keyed from `file_offset`."""
+        return self.run(self.checksum_kernel, buffer_offset, length, (file_offset // 8,), [0, 0])[0]
 
 if __name__ == "__main__":
     main()

@@ -1,8 +1,10 @@
 """Tests of the KvikIO worker's logic that needs no GPU (run by `cargo test`, see
-harness/gate/tests/kvikio_worker.rs): which windows a trial streams through and how the windows'
-sums compose into the pass's result, `kvikio_api: async` reads window by window, and async
-writes and round trips through real files with KvikIO and cupy stood in for."""
+harness/gate/tests/kvikio_worker.rs): its reads and writes through the Rust pass loop of the
+gds_pass extension, with KvikIO, cupy and the GPU's kernels stood in for, over the trials and
+generated files that test writes (`GDS_PASS_FIXTURES`): windows and `kvikio_api: async`, loads,
+a wrong byte, async writes and round trips."""
 
+import json
 import os
 import tempfile
 import threading
@@ -10,57 +12,110 @@ import time
 import unittest
 from unittest import mock
 
+import gds_pass
 import kvikio_worker as worker
 import passes
 
+FIXTURES = os.environ.get("GDS_PASS_FIXTURES", "")
 
-class Streaming(unittest.TestCase):
-    def test_auto_streams_only_a_pass_larger_than_half_the_gpu(self):
-        spec = {"trial": {"window": "auto"}, "windows": [{"len": 5}, {"len": 3}]}
-        self.assertEqual(worker.streaming_windows(spec, 8, 100), [])
-        self.assertEqual(len(worker.streaming_windows(spec, 80, 100)), 2)
 
-    def test_a_size_streams_unless_one_window_holds_the_pass(self):
-        spec = {"trial": {"window": 1 << 20}, "windows": [{"len": 5}, {"len": 3}]}
-        self.assertEqual(len(worker.streaming_windows(spec, 8, 100)), 2)
-        spec["windows"] = [{"len": 8}]
-        self.assertEqual(worker.streaming_windows(spec, 8, 100), [])
-        self.assertEqual(worker.streaming_windows({"trial": {"window": "whole"}}, 8, 100), [])
+def fixture(name):
+    """The spec of the fixture trial `name`, as the gate writes it."""
+    with open(os.path.join(FIXTURES, name + ".json")) as f:
+        return json.load(f)
 
-    def test_a_writing_trial_never_streams(self):
-        for op in ("write", "roundtrip"):
-            spec = {"trial": {"window": "auto", "op": op}, "windows": [{"len": 5}, {"len": 3}]}
-            self.assertEqual(worker.streaming_windows(spec, 80, 100), [], op)
-        spec = {"trial": {"window": 1 << 20, "op": "read"}, "windows": [{"len": 5}, {"len": 3}]}
-        self.assertEqual(len(worker.streaming_windows(spec, 80, 100)), 2)
 
-    def test_windows_compose_with_the_length_terms_and_keep_the_first_bad_byte(self):
-        bad = {"file": "f", "file_offset": 130, "buffer_offset": 30}
-        parts = [(0, (5, 0, None, 0.1)), (100, (7, 1, bad, 0.2)), (200, (0, 2, dict(bad, buffer_offset=1), 0.0))]
-        result = passes.compose(parts, "exact", "0x1", 13)
-        self.assertEqual(result["checksum"], passes.hex16(13))
-        self.assertEqual(result["expected_checksum"], passes.hex16(13))
-        self.assertEqual(result["bad_words"], 3)
-        self.assertEqual(result["first_bad"], {"file": "f", "file_offset": 130, "buffer_offset": 130})
-        self.assertAlmostEqual(result["seconds"], 0.3)
-        self.assertIsNone(passes.compose(parts, "none", "0x1", 13)["checksum"])
+def on_disk(spec):
+    """The bytes of each of the spec's files."""
+    contents = []
+    for f in spec["plan"]["files"]:
+        with open(f["path"], "rb") as disk:
+            contents.append(disk.read())
+    return contents
 
-    def test_a_whole_buffer_is_finished_with_the_length_terms_the_gate_sent(self):
-        class Summed(worker.Verifier):
-            # The GPU's range sums stood in for: the regions' lengths, one bad word.
-            def __init__(self):
-                pass
 
-            def sums(self, plan, regions, method):
-                return sum(r["len"] for r in regions), 1, None, 0.5
+class HostVerifier:
+    """The GPU's kernels stood in for by their CPU reference in gds_pass (test fixture), over a
+    FakeBuffer."""
 
-        spec = {"plan": {}, "regions": [{"len": 3}, {"len": 4}], "length_terms": "0x10",
-                "expected_checksum": 0x17}
-        result = Summed().check(spec, "exact")
-        self.assertEqual(result["checksum"], passes.hex16(0x17))
-        self.assertEqual(result["expected_checksum"], passes.hex16(0x17))
-        self.assertEqual((result["bad_words"], result["seconds"]), (1, 0.5))
-        self.assertIsNone(Summed().check(spec, "none")["checksum"])
+    def __init__(self, buffer=None):
+        self.buffer = buffer
+
+    def over(self, buffer):
+        return HostVerifier(buffer)
+
+    def fill(self, buffer, offset, length, seed):
+        buffer[offset:offset + length].write(0, gds_pass.reference_bytes(seed, 0, length))
+
+    def exact_range(self, seed, file_offset, buffer_offset, length):
+        data = bytes(self.buffer.bytes[buffer_offset:buffer_offset + length])
+        return gds_pass.reference_exact(seed, file_offset, data)
+
+    def checksum_range(self, file_offset, buffer_offset, length):
+        return gds_pass.reference_checksum(file_offset, bytes(self.buffer.bytes[buffer_offset:buffer_offset + length]))
+
+
+class Device:
+    def synchronize(self):
+        pass
+
+
+class Counts:
+    """KvikIO's SummaryMonitor stand-in (test fixture): it counts nothing."""
+    num_reads = total_duration_ns = 0
+
+    def get(self):
+        return self
+
+    def since(self, before):
+        return self
+
+
+class CuFile:
+    """kvikio.CuFile stand-in over fixture bytes (test fixture): `pread` and `raw_read_async` copy
+    at once; each call is recorded with where its bytes landed in the whole buffer."""
+
+    def __init__(self, data, log=None):
+        self.data, self.calls, self.device_offsets = data, [], []
+        self.log = log if log is not None else []
+
+    def pread(self, view, length, offset, task_size):
+        view.write(0, self.data[offset:offset + length])
+        return Done(length)
+
+    def raw_read_async(self, part, stream, length, offset, device_offset):
+        self.calls.append((stream.ptr if hasattr(stream, "ptr") else stream, offset, part.start + device_offset, length))
+        self.device_offsets.append(device_offset)
+        part.write(device_offset, self.data[offset:offset + length])
+        return Done(length)
+
+    def close(self):
+        self.log.append("close")
+
+
+def read_trial(spec, io, buffer, m=None):
+    """read_passes of `spec` through `io` into `buffer`, the kernels on the CPU: (failure, m)."""
+    m = m if m is not None else {"setup": []}
+    window = gds_pass.window(json.dumps(spec), 1 << 40)
+    with mock.patch.object(passes, "device_used", lambda cupy: 0):
+        fail = passes.read_passes(spec, io, None, Device(), buffer, HostVerifier(buffer), window, m,
+                                  {"device_peak": None})
+    return fail, m
+
+
+class Sections(unittest.TestCase):
+    def test_a_window_cuts_the_pass_into_sections_and_whole_is_one(self):
+        windows = json.dumps(fixture("windows"))
+        self.assertEqual(gds_pass.window(windows, 1 << 40), 64 << 10)
+        cut = [sum(s["len"] for s in section) for section in gds_pass.sections(windows, 64 << 10)]
+        self.assertEqual((len(cut), sum(cut), max(cut)), (3, 150000, 65536))
+        whole = json.dumps(fixture("read"))
+        self.assertIsNone(gds_pass.window(whole, 1 << 40))
+        self.assertEqual(len(gds_pass.sections(whole, None)), 1)
+
+    def test_tasks_cut_segments_as_kvikio_does(self):
+        tasks = gds_pass.tasks([{"file": 1, "offset": 100, "len": 10000, "buffer_offset": 7}], 4096)
+        self.assertEqual(tasks, [(1, 100, 7, 4096), (1, 4196, 4103, 4096), (1, 8292, 8199, 1808)])
 
 
 class RegisteredBufferTest(unittest.TestCase):
@@ -116,24 +171,6 @@ class FakeView:
         return bytes(self.buffer.bytes[self.start + at:self.start + at + length])
 
 
-class FakeFile:
-    """kvikio.CuFile stand-in (test fixture): raw_read_async copies at once and records the call,
-    with where the bytes landed in the whole buffer and the device offset it was given."""
-
-    def __init__(self, data):
-        self.data, self.calls, self.device_offsets = data, [], []
-
-    def raw_read_async(self, part, stream, length, offset, device_offset):
-        self.calls.append((stream, offset, part.start + device_offset, length))
-        self.device_offsets.append(device_offset)
-        part.write(device_offset, self.data[offset:offset + length])
-
-        class Future:
-            def check_bytes_done(self):
-                return length
-        return Future()
-
-
 class FakeStream:
     def __init__(self, ptr):
         self.ptr = ptr
@@ -142,52 +179,18 @@ class FakeStream:
         pass
 
 
-class AsyncWindows(unittest.TestCase):
-    def test_async_reads_go_window_by_window_into_the_window_buffer(self):
-        data = bytes(i * 7 % 251 for i in range(10000))
-        cuts = [(0, 4096), (4096, 4096), (8192, 1808)]
-        windows = [{"start": start, "len": length, "regions": start,
-                    "segments": [{"file": 0, "offset": start, "len": length, "buffer_offset": 0}]}
-                   for start, length in cuts]
-        spec = {"trial": {"expect": {"integrity": "exact"}, "task_size": 1024}, "plan": None,
-                "length_terms": "0x0", "expected_checksum": sum(data)}
-        seen = []
-
-        class Verifier:
-            # Sums the window's bytes where they landed: the fixture's stand-in for the GPU sums.
-            def sums(self, plan, start, method):
-                length = dict(cuts)[start]
-                seen.append(bytes(buffer.bytes[:length]))
-                return sum(buffer.bytes[:length]), 0, None, 0.0
-
-        class Device:
-            def synchronize(self):
-                pass
-
-        buffer, handle = FakeBuffer(4096), FakeFile(data)
-        streams = [FakeStream(1), FakeStream(2), FakeStream(3)]
-        io = worker.KvikioIo(None, None, [handle], buffer, 1024, streams)
-        read, _, cpu, result = passes.streamed_pass(spec, windows, io.read, buffer, Device(), Verifier(), False)
-        self.assertEqual(read, len(data))
-        self.assertIsNone(cpu)
-        self.assertEqual(b"".join(seen), data)
-        self.assertEqual(result["checksum"], result["expected_checksum"])
-        # Every task lands inside the window buffer, one raw_read_async per task, the streams in turn.
-        self.assertTrue(all(at + length <= 4096 for _, _, at, length in handle.calls))
-        self.assertEqual(len(handle.calls), 4 + 4 + 2)
-        self.assertEqual([stream for stream, _, _, _ in handle.calls[:4]], [1, 2, 3, 1])
-        # Each call names its own part of the buffer at device offset 0 (libcufile 1.15 failed
-        # calls past the first one's extent at a shared base of an unregistered buffer).
-        self.assertEqual(set(handle.device_offsets), {0})
-
-
 class Done:
-    """IOFutureStream stand-in (test fixture): the bytes the call moved."""
+    """IOFuture and IOFutureStream stand-in (test fixture): the bytes the call moved, after
+    `sleep` seconds for `get`."""
 
-    def __init__(self, n):
-        self.n = n
+    def __init__(self, n, sleep=0.0):
+        self.n, self.sleep = n, sleep
 
     def check_bytes_done(self):
+        return self.n
+
+    def get(self):
+        time.sleep(self.sleep)
         return self.n
 
 
@@ -238,93 +241,78 @@ class FakeCupy:
         return FakeStream(self.count)
 
 
-def generated(size, seed):
-    """The bytes the fake fill kernel makes for a file of `seed` (a fixture, not the generator)."""
-    return bytes((i * 31 + seed) % 256 for i in range(size))
+class Reads(unittest.TestCase):
+    def test_async_reads_go_window_by_window_into_the_window_buffer(self):
+        spec = fixture("windows")
+        files = [CuFile(data) for data in on_disk(spec)]
+        buffer = FakeBuffer(64 << 10)
+        io = worker.KvikioIo(None, Counts(), files, buffer, 16 << 10, [FakeStream(1), FakeStream(2), FakeStream(3)])
+        fail, m = read_trial(spec, io, buffer)
+        self.assertIsNone(fail, m)
+        self.assertEqual(m["integrity"]["bad_words"], 0)
+        self.assertEqual(m["integrity"]["checksum"], m["integrity"]["expected_checksum"])
+        self.assertEqual(m["window"], 64 << 10)
+        calls = files[0].calls + files[1].calls
+        # Every task lands inside the window buffer, one raw_read_async per 16 KiB task of a window.
+        self.assertTrue(all(at + length <= 64 << 10 for _, _, at, length in calls))
+        tasks = sum(len(gds_pass.tasks(section, 16 << 10)) for section in gds_pass.sections(json.dumps(spec), 64 << 10))
+        self.assertEqual(len(calls), tasks * 3)
+        self.assertEqual([c["read_calls"] for c in m["costs"]], [tasks, tasks])
+        self.assertEqual(files[0].calls[0][0], 1)
+        # Each call names its own part of the buffer at device offset 0 (libcufile 1.15 failed
+        # calls past the first one's extent at a shared base of an unregistered buffer).
+        self.assertEqual(set(files[0].device_offsets + files[1].device_offsets), {0})
 
+    def test_a_cold_trial_drops_its_files_and_a_wrong_byte_is_named_and_rechecked(self):
+        spec = fixture("read")
+        data = on_disk(spec)
+        files = [CuFile(d) for d in data]
+        buffer = FakeBuffer(150000)
+        fail, m = read_trial(spec, worker.KvikioIo(None, Counts(), files, buffer, 1 << 20, []), buffer)
+        self.assertIsNone(fail, m)
+        self.assertLessEqual(m["resident_after_drop"], 0.05)
+        self.assertEqual((len(m["warmup_seconds"]), len(m["seconds"])), (1, 2))
+        files[1].data = data[1][:777] + bytes([data[1][777] ^ 1]) + data[1][778:]
+        fail, m = read_trial(spec, worker.KvikioIo(None, Counts(), files, buffer, 1 << 20, []), buffer)
+        self.assertIn("first wrong byte at offset 777 of `%s`" % spec["plan"]["files"][1]["path"], fail["reason"])
+        self.assertIn("the file on the disk is right there", fail["next"])
 
-class FakeVerifier:
-    """Verifier stand-in (test fixture): fills with `generated` and compares the read-back buffer
-    with it exactly, reporting like the GPU verification."""
+    def test_an_exception_in_the_library_is_raised_to_the_worker(self):
+        spec = fixture("read")
 
-    def __init__(self, files):
-        self.files, self.buffer = files, None
+        class Broken(CuFile):
+            def pread(self, view, length, offset, task_size):
+                raise RuntimeError("cuFile error: nvidia-fs driver is not loaded")
 
-    def fill(self, buffer, offset, length, seed):
-        buffer[offset:offset + length].write(0, generated(length, seed))
+        buffer = FakeBuffer(150000)
+        io = worker.KvikioIo(None, Counts(), [Broken(b""), Broken(b"")], buffer, 1 << 20, [])
+        with self.assertRaisesRegex(RuntimeError, "nvidia-fs driver is not loaded"):
+            read_trial(spec, io, buffer)
 
-    def over(self, buffer):
-        other = FakeVerifier(self.files)
-        other.buffer = buffer
-        return other
-
-    def check(self, spec, method):
-        expected = spec["expected_checksum"]
-        want = b"".join(generated(f["size"], f["seed"]) for f in self.files)
-        bad = sum(1 for a, b in zip(bytes(self.buffer.bytes), want) if a != b)
-        checksum = passes.hex16(expected if bad == 0 else expected ^ 1)
-        return {"method": method, "checksum": checksum, "expected_checksum": passes.hex16(expected),
-                "bad_words": bad, "first_bad": None, "seconds": 0.0}
-
-
-class Loads(unittest.TestCase):
-    """`op: load` through KvikioIo and read_passes, with KvikIO stood in for: every pass closes the
-    files and deregisters the buffer, opens and registers them again inside the pass's time, and
-    records the steps and the first byte."""
-
-    def test_each_pass_reopens_and_records_its_steps_and_first_byte(self):
-        data = [generated(6000, 1), generated(4000, 2)]
+    def test_each_load_reopens_and_records_its_steps_and_first_byte(self):
+        spec = fixture("load")
+        data = on_disk(spec)
         log = []
 
-        class Future:
-            def __init__(self, n):
-                self.n = n
-
-            def get(self):
-                time.sleep(0.002)
-                return self.n
-
-        class File:
+        class File(CuFile):
             def __init__(self, path, flags):
-                self.index = int(path[-1])
-                log.append(("open", self.index))
+                super().__init__(data[int(path[-1])], log)
+                log.append(("open", int(path[-1])))
 
             def pread(self, view, length, offset, task_size):
-                view.write(0, data[self.index][offset:offset + length])
-                return Future(length)
-
-            def close(self):
-                log.append(("close", self.index))
+                view.write(0, self.data[offset:offset + length])
+                return Done(length, sleep=0.002)
 
         kvikio = mock.Mock()
         kvikio.CuFile = File
         kvikio.memory_register.side_effect = lambda buf: log.append(("register",))
         kvikio.memory_deregister.side_effect = lambda buf: log.append(("deregister",))
-        files = [{"path": "/data/f0", "size": 6000, "seed": 1}, {"path": "/data/f1", "size": 4000, "seed": 2}]
-        segments = [{"file": 0, "offset": 0, "len": 6000, "buffer_offset": 0},
-                    {"file": 1, "offset": 0, "len": 4000, "buffer_offset": 6000}]
-        trial = {"op": "load", "cache": "warm", "task_size": 4096, "warmup": 1, "repetitions": 2,
-                 "expect": {"integrity": "exact"}}
-        spec = {"trial": trial, "plan": {"files": files, "segments": segments}, "regions": [],
-                "expected_checksum": 42, "spawned_at_unix_ns": 0}
-        buffer = FakeBuffer(10000)
-        verifier = FakeVerifier(files)
-        verifier.buffer = buffer
-        io = worker.KvikioIo(kvikio, mock.Mock(), [], buffer, 4096, [], registered=True)
-        m = {"bytes_per_repetition": 10000, "seconds": [], "gbps": [], "warmup_seconds": [], "costs": [],
-             "verify_seconds": 0.0, "setup": []}
-
-        class Device:
-            def synchronize(self):
-                pass
-
-        with mock.patch.dict(os.environ, {"GDS_GATE_RECORD_COST": "0"}), \
-                mock.patch.object(passes, "device_used", lambda cupy: 0):
-            fail = passes.read_passes(spec, io, None, Device(), buffer, verifier, [], m, {"device_peak": None})
+        buffer = FakeBuffer(150000)
+        io = worker.KvikioIo(kvikio, Counts(), [], buffer, 1 << 20, [], registered=True)
+        fail, m = read_trial(spec, io, buffer)
         self.assertIsNone(fail, m)
-        self.assertEqual(m["integrity"]["bad_words"], 0)
         pass_log = [("deregister",), ("open", 0), ("open", 1), ("register",)]
-        self.assertEqual(log, (pass_log + [("close", 0), ("close", 1)]) * 2 + pass_log)
+        self.assertEqual([entry for entry in log if entry != "close"], pass_log * 3)
         load = m["load"]
         self.assertEqual([len(load[k]) for k in ("open_seconds", "register_seconds", "first_byte_seconds")],
                          [2, 2, 2])
@@ -338,24 +326,14 @@ class Loads(unittest.TestCase):
 
 class AsyncWrites(unittest.TestCase):
     def run_trial(self, op, short=False, silent=False, stale=False):
-        """A writing trial of two files through measure_writes with the stand-ins above; the files
-        stay on disk for the caller to read. `stale`: they hold the right bytes before it starts,
-        as a previous run leaves them."""
-        temporary = tempfile.TemporaryDirectory()
-        self.addCleanup(temporary.cleanup)
-        folder = temporary.name
-        sizes = [10000, 5000]
-        files = [{"path": os.path.join(folder, "f%d" % i), "size": size, "seed": i + 1}
-                 for i, size in enumerate(sizes)]
-        segments = [{"file": 0, "offset": 0, "len": 10000, "buffer_offset": 0},
-                    {"file": 1, "offset": 0, "len": 5000, "buffer_offset": 10000}]
-        for f in files if stale else []:
+        """A writing trial of the fixture's two files through measure_writes with the stand-ins
+        above; the files stay on disk for the caller to read. `stale`: they hold the right bytes
+        before it starts, as a previous run leaves them."""
+        spec = fixture(op)
+        files = spec["plan"]["files"]
+        for f in files:
             with open(f["path"], "wb") as disk:
-                disk.write(generated(f["size"], f["seed"]))
-        trial = {"op": op, "kvikio_api": "async", "queue_depth": 3, "task_size": 4096, "warmup": 1,
-                 "repetitions": 2, "expect": {"integrity": "exact"}}
-        plan = {"files": files, "segments": segments}
-        spec = {"trial": trial, "plan": plan, "regions": [], "expected_checksum": 42, "spawned_at_unix_ns": 0}
+                disk.write(gds_pass.reference_bytes(f["seed"], 0, f["size"]) if stale else b"")
         log = []
 
         class Kvikio:
@@ -367,27 +345,24 @@ class AsyncWrites(unittest.TestCase):
             def get(self):
                 return None
 
-        class Device:
-            def synchronize(self):
-                pass
-
-        m = {"bytes_per_repetition": 15000, "seconds": [], "gbps": [], "warmup_seconds": [], "costs": [],
+        total = sum(f["size"] for f in files)
+        m = {"bytes_per_repetition": total, "seconds": [], "gbps": [], "warmup_seconds": [], "costs": [],
              "verify_seconds": 0.0}
-        buffer = FakeBuffer(15000)
+        buffer = FakeBuffer(total)
         stack = {"kvikio": Kvikio, "cupy": FakeCupy()}
 
         def finish(spec, kvikio, cupy, monitor, measured_start, record, total, cached, m, reads=True):
             m["kvikio"] = {}  # KvikIO's own figures need the real KvikIO
 
         def read_direct(path, size, check, base, cupy):
-            # The independent read without O_DIRECT, which the test's temporary folder may refuse.
+            # The independent read without O_DIRECT.
             with open(path, "rb") as disk:
                 check[base:base + size].write(0, disk.read())
 
         with mock.patch.object(worker, "finish", finish), \
                 mock.patch.object(passes, "read_direct", read_direct), \
-                mock.patch.dict(os.environ, {"CUFILE_ENV_PATH_JSON": os.path.join(folder, "cufile.json")}):
-            fail = worker.measure_writes(spec, stack, Device(), buffer, FakeVerifier(files), Monitor(), m,
+                mock.patch.dict(os.environ, {"CUFILE_ENV_PATH_JSON": os.path.join(FIXTURES, "cufile.json")}):
+            fail = worker.measure_writes(spec, stack, Device(), buffer, HostVerifier(), Monitor(), m,
                                          lambda name: None, {"version": 1150})
         return fail, m, files, log
 
@@ -397,14 +372,14 @@ class AsyncWrites(unittest.TestCase):
         self.assertEqual(m["integrity"]["bad_words"], 0)
         for f in files:
             with open(f["path"], "rb") as disk:
-                self.assertEqual(disk.read(), generated(f["size"], f["seed"]))
+                self.assertEqual(disk.read(), gds_pass.reference_bytes(f["seed"], 0, f["size"]))
         writes = [entry for entry in log if entry[0] == "write"]
-        # 3 + 2 tasks of 4 KiB per pass, 3 passes; the streams in turn, each at device offset 0.
-        self.assertEqual(len(writes), 5 * 3)
+        # 25 + 13 tasks of 4 KiB per pass, 3 passes; the streams in turn, each at device offset 0.
+        self.assertEqual(len(writes), 38 * 3)
         self.assertEqual([stream for _, stream, _, _ in writes[:5]], [1, 2, 3, 1, 2])
         self.assertEqual({device_offset for _, _, _, device_offset in writes}, {0})
         self.assertEqual(len(m["seconds"]), 2)
-        self.assertEqual([c["read_calls"] for c in m["costs"]], [5, 5])
+        self.assertEqual([c["read_calls"] for c in m["costs"]], [38, 38])
         self.assertEqual(m["kvikio"]["async_path"].split(",")[0], "cuFile's stream API (cuFileWriteAsync)")
         self.assertEqual(len(m["write"]["verify_read_seconds"]), 2)
 
@@ -412,7 +387,7 @@ class AsyncWrites(unittest.TestCase):
         fail, m, files, log = self.run_trial("roundtrip")
         self.assertIsNone(fail)
         self.assertEqual(m["integrity"]["bad_words"], 0)
-        self.assertEqual(len([entry for entry in log if entry[0] == "read"]), 5 * 3)
+        self.assertEqual(len([entry for entry in log if entry[0] == "read"]), 38 * 3)
         self.assertEqual(len(m["write"]["read_back_gbps"]), 2)
         self.assertTrue(m["kvikio"]["async_path"].startswith(
             "cuFile's stream API (cuFileWriteAsync, cuFileReadAsync), inferred from KvikIO's rules"))
@@ -436,74 +411,6 @@ class AsyncWrites(unittest.TestCase):
                          [1, 2])
 
 
-class PageCache(unittest.TestCase):
-    """passes.drop_page_cache on a real file, beside this test: /tmp may be tmpfs, which keeps
-    its pages."""
-
-    def read_through_the_cache(self, size):
-        f = tempfile.NamedTemporaryFile(dir=os.path.dirname(os.path.abspath(__file__)))
-        f.write(os.urandom(size))
-        f.flush()
-        os.fsync(f.fileno())
-        with open(f.name, "rb") as again:
-            again.read()
-        fd = os.open(f.name, os.O_RDONLY)
-        try:
-            self.assertGreater(passes.resident_fraction(fd, size), 0.9)
-        finally:
-            os.close(fd)
-        return f
-
-    def test_a_read_file_is_resident_and_dropped_after(self):
-        with self.read_through_the_cache(1 << 20) as f:
-            self.assertEqual(passes.drop_page_cache(f.name), 0.0)
-
-    def test_ranges_that_do_not_divide_the_file_leave_nothing_cached(self):
-        with self.read_through_the_cache(13 << 20) as f, \
-                mock.patch.object(passes, "DROP_RANGE", 4 << 20), \
-                mock.patch.object(passes.os, "sched_getaffinity", return_value=set(range(8))), \
-                mock.patch.object(passes.os, "posix_fadvise", wraps=os.posix_fadvise) as advised:
-            self.assertEqual(passes.drop_page_cache(f.name), 0.0)
-        self.assertEqual(sorted(c.args[1:3] for c in advised.call_args_list),
-                         [(0, 0), (0, 6 << 20), (6 << 20, 6 << 20), (12 << 20, 0)])
-
-    def test_an_empty_file_has_nothing_resident(self):
-        with tempfile.NamedTemporaryFile() as f:
-            self.assertEqual(passes.drop_page_cache(f.name), 0.0)
-
-
-class Drops(unittest.TestCase):
-    """passes.Drop with a fake io (for the thread logic only)."""
-
-    class SlowIo:
-        def __init__(self, resident):
-            self.resident, self.dropped = resident, []
-
-        def drop(self, path):
-            time.sleep(0.05)
-            if isinstance(self.resident, Exception):
-                raise self.resident
-            self.dropped.append(path)
-            return self.resident
-
-    def test_a_drop_runs_beside_the_caller_and_finish_returns_the_worst_fraction(self):
-        io = self.SlowIo(0.01)
-        started = time.perf_counter()
-        drop = passes.Drop(io, ["a", "b"])
-        self.assertLess(time.perf_counter() - started, 0.05)  # the caller goes on at once
-        self.assertEqual(drop.finish(), 0.01)
-        self.assertEqual(io.dropped, ["a", "b"])
-        self.assertIsNone(passes.Drop(io, []).finish())  # a warm trial drops nothing
-
-    def test_a_failed_drop_raises_on_the_callers_thread_and_the_wind_down_waits(self):
-        with self.assertRaises(OSError):
-            passes.Drop(self.SlowIo(OSError("cannot drop")), ["a"]).finish()
-        io = self.SlowIo(0.0)
-        passes.WIND_DOWN.append(passes.Drop(io, ["a"]))
-        passes.finish_wind_down()
-        self.assertEqual((io.dropped, passes.WIND_DOWN), (["a"], []))
-
-
 class Release(unittest.TestCase):
     def test_a_held_worker_waits_for_the_release_and_says_how_long(self):
         with tempfile.TemporaryDirectory() as folder:
@@ -518,70 +425,6 @@ class Release(unittest.TestCase):
         passes.hold_for_release({"hold_for_release": None}, m)
         self.assertEqual(m["setup"], [])
 
-
-class Recheck(unittest.TestCase):
-    """A pass's first wrong byte looked up on the disk again (passes.recheck), with the fixture
-    bytes of `generated` standing in for the generator and a plain read for O_DIRECT."""
-
-    class Exact:
-        """The exact-compare kernel's stand-in: bad bytes and the first one's offset in the range."""
-
-        def __init__(self, seed):
-            self.seed = seed
-
-        exact = "exact_compare"
-
-        def over(self, buffer):
-            self.buffer = buffer
-            return self
-
-        def run(self, kernel, offset, length, extra, init):
-            seed, first_word = extra
-            start = first_word * 8
-            want = generated(start + length, seed)[start:]
-            got = bytes(self.buffer.bytes[offset:offset + length])
-            bad = [i for i in range(length) if got[i] != want[i]]
-            return [len(bad), bad[0] if bad else init[1]]
-
-    def setUp(self):
-        temporary = tempfile.TemporaryDirectory()
-        self.addCleanup(temporary.cleanup)
-        self.path = os.path.join(temporary.name, "data")
-        self.size = (1 << 20) + 5000  # the second region is short
-        with open(self.path, "wb") as f:
-            f.write(generated(self.size, 3))
-        self.plan = {"files": [{"path": self.path, "size": self.size, "seed": 3}]}
-
-        def read_direct(path, size, check, base, cupy, start=0):
-            with open(path, "rb") as disk:
-                disk.seek(start)
-                check[base:base + size].write(0, disk.read(size))
-
-        patch = mock.patch.object(passes, "read_direct", read_direct)
-        patch.start()
-        self.addCleanup(patch.stop)
-
-    def recheck(self, offset):
-        bad = {"file": self.path, "file_offset": offset, "buffer_offset": offset}
-        return passes.recheck(self.plan, bad, self.Exact(3), FakeCupy())
-
-    def test_a_file_right_on_the_disk_puts_the_fault_on_the_way_and_a_damaged_one_on_the_file(self):
-        self.assertEqual(self.recheck((1 << 20) + 17), ("right", None))
-        self.assertIn("went wrong on their way", passes.next_step(("right", None)))
-        with open(self.path, "r+b") as f:
-            f.seek((1 << 20) + 4000)
-            f.write(b"\xff\xff")
-        self.assertEqual(self.recheck((1 << 20) + 17), ("wrong", (1 << 20) + 4000))
-        self.assertIn("first wrong at offset 1052576): the data file is damaged",
-                      passes.next_step(("wrong", (1 << 20) + 4000)))
-
-    def test_a_users_own_file_or_no_wrong_byte_is_not_rechecked_and_the_failure_says_so(self):
-        self.plan["files"][0]["seed"] = None
-        kind, why = self.recheck(5)
-        self.assertEqual(kind, "unchecked")
-        self.assertIn("not a generated file", why)
-        self.assertEqual(passes.recheck(self.plan, None, None, None)[0], "unchecked")
-        self.assertIn("the disk was not re-checked: not a generated file", passes.next_step((kind, why)))
 
 
 if __name__ == "__main__":

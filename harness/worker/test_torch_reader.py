@@ -1,17 +1,18 @@
 """Tests of the torch reader's logic that needs no GPU and no PyTorch (run by `cargo test`, see
 harness/gate/tests/kvikio_worker.rs): what is missing and how to install it, one storage and one
-`load_storage` or `save_storage` per segment, buffer registration, the page-cache drop, and the
-read loop both libraries share. PyTorch, cupy and GdsFile are stand-ins here (test fixtures)."""
+`load_storage` or `save_storage` per segment, buffer registration, and the pass loops both
+libraries share. PyTorch, cupy and GdsFile are stand-ins here (test fixtures)."""
 
 import os
 import sys
-import tempfile
 import types
 import unittest
 from unittest import mock
 
+import gds_pass
 import kvikio_worker as worker
 import passes
+import test_kvikio_worker as k
 import torch_reader
 
 
@@ -231,70 +232,52 @@ class Storages(unittest.TestCase):
         self.assertIn("would not read into the buffer the gate verifies", str(raised.exception))
 
 
-class FakeIo(torch_reader.NoCounters):
-    """A reader stand-in for the pass loop (test fixture): reads `short` bytes less in pass
-    `short_in`, and says how much of each file stayed cached."""
+class FakeIo(torch_reader.NoCounters, passes.FirstCall):
+    """A reader stand-in for the pass loop (test fixture): copies the files' bytes into the
+    buffer, and reads one byte less in pass `short_in`."""
     library = "PyTorch"
-    calls = 2
 
-    def __init__(self, total, short_in=None):
-        self.total, self.short_in, self.passes, self.dropped = total, short_in, 0, []
+    def __init__(self, spec, buffer, short_in=None):
+        self.data, self.buffer, self.short_in, self.passes = k.on_disk(spec), buffer, short_in, 0
 
-    def drop(self, path):
-        self.dropped.append(path)
-        return 0.25
+    def calls_in(self, segments):
+        return len(segments)
 
     def read(self, segments):
         self.passes += 1
-        return self.total - (1 if self.passes == self.short_in else 0)
+        for s in segments:
+            self.buffer[s["buffer_offset"]:s["buffer_offset"] + s["len"]].write(
+                0, self.data[s["file"]][s["offset"]:s["offset"] + s["len"]])
+        return sum(s["len"] for s in segments) - (1 if self.passes == self.short_in else 0)
 
 
 class Passes(unittest.TestCase):
-    def run_passes(self, io, cache="cold"):
-        spec = {"trial": {"warmup": 1, "repetitions": 2, "cache": cache, "expect": {"integrity": "checksum"}},
-                "plan": {"files": [{"path": "f"}], "segments": [{"len": 10}]}, "regions": [],
-                "expected_checksum": 5, "spawned_at_unix_ns": 0}
-        m = {"bytes_per_repetition": 10, "warmup_seconds": [], "seconds": [], "gbps": [], "costs": [],
-             "verify_seconds": 0.0}
-
-        class Checked:
-            def check(self, spec, method):
-                return {"bad_words": 0, "checksum": "x", "expected_checksum": "x", "seconds": 0.5}
-
-        buffer = types.SimpleNamespace(fill=lambda value: None)
-        device = types.SimpleNamespace(synchronize=lambda: None)
-        cupy = types.SimpleNamespace(cuda=types.SimpleNamespace(runtime=types.SimpleNamespace(
-            memGetInfo=lambda: (1, 3))))
-        with mock.patch.dict(os.environ, {"GDS_GATE_RECORD_COST": "1"}):
-            fail = passes.read_passes(spec, io, cupy, device, buffer, Checked(), [], m, {"device_peak": None})
-        return fail, m
-
-    def test_warmup_and_measured_passes_with_their_calls_and_the_cache_left(self):
-        io = FakeIo(10)
-        fail, m = self.run_passes(io)
-        self.assertIsNone(fail)
+    def test_warmup_and_measured_passes_with_their_calls_and_the_cache_dropped(self):
+        spec = k.fixture("torch")
+        buffer = k.FakeBuffer(150000)
+        fail, m = k.read_trial(spec, FakeIo(spec, buffer), buffer)
+        self.assertIsNone(fail, m)
         self.assertEqual((len(m["warmup_seconds"]), len(m["seconds"]), len(m["costs"])), (1, 2, 2))
         self.assertEqual([c["read_calls"] for c in m["costs"]], [2, 2])
-        self.assertEqual(m["resident_after_drop"], 0.25)
-        # Before each of the 3 passes, and after the last, beside the wind-down.
-        passes.finish_wind_down()
-        self.assertEqual(io.dropped, ["f"] * 4)
-        self.assertEqual(m["verify_seconds"], 1.5)
+        self.assertLessEqual(m["resident_after_drop"], 0.05)
+        self.assertEqual(m["integrity"]["checksum"], m["integrity"]["expected_checksum"])
 
-    def test_a_short_read_fails_naming_the_library_and_the_pass(self):
-        fail, m = self.run_passes(FakeIo(10, short_in=2), cache="warm")
-        self.assertEqual(fail["reason"], "PyTorch read 9 bytes of 10 in pass 2")
-        self.assertIsNone(m["resident_after_drop"])
+    def test_a_short_read_fails_naming_the_library(self):
+        spec = k.fixture("torch")
+        buffer = k.FakeBuffer(150000)
+        fail, m = k.read_trial(spec, FakeIo(spec, buffer, short_in=2), buffer)
+        self.assertEqual(fail["reason"], "PyTorch read 149999 bytes of 150000")
+        self.assertEqual(len(m["warmup_seconds"]), 1)
 
 
-class FakeWriteIo(FakeIo):
-    """A writer stand-in for the write loop (test fixture): writes `short` bytes less in pass
-    `short_in`; records what it was asked."""
+class FakeWriteIo:
+    """A writer stand-in for the write loop (test fixture): writes one byte less in pass
+    `short_in`, reads back the generator's bytes; records what it was asked."""
+    library = "PyTorch"
     write_calls = 3
 
-    def __init__(self, total, short_in=None):
-        super().__init__(total, short_in)
-        self.events = []
+    def __init__(self, spec, short_in=None):
+        self.spec, self.short_in, self.passes, self.events = spec, short_in, 0, []
 
     def prepare_writes(self, buffer, check, segments, roundtrip):
         self.events.append(("prepare", roundtrip))
@@ -302,62 +285,49 @@ class FakeWriteIo(FakeIo):
     def open_for_write(self, paths):
         self.events.append(("open", tuple(paths)))
 
+    def measured_from(self):
+        pass
+
     def write(self, segments, buffer):
         self.passes += 1
-        return self.total - (1 if self.passes == self.short_in else 0)
+        return sum(s["len"] for s in segments) - (1 if self.passes == self.short_in else 0)
 
     def close_written(self):
         self.events.append(("close",))
 
     def read_back(self, paths, segments, check):
         self.events.append(("read back",))
-        return self.total
+        files = self.spec["plan"]["files"]
+        for s in segments:
+            check[s["buffer_offset"]:s["buffer_offset"] + s["len"]].write(
+                0, gds_pass.reference_bytes(files[s["file"]]["seed"], s["offset"], s["len"]))
+        return sum(s["len"] for s in segments)
 
 
 class WritePasses(unittest.TestCase):
     def run_passes(self, io):
-        with tempfile.TemporaryDirectory() as folder:
-            path = os.path.join(folder, "w")
-            open(path, "wb").close()
-            spec = {"trial": {"warmup": 1, "repetitions": 2, "op": "roundtrip",
-                              "expect": {"integrity": "checksum"}},
-                    "plan": {"files": [{"path": path, "size": 10, "seed": 1}],
-                             "segments": [{"file": 0, "buffer_offset": 0, "len": 10}]},
-                    "regions": [], "expected_checksum": 5, "spawned_at_unix_ns": 0}
-            m = {"bytes_per_repetition": 10, "warmup_seconds": [], "seconds": [], "gbps": [], "costs": [],
-                 "verify_seconds": 0.0, "setup": []}
-
-            class Checked:
-                def fill(self, buffer, offset, length, seed):
-                    pass
-
-                def over(self, buffer):
-                    return self
-
-                def check(self, spec, method):
-                    return {"bad_words": 0, "checksum": "x", "expected_checksum": "x", "seconds": 0.0}
-
-            check = types.SimpleNamespace(fill=lambda value: None)
-            cupy = types.SimpleNamespace(empty=lambda size, dtype: check, uint8=None)
-            device = types.SimpleNamespace(synchronize=lambda: None)
-            with mock.patch.dict(os.environ, {"GDS_GATE_RECORD_COST": "1"}):
-                fail = passes.write_passes(spec, io, cupy, device, None, Checked(), m, worker.phase_timer(m))
-            return fail, m, path
+        spec = io.spec
+        m = {"bytes_per_repetition": 150000, "warmup_seconds": [], "seconds": [], "gbps": [], "costs": [],
+             "verify_seconds": 0.0, "setup": []}
+        with mock.patch.dict(os.environ, {"GDS_GATE_RECORD_COST": "1"}):
+            fail = passes.write_passes(spec, io, k.FakeCupy(), k.Device(), k.FakeBuffer(150000), k.HostVerifier(),
+                                       m, worker.phase_timer(m))
+        return fail, m, [f["path"] for f in spec["plan"]["files"]]
 
     def test_each_pass_opens_writes_closes_drops_and_reads_back(self):
-        io = FakeWriteIo(10)
-        fail, m, path = self.run_passes(io)
-        self.assertIsNone(fail)
+        io = FakeWriteIo(k.fixture("roundtrip"))
+        fail, m, paths = self.run_passes(io)
+        self.assertIsNone(fail, m)
         self.assertEqual(io.events[0], ("prepare", True))
-        self.assertEqual(io.events[1:4], [("open", (path,)), ("close",), ("read back",)])
+        self.assertEqual(io.events[1:4], [("open", tuple(paths)), ("close",), ("read back",)])
         self.assertEqual(len(io.events), 1 + 3 * 3)
-        self.assertEqual(io.dropped, [path] * 3)
         self.assertEqual([c["read_calls"] for c in m["costs"]], [3, 3])
         self.assertEqual(len(m["write"]["read_back_gbps"]), 2)
+        self.assertEqual(m["integrity"]["checksum"], m["integrity"]["expected_checksum"])
 
     def test_a_short_write_fails_naming_the_library(self):
-        fail, _, _ = self.run_passes(FakeWriteIo(10, short_in=1))
-        self.assertEqual(fail["reason"], "PyTorch wrote 9 bytes of 10 in pass 1")
+        fail, _, _ = self.run_passes(FakeWriteIo(k.fixture("roundtrip"), short_in=1))
+        self.assertEqual(fail["reason"], "PyTorch wrote 149999 bytes of 150000 in pass 1")
 
 
 if __name__ == "__main__":

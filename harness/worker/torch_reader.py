@@ -18,6 +18,7 @@ a torch view, through DLPack, of its part of the cupy buffer that the verificati
 The view is checked to alias that part, so the bytes verified are the bytes PyTorch wrote into.
 """
 
+import json
 import os
 import sys
 import time
@@ -76,7 +77,7 @@ def measure(spec, here, stack, m, raw, state, w):
     torch, cupy, gds = stack["torch"], stack["cupy"], stack["gds"]
     trial, plan = spec["trial"], spec["plan"]
     phase = w.phase_timer(m)
-    device, buffer, windows = w.gpu_buffer(spec, cupy, m, raw, state, phase)
+    device, buffer = w.gpu_buffer(spec, cupy, m, raw, state, phase)
     torch.cuda.set_device(trial["gpu"])
     verifier = w.Verifier(cupy, device, buffer, os.path.join(here, "kernels.cu"))
     io = TorchIo(torch, gds, registered=trial.get("buffer") == "registered")
@@ -87,12 +88,10 @@ def measure(spec, here, stack, m, raw, state, w):
         else:
             io.open_for_read([f["path"] for f in plan["files"]], buffer)
             phase("GdsFile open (cuFileHandleRegister)")
-            sections = [window["segments"] for window in windows] or [plan["segments"]]
-            for segments in sections:
+            for segments in passes.gds_pass.sections(json.dumps(spec), m["window"]):
                 io.prepare(buffer, segments)
-            io.calls = sum(len(section) for section in sections)
             phase("storages over the buffer")
-            fail = passes.read_passes(spec, io, cupy, device, buffer, verifier, windows, m, state)
+            fail = passes.read_passes(spec, io, cupy, device, buffer, verifier, m["window"], m, state)
         passes.hold_for_sample(spec.get("hold_for_sampling"))
     finally:
         io.close()
@@ -136,7 +135,6 @@ class TorchIo(NoCounters, passes.FirstCall):
         self.buffers = []
         self.files = []
         self.writing = []
-        self.calls = None
         self.write_calls = 0
         self.used = set()
 
@@ -160,8 +158,9 @@ class TorchIo(NoCounters, passes.FirstCall):
         self.buffer = buffer
         self.files = [self.gds.GdsFile(path, os.O_RDONLY) for path in paths]
 
-    def drop(self, path):
-        return passes.drop_page_cache(path)
+    def calls_in(self, segments):
+        """One `load_storage` per segment."""
+        return len(segments)
 
     def read(self, segments):
         """`load_storage` returns nothing: it raises on a failed read (and, in recent PyTorch, on

@@ -27,9 +27,64 @@ fn python(extension_dir: &tempfile::TempDir) -> Command {
     python
 }
 
+/// The trials the Python tests run through the Rust pass loop: one spec each, as the gate writes
+/// it, over two small generated files on a disk-backed folder (cold trials drop their pages; a
+/// tmpfs /tmp would keep them). The Python tests read them from `GDS_PASS_FIXTURES`.
+const FIXTURE_TRIALS: &str = "
+defaults: { files: { size: 64KiB, seed: 1 }, warmup: 1, repetitions: 2, cache: warm, expect: { integrity: exact } }
+scenarios:
+  - { name: read, reader: kvikio, cache: cold }
+  - { name: windows, reader: kvikio, kvikio_api: async, queue_depth: 3, task_size: 16KiB, window: 64KiB }
+  - { name: load, reader: kvikio, op: load, buffer: registered }
+  - { name: torch, reader: torch, cache: cold }
+  - { name: write, reader: kvikio, op: write, kvikio_api: async, queue_depth: 3, task_size: 4KiB }
+  - { name: roundtrip, reader: kvikio, op: roundtrip, kvikio_api: async, queue_depth: 3, task_size: 4KiB }
+";
+
+fn write_fixtures(dir: &std::path::Path) {
+    use gds_model::plan::{PlannedFile, ReadPlan};
+    use gds_model::protocol::WorkerSpec;
+    let suite = gds_model::scenario::parse(std::path::Path::new("fixtures.yaml"), FIXTURE_TRIALS)
+        .expect("the fixture suite parses");
+    std::fs::create_dir_all(dir.join("written")).unwrap();
+    let files = |folder: &str| -> Vec<PlannedFile> {
+        [(100_000u64, 1u64), (50_000, 2)]
+            .iter()
+            .enumerate()
+            .map(|(index, &(size, seed))| {
+                let path = dir.join(folder).join(format!("f{index}"));
+                if folder == "data" {
+                    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+                    let mut bytes = vec![0; size as usize];
+                    gds_model::verify::fill(seed, 0, &mut bytes);
+                    std::fs::write(&path, bytes).unwrap();
+                }
+                PlannedFile {
+                    path,
+                    size,
+                    seed: Some(seed),
+                    checksum: gds_model::verify::expected_file_checksum(seed, size),
+                }
+            })
+            .collect()
+    };
+    for trial in gds_model::scenario::expand(&suite) {
+        let folder = if trial.op.writes() { "written" } else { "data" };
+        let plan = ReadPlan::new(files(folder), &trial.pattern);
+        let name = trial.scenario.clone();
+        let spec = WorkerSpec::new(trial, plan);
+        let text = serde_json::to_string_pretty(&spec).unwrap();
+        std::fs::write(dir.join(format!("{name}.json")), text).unwrap();
+    }
+}
+
 #[test]
-fn the_python_workers_streaming_async_writes_recheck_and_torch_logic() {
+fn the_python_workers_readers_writers_and_torch_logic_through_the_rust_pass_loop() {
     let extension = tempfile::tempdir().unwrap();
+    // Beside the test binary: a disk-backed file system, where /tmp may be tmpfs.
+    let fixtures =
+        tempfile::tempdir_in(std::env::current_exe().unwrap().parent().unwrap()).unwrap();
+    write_fixtures(fixtures.path());
     let output = python(&extension)
         .args([
             "-m",
@@ -38,11 +93,12 @@ fn the_python_workers_streaming_async_writes_recheck_and_torch_logic() {
             "test_kvikio_worker",
             "test_torch_reader",
         ])
+        .env("GDS_PASS_FIXTURES", fixtures.path())
         .output()
         .expect("python3 runs the KvikIO worker's tests");
     let text = String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success(), "{text}");
-    assert!(text.contains("Ran 37 tests"), "{text}");
+    assert!(text.contains("Ran 29 tests"), "{text}");
 }
 
 /// The live view reads the KvikIO worker's progress with the Rust workers' parser.

@@ -24,6 +24,9 @@ pub struct Histogram {
     total: u64,
     sum_ns: u128,
     max_ns: u64,
+    /// Calls known only through their summed time ([`Histogram::add_totals`]): with any, the
+    /// distribution is unknown and only the mean is said.
+    unbinned: u64,
 }
 
 impl Default for Histogram {
@@ -33,6 +36,7 @@ impl Default for Histogram {
             total: 0,
             sum_ns: 0,
             max_ns: 0,
+            unbinned: 0,
         }
     }
 }
@@ -64,10 +68,19 @@ impl Histogram {
         self.max_ns = self.max_ns.max(ns);
     }
 
+    /// `calls` calls that took `sum_ns` together, as a library that counts its calls but keeps
+    /// no distribution reports them (KvikIO's statistics).
+    pub fn add_totals(&mut self, calls: u64, sum_ns: u128) {
+        self.total += calls;
+        self.sum_ns += sum_ns;
+        self.unbinned += calls;
+    }
+
     pub fn merge(&mut self, other: &Histogram) {
         for (mine, theirs) in self.counts.iter_mut().zip(&other.counts) {
             *mine += theirs;
         }
+        self.unbinned += other.unbinned;
         self.total += other.total;
         self.sum_ns += other.sum_ns;
         self.max_ns = self.max_ns.max(other.max_ns);
@@ -78,9 +91,10 @@ impl Histogram {
     }
 
     /// The value at quantile `q` (0–1] in ns: the bucket holding the ⌈q·n⌉-th smallest value,
-    /// never above the largest value seen. `None` when nothing was recorded.
+    /// never above the largest value seen. `None` when nothing was recorded, or some calls only
+    /// as a sum.
     pub fn quantile(&self, q: f64) -> Option<u64> {
-        if self.total == 0 {
+        if self.total == 0 || self.unbinned > 0 {
             return None;
         }
         let rank = ((q * self.total as f64).ceil() as u64).clamp(1, self.total);
@@ -105,7 +119,7 @@ impl Histogram {
             p95_us: us(0.95),
             p99_us: us(0.99),
             p999_us: us(0.999),
-            max_us: Some(self.max_ns as f64 / 1e3),
+            max_us: (self.unbinned == 0).then(|| self.max_ns as f64 / 1e3),
         })
     }
 }
@@ -358,6 +372,22 @@ mod tests {
         near(l.p999_us, 9990.0);
         assert_eq!(l.max_us, Some(10_000.0));
         assert!((l.mean_us - 5000.5).abs() < 1e-6);
+    }
+
+    #[test]
+    fn calls_known_only_as_a_sum_give_a_mean_and_no_distribution() {
+        let mut library = Histogram::default();
+        library.add_totals(4, 10_000_000);
+        let l = library.latency().unwrap();
+        assert_eq!((l.calls, l.mean_us), (4, 2500.0));
+        assert_eq!((l.p50_us, l.p99_us, l.max_us), (None, None, None));
+        // Merged into timed calls, the distribution is unknown too.
+        let mut timed = Histogram::default();
+        timed.record(1_000_000);
+        timed.merge(&library);
+        let l = timed.latency().unwrap();
+        assert_eq!((l.calls, l.mean_us, l.p50_us), (5, 2200.0, None));
+        assert_eq!(Histogram::default().latency(), None);
     }
 
     #[test]

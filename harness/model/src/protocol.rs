@@ -9,7 +9,6 @@ use serde::{Deserialize, Serialize};
 use crate::plan::ReadPlan;
 use crate::record::Measurement;
 use crate::scenario::TrialSpec;
-use crate::scenario::window_mode::WindowMode;
 
 /// Start-up phases that are CUDA's and cuFile's own work, not the gate's; the start-up bench
 /// finds them by these names.
@@ -35,8 +34,10 @@ pub const WORKER_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
 /// Bumped when either side changes shape; a worker refuses a spec of another version. 2: the
 /// streaming `window` and the trial's memory; 3: with `op` (writing trials) and their figures;
 /// 4: the `cufile-batch` and `cufile-async` readers, `queue_depth`, `batch_size`, `kvikio_api`,
-/// KvikIO's async path and the probe's entry points; 5: the hand-over ([`RELEASED`]).
-pub const PROTOCOL_VERSION: u32 = 5;
+/// KvikIO's async path and the probe's entry points; 5: the hand-over ([`RELEASED`]); 6: the
+/// Python worker runs the Rust worker's pass loop (the `gds_pass` extension), so the spec no
+/// longer carries verification regions, windows and length terms for it.
+pub const PROTOCOL_VERSION: u32 = 6;
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct WorkerSpec {
@@ -48,20 +49,6 @@ pub struct WorkerSpec {
     /// What a correct pass checksums to ([`crate::integrity::expected_checksum`]), computed once
     /// by the orchestrator so that no worker needs a generator of its own.
     pub expected_checksum: u64,
-    /// The ranges verification walks ([`crate::integrity::regions`]), so that the Python worker
-    /// verifies exactly what the Rust one does.
-    pub regions: Vec<VerifyRegion>,
-    /// For the Python worker, which does not cut windows itself: the windows of the trial's
-    /// `window` (at [`crate::window::AUTO_WINDOW`] for `auto`, which the worker applies when the
-    /// pass needs more than 1/[`crate::window::AUTO_FRACTION`] of its GPU's memory); empty for
-    /// `whole`, for writing trials and for the Rust worker.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub windows: Vec<WindowSpec>,
-    /// What the files' length terms add to the range sums of a pass's windows, or of its whole
-    /// buffer ([`ReadPlan::length_terms`]), so that the Python worker needs no generator
-    /// arithmetic of its own.
-    #[serde(default, with = "crate::hex")]
-    pub length_terms: u64,
     /// When set, the worker writes `io-done` here after its last pass and waits for `sampled`
     /// (the orchestrator runs `gds_stats` on it meanwhile).
     #[serde(default)]
@@ -71,76 +58,18 @@ pub struct WorkerSpec {
     pub hold_for_release: Option<PathBuf>,
 }
 
-/// One window as the Python worker reads and verifies it: buffer offsets count from the window's
-/// start, and the regions' sums are raw range sums (no length terms).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct WindowSpec {
-    /// Where the window starts in the whole pass's buffer.
-    pub start: u64,
-    pub len: u64,
-    pub segments: Vec<crate::plan::Segment>,
-    pub regions: Vec<VerifyRegion>,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct VerifyRegion {
-    pub file: usize,
-    pub file_offset: u64,
-    pub buffer_offset: u64,
-    pub len: u64,
-}
-
 impl WorkerSpec {
     pub fn new(trial: TrialSpec, plan: ReadPlan) -> WorkerSpec {
-        let regions = verify_regions(&plan);
-        let window = match trial.window {
-            _ if !trial.reader.python() => None,
-            // Writers hold the whole pass (`validate` refuses a smaller window for them).
-            _ if trial.op.writes() => None,
-            WindowMode::Whole => None,
-            WindowMode::Auto => Some(crate::window::AUTO_WINDOW),
-            WindowMode::Size(bytes) => Some(bytes),
-        };
-        let windows = window
-            .filter(|&size| size < plan.total_bytes())
-            .map(|size| {
-                plan.windows(size)
-                    .into_iter()
-                    .map(|window| WindowSpec {
-                        start: window.start,
-                        len: window.plan.total_bytes(),
-                        regions: verify_regions(&window.plan),
-                        segments: window.plan.segments,
-                    })
-                    .collect()
-            })
-            .unwrap_or_default();
         WorkerSpec {
-            windows,
-            length_terms: plan.length_terms(),
             protocol: PROTOCOL_VERSION,
             expected_checksum: crate::integrity::expected_checksum(&plan),
             trial,
             plan,
             spawned_at_unix_ns: now_unix_ns(),
-            regions,
             hold_for_sampling: None,
             hold_for_release: None,
         }
     }
-}
-
-/// The ranges verification walks, as the Python worker reads them.
-fn verify_regions(plan: &ReadPlan) -> Vec<VerifyRegion> {
-    crate::integrity::regions(plan)
-        .into_iter()
-        .map(|(file_offset, buffer_offset, len, file)| VerifyRegion {
-            file,
-            file_offset,
-            buffer_offset,
-            len,
-        })
-        .collect()
 }
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
@@ -381,44 +310,6 @@ pub struct StorageRates {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// What the Python worker does with a KvikIO spec's windows (read each at its segments, sum
-    /// its regions raw, add the length terms) gives the pass's expected checksum; `whole` and the
-    /// Rust worker's specs carry no windows.
-    #[test]
-    fn a_kvikio_spec_carries_windows_whose_sums_make_the_pass_checksum() {
-        use crate::plan::test_support::{contents, generated, perfect};
-        use crate::scenario::{Pattern, Reader};
-        let suite = crate::scenario::parse(
-            std::path::Path::new("s.yaml"),
-            "scenarios:\n  - name: t\n    files: { size: 1MiB }\n    reader: kvikio\n    window: 64KiB\n",
-        )
-        .unwrap();
-        let trial = crate::scenario::expand(&suite).remove(0);
-        let files = vec![generated(1, 1_000_003), generated(2, 300_001)];
-        let plan = ReadPlan::new(files, &Pattern::Whole);
-        let pass = perfect(&plan, &contents(&plan.files));
-        let spec = WorkerSpec::new(trial.clone(), plan.clone());
-        assert_eq!(spec.windows.len(), 20);
-        let mut sum = spec.length_terms;
-        for window in &spec.windows {
-            let bytes = &pass[window.start as usize..][..window.len as usize];
-            for region in &window.regions {
-                let at = region.buffer_offset as usize;
-                let range = &bytes[at..at + region.len as usize];
-                sum = sum.wrapping_add(crate::verify::checksum_range(range, region.file_offset));
-            }
-            let read: u64 = window.segments.iter().map(|s| s.len).sum();
-            assert_eq!(read, window.len);
-        }
-        assert_eq!(sum, spec.expected_checksum);
-        let mut whole = trial.clone();
-        whole.window = WindowMode::Whole;
-        assert!(WorkerSpec::new(whole, plan.clone()).windows.is_empty());
-        let mut rust = trial;
-        rust.reader = Reader::Cufile;
-        assert!(WorkerSpec::new(rust, plan).windows.is_empty());
-    }
 
     /// A measured pass as the Python worker writes it (KvikIO: a mean latency, no percentiles)
     /// and as the Rust worker does (percentiles), through JSON and back; and a result of a worker

@@ -1,23 +1,188 @@
 //! `gds_pass`: the Python worker's native half. The KvikIO and PyTorch readers
 //! (harness/worker/kvikio_worker.py, torch_reader.py) run in Python because their libraries are
 //! Python's; what the Rust worker already does around their read calls they call here, so that it
-//! exists once: the progress file the gate's live view polls, and the watchdog that names a
-//! section stuck inside the library.
+//! exists once: a reading trial's whole pass loop ([`passes`]), the progress file the gate's live
+//! view polls, and the watchdog that names a section stuck inside the library.
 //!
 //! Built as an abi3 extension module with the gate (the gate's binary depends on this crate) and
 //! copied into each Python trial's folder by the gate's launcher.
 
+mod passes;
+
 use std::time::Duration;
 
+use gds_model::plan::{ReadPlan, Segment};
+use gds_model::protocol::WorkerSpec;
+use gds_worker::trial::CachedFiles;
 use gds_worker::watch::{TICK, Watched, section_bound};
+use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::PyAny;
+use pyo3::types::{PyAny, PyBytes, PyDict, PyList};
 
 #[pymodule]
 fn gds_pass(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(report_progress, module)?)?;
+    module.add_function(wrap_pyfunction!(window, module)?)?;
+    module.add_function(wrap_pyfunction!(read_passes, module)?)?;
+    module.add_function(wrap_pyfunction!(sections, module)?)?;
+    module.add_function(wrap_pyfunction!(tasks, module)?)?;
+    module.add_function(wrap_pyfunction!(verify, module)?)?;
+    module.add_function(wrap_pyfunction!(drop_files, module)?)?;
+    module.add_function(wrap_pyfunction!(finish_wind_down, module)?)?;
+    module.add_function(wrap_pyfunction!(reference_exact, module)?)?;
+    module.add_function(wrap_pyfunction!(reference_checksum, module)?)?;
+    module.add_function(wrap_pyfunction!(reference_bytes, module)?)?;
     module.add_class::<Section>()?;
     Ok(())
+}
+
+fn spec_of(text: &str) -> PyResult<WorkerSpec> {
+    serde_json::from_str(text)
+        .map_err(|error| PyValueError::new_err(format!("the trial's spec does not parse: {error}")))
+}
+
+/// The window a reading trial streams through, for a GPU of `gpu_memory` bytes (the Rust
+/// worker's rule); `None` for one buffer of the whole pass.
+#[pyfunction]
+fn window(spec: &str, gpu_memory: u64) -> PyResult<Option<u64>> {
+    Ok(gds_worker::trial::window_for(
+        &spec_of(spec)?,
+        Some(gpu_memory),
+    ))
+}
+
+/// A reading trial's passes through `landing` (`passes.Landing`) with the window [`window`]
+/// gave: the measurement's pass figures (JSON, as the Rust worker's), and its failure
+/// (`{"reason", "next", "missing"}`, JSON) or `None`. An exception the library raised is raised.
+#[pyfunction]
+#[pyo3(signature = (spec, landing, window))]
+fn read_passes(
+    spec: &str,
+    landing: Bound<'_, PyAny>,
+    window: Option<u64>,
+) -> PyResult<(String, Option<String>)> {
+    let (measurement, failure) = passes::run(&spec_of(spec)?, landing, window)?;
+    Ok((json(&measurement)?, failure.as_ref().map(json).transpose()?))
+}
+
+/// The reads of each section of a pass, as `read_passes` hands them to `Landing.read`: one list
+/// per window, or one of the whole plan.
+#[pyfunction]
+#[pyo3(signature = (spec, window))]
+fn sections<'py>(
+    py: Python<'py>,
+    spec: &str,
+    window: Option<u64>,
+) -> PyResult<Vec<Bound<'py, PyList>>> {
+    let plan = spec_of(spec)?.plan;
+    let plans = match window {
+        Some(size) => plan.windows(size).into_iter().map(|w| w.plan).collect(),
+        None => vec![plan],
+    };
+    plans
+        .iter()
+        .map(|plan| passes::segment_dicts(py, plan))
+        .collect()
+}
+
+/// `segments` (dicts of `file`, `offset`, `len`, `buffer_offset`) cut into `task_size` tasks as
+/// the Rust readers and KvikIO cut them: `(file, offset, buffer_offset, len)` each.
+#[pyfunction]
+fn tasks(
+    segments: Vec<Bound<'_, PyDict>>,
+    task_size: u64,
+) -> PyResult<Vec<(usize, u64, u64, u64)>> {
+    let field = |segment: &Bound<'_, PyDict>, key: &str| -> PyResult<u64> {
+        match segment.get_item(key)? {
+            Some(value) => value.extract(),
+            None => Err(PyValueError::new_err(format!("a segment without `{key}`"))),
+        }
+    };
+    let segments = segments
+        .iter()
+        .map(|s| {
+            Ok(Segment {
+                file: field(s, "file")? as usize,
+                offset: field(s, "offset")?,
+                len: field(s, "len")?,
+                buffer_offset: field(s, "buffer_offset")?,
+            })
+        })
+        .collect::<PyResult<Vec<Segment>>>()?;
+    let plan = ReadPlan {
+        files: Vec::new(),
+        segments,
+        covers_files: false,
+    };
+    let tasks = plan.tasks(task_size).into_iter();
+    Ok(tasks
+        .map(|t| (t.file, t.offset, t.buffer_offset, t.len))
+        .collect())
+}
+
+/// The whole pass verified over the buffer `kernels` launches on (`exact_range` and `checksum_range`
+/// one range each, as `Landing` has them): the integrity result, JSON.
+#[pyfunction]
+fn verify(spec: &str, kernels: Bound<'_, PyAny>) -> PyResult<String> {
+    let spec = spec_of(spec)?;
+    let method = spec.trial.expect.integrity;
+    let result = gds_model::integrity::check(
+        &spec.plan,
+        &mut passes::Kernels(&kernels),
+        method,
+        spec.expected_checksum,
+    )?;
+    json(&result)
+}
+
+/// Drops the page cache of the trial's files, as the Rust worker's writers do after each pass:
+/// `None`, or the failure (JSON) when the pages stay.
+#[pyfunction]
+fn drop_files(spec: &str) -> PyResult<Option<String>> {
+    let plan = spec_of(spec)?.plan;
+    let dropped = CachedFiles::open(&plan).and_then(|files| files.drop_now());
+    dropped.err().as_ref().map(json).transpose()
+}
+
+/// Waits for the last pass's page cache drop, which runs on past the answer (call it after the
+/// result is written).
+#[pyfunction]
+fn finish_wind_down(py: Python<'_>) {
+    py.detach(gds_worker::trial::finish_wind_down);
+}
+
+/// The CPU reference of the `exact_compare` kernel over `data` (gds_model::verify): (bad
+/// words, the first wrong byte's file offset or None). For the tests' stand-ins of the GPU.
+#[pyfunction]
+fn reference_exact(seed: u64, file_offset: u64, data: &[u8]) -> (u64, Option<u64>) {
+    let mismatch = gds_model::verify::exact_compare(seed, file_offset, data);
+    (mismatch.bad_words, mismatch.first_bad_offset)
+}
+
+/// The CPU reference of the `checksum` kernel's raw range sum over `data`. For the tests'
+/// stand-ins of the GPU.
+#[pyfunction]
+fn reference_checksum(file_offset: u64, data: &[u8]) -> u64 {
+    gds_model::verify::checksum_range_parallel(data, file_offset)
+}
+
+/// `length` bytes of the generated file with `seed` from `file_offset`, as `gds-gate gen` writes
+/// them. For the tests' data and stand-ins of the fill kernel.
+#[pyfunction]
+fn reference_bytes(
+    py: Python<'_>,
+    seed: u64,
+    file_offset: u64,
+    length: usize,
+) -> Bound<'_, PyBytes> {
+    let mut bytes = vec![0; length];
+    gds_model::verify::fill(seed, file_offset, &mut bytes);
+    PyBytes::new(py, &bytes)
+}
+
+fn json(value: &impl serde::Serialize) -> PyResult<String> {
+    serde_json::to_string(value)
+        .map_err(|error| PyValueError::new_err(format!("cannot write the answer: {error}")))
 }
 
 /// Tells the gate's live view that pass `done` of `total` ended, `seconds` long for `nbytes`

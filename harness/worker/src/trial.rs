@@ -6,7 +6,7 @@ mod cold;
 mod recheck;
 mod write;
 
-pub use cold::finish_wind_down;
+pub use cold::{CachedFiles, finish_wind_down};
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -130,7 +130,7 @@ fn open_posix(spec: &WorkerSpec, window: Option<u64>) -> Result<Posix, WorkerFai
 
 /// The window this trial reads through, given the memory of its destination. A load reads its
 /// files whole into one buffer, as a loader does.
-fn window_for(spec: &WorkerSpec, memory: Option<u64>) -> Option<u64> {
+pub fn window_for(spec: &WorkerSpec, memory: Option<u64>) -> Option<u64> {
     match spec.trial.op {
         Op::Load => None,
         _ => spec.trial.window.resolve(spec.plan.total_bytes(), memory),
@@ -293,7 +293,7 @@ fn with_cufile(
 /// `measured_from` runs as the first measured pass is about to read. A cold trial's drop after a
 /// pass starts as its reads end ([`cold`]); the last one runs on past the answer
 /// ([`finish_wind_down`]).
-fn passes(
+pub fn passes(
     spec: &WorkerSpec,
     reader: &mut dyn PlanReader,
     m: &mut Measurement,

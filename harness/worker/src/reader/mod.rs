@@ -128,6 +128,17 @@ impl<R: GpuReader> PlanReader for R {
 
 #[derive(Debug, thiserror::Error)]
 pub enum ReaderError {
+    /// A library called from Python (the Python worker's readers) moved fewer bytes than asked.
+    #[error("{library} read {read} bytes of {expected}")]
+    ShortRead {
+        library: String,
+        read: u64,
+        expected: u64,
+    },
+    /// A library called from Python raised; the exception itself is the finding, and the Python
+    /// worker reports it (the `gds_pass` extension hands it back).
+    #[error("{library} raised an exception")]
+    Raised { library: String },
     #[error("read of {len} bytes at offset {offset} of `{path}` failed")]
     Io {
         path: String,
@@ -298,7 +309,8 @@ impl ReaderError {
             ReaderError::HostMemory { .. } | ReaderError::HostAllocation(_) => "read through a window (`window: 1GiB`, or `window: auto`) instead of one buffer of the whole pass (a reading trial; a writing one holds its files whole), use smaller files or `pattern: { random: ... }`, or run on a host with more memory".into(),
             ReaderError::Write { .. } | ReaderError::Create { .. } | ReaderError::Sync { .. } => "check the data dir's free space and permissions, and the storage (dmesg)".into(),
             ReaderError::VerifyOpen { .. } => "the file system refuses O_DIRECT (tmpfs and some FUSE mounts do), so written bytes cannot be read back from the disk: put --data-dir on a disk-backed file system".into(),
-            ReaderError::Io { .. } | ReaderError::ShortFile { .. } => "check the storage (dmesg) and that the files are not being modified".into(),
+            ReaderError::Io { .. } | ReaderError::ShortFile { .. } | ReaderError::ShortRead { .. } => "check the storage (dmesg) and that the files are not being modified".into(),
+            ReaderError::Raised { .. } => "read the worker's output in the trial folder".into(),
             ReaderError::NotALoader => "this is a bug in gds-gate: `op: load` is checked against the readers that load when the suite is read".into(),
             ReaderError::Threads { .. } => "use fewer threads (`nthreads`), or raise this host's limits on threads and memory (`ulimit -u` and `-v`, the container's pids limit)".into(),
         }
