@@ -116,21 +116,30 @@ class Landing:
     def device_used(self):
         return device_used(self.cupy)
 
+    def before_read(self):
+        """Outside the timed section: the library's counters before it."""
+        self.before = self.io.counters() if self.record else None
+
     def read(self, segments):
-        """One section: (bytes read, read calls, seconds to the first call's end or None, and the
-        library's own (calls, summed ns) or None). The caller times it."""
-        before = self.io.counters() if self.record else None
-        self.io.reset()
-        started = time.perf_counter()
-        read = self.io.read(segments)
-        self.device.synchronize()
-        first = self.io.first_done - started if self.io.first_done is not None else None
-        ops = self.io.since(before) if self.record else None
+        """One section, timed by the caller and watched (watched: the stuck line and Python's
+        stacks): the bytes read."""
+        with watched(sum(s["len"] for s in segments), "%s read" % self.library):
+            self.io.reset()
+            self.started = time.perf_counter()
+            read = self.io.read(segments)
+            self.device.synchronize()
+        return read
+
+    def after_read(self, segments):
+        """Outside the timed section: (read calls, seconds to the first call's end or None, and
+        the library's own (calls, summed ns) or None)."""
+        first = self.io.first_done - self.started if self.io.first_done is not None else None
+        ops = self.io.since(self.before) if self.record else None
         totals = (ops.num_reads, ops.total_duration_ns) if ops is not None and ops.num_reads else None
         calls = self.io.calls_in(segments)
         if calls is None:
             calls = ops.num_reads if ops is not None else 0
-        return read, calls, first, totals
+        return calls, first, totals
 
     def reopen(self, paths):
         return self.io.reopen(paths)

@@ -15,7 +15,6 @@ use gds_model::record::Measurement;
 use gds_model::scenario::{Integrity, Reader};
 use gds_model::verify::Mismatch;
 use gds_worker::reader::{Opened, Pass, PlanReader, ReaderError, recording};
-use gds_worker::watch::{Watched, section_bound};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 
@@ -85,25 +84,23 @@ impl PlanReader for PyReader<'_> {
         self.kept(used.and_then(|used| used.extract())).ok()
     }
 
-    /// One section through the library: `Landing.read(segments)` reads and synchronises, and
-    /// answers `(bytes, calls, first call's end in seconds or None, (calls, summed ns) of the
-    /// library's own statistics or None)`. Timed here, watched by the stuck-call watchdog.
+    /// One section through the library, timed here around `Landing.read(segments)` (which
+    /// reads and synchronises under `passes.watched`, and answers the bytes read);
+    /// `before_read` and `after_read` (read calls, the first call's end in seconds or
+    /// None, the library's own (calls, summed ns) or None) stay outside the time.
     fn read(&mut self, plan: &ReadPlan, _: u32, _: u64) -> Result<Pass, ReaderError> {
         let expected = plan.total_bytes();
         let segments = segment_dicts(self.landing.py(), plan);
         let segments = self.kept(segments)?;
-        let watched = Watched::start(
-            format!("{} read", self.library),
-            format!("{expected} bytes"),
-            section_bound(expected),
-        );
+        let before = self.landing.call_method0("before_read").map(drop);
+        self.kept(before)?;
         let started = Instant::now();
-        let answer = self.landing.call_method1("read", (segments,));
+        let read = self.landing.call_method1("read", (&segments,));
         let elapsed = started.elapsed();
-        drop(watched);
-        type Answer = (u64, u64, Option<f64>, Option<(u64, u128)>);
-        let answer = answer.and_then(|answer| answer.extract::<Answer>());
-        let (read, calls, first, totals) = self.kept(answer)?;
+        let read: u64 = self.kept(read.and_then(|read| read.extract()))?;
+        let after = self.landing.call_method1("after_read", (&segments,));
+        type After = (u64, Option<f64>, Option<(u64, u128)>);
+        let (calls, first, totals) = self.kept(after.and_then(|after| after.extract::<After>()))?;
         if read != expected {
             return Err(ReaderError::ShortRead {
                 library: self.library.clone(),
