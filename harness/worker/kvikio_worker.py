@@ -317,7 +317,7 @@ def measure_with_buffer(spec, trial, plan, here, stack, m, raw, state, phase, de
     monitor = kvikio.SummaryMonitor()
     if writes(trial):
         verifier = Verifier(cupy, device, buffer, os.path.join(here, "kernels.cu"))
-        fail = measure_writes(spec, stack, device, buffer, verifier, monitor, m, phase, raw)
+        fail = measure_writes(spec, stack, device, buffer, verifier, monitor, m, phase, raw, state)
         # The source and the read-back buffer (cupy's pool keeps the latter until the process ends).
         state["device_peak"] = max(state["device_peak"] or 0, device_used(cupy)) or None
         return fail
@@ -338,7 +338,7 @@ def measure_with_buffer(spec, trial, plan, here, stack, m, raw, state, phase, de
     return fail
 
 
-def measure_writes(spec, stack, device, buffer, verifier, monitor, m, phase, raw):
+def measure_writes(spec, stack, device, buffer, verifier, monitor, m, phase, raw, state):
     """A writing trial through KvikIO: passes.write_passes with a KvikioIo, `pwrite` per segment,
     or with `kvikio_api: async` one `raw_write_async` per task on the trial's streams (a
     roundtrip reads back with `raw_read_async`); then KvikIO's own figures and, async, the path
@@ -348,7 +348,7 @@ def measure_writes(spec, stack, device, buffer, verifier, monitor, m, phase, raw
     if io.streams:
         entries = "cuFileWriteAsync" if trial["op"] == "write" else "cuFileWriteAsync, cuFileReadAsync"
         io.path_of = lambda handles: async_path(handles, raw, entries)
-    fail = write_passes(spec, io, cupy, device, buffer, verifier, m, phase)
+    fail = write_passes(spec, io, cupy, device, buffer, verifier, m, phase, state)
     finish(spec, kvikio, cupy, monitor, io.measured_start, recording(), m["bytes_per_repetition"], None, m,
            reads=False)
     if io.streams:

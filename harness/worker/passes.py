@@ -6,19 +6,14 @@ worker says them.
 """
 
 import contextlib
-import ctypes
-import errno
 import faulthandler
 import json
-import mmap
 import os
-import resource
 import time
 
 import gds_pass  # the gate's extension (harness/pyworker), linked into the trial folder
 
 MASK = (1 << 64) - 1
-FALLOC_FL_ZERO_RANGE = 0x10  # linux/falloc.h
 
 
 @contextlib.contextmanager
@@ -47,28 +42,6 @@ def recording():
     return os.environ.get("GDS_GATE_RECORD_COST") != "0"
 
 
-def cpu_time():
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime, usage.ru_stime
-
-
-def pass_cost(total, seconds, cpu_before, cpu_after, ops, calls=None):
-    """One measured pass's cost, as the Rust worker's PassCost. KvikIO's statistics count its
-    `pread` operations and their summed duration, no distribution: the latency is a mean. A
-    writing pass gives its `calls` (the plan's tasks) and no operations: no latency then."""
-    if calls is None:
-        calls = ops.num_reads if ops is not None else 0
-    cpu = None
-    per_gib = None
-    if cpu_before is not None and cpu_after is not None:
-        cpu = {"user_seconds": max(0.0, cpu_after[0] - cpu_before[0]),
-               "system_seconds": max(0.0, cpu_after[1] - cpu_before[1])}
-        if total:
-            per_gib = (cpu["user_seconds"] + cpu["system_seconds"]) / (total / 2**30)
-    return {"read_calls": calls, "iops": calls / seconds if seconds > 0 else 0.0, "cpu": cpu,
-            "cpu_seconds_per_gib": per_gib, "latency": mean_latency(ops)}
-
-
 def mean_latency(ops):
     if ops is None or not ops.num_reads:
         return None
@@ -84,10 +57,17 @@ def read_passes(spec, io, cupy, device, buffer, verifier, window, m, state):
     Its figures go into `m`; the failure is returned."""
     landing = Landing(io, cupy, device, buffer, verifier)
     text, failed = gds_pass.read_passes(json.dumps(spec), landing, window)
+    return take_figures(m, state, text, failed)
+
+
+def take_figures(m, state, text, failed):
+    """The Rust loop's measurement (JSON) into `m`, its GPU memory peak into `state`; its failure
+    (JSON or None) as the worker's."""
     native = json.loads(text)
     m["setup"].extend(native.pop("setup"))
-    memory = native.pop("memory") or {}
-    state["device_peak"] = memory.get("device_bytes")
+    memory = native.pop("memory", None) or {}
+    if memory.get("device_bytes") is not None:
+        state["device_peak"] = memory["device_bytes"]
     for key in PASS_FIGURES:  # the Rust record leaves out what it did not measure
         if key in native:
             m[key] = native[key]
@@ -97,7 +77,7 @@ def read_passes(spec, io, cupy, device, buffer, verifier, window, m, state):
 # What the Rust pass loop measures (harness/model/src/record.rs: Measurement); the rest of the
 # record is the Python worker's (the library's own figures, the GPU, the process).
 PASS_FIGURES = ("warmup_seconds", "seconds", "gbps", "integrity", "resident_after_drop", "verify_seconds",
-                "startup_seconds", "preparation_seconds", "costs", "latency", "window", "load")
+                "startup_seconds", "preparation_seconds", "costs", "latency", "window", "load", "write")
 
 
 class Landing:
@@ -167,129 +147,71 @@ class FirstCall:
         self.first_done = None
 
 
-def write_passes(spec, io, cupy, device, buffer, verifier, m, phase):
-    """A writing trial (`op: write` or `roundtrip`), as the Rust worker runs one
-    (harness/worker/src/trial/write.rs), through `io` (KvikioIo or the torch reader's
-    TorchIo): the generator's bytes made in `buffer` by the fill kernel, written (timed; the
-    files blanked and opened for writing before, closed after), fsync timed apart, the
-    pages dropped; then `write` reads the files back with O_DIRECT (never through the library
-    under test) into a second device buffer and verifies it, and `roundtrip` reads them back
-    through the library and verifies that."""
+def write_passes(spec, io, cupy, device, buffer, verifier, m, phase, state):
+    """A writing trial (`op: write` or `roundtrip`) through `io` (KvikioIo or the torch reader's
+    TorchIo), by the Rust worker's write loop (gds_pass.write_passes): the files blanked, written
+    from `buffer` (timed; opened before, closed after), fsync timed apart, the pages dropped; then
+    `write` checks the files on the disk with O_DIRECT (never through the library under test) and
+    `roundtrip` reads them back through the library into a second buffer, verified there. Here:
+    the generator's bytes made in `buffer` by the fill kernel. The failure is returned."""
     trial, plan = spec["trial"], spec["plan"]
-    spec_text = json.dumps(spec)
-    total = m["bytes_per_repetition"]
-    paths = [f["path"] for f in plan["files"]]
     bases = {}
     for s in plan["segments"]:
         bases.setdefault(s["file"], s["buffer_offset"])
     for index, f in enumerate(plan["files"]):
         verifier.fill(buffer, bases[index], f["size"], f["seed"])
-    check = cupy.empty(total, dtype=cupy.uint8)
-    check_verifier = verifier.over(check)
-    io.prepare_writes(buffer, check, plan["segments"], roundtrip=trial["op"] == "roundtrip")
+    check = cupy.empty(m["bytes_per_repetition"], dtype=cupy.uint8)
+    roundtrip = trial["op"] == "roundtrip"
+    io.prepare_writes(buffer, check, plan["segments"], roundtrip=roundtrip)
     phase("generated source and read-back buffer")
-    passes = trial["warmup"] + trial["repetitions"]
-    record = recording()
-    figures = {"fsync_seconds": [], "verify_read_seconds": [], "read_back_seconds": [], "read_back_gbps": []}
-    m["write"] = figures
-    fail = None
-    for p in range(passes):
-        prepared = time.perf_counter()
-        for f in plan["files"]:
-            blank(f["path"], f["size"])
-        if p > 0:  # the first pass's preparation is part of the start-up
-            add_preparation(m, time.perf_counter() - prepared)
-        io.open_for_write(paths)
-        if p == 0:
-            hold_for_release(spec, m)
-            m["startup_seconds"] = (time.time_ns() - spec["spawned_at_unix_ns"]) / 1e9
-        if p == trial["warmup"]:
-            io.measured_from()
-        cpu_before = cpu_time() if record else None
-        with watched(total, "%s write" % io.library):
-            t0 = time.perf_counter()
-            written = io.write(plan["segments"], buffer)
-            seconds = time.perf_counter() - t0
-        cpu_after = cpu_time() if record else None
-        io.close_written()
-        t1 = time.perf_counter()
-        for path in paths:
-            fd = os.open(path, os.O_RDONLY)
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-        fsync = time.perf_counter() - t1
-        dropping = time.perf_counter()
-        dropped = gds_pass.drop_files(spec_text)
-        add_preparation(m, time.perf_counter() - dropping)
-        if dropped is not None:
-            fail = json.loads(dropped)
-            break
-        if written != total:
-            fail = failure("%s wrote %d bytes of %d in pass %d" % (io.library, written, total, p + 1),
-                           "check the data dir's free space and the storage (dmesg)")
-            break
-        measured = p >= trial["warmup"]
-        if measured:
-            m["seconds"].append(seconds)
-            m["gbps"].append(total / seconds / 1e9)
-            figures["fsync_seconds"].append(fsync)
-            if record:
-                m["costs"].append(pass_cost(total, seconds, cpu_before, cpu_after, None, calls=io.write_calls))
-        else:
-            m["warmup_seconds"].append(seconds)
-        clearing = time.perf_counter()
-        check.fill(0xA5)
-        device.synchronize()
-        t2 = time.perf_counter()
-        add_preparation(m, t2 - clearing)
-        if trial["op"] == "roundtrip":
-            read = io.read_back(paths, plan["segments"], check)
-            device.synchronize()
-            if measured:
-                figures["read_back_seconds"].append(time.perf_counter() - t2)
-                figures["read_back_gbps"].append(read / figures["read_back_seconds"][-1] / 1e9)
-        else:
-            for index, f in enumerate(plan["files"]):
-                read_direct(f["path"], f["size"], check, bases[index], cupy)
-            if measured:
-                figures["verify_read_seconds"].append(time.perf_counter() - t2)
-        m["integrity"] = json.loads(gds_pass.verify(spec_text, check_verifier))
-        m["verify_seconds"] += m["integrity"]["seconds"]
-        if m["integrity"]["bad_words"] or m["integrity"]["checksum"] != m["integrity"]["expected_checksum"]:
-            fail = integrity_failure(m["integrity"], p + 1, passes,
-                                     "the bytes %s differ from those written. Run the trial again; if it repeats, "
-                                     "the write path corrupts data: check `dmesg` for I/O errors and the storage's "
-                                     "health" % ("read back" if trial["op"] == "roundtrip"
-                                                 else "on the disk (read with O_DIRECT)"))
-            fail["reason"] += " (written through the path under test)"
-            break
-        gds_pass.report_progress(p + 1, passes, seconds, total)
-    return fail
+    paths = [f["path"] for f in plan["files"]]
+    read_back = Landing(ReadBack(io, paths, check), cupy, device, check, verifier.over(check)) if roundtrip else None
+    text, failed = gds_pass.write_passes(json.dumps(spec), Writer(io, buffer), read_back)
+    return take_figures(m, state, text, failed)
 
 
-def add_preparation(m, seconds):
-    """Untimed preparation after the start-up (record.rs: Measurement::preparation_seconds)."""
-    m["preparation_seconds"] = m.get("preparation_seconds", 0.0) + seconds
+class Writer:
+    """What the Rust write loop calls: the library's writes through `io` from `buffer`."""
+
+    def __init__(self, io, buffer):
+        self.io, self.buffer, self.library = io, buffer, io.library
+
+    @property
+    def write_calls(self):
+        return self.io.write_calls
+
+    def open_for_write(self, paths):
+        self.io.open_for_write(paths)
+
+    def write(self, segments):
+        with watched(sum(s["len"] for s in segments), "%s write" % self.library):
+            return self.io.write(segments, self.buffer)
+
+    def close_written(self):
+        self.io.close_written()
+
+    def measured_from(self):
+        self.io.measured_from()
 
 
-def blank(path, size):
-    """Empties a written file before a pass, as harness/model/src/write.rs `blank` does: its
-    bytes zeroed in place (FALLOC_FL_ZERO_RANGE; nothing freed, so no TRIM on a `discard`
-    mount), or truncated where the file system cannot zero a range. A write that did not
-    happen then leaves zeros (or a short file) that verification cannot pass."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.fallocate.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int64, ctypes.c_int64]
-        if size == 0 or libc.fallocate(fd, FALLOC_FL_ZERO_RANGE, 0, size) != 0:
-            error = ctypes.get_errno()
-            if size and error not in (errno.EOPNOTSUPP, errno.ENOSYS, errno.EINVAL):
-                raise OSError(error, "cannot zero `%s`: %s" % (path, os.strerror(error)))
-            os.ftruncate(fd, 0)
-    finally:
-        os.close(fd)
+class ReadBack(FirstCall):
+    """A roundtrip's read back through the library under test into `check`, read as Landing
+    reads a pass (its time is the write figures' own; no counters)."""
+
+    def __init__(self, io, paths, check):
+        self.io, self.paths, self.check, self.library = io, paths, check, io.library
+
+    def counters(self):
+        return None
+
+    def since(self, before):
+        return None
+
+    def calls_in(self, segments):
+        return None
+
+    def read(self, segments):
+        return self.io.read_back(self.paths, segments, self.check)
 
 
 def writes(trial):
@@ -300,46 +222,6 @@ def writes(trial):
 def device_used(cupy):
     free, total = cupy.cuda.runtime.memGetInfo()
     return total - free
-
-
-DIRECT_CHUNK = 8 << 20
-
-
-def read_direct(path, size, check, base, cupy, start=0):
-    """Reads `size` bytes of a file from `start` (a multiple of 4 KiB) with O_DIRECT (the page
-    cache bypassed, KvikIO not involved) into `check` at `base`, so that the verification sees
-    what is on the disk."""
-    import numpy
-    scratch = mmap.mmap(-1, DIRECT_CHUNK)  # page-aligned, as O_DIRECT needs
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECT)
-    try:
-        at = 0
-        while at < size:
-            n = os.preadv(fd, [scratch], start + at)
-            if n == 0:
-                raise OSError("`%s` ended at byte %d of %d written" % (path, at, size))
-            n = min(n, size - at)
-            check[base + at:base + at + n].set(numpy.frombuffer(scratch, dtype=numpy.uint8, count=n))
-            at += n
-    finally:
-        os.close(fd)
-        scratch.close()
-
-
-# The start-up phase of the wait below, as harness/model/src/record.rs names it.
-HELD_PHASE = "held for the previous worker's exit"
-
-
-def hold_for_release(spec, m):
-    """Ready for the first timed byte: wait, when the gate asks, until the previous trial's worker
-    is gone, and say how long. See RELEASED in harness/model/src/protocol.rs."""
-    folder = spec.get("hold_for_release")
-    if not folder:
-        return
-    held = time.perf_counter()
-    while not os.path.exists(os.path.join(folder, "released")):
-        time.sleep(0.001)
-    m["setup"].append([HELD_PHASE, time.perf_counter() - held])
 
 
 def hold_for_sample(folder):
@@ -354,14 +236,3 @@ def hold_for_sample(folder):
 
 
 # Bytes read again around a pass's first wrong byte, as harness/worker/src/trial/recheck.rs does.
-def integrity_failure(result, p, passes, next_text):
-    """The failure of a pass whose bytes differ: the count of bad words, the first wrong byte's
-    offset and file, the checksums; `next_text` says what to do."""
-    checksums = "checksum expected %s, got %s" % (result["expected_checksum"], result["checksum"])
-    bad = result["first_bad"]
-    if bad:
-        reason = ("integrity: %d bad 8-byte word(s); first wrong byte at offset %d of `%s` (pass %d of %d; %s)"
-                  % (result["bad_words"], bad["file_offset"], bad["file"], p, passes, checksums))
-    else:
-        reason = "integrity: checksum mismatch (pass %d of %d; %s)" % (p, passes, checksums)
-    return failure(reason, next_text)

@@ -6,8 +6,6 @@ a wrong byte, async writes and round trips."""
 
 import json
 import os
-import tempfile
-import threading
 import time
 import unittest
 from unittest import mock
@@ -347,23 +345,17 @@ class AsyncWrites(unittest.TestCase):
 
         total = sum(f["size"] for f in files)
         m = {"bytes_per_repetition": total, "seconds": [], "gbps": [], "warmup_seconds": [], "costs": [],
-             "verify_seconds": 0.0}
+             "verify_seconds": 0.0, "setup": []}
         buffer = FakeBuffer(total)
         stack = {"kvikio": Kvikio, "cupy": FakeCupy()}
 
         def finish(spec, kvikio, cupy, monitor, measured_start, record, total, cached, m, reads=True):
             m["kvikio"] = {}  # KvikIO's own figures need the real KvikIO
 
-        def read_direct(path, size, check, base, cupy):
-            # The independent read without O_DIRECT.
-            with open(path, "rb") as disk:
-                check[base:base + size].write(0, disk.read())
-
         with mock.patch.object(worker, "finish", finish), \
-                mock.patch.object(passes, "read_direct", read_direct), \
                 mock.patch.dict(os.environ, {"CUFILE_ENV_PATH_JSON": os.path.join(FIXTURES, "cufile.json")}):
             fail = worker.measure_writes(spec, stack, Device(), buffer, HostVerifier(), Monitor(), m,
-                                         lambda name: None, {"version": 1150})
+                                         lambda name: None, {"version": 1150}, {"device_peak": None})
         return fail, m, files, log
 
     def test_async_writes_put_every_task_on_disk_through_raw_write_async(self):
@@ -409,22 +401,6 @@ class AsyncWrites(unittest.TestCase):
         self.assertEqual(worker.async_streams(cupy, {"queue_depth": 4}), [])
         self.assertEqual([s.ptr for s in worker.async_streams(cupy, {"kvikio_api": "async", "queue_depth": 2})],
                          [1, 2])
-
-
-class Release(unittest.TestCase):
-    def test_a_held_worker_waits_for_the_release_and_says_how_long(self):
-        with tempfile.TemporaryDirectory() as folder:
-            m = {"setup": []}
-            threading.Timer(0.2, lambda: open(os.path.join(folder, "released"), "w").close()).start()
-            passes.hold_for_release({"hold_for_release": folder}, m)
-            [(phase, seconds)] = m["setup"]
-            self.assertEqual(phase, "held for the previous worker's exit")
-            # The timer starts before the hold does: the hold is a little under 0.2 s at times.
-            self.assertGreaterEqual(seconds, 0.15)
-        m = {"setup": []}
-        passes.hold_for_release({"hold_for_release": None}, m)
-        self.assertEqual(m["setup"], [])
-
 
 
 if __name__ == "__main__":

@@ -83,7 +83,7 @@ def measure(spec, here, stack, m, raw, state, w):
     io = TorchIo(torch, gds, registered=trial.get("buffer") == "registered")
     try:
         if passes.writes(trial):
-            fail = passes.write_passes(spec, io, cupy, device, buffer, verifier, m, phase)
+            fail = passes.write_passes(spec, io, cupy, device, buffer, verifier, m, phase, state)
             state["device_peak"] = max(state["device_peak"] or 0, passes.device_used(cupy)) or None
         else:
             io.open_for_read([f["path"] for f in plan["files"]], buffer)

@@ -24,6 +24,7 @@ fn gds_pass(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(report_progress, module)?)?;
     module.add_function(wrap_pyfunction!(window, module)?)?;
     module.add_function(wrap_pyfunction!(read_passes, module)?)?;
+    module.add_function(wrap_pyfunction!(write_passes, module)?)?;
     module.add_function(wrap_pyfunction!(sections, module)?)?;
     module.add_function(wrap_pyfunction!(tasks, module)?)?;
     module.add_function(wrap_pyfunction!(verify, module)?)?;
@@ -62,6 +63,19 @@ fn read_passes(
     window: Option<u64>,
 ) -> PyResult<(String, Option<String>)> {
     let (measurement, failure) = passes::run(&spec_of(spec)?, landing, window)?;
+    Ok((json(&measurement)?, failure.as_ref().map(json).transpose()?))
+}
+
+/// A writing trial's passes through `writer` (`passes.Writer`), a `roundtrip` read back through
+/// `read_back` (a `passes.Landing` over the check buffer); answered as [`read_passes`].
+#[pyfunction]
+#[pyo3(signature = (spec, writer, read_back))]
+fn write_passes(
+    spec: &str,
+    writer: Bound<'_, PyAny>,
+    read_back: Option<Bound<'_, PyAny>>,
+) -> PyResult<(String, Option<String>)> {
+    let (measurement, failure) = passes::run_writes(&spec_of(spec)?, writer, read_back)?;
     Ok((json(&measurement)?, failure.as_ref().map(json).transpose()?))
 }
 

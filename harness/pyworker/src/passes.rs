@@ -1,8 +1,10 @@
-//! A reading trial's passes for the Python worker: the Rust worker's own pass loop
+//! A trial's passes for the Python worker: the Rust worker's own pass loops
 //! ([`gds_worker::trial::passes`]: the page cache dropped off the critical path, windows, the
 //! buffer cleared, reads timed, verification composed, a load's opening, progress, the hand-over
-//! to the gate) over a [`PlanReader`] whose reads and GPU kernels are calls into the Python
-//! object the worker hands in (`passes.Landing`).
+//! to the gate; [`gds_worker::trial::write::passes`] for writes: files blanked, writes timed,
+//! fsync timed apart, drops, the check on the disk or the read back) over a [`PlanReader`] and a
+//! [`PlanWriter`] whose library calls and GPU kernels are calls into the Python objects the worker
+//! hands in (`passes.Landing`, `passes.Writer`).
 
 use std::time::{Duration, Instant};
 
@@ -15,6 +17,7 @@ use gds_model::record::Measurement;
 use gds_model::scenario::{Integrity, Reader};
 use gds_model::verify::Mismatch;
 use gds_worker::reader::{Opened, Pass, PlanReader, ReaderError, recording};
+use gds_worker::writer::PlanWriter;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 
@@ -30,28 +33,39 @@ pub struct PyReader<'py> {
 
 impl<'py> PyReader<'py> {
     pub fn new(spec: &WorkerSpec, landing: Bound<'py, PyAny>) -> PyResult<PyReader<'py>> {
-        let library = landing.getattr("library")?.extract()?;
-        let path = Path::Other(match spec.trial.reader {
-            Reader::Torch => "torch".into(),
-            _ => "kvikio".into(),
-        });
         Ok(PyReader {
+            library: landing.getattr("library")?.extract()?,
             landing,
-            library,
-            path,
+            path: path_of(spec),
             raised: None,
         })
     }
 
-    /// `Ok(value)`, or the exception kept as the trial's finding.
     fn kept<T>(&mut self, result: PyResult<T>) -> Result<T, ReaderError> {
-        result.map_err(|error| {
-            self.raised.get_or_insert(error);
-            ReaderError::Raised {
-                library: self.library.clone(),
-            }
-        })
+        kept(&mut self.raised, &self.library, result)
     }
+}
+
+/// `Ok(value)`, or the exception kept (the first) as the trial's finding.
+fn kept<T>(
+    raised: &mut Option<PyErr>,
+    library: &str,
+    result: PyResult<T>,
+) -> Result<T, ReaderError> {
+    result.map_err(|error| {
+        raised.get_or_insert(error);
+        ReaderError::Raised {
+            library: library.to_string(),
+        }
+    })
+}
+
+/// The path the gate's verdict replaces with what the evidence says: the library's name.
+fn path_of(spec: &WorkerSpec) -> Path {
+    Path::Other(match spec.trial.reader {
+        Reader::Torch => "torch".into(),
+        _ => "kvikio".into(),
+    })
 }
 
 /// The plan's reads as the Python worker's readers take them: a list of dicts of `file`,
@@ -132,17 +146,91 @@ impl PlanReader for PyReader<'_> {
     }
 
     fn reopen(&mut self, plan: &ReadPlan) -> Result<Opened, ReaderError> {
-        let paths: Vec<String> = plan
-            .files
-            .iter()
-            .map(|f| f.path.display().to_string())
-            .collect();
-        let opened = self.landing.call_method1("reopen", (paths,));
+        let opened = self.landing.call_method1("reopen", (paths(plan),));
         let (open, register): (f64, Option<f64>) = self.kept(opened.and_then(|o| o.extract()))?;
         Ok(Opened {
             open: Duration::from_secs_f64(open.max(0.0)),
             register: register.map(|seconds| Duration::from_secs_f64(seconds.max(0.0))),
         })
+    }
+}
+
+/// The Python worker's writer: its library's writes from its GPU buffer (`passes.Writer`).
+pub struct PyWriter<'py> {
+    landing: Bound<'py, PyAny>,
+    library: String,
+    path: Path,
+    raised: Option<PyErr>,
+}
+
+impl<'py> PyWriter<'py> {
+    pub fn new(spec: &WorkerSpec, landing: Bound<'py, PyAny>) -> PyResult<PyWriter<'py>> {
+        Ok(PyWriter {
+            library: landing.getattr("library")?.extract()?,
+            landing,
+            path: path_of(spec),
+            raised: None,
+        })
+    }
+
+    fn kept<T>(&mut self, result: PyResult<T>) -> Result<T, ReaderError> {
+        kept(&mut self.raised, &self.library, result)
+    }
+}
+
+fn paths(plan: &ReadPlan) -> Vec<String> {
+    let paths = plan.files.iter().map(|f| f.path.display().to_string());
+    paths.collect()
+}
+
+impl PlanWriter for PyWriter<'_> {
+    fn path(&self) -> Path {
+        self.path.clone()
+    }
+
+    /// The files blanked as the Rust writers blank them, then opened by the library.
+    fn prepare(&mut self, plan: &ReadPlan) -> Result<(), ReaderError> {
+        drop(gds_worker::writer::create_all(plan)?);
+        let opened = self.landing.call_method1("open_for_write", (paths(plan),));
+        self.kept(opened.map(drop))
+    }
+
+    /// `Writer.write(segments)` timed here (the bytes written); the files closed after, untimed.
+    fn write(&mut self, plan: &ReadPlan, _: u32, _: u64) -> Result<Pass, ReaderError> {
+        let expected = plan.total_bytes();
+        let segments = segment_dicts(self.landing.py(), plan);
+        let segments = self.kept(segments)?;
+        let started = Instant::now();
+        let written = self.landing.call_method1("write", (&segments,));
+        let elapsed = started.elapsed();
+        let written: u64 = self.kept(written.and_then(|written| written.extract()))?;
+        let closed = self.landing.call_method0("close_written");
+        self.kept(closed)?;
+        if written != expected {
+            return Err(ReaderError::ShortWrite {
+                library: self.library.clone(),
+                written,
+                expected,
+            });
+        }
+        let calls = self.landing.getattr("write_calls");
+        Ok(Pass {
+            elapsed,
+            calls: self.kept(calls.and_then(|calls| calls.extract()))?,
+            latency: None,
+            first_call: None,
+        })
+    }
+
+    fn sync(&mut self, plan: &ReadPlan) -> Result<(), ReaderError> {
+        for file in &plan.files {
+            let synced = std::fs::File::open(&file.path).and_then(|f| f.sync_all());
+            synced.map_err(|source| ReaderError::Sync {
+                path: file.path.display().to_string(),
+                source,
+            })?;
+        }
+        Ok(())
     }
 }
 
@@ -196,6 +284,42 @@ pub fn run(
         gds_worker::trial::passes(spec, &mut reader, &mut m, window, &mut measured_from)
     };
     if let Some(error) = reader.raised.take().or(measured_from_error) {
+        return Err(error);
+    }
+    Ok((m, result.err()))
+}
+
+/// Runs a writing trial's passes through `writer`, `read_back` reading a `roundtrip` back (a
+/// `write` is checked on the disk); as [`run`].
+pub fn run_writes(
+    spec: &WorkerSpec,
+    writer: Bound<'_, PyAny>,
+    read_back: Option<Bound<'_, PyAny>>,
+) -> PyResult<(Measurement, Option<WorkerFailure>)> {
+    let mut m = Measurement::unmeasured(spec.plan.files.clone(), spec.plan.total_bytes());
+    let mut py_writer = PyWriter::new(spec, writer.clone())?;
+    let mut reader = read_back
+        .map(|landing| PyReader::new(spec, landing))
+        .transpose()?;
+    let mut measured_from_error = None;
+    let result = {
+        let mut measured_from = || {
+            if let Err(error) = writer.call_method0("measured_from") {
+                measured_from_error.get_or_insert(error);
+            }
+        };
+        let read_back = reader.as_mut().map(|r| r as &mut dyn PlanReader);
+        gds_worker::trial::write::passes(
+            spec,
+            &mut py_writer,
+            read_back,
+            &mut m,
+            &mut measured_from,
+        )
+    };
+    let raised = py_writer.raised.take();
+    let raised = raised.or_else(|| reader.as_mut().and_then(|r| r.raised.take()));
+    if let Some(error) = raised.or(measured_from_error) {
         return Err(error);
     }
     Ok((m, result.err()))

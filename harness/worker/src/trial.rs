@@ -4,7 +4,7 @@
 
 mod cold;
 mod recheck;
-mod write;
+pub mod write;
 
 pub use cold::{CachedFiles, finish_wind_down};
 
@@ -227,7 +227,7 @@ fn with_cufile(
             };
             phase(m, "device buffers, generated source and file registration");
             let read_back = reader.as_mut().map(|r| r.as_mut() as &mut dyn PlanReader);
-            let outcome = write::passes(spec, writer.as_mut(), read_back, m);
+            let outcome = write::passes(spec, writer.as_mut(), read_back, m, &mut || {});
             hold_for_sample(spec.hold_for_sampling.as_deref());
             outcome
         } else {

@@ -135,6 +135,13 @@ pub enum ReaderError {
         read: u64,
         expected: u64,
     },
+    /// A library called from Python wrote fewer bytes than asked.
+    #[error("{library} wrote {written} bytes of {expected}")]
+    ShortWrite {
+        library: String,
+        written: u64,
+        expected: u64,
+    },
     /// A library called from Python raised; the exception itself is the finding, and the Python
     /// worker reports it (the `gds_pass` extension hands it back).
     #[error("{library} raised an exception")]
@@ -307,7 +314,7 @@ impl ReaderError {
             ReaderError::CufileRead { .. } | ReaderError::CufileWrite { .. } | ReaderError::BatchEntry { .. } | ReaderError::AsyncEnqueue { .. } | ReaderError::Register { .. } | ReaderError::Cufile(_) => "read the trial's cufile.log (in its folder under the reports directory) and check nvidia-fs, cufile.json and the mount".into(),
             ReaderError::Gpu(_) => "check the GPU with nvidia-smi and the CUDA installation".into(),
             ReaderError::HostMemory { .. } | ReaderError::HostAllocation(_) => "read through a window (`window: 1GiB`, or `window: auto`) instead of one buffer of the whole pass (a reading trial; a writing one holds its files whole), use smaller files or `pattern: { random: ... }`, or run on a host with more memory".into(),
-            ReaderError::Write { .. } | ReaderError::Create { .. } | ReaderError::Sync { .. } => "check the data dir's free space and permissions, and the storage (dmesg)".into(),
+            ReaderError::Write { .. } | ReaderError::Create { .. } | ReaderError::Sync { .. } | ReaderError::ShortWrite { .. } => "check the data dir's free space and permissions, and the storage (dmesg)".into(),
             ReaderError::VerifyOpen { .. } => "the file system refuses O_DIRECT (tmpfs and some FUSE mounts do), so written bytes cannot be read back from the disk: put --data-dir on a disk-backed file system".into(),
             ReaderError::Io { .. } | ReaderError::ShortFile { .. } | ReaderError::ShortRead { .. } => "check the storage (dmesg) and that the files are not being modified".into(),
             ReaderError::Raised { .. } => "read the worker's output in the trial folder".into(),

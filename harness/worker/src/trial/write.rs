@@ -35,6 +35,7 @@ pub fn posix(spec: &WorkerSpec, m: &mut Measurement) -> Result<(), WorkerFailure
         &mut writer,
         reader.as_mut().map(|reader| reader as &mut dyn PlanReader),
         m,
+        &mut || {},
     )
 }
 
@@ -56,16 +57,19 @@ pub fn h2d(spec: &WorkerSpec, gpu: &mut Gpu, m: &mut Measurement) -> Result<(), 
         &mut writer,
         reader.as_mut().map(|reader| reader as &mut dyn PlanReader),
         m,
+        &mut || {},
     )
 }
 
 /// Warm-up and measured passes of a writing trial; `read_back` is the reader under test for a
-/// `roundtrip`, `None` for a `write` (verified on the disk).
+/// `roundtrip`, `None` for a `write` (verified on the disk). `measured_from` runs as the first
+/// measured pass is about to write.
 pub fn passes(
     spec: &WorkerSpec,
     writer: &mut dyn PlanWriter,
     mut read_back: Option<&mut dyn PlanReader>,
     m: &mut Measurement,
+    measured_from: &mut dyn FnMut(),
 ) -> Result<(), WorkerFailure> {
     let (trial, plan) = (&spec.trial, &spec.plan);
     m.path = writer.path();
@@ -96,6 +100,9 @@ pub fn passes(
                         as f64
                         / 1e9,
                 );
+            }
+            if pass == u64::from(trial.warmup) {
+                measured_from();
             }
             let cpu_before = recording().then(cpu::process_time).flatten();
             let written = writer
