@@ -21,9 +21,10 @@ use gds_worker::writer::PlanWriter;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 
-/// The Python worker's landing: its library's reads into its GPU buffer, and the verification
-/// kernels over that buffer.
-pub struct PyReader<'py> {
+/// The library under test as the Python worker calls it: a `passes.Landing` (its reads into a
+/// GPU buffer and the verification kernels over that buffer) as a [`PlanReader`], a
+/// `passes.Writer` (its writes from the buffer) as a [`PlanWriter`].
+pub struct PyLibrary<'py> {
     landing: Bound<'py, PyAny>,
     library: String,
     path: Path,
@@ -31,9 +32,9 @@ pub struct PyReader<'py> {
     raised: Option<PyErr>,
 }
 
-impl<'py> PyReader<'py> {
-    pub fn new(spec: &WorkerSpec, landing: Bound<'py, PyAny>) -> PyResult<PyReader<'py>> {
-        Ok(PyReader {
+impl<'py> PyLibrary<'py> {
+    pub fn new(spec: &WorkerSpec, landing: Bound<'py, PyAny>) -> PyResult<PyLibrary<'py>> {
+        Ok(PyLibrary {
             library: landing.getattr("library")?.extract()?,
             landing,
             path: path_of(spec),
@@ -41,23 +42,15 @@ impl<'py> PyReader<'py> {
         })
     }
 
+    /// `Ok(value)`, or the exception kept (the first) as the trial's finding.
     fn kept<T>(&mut self, result: PyResult<T>) -> Result<T, ReaderError> {
-        kept(&mut self.raised, &self.library, result)
+        result.map_err(|error| {
+            self.raised.get_or_insert(error);
+            ReaderError::Raised {
+                library: self.library.clone(),
+            }
+        })
     }
-}
-
-/// `Ok(value)`, or the exception kept (the first) as the trial's finding.
-fn kept<T>(
-    raised: &mut Option<PyErr>,
-    library: &str,
-    result: PyResult<T>,
-) -> Result<T, ReaderError> {
-    result.map_err(|error| {
-        raised.get_or_insert(error);
-        ReaderError::Raised {
-            library: library.to_string(),
-        }
-    })
 }
 
 /// The path the gate's verdict replaces with what the evidence says: the library's name.
@@ -83,7 +76,7 @@ pub fn segment_dicts<'py>(py: Python<'py>, plan: &ReadPlan) -> PyResult<Bound<'p
     Ok(list)
 }
 
-impl PlanReader for PyReader<'_> {
+impl PlanReader for PyLibrary<'_> {
     fn path(&self) -> Path {
         self.path.clone()
     }
@@ -155,35 +148,12 @@ impl PlanReader for PyReader<'_> {
     }
 }
 
-/// The Python worker's writer: its library's writes from its GPU buffer (`passes.Writer`).
-pub struct PyWriter<'py> {
-    landing: Bound<'py, PyAny>,
-    library: String,
-    path: Path,
-    raised: Option<PyErr>,
-}
-
-impl<'py> PyWriter<'py> {
-    pub fn new(spec: &WorkerSpec, landing: Bound<'py, PyAny>) -> PyResult<PyWriter<'py>> {
-        Ok(PyWriter {
-            library: landing.getattr("library")?.extract()?,
-            landing,
-            path: path_of(spec),
-            raised: None,
-        })
-    }
-
-    fn kept<T>(&mut self, result: PyResult<T>) -> Result<T, ReaderError> {
-        kept(&mut self.raised, &self.library, result)
-    }
-}
-
 fn paths(plan: &ReadPlan) -> Vec<String> {
     let paths = plan.files.iter().map(|f| f.path.display().to_string());
     paths.collect()
 }
 
-impl PlanWriter for PyWriter<'_> {
+impl PlanWriter for PyLibrary<'_> {
     fn path(&self) -> Path {
         self.path.clone()
     }
@@ -273,7 +243,7 @@ pub fn run(
     window: Option<u64>,
 ) -> PyResult<(Measurement, Option<WorkerFailure>)> {
     let mut m = Measurement::unmeasured(spec.plan.files.clone(), spec.plan.total_bytes());
-    let mut reader = PyReader::new(spec, landing.clone())?;
+    let mut reader = PyLibrary::new(spec, landing.clone())?;
     let mut measured_from_error = None;
     let result = {
         let mut measured_from = || {
@@ -297,9 +267,9 @@ pub fn run_writes(
     read_back: Option<Bound<'_, PyAny>>,
 ) -> PyResult<(Measurement, Option<WorkerFailure>)> {
     let mut m = Measurement::unmeasured(spec.plan.files.clone(), spec.plan.total_bytes());
-    let mut py_writer = PyWriter::new(spec, writer.clone())?;
+    let mut py_writer = PyLibrary::new(spec, writer.clone())?;
     let mut reader = read_back
-        .map(|landing| PyReader::new(spec, landing))
+        .map(|landing| PyLibrary::new(spec, landing))
         .transpose()?;
     let mut measured_from_error = None;
     let result = {
