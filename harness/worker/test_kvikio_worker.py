@@ -329,9 +329,12 @@ class AsyncWrites(unittest.TestCase):
         before it starts, as a previous run leaves them."""
         spec = fixture(op)
         files = spec["plan"]["files"]
-        for f in files:
-            with open(f["path"], "wb") as disk:
-                disk.write(gds_pass.reference_bytes(f["seed"], 0, f["size"]) if stale else b"")
+        for f in files:  # absent, as on a runner's first run, or left by a previous run
+            if os.path.exists(f["path"]):
+                os.remove(f["path"])
+            if stale:
+                with open(f["path"], "wb") as disk:
+                    disk.write(gds_pass.reference_bytes(f["seed"], 0, f["size"]))
         log = []
 
         class Kvikio:

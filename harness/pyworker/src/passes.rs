@@ -267,6 +267,16 @@ pub fn run_writes(
     read_back: Option<Bound<'_, PyAny>>,
 ) -> PyResult<(Measurement, Option<WorkerFailure>)> {
     let mut m = Measurement::unmeasured(spec.plan.files.clone(), spec.plan.total_bytes());
+    // The loop opens the files for its drops before the first pass: they exist from here on, as a
+    // Rust writer's do once it is open.
+    if let Err(error) = gds_worker::writer::create_all(&spec.plan) {
+        let failure = WorkerFailure {
+            reason: gds_model::error_chain(&error),
+            next: error.next_step(),
+            missing: None,
+        };
+        return Ok((m, Some(failure)));
+    }
     let mut py_writer = PyLibrary::new(spec, writer.clone())?;
     let mut reader = read_back
         .map(|landing| PyLibrary::new(spec, landing))
