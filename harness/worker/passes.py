@@ -100,10 +100,10 @@ class Landing:
         """Outside the timed section: the library's counters before it."""
         self.before = self.io.counters() if self.record else None
 
-    def read(self, segments):
-        """One section, timed by the caller and watched (watched: the stuck line and Python's
-        stacks): the bytes read."""
-        with watched(sum(s["len"] for s in segments), "%s read" % self.library):
+    def read(self, segments, nbytes):
+        """One section of `nbytes`, timed by the caller and watched (watched: the stuck line and
+        Python's stacks): the bytes read."""
+        with watched(nbytes, "%s read" % self.library):
             self.io.reset()
             self.started = time.perf_counter()
             read = self.io.read(segments)
@@ -183,8 +183,8 @@ class Writer:
     def open_for_write(self, paths):
         self.io.open_for_write(paths)
 
-    def write(self, segments):
-        with watched(sum(s["len"] for s in segments), "%s write" % self.library):
+    def write(self, segments, nbytes):
+        with watched(nbytes, "%s write" % self.library):
             return self.io.write(segments, self.buffer)
 
     def close_written(self):

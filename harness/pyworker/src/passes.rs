@@ -91,7 +91,7 @@ impl PlanReader for PyLibrary<'_> {
         self.kept(used.and_then(|used| used.extract())).ok()
     }
 
-    /// One section through the library, timed here around `Landing.read(segments)` (which
+    /// One section through the library, timed here around `Landing.read(segments, bytes)` (which
     /// reads and synchronises under `passes.watched`, and answers the bytes read);
     /// `before_read` and `after_read` (read calls, the first call's end in seconds or
     /// None, the library's own (calls, summed ns) or None) stay outside the time.
@@ -102,7 +102,7 @@ impl PlanReader for PyLibrary<'_> {
         let before = self.landing.call_method0("before_read").map(drop);
         self.kept(before)?;
         let started = Instant::now();
-        let read = self.landing.call_method1("read", (&segments,));
+        let read = self.landing.call_method1("read", (&segments, expected));
         let elapsed = started.elapsed();
         let read: u64 = self.kept(read.and_then(|read| read.extract()))?;
         let after = self.landing.call_method1("after_read", (&segments,));
@@ -165,13 +165,14 @@ impl PlanWriter for PyLibrary<'_> {
         self.kept(opened.map(drop))
     }
 
-    /// `Writer.write(segments)` timed here (the bytes written); the files closed after, untimed.
+    /// `Writer.write(segments, bytes)` timed here (the bytes written); the files closed after,
+    /// untimed.
     fn write(&mut self, plan: &ReadPlan, _: u32, _: u64) -> Result<Pass, ReaderError> {
         let expected = plan.total_bytes();
         let segments = segment_dicts(self.landing.py(), plan);
         let segments = self.kept(segments)?;
         let started = Instant::now();
-        let written = self.landing.call_method1("write", (&segments,));
+        let written = self.landing.call_method1("write", (&segments, expected));
         let elapsed = started.elapsed();
         let written: u64 = self.kept(written.and_then(|written| written.extract()))?;
         let closed = self.landing.call_method0("close_written");
