@@ -623,5 +623,6 @@ class Verifier:
         """The raw range sum of `length` bytes at `buffer_offset`, keyed from `file_offset`."""
         return self.run(self.checksum_kernel, buffer_offset, length, (file_offset // 8,), [0, 0])[0]
 
+
 if __name__ == "__main__":
     main()

@@ -115,10 +115,11 @@ class Landing:
         the library's own (calls, summed ns) or None)."""
         first = self.io.first_done - self.started if self.io.first_done is not None else None
         ops = self.io.since(self.before) if self.record else None
-        totals = (ops.num_reads, ops.total_duration_ns) if ops is not None and ops.num_reads else None
+        # Whole numbers, whichever types the library's statistics use.
+        totals = (int(ops.num_reads), int(ops.total_duration_ns)) if ops is not None and ops.num_reads else None
         calls = self.io.calls_in(segments)
         if calls is None:
-            calls = ops.num_reads if ops is not None else 0
+            calls = int(ops.num_reads) if ops is not None else 0
         return calls, first, totals
 
     def reopen(self, paths):
