@@ -6,7 +6,9 @@ a wrong byte, async writes and round trips."""
 
 import json
 import os
+import sys
 import time
+import types
 import unittest
 from unittest import mock
 
@@ -320,6 +322,66 @@ class Reads(unittest.TestCase):
             self.assertTrue(opened + registered < first < seconds, (opened, registered, first, seconds))
             self.assertGreaterEqual(first, 0.002)
             self.assertGreaterEqual(seconds, 0.004)
+
+
+class WholeWorker(unittest.TestCase):
+    """worker.run, the KvikIO worker's whole trial as the gate starts it, over the fixture files
+    with KvikIO and cupy stood in for (test fixtures, put in sys.modules) and the kernels on the
+    CPU reference: every call between the worker and the Rust loop, and the result it answers."""
+
+    def run_worker(self, name):
+        spec = fixture(name)
+        data = on_disk(spec)
+        kvikio = mock.Mock(spec=["CuFile", "SummaryMonitor", "memory_register", "memory_deregister",
+                                 "__version__"])
+        kvikio.CuFile = lambda path, flags: CuFile(data[int(path[-1])])
+        kvikio.SummaryMonitor = Counts
+        cupy = GpuCupy()
+        with mock.patch.dict(sys.modules, {"kvikio": kvikio, "cupy": cupy}), \
+                mock.patch.object(worker, "Verifier", lambda cupy, device, buffer, source: HostVerifier(buffer)), \
+                mock.patch.object(worker, "finish", self.finish):
+            return worker.run(spec, os.path.dirname(os.path.abspath(__file__)))
+
+    @staticmethod
+    def finish(spec, kvikio, cupy, monitor, measured_start, record, total, cached, m, reads=True):
+        m["kvikio"] = {}  # KvikIO's own figures need the real KvikIO
+
+    def test_a_windowed_async_read_answers_a_verified_measurement(self):
+        result = self.run_worker("windows")
+        m = result["measurement"]
+        self.assertIsNone(result["failure"], result)
+        self.assertEqual(result["protocol"], worker.PROTOCOL)
+        self.assertEqual((m["path"], m["window"], len(m["seconds"])), ("kvikio", 64 << 10, 2))
+        self.assertEqual(m["integrity"]["checksum"], m["integrity"]["expected_checksum"])
+        self.assertEqual(m["memory"]["device_bytes"], 7)
+        # The worker's own start-up phases, then the loop's.
+        phases = [phase for phase, _ in m["setup"]]
+        self.assertEqual(phases[-3:], ["gpu context and buffer", "kvikio.CuFile open", "destination cleared"])
+        self.assertIn("async_path", m["kvikio"])
+
+    def test_a_cold_read_drops_and_a_load_reopens(self):
+        for name in ("read", "load"):
+            result = self.run_worker(name)
+            self.assertIsNone(result["failure"], (name, result))
+        self.assertEqual(len(result["measurement"]["load"]["open_seconds"]), 2)
+
+
+class GpuCupy(FakeCupy):
+    """cupy stand-in with the device calls the worker makes (test fixture): one GPU of 80 GB,
+    7 bytes of it in use."""
+
+    def __init__(self):
+        super().__init__()
+        self.runtime = self
+
+    def Device(self, ordinal):
+        return types.SimpleNamespace(use=lambda: None, synchronize=lambda: None)
+
+    def getDeviceProperties(self, ordinal):
+        return {"name": b"Fake GPU"}
+
+    def memGetInfo(self):
+        return 80_000_000_000 - 7, 80_000_000_000
 
 
 class AsyncWrites(unittest.TestCase):

@@ -98,7 +98,7 @@ fn the_python_workers_readers_writers_and_torch_logic_through_the_rust_pass_loop
         .expect("python3 runs the KvikIO worker's tests");
     let text = String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success(), "{text}");
-    assert!(text.contains("Ran 28 tests"), "{text}");
+    assert!(text.contains("Ran 30 tests"), "{text}");
 }
 
 /// The live view reads the KvikIO worker's progress with the Rust workers' parser.
