@@ -5,8 +5,6 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-use gds_model::progress::{ENV, PassProgress};
-
 const WORKER_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../worker");
 
 /// python3 in the worker's folder, with `gds_pass` importable: a folder holding a link to the
@@ -99,30 +97,6 @@ fn the_python_workers_readers_writers_and_torch_logic_through_the_rust_pass_loop
     let text = String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success(), "{text}");
     assert!(text.contains("Ran 30 tests"), "{text}");
-}
-
-/// The live view reads the KvikIO worker's progress with the Rust workers' parser.
-#[test]
-fn the_python_workers_progress_file_parses_as_the_rust_workers_does() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("progress");
-    let output = python(&dir)
-        .args([
-            "-c",
-            "import passes; passes.gds_pass.report_progress(3, 8, 0.75, 3 << 30)",
-        ])
-        .env(ENV, &path)
-        .output()
-        .expect("python3 runs the KvikIO worker");
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let progress = PassProgress::read(&path).expect("a line the gate parses");
-    assert_eq!((progress.done, progress.total), (3, 8));
-    assert_eq!(progress.seconds, 0.75);
-    assert!((progress.gbps - (3u64 << 30) as f64 / 0.75 / 1e9).abs() < 1e-9);
 }
 
 /// A Python section stuck past its bound is named as the Rust worker's stuck calls are (it is

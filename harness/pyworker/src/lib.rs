@@ -1,8 +1,8 @@
 //! `gds_pass`: the Python worker's native half. The KvikIO and PyTorch readers
 //! (harness/worker/kvikio_worker.py, torch_reader.py) run in Python because their libraries are
 //! Python's; what the Rust worker already does around their read calls they call here, so that it
-//! exists once: a reading trial's whole pass loop ([`passes`]), the progress file the gate's live
-//! view polls, and the watchdog that names a section stuck inside the library.
+//! exists once: a trial's read and write loops ([`passes`], which also write the progress file
+//! the gate's live view polls), and the watchdog that names a section stuck inside the library.
 //!
 //! Built as an abi3 extension module with the gate (the gate's binary depends on this crate) and
 //! copied into each Python trial's folder by the gate's launcher.
@@ -13,7 +13,6 @@ use std::time::Duration;
 
 use gds_model::plan::{ReadPlan, Segment};
 use gds_model::protocol::WorkerSpec;
-use gds_worker::trial::CachedFiles;
 use gds_worker::watch::{TICK, Watched, section_bound};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -21,14 +20,11 @@ use pyo3::types::{PyAny, PyBytes, PyDict, PyList};
 
 #[pymodule]
 fn gds_pass(module: &Bound<'_, PyModule>) -> PyResult<()> {
-    module.add_function(wrap_pyfunction!(report_progress, module)?)?;
     module.add_function(wrap_pyfunction!(window, module)?)?;
     module.add_function(wrap_pyfunction!(read_passes, module)?)?;
     module.add_function(wrap_pyfunction!(write_passes, module)?)?;
     module.add_function(wrap_pyfunction!(sections, module)?)?;
     module.add_function(wrap_pyfunction!(tasks, module)?)?;
-    module.add_function(wrap_pyfunction!(verify, module)?)?;
-    module.add_function(wrap_pyfunction!(drop_files, module)?)?;
     module.add_function(wrap_pyfunction!(finish_wind_down, module)?)?;
     module.add_function(wrap_pyfunction!(reference_exact, module)?)?;
     module.add_function(wrap_pyfunction!(reference_checksum, module)?)?;
@@ -134,30 +130,6 @@ fn tasks(
         .collect())
 }
 
-/// The whole pass verified over the buffer `kernels` launches on (`exact_range` and `checksum_range`
-/// one range each, as `Landing` has them): the integrity result, JSON.
-#[pyfunction]
-fn verify(spec: &str, kernels: Bound<'_, PyAny>) -> PyResult<String> {
-    let spec = spec_of(spec)?;
-    let method = spec.trial.expect.integrity;
-    let result = gds_model::integrity::check(
-        &spec.plan,
-        &mut passes::Kernels(&kernels),
-        method,
-        spec.expected_checksum,
-    )?;
-    json(&result)
-}
-
-/// Drops the page cache of the trial's files, as the Rust worker's writers do after each pass:
-/// `None`, or the failure (JSON) when the pages stay.
-#[pyfunction]
-fn drop_files(spec: &str) -> PyResult<Option<String>> {
-    let plan = spec_of(spec)?.plan;
-    let dropped = CachedFiles::open(&plan).and_then(|files| files.drop_now());
-    dropped.err().as_ref().map(json).transpose()
-}
-
 /// Waits for the last pass's page cache drop, which runs on past the answer (call it after the
 /// result is written).
 #[pyfunction]
@@ -197,13 +169,6 @@ fn reference_bytes(
 fn json(value: &impl serde::Serialize) -> PyResult<String> {
     serde_json::to_string(value)
         .map_err(|error| PyValueError::new_err(format!("cannot write the answer: {error}")))
-}
-
-/// Tells the gate's live view that pass `done` of `total` ended, `seconds` long for `nbytes`
-/// (the Rust worker's own report).
-#[pyfunction]
-fn report_progress(done: u64, total: u64, seconds: f64, nbytes: u64) {
-    gds_worker::trial::report_progress(done, total, seconds, nbytes);
 }
 
 /// A read or write section through the library under test, watched while inside its `with`

@@ -6,7 +6,7 @@ mod cold;
 mod recheck;
 pub mod write;
 
-pub use cold::{CachedFiles, finish_wind_down};
+pub use cold::finish_wind_down;
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -446,7 +446,7 @@ fn record_pass(
 /// Tells the gate's live view that a pass is done ([`gds_model::progress`]). Best effort: the
 /// view is for people, and a full disk must not fail a trial that read correctly. A pass of no
 /// measurable time has no rate to show, and reports nothing.
-pub fn report_progress(done: u64, total: u64, seconds: f64, bytes: u64) {
+fn report_progress(done: u64, total: u64, seconds: f64, bytes: u64) {
     if seconds <= 0.0 {
         return;
     }
