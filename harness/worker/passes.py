@@ -9,6 +9,7 @@ import contextlib
 import faulthandler
 import json
 import os
+import resource
 import time
 
 import gds_pass  # the gate's extension (harness/pyworker), linked into the trial folder
@@ -31,6 +32,20 @@ def watched(nbytes, what="a read or write section", bound=None):
             yield
     finally:
         faulthandler.cancel_dump_traceback_later()
+
+
+def timed(call, record):
+    """`call()` timed alone, as the Rust readers time their library calls: (its answer, wall
+    seconds, (user, system) CPU seconds or None when not recording). Timed by the caller in Rust,
+    the section would also hold `watched`'s arming and the calls across the extension."""
+    before = resource.getrusage(resource.RUSAGE_SELF) if record else None
+    started = time.perf_counter()
+    answer = call()
+    seconds = time.perf_counter() - started
+    if before is None:
+        return answer, seconds, None
+    after = resource.getrusage(resource.RUSAGE_SELF)
+    return answer, seconds, (after.ru_utime - before.ru_utime, after.ru_stime - before.ru_stime)
 
 
 def failure(reason, next_step, missing=None):
@@ -56,13 +71,14 @@ def read_passes(spec, io, cupy, device, buffer, verifier, window, m, state):
     with the kernels over `buffer`, records costs and progress and stops at the first failure.
     Its figures go into `m`; the failure is returned."""
     landing = Landing(io, cupy, device, buffer, verifier)
-    text, failed = gds_pass.read_passes(json.dumps(spec), landing, window)
-    return take_figures(m, state, text, failed)
+    return take_figures(m, state, gds_pass.read_passes(json.dumps(spec), landing, window))
 
 
-def take_figures(m, state, text, failed):
+def take_figures(m, state, ended):
     """The Rust loop's measurement (JSON) into `m`, its GPU memory peak into `state`; its failure
-    (JSON or None) as the worker's."""
+    (JSON or None) as the worker's, or the exception the library raised, raised again once the
+    figures measured before it are kept."""
+    text, failed, raised = ended
     native = json.loads(text)
     m["setup"].extend(native.pop("setup"))
     memory = native.pop("memory", None) or {}
@@ -71,6 +87,8 @@ def take_figures(m, state, text, failed):
     for key in PASS_FIGURES:  # the Rust record leaves out what it did not measure
         if key in native:
             m[key] = native[key]
+    if raised is not None:
+        raise raised
     return json.loads(failed) if failed is not None else None
 
 
@@ -101,14 +119,16 @@ class Landing:
         self.before = self.io.counters() if self.record else None
 
     def read(self, segments, nbytes):
-        """One section of `nbytes`, timed by the caller and watched (watched: the stuck line and
-        Python's stacks): the bytes read."""
+        """One section of `nbytes`, watched (watched: the stuck line and Python's stacks) and
+        timed (timed: bytes read, seconds, CPU)."""
+        def read():
+            read = self.io.read(segments)
+            self.device.synchronize()
+            return read
         with watched(nbytes, "%s read" % self.library):
             self.io.reset()
             self.started = time.perf_counter()
-            read = self.io.read(segments)
-            self.device.synchronize()
-        return read
+            return timed(read, self.record)
 
     def after_read(self, segments):
         """Outside the timed section: (read calls, seconds to the first call's end or None, and
@@ -161,14 +181,14 @@ def write_passes(spec, io, cupy, device, buffer, verifier, m, phase, state):
         bases.setdefault(s["file"], s["buffer_offset"])
     for index, f in enumerate(plan["files"]):
         verifier.fill(buffer, bases[index], f["size"], f["seed"])
-    check = cupy.empty(m["bytes_per_repetition"], dtype=cupy.uint8)
     roundtrip = trial["op"] == "roundtrip"
+    # A roundtrip's read back lands here; a `write` is checked on the disk, by the CPU.
+    check = cupy.empty(m["bytes_per_repetition"], dtype=cupy.uint8) if roundtrip else None
     io.prepare_writes(buffer, check, plan["segments"], roundtrip=roundtrip)
     phase("generated source and read-back buffer")
     paths = [f["path"] for f in plan["files"]]
     read_back = Landing(ReadBack(io, paths, check), cupy, device, check, verifier.over(check)) if roundtrip else None
-    text, failed = gds_pass.write_passes(json.dumps(spec), Writer(io, buffer), read_back)
-    return take_figures(m, state, text, failed)
+    return take_figures(m, state, gds_pass.write_passes(json.dumps(spec), Writer(io, buffer), read_back))
 
 
 class Writer:
@@ -176,6 +196,7 @@ class Writer:
 
     def __init__(self, io, buffer):
         self.io, self.buffer, self.library = io, buffer, io.library
+        self.record = recording()
 
     @property
     def write_calls(self):
@@ -185,8 +206,9 @@ class Writer:
         self.io.open_for_write(paths)
 
     def write(self, segments, nbytes):
+        """As Landing.read: (bytes written, seconds, CPU)."""
         with watched(nbytes, "%s write" % self.library):
-            return self.io.write(segments, self.buffer)
+            return timed(lambda: self.io.write(segments, self.buffer), self.record)
 
     def close_written(self):
         self.io.close_written()

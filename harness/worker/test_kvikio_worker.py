@@ -4,6 +4,7 @@ gds_pass extension, with KvikIO, cupy and the GPU's kernels stood in for, over t
 generated files that test writes (`GDS_PASS_FIXTURES`): windows and `kvikio_api: async`, loads,
 a wrong byte, async writes and round trips."""
 
+import contextlib
 import json
 import os
 import sys
@@ -112,6 +113,8 @@ class Sections(unittest.TestCase):
         whole = json.dumps(fixture("read"))
         self.assertIsNone(gds_pass.window(whole, 1 << 40))
         self.assertEqual(len(gds_pass.sections(whole, None)), 1)
+        with self.assertRaisesRegex(ValueError, "a window of 100 bytes is below 4096"):
+            gds_pass.sections(windows, 100)
 
     def test_tasks_cut_segments_as_kvikio_does(self):
         tasks = gds_pass.tasks([{"file": 1, "offset": 100, "len": 10000, "buffer_offset": 7}], 4096)
@@ -277,17 +280,49 @@ class Reads(unittest.TestCase):
         self.assertIn("first wrong byte at offset 777 of `%s`" % spec["plan"]["files"][1]["path"], fail["reason"])
         self.assertIn("the file on the disk is right there", fail["next"])
 
-    def test_an_exception_in_the_library_is_raised_to_the_worker(self):
+    def test_an_exception_in_the_library_is_raised_to_the_worker_with_the_figures_before_it(self):
         spec = fixture("read")
+        data = on_disk(spec)
+        reads = []
 
         class Broken(CuFile):
             def pread(self, view, length, offset, task_size):
-                raise RuntimeError("cuFile error: nvidia-fs driver is not loaded")
+                reads.append(length)
+                if len(reads) > len(data):  # the second pass
+                    raise RuntimeError("cuFile error: nvidia-fs driver is not loaded")
+                return super().pread(view, length, offset, task_size)
 
         buffer = FakeBuffer(150000)
-        io = worker.KvikioIo(None, Counts(), [Broken(b""), Broken(b"")], buffer, 1 << 20, [])
+        io = worker.KvikioIo(None, Counts(), [Broken(d) for d in data], buffer, 1 << 20, [])
+        m = {"setup": []}
         with self.assertRaisesRegex(RuntimeError, "nvidia-fs driver is not loaded"):
-            read_trial(spec, io, buffer)
+            read_trial(spec, io, buffer, m)
+        self.assertEqual(len(m["warmup_seconds"]) + len(m["seconds"]), 1, m)
+        self.assertIsNotNone(m["startup_seconds"])
+
+    def test_a_pass_times_the_library_call_alone(self):
+        """The watchdog's arming and the library's counters are outside a pass's time."""
+        spec = fixture("read")
+        data = on_disk(spec)
+
+        class SlowCounts(Counts):
+            def get(self):
+                time.sleep(0.05)
+                return self
+
+        @contextlib.contextmanager
+        def slow_watch(nbytes, what):
+            time.sleep(0.05)
+            yield
+
+        buffer = FakeBuffer(150000)
+        io = worker.KvikioIo(None, SlowCounts(), [CuFile(d) for d in data], buffer, 1 << 20, [])
+        m = {"setup": []}
+        with mock.patch.object(passes, "watched", slow_watch):
+            fail, m = read_trial(spec, io, buffer, m)
+        self.assertIsNone(fail)
+        times = m["warmup_seconds"] + m["seconds"]
+        self.assertTrue(times and max(times) < 0.04, times)
 
     def test_each_load_reopens_and_records_its_steps_and_first_byte(self):
         spec = fixture("load")

@@ -13,8 +13,9 @@ use std::time::Duration;
 
 use gds_model::plan::{ReadPlan, Segment};
 use gds_model::protocol::WorkerSpec;
+use gds_model::window::ALIGN;
 use gds_worker::watch::{TICK, Watched, section_bound};
-use pyo3::exceptions::PyValueError;
+use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyAny, PyBytes, PyDict, PyList};
 
@@ -48,18 +49,25 @@ fn window(spec: &str, gpu_memory: u64) -> PyResult<Option<u64>> {
     ))
 }
 
+/// A window the Python worker passes back: one [`window`] gave (at least [`ALIGN`]).
+fn checked(window: Option<u64>) -> PyResult<Option<u64>> {
+    match window {
+        Some(size) if size < ALIGN => Err(PyValueError::new_err(format!(
+            "a window of {size} bytes is below {ALIGN}: take it from `gds_pass.window`"
+        ))),
+        window => Ok(window),
+    }
+}
+
 /// A reading trial's passes through `landing` (`passes.Landing`) with the window [`window`]
-/// gave: the measurement's pass figures (JSON, as the Rust worker's), and its failure
-/// (`{"reason", "next", "missing"}`, JSON) or `None`. An exception the library raised is raised.
+/// gave: the measurement's pass figures (JSON, as the Rust worker's), its failure
+/// (`{"reason", "next", "missing"}`, JSON) or `None`, and the exception the library raised or
+/// `None` (for the caller to raise once it has kept the figures).
 #[pyfunction]
 #[pyo3(signature = (spec, landing, window))]
-fn read_passes(
-    spec: &str,
-    landing: Bound<'_, PyAny>,
-    window: Option<u64>,
-) -> PyResult<(String, Option<String>)> {
-    let (measurement, failure) = passes::run(&spec_of(spec)?, landing, window)?;
-    Ok((json(&measurement)?, failure.as_ref().map(json).transpose()?))
+fn read_passes(spec: &str, landing: Bound<'_, PyAny>, window: Option<u64>) -> PyResult<Answer> {
+    let (spec, window) = (spec_of(spec)?, checked(window)?);
+    answer(landing.py(), || passes::run(&spec, landing.clone(), window))
 }
 
 /// A writing trial's passes through `writer` (`passes.Writer`), a `roundtrip` read back through
@@ -70,9 +78,33 @@ fn write_passes(
     spec: &str,
     writer: Bound<'_, PyAny>,
     read_back: Option<Bound<'_, PyAny>>,
-) -> PyResult<(String, Option<String>)> {
-    let (measurement, failure) = passes::run_writes(&spec_of(spec)?, writer, read_back)?;
-    Ok((json(&measurement)?, failure.as_ref().map(json).transpose()?))
+) -> PyResult<Answer> {
+    let spec = spec_of(spec)?;
+    answer(writer.py(), || {
+        passes::run_writes(&spec, writer.clone(), read_back.clone())
+    })
+}
+
+type Answer = (String, Option<String>, Option<Py<PyAny>>);
+
+/// The passes' end as Python takes it. A panic becomes a RuntimeError: PyO3's PanicException
+/// derives from BaseException, which the worker's `except Exception` would let through, and the
+/// worker would then end without a result.
+fn answer(py: Python<'_>, run: impl FnOnce() -> PyResult<passes::Ended>) -> PyResult<Answer> {
+    let ended =
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(run)).map_err(|panic| {
+            let what = panic
+                .downcast_ref::<String>()
+                .map(String::as_str)
+                .or_else(|| panic.downcast_ref::<&str>().copied())
+                .unwrap_or("no message");
+            PyRuntimeError::new_err(format!("gds-gate's pass loop panicked (a bug): {what}"))
+        })??;
+    Ok((
+        json(&ended.measurement)?,
+        ended.failure.as_ref().map(json).transpose()?,
+        ended.raised.map(|error| error.into_value(py).into_any()),
+    ))
 }
 
 /// The reads of each section of a pass, as `read_passes` hands them to `Landing.read`: one list
@@ -85,7 +117,7 @@ fn sections<'py>(
     window: Option<u64>,
 ) -> PyResult<Vec<Bound<'py, PyList>>> {
     let plan = spec_of(spec)?.plan;
-    let plans = match window {
+    let plans = match checked(window)? {
         Some(size) => plan.windows(size).into_iter().map(|w| w.plan).collect(),
         None => vec![plan],
     };

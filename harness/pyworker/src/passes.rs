@@ -6,9 +6,9 @@
 //! [`PlanWriter`] whose library calls and GPU kernels are calls into the Python objects the worker
 //! hands in (`passes.Landing`, `passes.Writer`).
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use gds_model::cost::Histogram;
+use gds_model::cost::{CpuTime, Histogram};
 use gds_model::integrity::{IntegrityResult, RangeVerifier, check};
 use gds_model::path::Path;
 use gds_model::plan::ReadPlan;
@@ -91,20 +91,18 @@ impl PlanReader for PyLibrary<'_> {
         self.kept(used.and_then(|used| used.extract())).ok()
     }
 
-    /// One section through the library, timed here around `Landing.read(segments, bytes)` (which
-    /// reads and synchronises under `passes.watched`, and answers the bytes read);
-    /// `before_read` and `after_read` (read calls, the first call's end in seconds or
-    /// None, the library's own (calls, summed ns) or None) stay outside the time.
+    /// One section through the library: `Landing.read(segments, bytes)` reads and synchronises
+    /// under `passes.watched` and answers the bytes read with the time of the library's call
+    /// alone (see [`Timed`]); `before_read` and `after_read` (read calls, the first call's end
+    /// in seconds or None, the library's own (calls, summed ns) or None) stay outside it.
     fn read(&mut self, plan: &ReadPlan, _: u32, _: u64) -> Result<Pass, ReaderError> {
         let expected = plan.total_bytes();
         let segments = segment_dicts(self.landing.py(), plan);
         let segments = self.kept(segments)?;
         let before = self.landing.call_method0("before_read").map(drop);
         self.kept(before)?;
-        let started = Instant::now();
         let read = self.landing.call_method1("read", (&segments, expected));
-        let elapsed = started.elapsed();
-        let read: u64 = self.kept(read.and_then(|read| read.extract()))?;
+        let Timed(read, elapsed, cpu) = self.kept(read.and_then(|read| read.extract()))?;
         let after = self.landing.call_method1("after_read", (&segments,));
         type After = (u64, Option<f64>, Option<(u64, u128)>);
         let (calls, first, totals) = self.kept(after.and_then(|after| after.extract::<After>()))?;
@@ -125,6 +123,7 @@ impl PlanReader for PyLibrary<'_> {
             calls,
             latency,
             first_call: first.and_then(|seconds| Duration::try_from_secs_f64(seconds).ok()),
+            cpu,
         })
     }
 
@@ -142,10 +141,38 @@ impl PlanReader for PyLibrary<'_> {
         let opened = self.landing.call_method1("reopen", (paths(plan),));
         let (open, register): (f64, Option<f64>) = self.kept(opened.and_then(|o| o.extract()))?;
         Ok(Opened {
-            open: Duration::from_secs_f64(open.max(0.0)),
-            register: register.map(|seconds| Duration::from_secs_f64(seconds.max(0.0))),
+            open: duration(open),
+            register: register.map(duration),
         })
     }
+}
+
+/// A section's bytes as `Landing.read` and `Writer.write` answer them, with the wall and CPU time
+/// (user, system) of the library's call alone, which Python measures around it: measured here,
+/// the time would also hold the watchdog's arming (a thread started and joined, about 0.1 ms a
+/// section, a tenth of a small window's read) and the calls across the extension. The CPU time
+/// is None when cost recording is off.
+struct Timed(u64, Duration, Option<CpuTime>);
+
+impl<'py> FromPyObject<'_, 'py> for Timed {
+    type Error = PyErr;
+
+    fn extract(answer: Borrowed<'_, 'py, PyAny>) -> PyResult<Timed> {
+        let (bytes, seconds, cpu): (u64, f64, Option<(f64, f64)>) = answer.extract()?;
+        Ok(Timed(
+            bytes,
+            duration(seconds),
+            cpu.map(|(user_seconds, system_seconds)| CpuTime {
+                user_seconds,
+                system_seconds,
+            }),
+        ))
+    }
+}
+
+/// Seconds Python measured (perf_counter differences), with no panic on a value out of range.
+fn duration(seconds: f64) -> Duration {
+    Duration::try_from_secs_f64(seconds.max(0.0)).unwrap_or_default()
 }
 
 fn paths(plan: &ReadPlan) -> Vec<String> {
@@ -165,16 +192,14 @@ impl PlanWriter for PyLibrary<'_> {
         self.kept(opened.map(drop))
     }
 
-    /// `Writer.write(segments, bytes)` timed here (the bytes written); the files closed after,
-    /// untimed.
+    /// `Writer.write(segments, bytes)`: the bytes written, timed as reads are ([`Timed`]); the
+    /// files closed after.
     fn write(&mut self, plan: &ReadPlan, _: u32, _: u64) -> Result<Pass, ReaderError> {
         let expected = plan.total_bytes();
         let segments = segment_dicts(self.landing.py(), plan);
         let segments = self.kept(segments)?;
-        let started = Instant::now();
         let written = self.landing.call_method1("write", (&segments, expected));
-        let elapsed = started.elapsed();
-        let written: u64 = self.kept(written.and_then(|written| written.extract()))?;
+        let Timed(written, elapsed, cpu) = self.kept(written.and_then(|w| w.extract()))?;
         let closed = self.landing.call_method0("close_written");
         self.kept(closed)?;
         if written != expected {
@@ -190,6 +215,7 @@ impl PlanWriter for PyLibrary<'_> {
             calls: self.kept(calls.and_then(|calls| calls.extract()))?,
             latency: None,
             first_call: None,
+            cpu,
         })
     }
 
@@ -236,13 +262,17 @@ impl RangeVerifier for Kernels<'_, '_> {
     }
 }
 
-/// Runs the passes; the measurement's pass figures, or the failure the loop ended with. An
-/// exception Python raised inside is raised again here.
-pub fn run(
-    spec: &WorkerSpec,
-    landing: Bound<'_, PyAny>,
-    window: Option<u64>,
-) -> PyResult<(Measurement, Option<WorkerFailure>)> {
+/// How a trial's passes ended: the figures measured up to the end, and the failure the loop ended
+/// with, or the exception Python raised inside it (the trial's finding, raised again by the
+/// worker once it has kept the figures).
+pub struct Ended {
+    pub measurement: Measurement,
+    pub failure: Option<WorkerFailure>,
+    pub raised: Option<PyErr>,
+}
+
+/// Runs the passes of a reading trial.
+pub fn run(spec: &WorkerSpec, landing: Bound<'_, PyAny>, window: Option<u64>) -> PyResult<Ended> {
     let mut m = Measurement::unmeasured(spec.plan.files.clone(), spec.plan.total_bytes());
     let mut reader = PyLibrary::new(spec, landing.clone())?;
     let mut measured_from_error = None;
@@ -254,19 +284,33 @@ pub fn run(
         };
         gds_worker::trial::passes(spec, &mut reader, &mut m, window, &mut measured_from)
     };
-    if let Some(error) = reader.raised.take().or(measured_from_error) {
-        return Err(error);
+    Ok(ended(
+        m,
+        result,
+        reader.raised.take().or(measured_from_error),
+    ))
+}
+
+fn ended(
+    measurement: Measurement,
+    result: Result<(), WorkerFailure>,
+    raised: Option<PyErr>,
+) -> Ended {
+    Ended {
+        measurement,
+        // An exception is the finding; the failure it caused only says that Python raised.
+        failure: result.err().filter(|_| raised.is_none()),
+        raised,
     }
-    Ok((m, result.err()))
 }
 
 /// Runs a writing trial's passes through `writer`, `read_back` reading a `roundtrip` back (a
-/// `write` is checked on the disk); as [`run`].
+/// `write` is checked on the disk).
 pub fn run_writes(
     spec: &WorkerSpec,
     writer: Bound<'_, PyAny>,
     read_back: Option<Bound<'_, PyAny>>,
-) -> PyResult<(Measurement, Option<WorkerFailure>)> {
+) -> PyResult<Ended> {
     let mut m = Measurement::unmeasured(spec.plan.files.clone(), spec.plan.total_bytes());
     // The loop opens the files for its drops before the first pass: they exist from here on, as a
     // Rust writer's do once it is open.
@@ -276,7 +320,7 @@ pub fn run_writes(
             next: error.next_step(),
             missing: None,
         };
-        return Ok((m, Some(failure)));
+        return Ok(ended(m, Err(failure), None));
     }
     let mut py_writer = PyLibrary::new(spec, writer.clone())?;
     let mut reader = read_back
@@ -300,8 +344,5 @@ pub fn run_writes(
     };
     let raised = py_writer.raised.take();
     let raised = raised.or_else(|| reader.as_mut().and_then(|r| r.raised.take()));
-    if let Some(error) = raised.or(measured_from_error) {
-        return Err(error);
-    }
-    Ok((m, result.err()))
+    Ok(ended(m, result, raised.or(measured_from_error)))
 }

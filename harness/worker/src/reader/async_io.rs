@@ -119,6 +119,7 @@ impl<'a> Streams<'a> {
             calls: tasks.len() as u64,
             latency: None,
             first_call: None,
+            cpu: None,
         })
     }
 

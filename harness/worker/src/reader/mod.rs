@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use crate::gpu::{DeviceBuffer, Gpu, GpuError};
 use crate::libcufile::{CufileError, ReadFailure};
-use gds_model::cost::Histogram;
+use gds_model::cost::{CpuTime, Histogram};
 use gds_model::integrity::IntegrityResult;
 use gds_model::path::Path;
 use gds_model::plan::ReadPlan;
@@ -334,6 +334,10 @@ pub struct Pass {
     /// From the pass's start to the end of its first read call; `None` where the reader does not
     /// see its calls end one by one (stream-ordered reads).
     pub first_call: Option<Duration>,
+    /// The CPU time of the library call alone, where the reader measures it itself (the Python
+    /// worker's, whose calls across the extension carry bookkeeping); `None`: the pass loop's own
+    /// measure around `read` or `write` stands.
+    pub cpu: Option<CpuTime>,
 }
 
 /// Whether this process records per-call latency and CPU time ([`gds_model::cost::RECORD_ENV`]),
@@ -468,6 +472,7 @@ where
         calls,
         latency,
         first_call: (first_call != u64::MAX).then(|| Duration::from_nanos(first_call)),
+        cpu: None,
     })
 }
 

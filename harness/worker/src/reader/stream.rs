@@ -59,6 +59,7 @@ pub fn run_pass(
         calls: 0,
         latency: recording().then(Histogram::default),
         first_call: None,
+        cpu: None,
     };
     let mut cpu_total: Option<CpuTime> = None;
     let mut composed = Streamed::default();
@@ -102,8 +103,9 @@ fn timed_read(
     settings: &PassSettings,
 ) -> Result<(Pass, Option<CpuTime>), ReaderError> {
     let before = recording().then(cpu::process_time).flatten();
-    let read = reader.read(plan, settings.nthreads, settings.task_size)?;
-    let cpu = before.and_then(|before| Some(cpu::process_time()?.since(&before)));
+    let mut read = reader.read(plan, settings.nthreads, settings.task_size)?;
+    let around = before.and_then(|before| Some(cpu::process_time()?.since(&before)));
+    let cpu = read.cpu.take().or(around);
     Ok((read, cpu))
 }
 
@@ -160,6 +162,7 @@ mod tests {
                 calls: plan.segments.len() as u64,
                 latency: None,
                 first_call: Some(Duration::from_millis(1)),
+                cpu: None,
             })
         }
         fn verify(

@@ -108,7 +108,8 @@ pub fn passes(
             let written = writer
                 .write(plan, trial.nthreads, trial.task_size)
                 .map_err(fail)?;
-            let cpu = cpu_before.and_then(|before| Some(cpu::process_time()?.since(&before)));
+            let around = cpu_before.and_then(|before| Some(cpu::process_time()?.since(&before)));
+            let cpu = written.cpu.or(around);
             let synced = Instant::now();
             writer.sync(plan).map_err(fail)?;
             let fsync = synced.elapsed().as_secs_f64();
