@@ -27,7 +27,7 @@ import time
 
 try:
     import gds_pass
-    from passes import (MASK, FirstCall, device_used, failure, hold_for_sample, mean_latency, read_passes, recording,
+    from passes import (MASK, FirstCall, device_used, failure, hold_for_sample, read_passes,
                         write_passes, writes)
     UNLOADED = None
 except ImportError as error:  # the gate's extension (gds_pass): answered in main, as a failure
@@ -329,8 +329,7 @@ def measure_with_buffer(spec, trial, plan, here, stack, m, raw, state, phase, de
     io = KvikioIo(kvikio, monitor, handles, buffer, trial["task_size"], streams,
                   registered=trial.get("buffer") == "registered")
     fail = read_passes(spec, io, cupy, device, buffer, verifier, m["window"], m, state)
-    finish(spec, kvikio, cupy, monitor, io.measured_start, recording(), m["bytes_per_repetition"],
-           m["resident_after_drop"], m)
+    finish(spec, kvikio, cupy, monitor, io.measured_start, m["bytes_per_repetition"], m["resident_after_drop"], m)
     if streams:
         m["kvikio"]["async_path"] = said_path
     for handle in io.handles:
@@ -349,8 +348,7 @@ def measure_writes(spec, stack, device, buffer, verifier, monitor, m, phase, raw
         entries = "cuFileWriteAsync" if trial["op"] == "write" else "cuFileWriteAsync, cuFileReadAsync"
         io.path_of = lambda handles: async_path(handles, raw, entries)
     fail = write_passes(spec, io, cupy, device, buffer, verifier, m, phase, state)
-    finish(spec, kvikio, cupy, monitor, io.measured_start, recording(), m["bytes_per_repetition"], None, m,
-           reads=False)
+    finish(spec, kvikio, cupy, monitor, io.measured_start, m["bytes_per_repetition"], None, m)
     if io.streams:
         m["kvikio"]["async_path"] = io.async_path
     return fail
@@ -533,14 +531,12 @@ def async_path(handles, raw, entry="cuFileReadAsync"):
     return said + ("; unknown: " + ", ".join(unknown) if unknown else "")
 
 
-def finish(spec, kvikio, cupy, monitor, measured_start, record, total, cached_after_drop, m, reads=True):
+def finish(spec, kvikio, cupy, monitor, measured_start, total, cached_after_drop, m):
     """After the last pass: the gds_stats hand-shake, then KvikIO's own figures (its mean read
-    latency only for reading trials: KvikIO's operation counts are of reads)."""
+    latency is the pass loop's, from the same counters)."""
     hold_for_sample(spec.get("hold_for_sampling"))
     summary = monitor.get()
     own = summary.since(measured_start) if measured_start is not None else None
-    if record and own is not None and reads:
-        m["latency"] = mean_latency(own)
     m["kvikio"] = {
         "kvikio_version": kvikio.__version__,
         "cupy_version": cupy.__version__,

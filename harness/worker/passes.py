@@ -57,13 +57,6 @@ def recording():
     return os.environ.get("GDS_GATE_RECORD_COST") != "0"
 
 
-def mean_latency(ops):
-    if ops is None or not ops.num_reads:
-        return None
-    return {"calls": ops.num_reads, "mean_us": ops.total_duration_ns / ops.num_reads / 1e3,
-            "p50_us": None, "p90_us": None, "p99_us": None, "p999_us": None, "max_us": None}
-
-
 def read_passes(spec, io, cupy, device, buffer, verifier, window, m, state):
     """The warm-up and measured passes of a reading trial: the Rust worker's own pass loop
     (gds_pass.read_passes) over a Landing for `io` (KvikioIo or the torch reader's TorchIo),
@@ -256,6 +249,3 @@ def hold_for_sample(folder):
     deadline = time.monotonic() + 30
     while not os.path.exists(os.path.join(folder, "sampled")) and time.monotonic() < deadline:
         time.sleep(0.01)
-
-
-# Bytes read again around a pass's first wrong byte, as harness/worker/src/trial/recheck.rs does.

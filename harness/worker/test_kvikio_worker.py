@@ -94,6 +94,11 @@ class CuFile:
         self.log.append("close")
 
 
+def without_kvikio_figures(spec, kvikio, cupy, monitor, measured_start, total, cached, m):
+    """worker.finish stand-in (test fixture): KvikIO's own figures need the real KvikIO."""
+    m["kvikio"] = {}
+
+
 def read_trial(spec, io, buffer, m=None):
     """read_passes of `spec` through `io` into `buffer`, the kernels on the CPU: (failure, m)."""
     m = m if m is not None else {"setup": []}
@@ -324,6 +329,38 @@ class Reads(unittest.TestCase):
         times = m["warmup_seconds"] + m["seconds"]
         self.assertTrue(times and max(times) < 0.04, times)
 
+    def test_kvikios_own_counts_give_the_mean_latency_of_the_measured_passes(self):
+        spec = fixture("read")
+        data = on_disk(spec)
+
+        class Snapshot:
+            def __init__(self, reads, ns):
+                self.num_reads, self.total_duration_ns = reads, ns
+
+            def since(self, before):
+                return Snapshot(self.num_reads - before.num_reads, self.total_duration_ns - before.total_duration_ns)
+
+        class Monitor:
+            now = Snapshot(0, 0)
+
+            def get(self):
+                return Snapshot(self.now.num_reads, self.now.total_duration_ns)
+
+        monitor = Monitor()
+
+        class Counted(CuFile):
+            def pread(self, view, length, offset, task_size):
+                monitor.now = Snapshot(monitor.now.num_reads + 1, monitor.now.total_duration_ns + 2_000_000)
+                return super().pread(view, length, offset, task_size)
+
+        buffer = FakeBuffer(150000)
+        io = worker.KvikioIo(None, monitor, [Counted(d) for d in data], buffer, 1 << 20, [])
+        fail, m = read_trial(spec, io, buffer)
+        self.assertIsNone(fail)
+        reads = len(m["seconds"]) * len(spec["plan"]["segments"])
+        latency = m["latency"]
+        self.assertEqual((latency["calls"], latency["mean_us"], latency["p50_us"]), (reads, 2000.0, None))
+
     def test_each_load_reopens_and_records_its_steps_and_first_byte(self):
         spec = fixture("load")
         data = on_disk(spec)
@@ -374,12 +411,9 @@ class WholeWorker(unittest.TestCase):
         cupy = GpuCupy()
         with mock.patch.dict(sys.modules, {"kvikio": kvikio, "cupy": cupy}), \
                 mock.patch.object(worker, "Verifier", lambda cupy, device, buffer, source: HostVerifier(buffer)), \
-                mock.patch.object(worker, "finish", self.finish):
+                mock.patch.object(worker, "finish", without_kvikio_figures):
             return worker.run(spec, os.path.dirname(os.path.abspath(__file__)))
 
-    @staticmethod
-    def finish(spec, kvikio, cupy, monitor, measured_start, record, total, cached, m, reads=True):
-        m["kvikio"] = {}  # KvikIO's own figures need the real KvikIO
 
     def test_a_windowed_async_read_answers_a_verified_measurement(self):
         result = self.run_worker("windows")
@@ -449,10 +483,7 @@ class AsyncWrites(unittest.TestCase):
         buffer = FakeBuffer(total)
         stack = {"kvikio": Kvikio, "cupy": FakeCupy()}
 
-        def finish(spec, kvikio, cupy, monitor, measured_start, record, total, cached, m, reads=True):
-            m["kvikio"] = {}  # KvikIO's own figures need the real KvikIO
-
-        with mock.patch.object(worker, "finish", finish), \
+        with mock.patch.object(worker, "finish", without_kvikio_figures), \
                 mock.patch.dict(os.environ, {"CUFILE_ENV_PATH_JSON": os.path.join(FIXTURES, "cufile.json")}):
             fail = worker.measure_writes(spec, stack, Device(), buffer, HostVerifier(), Monitor(), m,
                                          lambda name: None, {"version": 1150}, {"device_peak": None})
