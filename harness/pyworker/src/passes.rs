@@ -276,19 +276,31 @@ pub fn run(spec: &WorkerSpec, landing: Bound<'_, PyAny>, window: Option<u64>) ->
     let mut m = Measurement::unmeasured(spec.plan.files.clone(), spec.plan.total_bytes());
     let mut reader = PyLibrary::new(spec, landing.clone())?;
     let mut measured_from_error = None;
-    let result = {
-        let mut measured_from = || {
-            if let Err(error) = landing.call_method0("measured_from") {
-                measured_from_error.get_or_insert(error);
-            }
-        };
-        gds_worker::trial::passes(spec, &mut reader, &mut m, window, &mut measured_from)
-    };
+    let result = gds_worker::trial::passes(
+        spec,
+        &mut reader,
+        &mut m,
+        window,
+        &mut measured_from(&landing, &mut measured_from_error),
+    );
     Ok(ended(
         m,
         result,
         reader.raised.take().or(measured_from_error),
     ))
+}
+
+/// The loop's `measured_from` callback: `measured_from()` on the Python object (where KvikIO's
+/// counters start for the trial's own figures); its first exception kept in `error`.
+fn measured_from<'a>(
+    target: &'a Bound<'_, PyAny>,
+    error: &'a mut Option<PyErr>,
+) -> impl FnMut() + 'a {
+    move || {
+        if let Err(raised) = target.call_method0("measured_from") {
+            error.get_or_insert(raised);
+        }
+    }
 }
 
 fn ended(
@@ -315,33 +327,20 @@ pub fn run_writes(
     // The loop opens the files for its drops before the first pass: they exist from here on, as a
     // Rust writer's do once it is open.
     if let Err(error) = gds_worker::writer::create_all(&spec.plan) {
-        let failure = WorkerFailure {
-            reason: gds_model::error_chain(&error),
-            next: error.next_step(),
-            missing: None,
-        };
-        return Ok(ended(m, Err(failure), None));
+        return Ok(ended(m, Err(gds_worker::trial::fail(error)), None));
     }
     let mut py_writer = PyLibrary::new(spec, writer.clone())?;
     let mut reader = read_back
         .map(|landing| PyLibrary::new(spec, landing))
         .transpose()?;
     let mut measured_from_error = None;
-    let result = {
-        let mut measured_from = || {
-            if let Err(error) = writer.call_method0("measured_from") {
-                measured_from_error.get_or_insert(error);
-            }
-        };
-        let read_back = reader.as_mut().map(|r| r as &mut dyn PlanReader);
-        gds_worker::trial::write::passes(
-            spec,
-            &mut py_writer,
-            read_back,
-            &mut m,
-            &mut measured_from,
-        )
-    };
+    let result = gds_worker::trial::write::passes(
+        spec,
+        &mut py_writer,
+        reader.as_mut().map(|r| r as &mut dyn PlanReader),
+        &mut m,
+        &mut measured_from(&writer, &mut measured_from_error),
+    );
     let raised = py_writer.raised.take();
     let raised = raised.or_else(|| reader.as_mut().and_then(|r| r.raised.take()));
     Ok(ended(m, result, raised.or(measured_from_error)))

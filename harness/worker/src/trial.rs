@@ -108,7 +108,8 @@ fn measure(spec: &WorkerSpec) -> WorkerResult {
     }
 }
 
-pub(crate) fn fail(error: ReaderError) -> WorkerFailure {
+/// A reader's error as the trial's failure, for the gate.
+pub fn fail(error: ReaderError) -> WorkerFailure {
     // A libcufile without the reader's entry point cannot run the trial at all: the gate
     // reports it ignored with the reason, as it does a host without KvikIO.
     let missing = match &error {
