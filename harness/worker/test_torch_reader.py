@@ -262,11 +262,11 @@ class Passes(unittest.TestCase):
         self.assertLessEqual(m["resident_after_drop"], 0.05)
         self.assertEqual(m["integrity"]["checksum"], m["integrity"]["expected_checksum"])
 
-    def test_a_short_read_fails_naming_the_library(self):
+    def test_a_short_read_fails_naming_the_library_and_the_pass(self):
         spec = k.fixture("torch")
         buffer = k.FakeBuffer(150000)
         fail, m = k.read_trial(spec, FakeIo(spec, buffer, short_in=2), buffer)
-        self.assertEqual(fail["reason"], "PyTorch read 149999 bytes of 150000")
+        self.assertEqual(fail["reason"], "PyTorch read 149999 bytes of 150000 (pass 2 of 3)")
         self.assertEqual(len(m["warmup_seconds"]), 1)
 
 
@@ -325,9 +325,9 @@ class WritePasses(unittest.TestCase):
         self.assertEqual(len(m["write"]["read_back_gbps"]), 2)
         self.assertEqual(m["integrity"]["checksum"], m["integrity"]["expected_checksum"])
 
-    def test_a_short_write_fails_naming_the_library(self):
+    def test_a_short_write_fails_naming_the_library_and_the_pass(self):
         fail, _, _ = self.run_passes(FakeWriteIo(k.fixture("roundtrip"), short_in=1))
-        self.assertEqual(fail["reason"], "PyTorch wrote 149999 bytes of 150000")
+        self.assertEqual(fail["reason"], "PyTorch wrote 149999 bytes of 150000 (pass 1 of 3)")
 
 
 if __name__ == "__main__":

@@ -125,6 +125,14 @@ pub fn fail(error: ReaderError) -> WorkerFailure {
     }
 }
 
+/// A reader's error in a pass, with the pass, as an integrity failure names it: a failure in the
+/// warm-up and one after five good passes point at different causes.
+pub(crate) fn fail_in_pass(error: ReaderError, pass: u64, passes: u64) -> WorkerFailure {
+    let mut failure = fail(error);
+    failure.reason = format!("{} (pass {pass} of {passes})", failure.reason);
+    failure
+}
+
 fn open_posix(spec: &WorkerSpec, window: Option<u64>) -> Result<Posix, WorkerFailure> {
     Posix::open(&spec.plan, capacity(spec, window)).map_err(fail)
 }
@@ -325,9 +333,10 @@ pub fn passes(
     for pass in 0..total {
         // The destination is cleared while the drop runs on; then the drop is waited for.
         let lap = Instant::now();
+        let in_pass = |error| fail_in_pass(error, pass + 1, total);
         if let Err(error) = reader.prepare() {
             cold::hand_to_wind_down(pending);
-            return Err(fail(error));
+            return Err(in_pass(error));
         }
         let cleared = lap.elapsed();
         if let Some(drop) = pending.take() {
@@ -360,12 +369,12 @@ pub fn passes(
             measured_from();
         }
         let opened = match trial.op {
-            Op::Load => Some(reader.reopen(plan).map_err(fail)?),
+            Op::Load => Some(reader.reopen(plan).map_err(in_pass)?),
             _ => None,
         };
         let mut reads_done = || pending = cold.as_ref().map(cold::CachedFiles::start_drop);
-        let mut outcome =
-            run_pass(reader, plan, windows.as_deref(), &settings, &mut reads_done).map_err(fail)?;
+        let mut outcome = run_pass(reader, plan, windows.as_deref(), &settings, &mut reads_done)
+            .map_err(in_pass)?;
         if let Some(opened) = opened {
             // A load's time is the whole of it: what the loader's user waits for.
             outcome.read.elapsed += opened.total();

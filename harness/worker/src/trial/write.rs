@@ -8,7 +8,7 @@
 use std::time::Instant;
 
 use super::cold::{CachedFiles, PendingDrop, hand_to_wind_down};
-use super::{fail, integrity_reason, record_pass, report_progress};
+use super::{fail, fail_in_pass, integrity_reason, record_pass, report_progress};
 use crate::cpu;
 use crate::gpu::Gpu;
 use crate::reader::bounce::Bounce;
@@ -81,11 +81,12 @@ pub fn passes(
     let mut pending: Option<PendingDrop> = None;
     let outcome = (|| {
         for pass in 0..total {
+            let in_pass = |error| fail_in_pass(error, pass + 1, total);
             let lap = Instant::now();
             if let Some(drop) = pending.take() {
                 drop.finish()?;
             }
-            writer.prepare(plan).map_err(fail)?;
+            writer.prepare(plan).map_err(in_pass)?;
             if pass > 0 {
                 m.add_preparation(lap.elapsed());
             }
@@ -107,11 +108,11 @@ pub fn passes(
             let cpu_before = recording().then(cpu::process_time).flatten();
             let written = writer
                 .write(plan, trial.nthreads, trial.task_size)
-                .map_err(fail)?;
+                .map_err(in_pass)?;
             let around = cpu_before.and_then(|before| Some(cpu::process_time()?.since(&before)));
             let cpu = written.cpu.or(around);
             let synced = Instant::now();
-            writer.sync(plan).map_err(fail)?;
+            writer.sync(plan).map_err(in_pass)?;
             let fsync = synced.elapsed().as_secs_f64();
             // The read back must come from the storage, so its drop is waited for; the check of a
             // `write` reads with O_DIRECT, beside the drop.
@@ -137,7 +138,7 @@ pub fn passes(
                         trial.expect.integrity,
                         spec.expected_checksum,
                     )
-                    .map_err(fail)?;
+                    .map_err(in_pass)?;
                     if measured {
                         // The read back alone, as the Python worker times it: the check of the
                         // bytes is the result's own `seconds`, counted as verification.
@@ -149,11 +150,11 @@ pub fn passes(
                 }
                 Some(reader) => {
                     let clearing = Instant::now();
-                    reader.prepare().map_err(fail)?;
+                    reader.prepare().map_err(in_pass)?;
                     m.add_preparation(clearing.elapsed());
                     let read = reader
                         .read(plan, trial.nthreads, trial.task_size)
-                        .map_err(fail)?;
+                        .map_err(in_pass)?;
                     pending = Some(files.start_drop());
                     if measured {
                         let seconds = read.elapsed.as_secs_f64();
@@ -164,7 +165,7 @@ pub fn passes(
                     }
                     reader
                         .verify(plan, trial.expect.integrity, spec.expected_checksum)
-                        .map_err(fail)?
+                        .map_err(in_pass)?
                 }
             };
             m.verify_seconds += result.seconds;
