@@ -330,87 +330,89 @@ pub fn passes(
     let total = trial.passes();
     // The measured passes' calls, merged: the trial's percentiles.
     let mut latency = Histogram::default();
-    for pass in 0..total {
-        // The destination is cleared while the drop runs on; then the drop is waited for.
-        let lap = Instant::now();
-        let in_pass = |error| fail_in_pass(error, pass + 1, total);
-        if let Err(error) = reader.prepare() {
-            cold::hand_to_wind_down(pending);
-            return Err(in_pass(error));
-        }
-        let cleared = lap.elapsed();
-        if let Some(drop) = pending.take() {
-            let resident = drop.finish()?;
-            m.resident_after_drop = Some(m.resident_after_drop.unwrap_or(0.0).max(resident));
-        }
-        if pass > 0 {
-            m.add_preparation(lap.elapsed());
-        }
-        if pass == 0 {
-            // The first pass's preparation is part of the start-up; its phases say how much.
-            m.setup.push((
-                gds_model::record::CLEARED_PHASE.into(),
-                cleared.as_secs_f64(),
-            ));
-            if cold.is_some() {
+    // However the passes end, the last drop runs on past the answer.
+    let outcome = (|| {
+        for pass in 0..total {
+            // The destination is cleared while the drop runs on; then the drop is waited for.
+            let lap = Instant::now();
+            let in_pass = |error| fail_in_pass(error, pass + 1, total);
+            reader.prepare().map_err(in_pass)?;
+            let cleared = lap.elapsed();
+            if let Some(drop) = pending.take() {
+                let resident = drop.finish()?;
+                m.resident_after_drop = Some(m.resident_after_drop.unwrap_or(0.0).max(resident));
+            }
+            if pass > 0 {
+                m.add_preparation(lap.elapsed());
+            }
+            if pass == 0 {
+                // The first pass's preparation is part of the start-up; its phases say how much.
                 m.setup.push((
-                    gds_model::record::DROPPED_PHASE.into(),
-                    (lap.elapsed() - cleared).as_secs_f64(),
+                    gds_model::record::CLEARED_PHASE.into(),
+                    cleared.as_secs_f64(),
+                ));
+                if cold.is_some() {
+                    m.setup.push((
+                        gds_model::record::DROPPED_PHASE.into(),
+                        (lap.elapsed() - cleared).as_secs_f64(),
+                    ));
+                }
+                hold_for_release(spec, m);
+                device_peak = reader.device_memory_used();
+                m.startup_seconds = Some(
+                    gds_model::protocol::now_unix_ns().saturating_sub(spec.spawned_at_unix_ns)
+                        as f64
+                        / 1e9,
+                );
+            }
+            if pass == u64::from(trial.warmup) {
+                measured_from();
+            }
+            let opened = match trial.op {
+                Op::Load => Some(reader.reopen(plan).map_err(in_pass)?),
+                _ => None,
+            };
+            let mut reads_done = || pending = cold.as_ref().map(cold::CachedFiles::start_drop);
+            let mut outcome =
+                run_pass(reader, plan, windows.as_deref(), &settings, &mut reads_done)
+                    .map_err(in_pass)?;
+            if let Some(opened) = opened {
+                // A load's time is the whole of it: what the loader's user waits for.
+                outcome.read.elapsed += opened.total();
+                if pass >= u64::from(trial.warmup) {
+                    record_load(m, &opened, &outcome.read);
+                }
+            }
+            device_peak = device_peak.max(outcome.device_peak);
+            m.memory = Some(MemoryPeak {
+                host_rss_bytes: None,
+                device_bytes: device_peak,
+            });
+            let (read, cpu) = (outcome.read, outcome.cpu);
+            let seconds = read.elapsed.as_secs_f64();
+            if pass < u64::from(trial.warmup) {
+                m.warmup_seconds.push(seconds);
+            } else {
+                record_pass(m, &mut latency, plan, &read, cpu);
+            }
+            let result = outcome.integrity;
+            m.verify_seconds += result.seconds;
+            let passed = result.passed();
+            m.integrity = result;
+            if !passed {
+                return Err(recheck::integrity_failure(
+                    plan,
+                    &m.integrity,
+                    pass + 1,
+                    total,
                 ));
             }
-            hold_for_release(spec, m);
-            device_peak = reader.device_memory_used();
-            m.startup_seconds = Some(
-                gds_model::protocol::now_unix_ns().saturating_sub(spec.spawned_at_unix_ns) as f64
-                    / 1e9,
-            );
+            report_progress(pass + 1, total, seconds, plan.total_bytes());
         }
-        if pass == u64::from(trial.warmup) {
-            measured_from();
-        }
-        let opened = match trial.op {
-            Op::Load => Some(reader.reopen(plan).map_err(in_pass)?),
-            _ => None,
-        };
-        let mut reads_done = || pending = cold.as_ref().map(cold::CachedFiles::start_drop);
-        let mut outcome = run_pass(reader, plan, windows.as_deref(), &settings, &mut reads_done)
-            .map_err(in_pass)?;
-        if let Some(opened) = opened {
-            // A load's time is the whole of it: what the loader's user waits for.
-            outcome.read.elapsed += opened.total();
-            if pass >= u64::from(trial.warmup) {
-                record_load(m, &opened, &outcome.read);
-            }
-        }
-        device_peak = device_peak.max(outcome.device_peak);
-        m.memory = Some(MemoryPeak {
-            host_rss_bytes: None,
-            device_bytes: device_peak,
-        });
-        let (read, cpu) = (outcome.read, outcome.cpu);
-        let seconds = read.elapsed.as_secs_f64();
-        if pass < u64::from(trial.warmup) {
-            m.warmup_seconds.push(seconds);
-        } else {
-            record_pass(m, &mut latency, plan, &read, cpu);
-        }
-        let result = outcome.integrity;
-        m.verify_seconds += result.seconds;
-        let passed = result.passed();
-        m.integrity = result;
-        if !passed {
-            cold::hand_to_wind_down(pending);
-            return Err(recheck::integrity_failure(
-                plan,
-                &m.integrity,
-                pass + 1,
-                total,
-            ));
-        }
-        report_progress(pass + 1, total, seconds, plan.total_bytes());
-    }
+        Ok(())
+    })();
     cold::hand_to_wind_down(pending);
-    Ok(())
+    outcome
 }
 
 /// A measured load's set-up figures ([`gds_model::record::LoadFigures`]); `read` is its pass,
