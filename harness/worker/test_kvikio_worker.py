@@ -305,6 +305,25 @@ class Reads(unittest.TestCase):
         self.assertEqual(len(m["warmup_seconds"]) + len(m["seconds"]), 1, m)
         self.assertIsNotNone(m["startup_seconds"])
 
+    def test_a_failed_gpu_memory_query_ends_the_passes_at_the_next_one(self):
+        spec = fixture("read")
+        data = on_disk(spec)
+        files = [CuFile(d) for d in data]
+        buffer = FakeBuffer(150000)
+        io = worker.KvikioIo(None, Counts(), files, buffer, 1 << 20, [])
+        m = {"setup": []}
+
+        def broken(cupy):
+            raise RuntimeError("cudaErrorLaunchFailure")
+
+        window = gds_pass.window(json.dumps(spec), 1 << 40)
+        with mock.patch.object(passes, "device_used", broken), \
+                self.assertRaisesRegex(RuntimeError, "cudaErrorLaunchFailure"):
+            passes.read_passes(spec, io, None, Device(), buffer, HostVerifier(buffer), window, m,
+                               {"device_peak": None})
+        # The query runs after pass 1's read: no pass after it.
+        self.assertEqual(len(m["warmup_seconds"]) + len(m["seconds"]), 1, m)
+
     def test_a_pass_times_the_library_call_alone(self):
         """The watchdog's arming and the library's counters are outside a pass's time."""
         spec = fixture("read")

@@ -46,10 +46,14 @@ impl<'py> PyLibrary<'py> {
     fn kept<T>(&mut self, result: PyResult<T>) -> Result<T, ReaderError> {
         result.map_err(|error| {
             self.raised.get_or_insert(error);
-            ReaderError::Raised {
-                library: self.library.clone(),
-            }
+            self.raised_error()
         })
+    }
+
+    fn raised_error(&self) -> ReaderError {
+        ReaderError::Raised {
+            library: self.library.clone(),
+        }
     }
 }
 
@@ -81,7 +85,11 @@ impl PlanReader for PyLibrary<'_> {
         self.path.clone()
     }
 
+    /// Also where an exception kept outside a read (the GPU memory query's) ends the loop.
     fn prepare(&mut self) -> Result<(), ReaderError> {
+        if self.raised.is_some() {
+            return Err(self.raised_error());
+        }
         let cleared = self.landing.call_method0("clear").map(drop);
         self.kept(cleared)
     }
