@@ -125,11 +125,15 @@ pub fn fail(error: ReaderError) -> WorkerFailure {
     }
 }
 
-/// A reader's error in a pass, with the pass, as an integrity failure names it: a failure in the
-/// warm-up and one after five good passes point at different causes.
+/// A reader's error in a pass, the pass named on its first line (before the causes), as an
+/// integrity failure names it: a failure in the warm-up and one after five good passes point at
+/// different causes.
 pub(crate) fn fail_in_pass(error: ReaderError, pass: u64, passes: u64) -> WorkerFailure {
     let mut failure = fail(error);
-    failure.reason = format!("{} (pass {pass} of {passes})", failure.reason);
+    let at = failure.reason.find('\n').unwrap_or(failure.reason.len());
+    failure
+        .reason
+        .insert_str(at, &format!(" (pass {pass} of {passes})"));
     failure
 }
 
@@ -518,5 +522,27 @@ pub fn hold_for_sample(dir: Option<&Path>) {
     let deadline = Instant::now() + WORKER_WAIT;
     while !dir.join(SAMPLED).exists() && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failure_in_a_pass_names_the_pass_before_its_causes() {
+        let error = ReaderError::Io {
+            path: "/data/f".into(),
+            offset: 4096,
+            len: 512,
+            source: std::io::Error::from_raw_os_error(5),
+        };
+        let reason = fail_in_pass(error, 2, 3).reason;
+        let (first, causes) = reason.split_once('\n').unwrap();
+        assert_eq!(
+            first,
+            "read of 512 bytes at offset 4096 of `/data/f` failed (pass 2 of 3)"
+        );
+        assert!(causes.contains("Input/output error"), "{reason}");
     }
 }
