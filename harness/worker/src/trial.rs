@@ -361,13 +361,8 @@ pub fn passes(
                         (lap.elapsed() - cleared).as_secs_f64(),
                     ));
                 }
-                hold_for_release(spec, m);
+                ready_for_first_byte(spec, m);
                 device_peak = reader.device_memory_used();
-                m.startup_seconds = Some(
-                    gds_model::protocol::now_unix_ns().saturating_sub(spec.spawned_at_unix_ns)
-                        as f64
-                        / 1e9,
-                );
             }
             if pass == u64::from(trial.warmup) {
                 measured_from();
@@ -497,19 +492,20 @@ pub(crate) fn integrity_reason(result: &IntegrityResult, pass: u64, passes: u64)
 }
 
 /// Ready for the first timed byte: waits, when the gate asks, until the previous trial's worker
-/// is gone ([`RELEASED`]), and says how long in the start-up's phases.
-pub fn hold_for_release(spec: &WorkerSpec, m: &mut Measurement) {
-    let Some(dir) = &spec.hold_for_release else {
-        return;
-    };
-    let held = Instant::now();
-    while !dir.join(RELEASED).exists() {
-        std::thread::sleep(Duration::from_millis(1));
+/// is gone ([`RELEASED`]), says how long in the start-up's phases, and stamps the start-up's end.
+pub fn ready_for_first_byte(spec: &WorkerSpec, m: &mut Measurement) {
+    if let Some(dir) = &spec.hold_for_release {
+        let held = Instant::now();
+        while !dir.join(RELEASED).exists() {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        m.setup.push((
+            gds_model::record::HELD_PHASE.into(),
+            held.elapsed().as_secs_f64(),
+        ));
     }
-    m.setup.push((
-        gds_model::record::HELD_PHASE.into(),
-        held.elapsed().as_secs_f64(),
-    ));
+    let since_spawn = gds_model::protocol::now_unix_ns().saturating_sub(spec.spawned_at_unix_ns);
+    m.startup_seconds = Some(since_spawn as f64 / 1e9);
 }
 
 /// Announces the end of the I/O and waits for the gate's `gds_stats` sample, if one was asked

@@ -95,12 +95,7 @@ pub fn passes(
                     gds_model::record::BLANKED_PHASE.into(),
                     lap.elapsed().as_secs_f64(),
                 ));
-                super::hold_for_release(spec, m);
-                m.startup_seconds = Some(
-                    gds_model::protocol::now_unix_ns().saturating_sub(spec.spawned_at_unix_ns)
-                        as f64
-                        / 1e9,
-                );
+                super::ready_for_first_byte(spec, m);
             }
             if pass == u64::from(trial.warmup) {
                 measured_from();
