@@ -305,24 +305,26 @@ class Reads(unittest.TestCase):
         self.assertEqual(len(m["warmup_seconds"]) + len(m["seconds"]), 1, m)
         self.assertIsNotNone(m["startup_seconds"])
 
-    def test_a_failed_gpu_memory_query_ends_the_passes_at_the_next_one(self):
+    def test_an_exception_outside_a_read_ends_the_passes_at_the_next_one(self):
+        """The GPU memory query (after pass 1's read) and KvikIO's counters at the first measured
+        pass (before pass 2's read) raise outside a read: the loop stops at the next pass."""
         spec = fixture("read")
         data = on_disk(spec)
-        files = [CuFile(d) for d in data]
-        buffer = FakeBuffer(150000)
-        io = worker.KvikioIo(None, Counts(), files, buffer, 1 << 20, [])
-        m = {"setup": []}
+        window = gds_pass.window(json.dumps(spec), 1 << 40)
 
-        def broken(cupy):
+        def broken(*args):
             raise RuntimeError("cudaErrorLaunchFailure")
 
-        window = gds_pass.window(json.dumps(spec), 1 << 40)
-        with mock.patch.object(passes, "device_used", broken), \
-                self.assertRaisesRegex(RuntimeError, "cudaErrorLaunchFailure"):
-            passes.read_passes(spec, io, None, Device(), buffer, HostVerifier(buffer), window, m,
-                               {"device_peak": None})
-        # The query runs after pass 1's read: no pass after it.
-        self.assertEqual(len(m["warmup_seconds"]) + len(m["seconds"]), 1, m)
+        for target, name, passes_run in [(passes, "device_used", 1), (worker.KvikioIo, "measured_from", 2)]:
+            buffer = FakeBuffer(150000)
+            io = worker.KvikioIo(None, Counts(), [CuFile(d) for d in data], buffer, 1 << 20, [])
+            m = {"setup": []}
+            with mock.patch.object(passes, "device_used", lambda cupy: 0), \
+                    mock.patch.object(target, name, broken), \
+                    self.assertRaisesRegex(RuntimeError, "cudaErrorLaunchFailure"):
+                passes.read_passes(spec, io, None, Device(), buffer, HostVerifier(buffer), window, m,
+                                   {"device_peak": None})
+            self.assertEqual(len(m["warmup_seconds"]) + len(m["seconds"]), passes_run, (name, m))
 
     def test_a_pass_times_the_library_call_alone(self):
         """The watchdog's arming and the library's counters are outside a pass's time."""

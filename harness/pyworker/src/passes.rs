@@ -6,6 +6,8 @@
 //! [`PlanWriter`] whose library calls and GPU kernels are calls into the Python objects the worker
 //! hands in (`passes.Landing`, `passes.Writer`).
 
+use std::cell::RefCell;
+use std::rc::Rc;
 use std::time::Duration;
 
 use gds_model::cost::{CpuTime, Histogram};
@@ -28,8 +30,10 @@ pub struct PyLibrary<'py> {
     landing: Bound<'py, PyAny>,
     library: String,
     path: Path,
-    /// The first exception Python raised: the trial's finding, raised again once the loop ends.
-    raised: Option<PyErr>,
+    /// The first exception Python raised, in a call of this object or in the loop's
+    /// `measured_from` (which shares it): the trial's finding, raised again once the loop ends.
+    /// The loop ends at the next preparation.
+    raised: Rc<RefCell<Option<PyErr>>>,
 }
 
 impl<'py> PyLibrary<'py> {
@@ -38,14 +42,14 @@ impl<'py> PyLibrary<'py> {
             library: landing.getattr("library")?.extract()?,
             landing,
             path: path_of(spec),
-            raised: None,
+            raised: Rc::default(),
         })
     }
 
     /// `Ok(value)`, or the exception kept (the first) as the trial's finding.
     fn kept<T>(&mut self, result: PyResult<T>) -> Result<T, ReaderError> {
         result.map_err(|error| {
-            self.raised.get_or_insert(error);
+            self.raised.borrow_mut().get_or_insert(error);
             self.raised_error()
         })
     }
@@ -53,6 +57,31 @@ impl<'py> PyLibrary<'py> {
     fn raised_error(&self) -> ReaderError {
         ReaderError::Raised {
             library: self.library.clone(),
+        }
+    }
+
+    /// Err once an exception is kept: where a preparation ends the loop on one raised outside a
+    /// read (the GPU memory query's, `measured_from`'s).
+    fn still_going(&self) -> Result<(), ReaderError> {
+        if self.raised.borrow().is_some() {
+            return Err(self.raised_error());
+        }
+        Ok(())
+    }
+
+    /// The exception kept, taken for the caller to raise.
+    fn take_raised(&self) -> Option<PyErr> {
+        self.raised.borrow_mut().take()
+    }
+
+    /// The loop's `measured_from` callback: `measured_from()` on the Python object (where
+    /// KvikIO's counters start for the trial's own figures), its exception kept as this object's.
+    fn measured_from(&self) -> impl FnMut() + use<'py> {
+        let (target, raised) = (self.landing.clone(), self.raised.clone());
+        move || {
+            if let Err(error) = target.call_method0("measured_from") {
+                raised.borrow_mut().get_or_insert(error);
+            }
         }
     }
 }
@@ -85,11 +114,8 @@ impl PlanReader for PyLibrary<'_> {
         self.path.clone()
     }
 
-    /// Also where an exception kept outside a read (the GPU memory query's) ends the loop.
     fn prepare(&mut self) -> Result<(), ReaderError> {
-        if self.raised.is_some() {
-            return Err(self.raised_error());
-        }
+        self.still_going()?;
         let cleared = self.landing.call_method0("clear").map(drop);
         self.kept(cleared)
     }
@@ -195,6 +221,7 @@ impl PlanWriter for PyLibrary<'_> {
 
     /// The files blanked as the Rust writers blank them, then opened by the library.
     fn prepare(&mut self, plan: &ReadPlan) -> Result<(), ReaderError> {
+        self.still_going()?;
         drop(gds_worker::writer::create_all(plan)?);
         let opened = self.landing.call_method1("open_for_write", (paths(plan),));
         self.kept(opened.map(drop))
@@ -282,33 +309,10 @@ pub struct Ended {
 /// Runs the passes of a reading trial.
 pub fn run(spec: &WorkerSpec, landing: Bound<'_, PyAny>, window: Option<u64>) -> PyResult<Ended> {
     let mut m = Measurement::unmeasured(spec.plan.files.clone(), spec.plan.total_bytes());
-    let mut reader = PyLibrary::new(spec, landing.clone())?;
-    let mut measured_from_error = None;
-    let result = gds_worker::trial::passes(
-        spec,
-        &mut reader,
-        &mut m,
-        window,
-        &mut measured_from(&landing, &mut measured_from_error),
-    );
-    Ok(ended(
-        m,
-        result,
-        reader.raised.take().or(measured_from_error),
-    ))
-}
-
-/// The loop's `measured_from` callback: `measured_from()` on the Python object (where KvikIO's
-/// counters start for the trial's own figures); its first exception kept in `error`.
-fn measured_from<'a>(
-    target: &'a Bound<'_, PyAny>,
-    error: &'a mut Option<PyErr>,
-) -> impl FnMut() + 'a {
-    move || {
-        if let Err(raised) = target.call_method0("measured_from") {
-            error.get_or_insert(raised);
-        }
-    }
+    let mut reader = PyLibrary::new(spec, landing)?;
+    let mut measured_from = reader.measured_from();
+    let result = gds_worker::trial::passes(spec, &mut reader, &mut m, window, &mut measured_from);
+    Ok(ended(m, result, reader.take_raised()))
 }
 
 fn ended(
@@ -337,19 +341,18 @@ pub fn run_writes(
     if let Err(error) = gds_worker::writer::create_all(&spec.plan) {
         return Ok(ended(m, Err(gds_worker::trial::fail(error)), None));
     }
-    let mut py_writer = PyLibrary::new(spec, writer.clone())?;
+    let mut py_writer = PyLibrary::new(spec, writer)?;
     let mut reader = read_back
         .map(|landing| PyLibrary::new(spec, landing))
         .transpose()?;
-    let mut measured_from_error = None;
+    let mut measured_from = py_writer.measured_from();
     let result = gds_worker::trial::write::passes(
         spec,
         &mut py_writer,
         reader.as_mut().map(|r| r as &mut dyn PlanReader),
         &mut m,
-        &mut measured_from(&writer, &mut measured_from_error),
+        &mut measured_from,
     );
-    let raised = py_writer.raised.take();
-    let raised = raised.or_else(|| reader.as_mut().and_then(|r| r.raised.take()));
-    Ok(ended(m, result, raised.or(measured_from_error)))
+    let raised = py_writer.take_raised();
+    Ok(ended(m, result, raised.or_else(|| reader?.take_raised())))
 }
