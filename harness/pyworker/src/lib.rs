@@ -93,11 +93,10 @@ type Answer = (String, Option<String>, Option<Py<PyAny>>);
 fn answer(py: Python<'_>, run: impl FnOnce() -> PyResult<passes::Ended>) -> PyResult<Answer> {
     let ended =
         std::panic::catch_unwind(std::panic::AssertUnwindSafe(run)).map_err(|panic| {
-            let what = panic
-                .downcast_ref::<String>()
-                .map(String::as_str)
-                .or_else(|| panic.downcast_ref::<&str>().copied())
-                .unwrap_or("no message");
+            let mut what = gds_model::panic_message(panic.as_ref());
+            if what.is_empty() {
+                what = "no message".into();
+            }
             PyRuntimeError::new_err(format!("gds-gate's pass loop panicked (a bug): {what}"))
         })??;
     Ok((
