@@ -33,7 +33,7 @@ try:
 except ImportError as error:  # the gate's extension (gds_pass): answered in main, as a failure
     UNLOADED = error
 
-PROTOCOL = 6
+PROTOCOL = 7
 STATS_BUFFER = 8192  # larger than CUfileStatsLevel3_t of any known cuFile (5112 bytes in 1.19)
 class Missing(Exception):
     """A piece of the stack this host lacks: the gate ignores the trial with this reason."""

@@ -22,10 +22,11 @@ pub const IO_DONE: &str = "io-done";
 pub const SAMPLED: &str = "sampled";
 pub const GDS_STATS_TEXT: &str = "gds_stats.txt";
 
-/// The hand-over between trials: a worker started while the previous trial's worker is still
-/// exiting waits, just before its first timed byte, for [`RELEASED`] in its folder, which the
-/// orchestrator writes once the previous worker is gone. Its start-up runs beside the other's
-/// teardown, and no two workers ever time I/O at once. The trial's timeout bounds the wait.
+/// The hand-over between trials: a worker started while the previous trial's worker still runs
+/// waits, started up and before its first pass's preparation (its page cache drop, its clear),
+/// for [`RELEASED`] in its folder, which the orchestrator writes once the previous worker is
+/// gone. Its start-up runs beside the other's I/O or teardown, and no two workers ever time I/O
+/// or touch the trials' files at once. The trial's timeout bounds the wait.
 pub const RELEASED: &str = "released";
 
 /// How long a worker waits for the sample before it goes on (the orchestrator may have no tool).
@@ -36,8 +37,9 @@ pub const WORKER_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
 /// 4: the `cufile-batch` and `cufile-async` readers, `queue_depth`, `batch_size`, `kvikio_api`,
 /// KvikIO's async path and the probe's entry points; 5: the hand-over ([`RELEASED`]); 6: the
 /// Python worker runs the Rust worker's pass loop (the `gds_pass` extension), so the spec no
-/// longer carries verification regions, windows and length terms for it.
-pub const PROTOCOL_VERSION: u32 = 6;
+/// longer carries verification regions, windows and length terms for it; 7: a held worker waits
+/// before its first preparation, not just before its first timed byte.
+pub const PROTOCOL_VERSION: u32 = 7;
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct WorkerSpec {
@@ -53,7 +55,7 @@ pub struct WorkerSpec {
     /// (the orchestrator runs `gds_stats` on it meanwhile).
     #[serde(default)]
     pub hold_for_sampling: Option<PathBuf>,
-    /// When set, the worker waits for [`RELEASED`] in this folder before its first timed byte.
+    /// When set, the worker waits for [`RELEASED`] in this folder before its first preparation.
     #[serde(default)]
     pub hold_for_release: Option<PathBuf>,
 }

@@ -330,6 +330,7 @@ pub fn passes(
         Cache::Cold => Some(cold::CachedFiles::open(plan)?),
         Cache::Warm => None,
     };
+    hold_until_released(spec, m);
     let mut pending = cold.as_ref().map(cold::CachedFiles::start_drop);
     let total = trial.passes();
     // The measured passes' calls, merged: the trial's percentiles.
@@ -491,19 +492,27 @@ pub(crate) fn integrity_reason(result: &IntegrityResult, pass: u64, passes: u64)
     }
 }
 
-/// Ready for the first timed byte: waits, when the gate asks, until the previous trial's worker
-/// is gone ([`RELEASED`]), says how long in the start-up's phases, and stamps the start-up's end.
-pub fn ready_for_first_byte(spec: &WorkerSpec, m: &mut Measurement) {
-    if let Some(dir) = &spec.hold_for_release {
-        let held = Instant::now();
-        while !dir.join(RELEASED).exists() {
-            std::thread::sleep(Duration::from_millis(1));
-        }
-        m.setup.push((
-            gds_model::record::HELD_PHASE.into(),
-            held.elapsed().as_secs_f64(),
-        ));
+/// Started, before the first pass's preparation: waits, when the gate asks, until the previous
+/// trial's worker is gone ([`RELEASED`]), and says how long in the start-up's phases. Nothing
+/// before it touches the storage or the page cache: a worker started ahead starts up while the
+/// previous trial still reads, maybe the same files, whose pages a drop of this worker's would
+/// take from under it (and whose reads would refill this one's cold cache).
+pub fn hold_until_released(spec: &WorkerSpec, m: &mut Measurement) {
+    let Some(dir) = &spec.hold_for_release else {
+        return;
+    };
+    let held = Instant::now();
+    while !dir.join(RELEASED).exists() {
+        std::thread::sleep(Duration::from_millis(1));
     }
+    m.setup.push((
+        gds_model::record::HELD_PHASE.into(),
+        held.elapsed().as_secs_f64(),
+    ));
+}
+
+/// Ready for the first timed byte: stamps the start-up's end.
+pub fn ready_for_first_byte(spec: &WorkerSpec, m: &mut Measurement) {
     let since_spawn = gds_model::protocol::now_unix_ns().saturating_sub(spec.spawned_at_unix_ns);
     m.startup_seconds = Some(since_spawn as f64 / 1e9);
 }

@@ -78,6 +78,7 @@ pub fn passes(
     let total = trial.passes();
     // The writer created the files: open for the drops of every pass.
     let files = CachedFiles::open(plan)?;
+    super::hold_until_released(spec, m);
     let mut pending: Option<PendingDrop> = None;
     let outcome = (|| {
         for pass in 0..total {
