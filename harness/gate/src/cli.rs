@@ -357,8 +357,9 @@ pub struct RunArgs {
           default_value_t = crate::report::direct::DEFAULT_TOLERANCE, value_parser = parse_fraction)]
     pub posix_tolerance: f64,
     /// Start each GPU trial's worker only once the previous one has exited. By default it starts
-    /// as the previous one answers, so that its start-up hides that one's exit, and waits before
-    /// its first timed byte until that one is gone.
+    /// while the previous one reads (or, for the first of its reader in a run, as it answers),
+    /// so that its start-up hides behind that trial, and waits before its first pass's
+    /// preparation until that worker is gone.
     #[arg(long, env = "GDS_GATE_ONE_WORKER_AT_A_TIME")]
     pub one_worker_at_a_time: bool,
     #[command(flatten)]

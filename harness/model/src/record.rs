@@ -259,6 +259,10 @@ pub const BLANKED_PHASE: &str = "files blanked";
 /// The wait for the previous trial's worker to be gone ([`crate::protocol::RELEASED`]): neither
 /// start-up nor preparation, but that worker's exit, which this one's start-up did not hide.
 pub const HELD_PHASE: &str = "held for the previous worker's exit";
+/// Of a worker started ahead, its start-up and hold before its trial's time began: they ran
+/// within the previous trial's time (beside its I/O), so they are neither start-up nor exit of
+/// this one ([`Measurement::started_beside_previous`]).
+pub const BESIDE_PREVIOUS_PHASE: &str = "started beside the previous trial";
 
 /// Peak memory of a worker over its trial: what bounds the file sizes a runner can read.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -266,7 +270,8 @@ pub struct MemoryPeak {
     /// Peak resident set of the worker process (`VmHWM`).
     pub host_rss_bytes: Option<u64>,
     /// Peak GPU memory in use (total − free, sampled after allocation and after each window),
-    /// which includes other processes' use of the same GPU; `None` for host readers.
+    /// which includes other processes' use of the same GPU (the next trial's worker, where it
+    /// starts up beside this one, among them); `None` for host readers.
     pub device_bytes: Option<u64>,
 }
 
@@ -326,14 +331,41 @@ impl Measurement {
 
     /// `(start-up, first-pass preparation)` in seconds: the start-up to the first byte without
     /// the phases of [`DROPPED_PHASE`], [`CLEARED_PHASE`] and [`BLANKED_PHASE`], and those phases;
-    /// the start-up is also without [`HELD_PHASE`] ([`Measurement::held_seconds`]).
+    /// the start-up is also without [`HELD_PHASE`] ([`Measurement::held_seconds`]) and
+    /// [`BESIDE_PREVIOUS_PHASE`].
     pub fn startup_split(&self) -> Option<(f64, f64)> {
         let total = self.startup_seconds?;
         let preparation = self.phases(&[DROPPED_PHASE, CLEARED_PHASE, BLANKED_PHASE]);
-        Some((
-            (total - preparation - self.held_seconds()).max(0.0),
-            preparation,
-        ))
+        let elsewhere = self.held_seconds() + self.beside_previous_seconds();
+        Some(((total - preparation - elsewhere).max(0.0), preparation))
+    }
+
+    /// Of the start-up, what ran within the previous trial's time ([`BESIDE_PREVIOUS_PHASE`]).
+    pub fn beside_previous_seconds(&self) -> f64 {
+        self.phases(&[BESIDE_PREVIOUS_PHASE])
+    }
+
+    /// A worker started ahead whose trial's time began `seconds` after the worker started: that
+    /// much of its start-up, and then of its hold, ran within the previous trial's time. It
+    /// moves out of both into [`BESIDE_PREVIOUS_PHASE`]: a worker starts up, then holds, then
+    /// prepares its first pass ([`crate::protocol::RELEASED`]).
+    pub fn started_beside_previous(&mut self, seconds: f64) {
+        let Some((startup, _)) = self.startup_split() else {
+            return;
+        };
+        let of_startup = seconds.clamp(0.0, startup);
+        let of_hold = (seconds - of_startup).clamp(0.0, self.held_seconds());
+        if let Some((_, held)) = self
+            .setup
+            .iter_mut()
+            .rfind(|(phase, _)| phase == HELD_PHASE)
+        {
+            *held -= of_hold;
+        }
+        if of_startup + of_hold > 0.0 {
+            let phase = (BESIDE_PREVIOUS_PHASE.to_string(), of_startup + of_hold);
+            self.setup.push(phase);
+        }
     }
 
     /// How long the worker waited, ready, for the previous trial's worker to exit.
@@ -349,10 +381,15 @@ impl Measurement {
             .sum()
     }
 
-    /// `4 ms + 0.2 s first-pass preparation` (or `4 ms` when there was none to speak of).
+    /// `4 ms + 0.2 s first-pass preparation` (or `4 ms` when there was none to speak of), with
+    /// what ran beside the previous trial, if any: `4 ms (1.2 s more beside the previous trial)`.
     pub fn startup_text(&self) -> Option<String> {
         let (startup, preparation) = self.startup_split()?;
-        Some(startup_text(startup, preparation))
+        Some(startup_text(
+            startup,
+            self.beside_previous_seconds(),
+            preparation,
+        ))
     }
 
     /// CPU seconds per GiB of the measured passes that have the figure.
@@ -745,8 +782,9 @@ pub fn short_time(seconds: f64) -> String {
     }
 }
 
-/// `4 ms + 0.2 s first-pass preparation`; the preparation left out below half a millisecond.
-fn startup_text(startup: f64, preparation: f64) -> String {
+/// `4 ms (1.2 s more beside the previous trial) + 0.2 s first-pass preparation`; the time beside
+/// and the preparation left out below half a millisecond.
+fn startup_text(startup: f64, beside: f64, preparation: f64) -> String {
     let time = |s: f64| {
         if s < 1.0 {
             format!("{:.0} ms", s * 1e3)
@@ -754,15 +792,14 @@ fn startup_text(startup: f64, preparation: f64) -> String {
             format!("{s:.1} s")
         }
     };
-    if preparation >= 0.0005 {
-        format!(
-            "{} + {} first-pass preparation",
-            time(startup),
-            time(preparation)
-        )
-    } else {
-        time(startup)
+    let mut text = time(startup);
+    if beside >= 0.0005 {
+        text += &format!(" ({} more beside the previous trial)", time(beside));
     }
+    if preparation >= 0.0005 {
+        text += &format!(" + {} first-pass preparation", time(preparation));
+    }
+    text
 }
 
 #[cfg(test)]
@@ -770,13 +807,48 @@ mod tests {
     #[test]
     fn start_up_and_first_pass_preparation_are_told_apart() {
         assert_eq!(
-            super::startup_text(0.004, 0.2),
+            super::startup_text(0.004, 0.0, 0.2),
             "4 ms + 200 ms first-pass preparation"
         );
         assert_eq!(
-            super::startup_text(0.03, 6.2),
+            super::startup_text(0.03, 0.0, 6.2),
             "30 ms + 6.2 s first-pass preparation"
         );
-        assert_eq!(super::startup_text(1.25, 0.0001), "1.2 s");
+        assert_eq!(super::startup_text(1.25, 0.0, 0.0001), "1.2 s");
+        assert_eq!(
+            super::startup_text(0.0, 1.5, 0.002),
+            "0 ms (1.5 s more beside the previous trial) + 2 ms first-pass preparation"
+        );
+    }
+
+    /// A worker's phases as a worker started ahead reports them: 1.5 s of start-up, then held
+    /// 2 s, then 0.1 s of preparation; its trial's time began `beside` after it started.
+    fn started_ahead(beside: f64) -> super::Measurement {
+        let mut m = super::Measurement::unmeasured(Vec::new(), 0);
+        m.startup_seconds = Some(3.6);
+        m.setup = vec![
+            (super::HELD_PHASE.into(), 2.0),
+            (super::DROPPED_PHASE.into(), 0.1),
+        ];
+        m.started_beside_previous(beside);
+        m
+    }
+
+    #[test]
+    fn a_start_beside_the_previous_trial_leaves_its_start_up_then_its_hold() {
+        let close = |a: f64, b: f64| (a - b).abs() < 1e-9;
+        let m = started_ahead(1.0);
+        let (startup, preparation) = m.startup_split().unwrap();
+        assert!(close(startup, 0.5) && close(preparation, 0.1), "{startup}");
+        assert!(close(m.held_seconds(), 2.0));
+        assert!(close(m.beside_previous_seconds(), 1.0));
+        // The previous trial ended after all of the start-up and part of the hold.
+        let m = started_ahead(2.5);
+        assert!(close(m.startup_split().unwrap().0, 0.0));
+        assert!(close(m.held_seconds(), 1.0), "{}", m.held_seconds());
+        assert!(close(m.beside_previous_seconds(), 2.5));
+        // Never more than the start-up and the hold together.
+        let m = started_ahead(10.0);
+        assert!(close(m.held_seconds(), 0.0) && close(m.beside_previous_seconds(), 3.5));
     }
 }

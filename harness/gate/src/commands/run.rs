@@ -179,12 +179,12 @@ struct Executor {
     /// The trials libtest runs, in its order, and their rounds' workers in the order they run:
     /// whose worker may start during the one before.
     schedule: rounds::Schedule,
-    /// The smallest GPU's memory, when a GPU trial's worker may start as the previous one
-    /// answers ([`ahead`]): every GPU lets two processes hold a CUDA context at once, and the
-    /// run is not `--one-worker-at-a-time`.
+    /// The smallest GPU's memory, when a GPU trial's worker may start during the previous one
+    /// ([`ahead`]): every GPU lets two processes hold a CUDA context at once, and the run is not
+    /// `--one-worker-at-a-time`.
     ahead_room: Option<u64>,
     /// The next trial's worker, started ahead ([`ahead`]).
-    ahead: Mutex<Option<(usize, crate::launch::Held)>>,
+    ahead: Mutex<Option<ahead::Ahead>>,
     /// A rehearsal's stacks and the pairs judged so far; `None` in a run or a bless.
     pairing: Option<rehearsal::Pairing>,
     /// The run's live view: which trial runs, how far it is, what it waits for.
@@ -360,10 +360,10 @@ impl Executor {
             }
             None => {
                 let bytes = plan.total_bytes();
-                let on_answer = &mut || self.start_next_after(job?, bytes);
+                let ahead = &mut |moment| self.start_next_after(job?, bytes, moment);
                 match job.and_then(|at| self.take_held(at)) {
-                    Some(held) => launcher.run_held(held, on_answer),
-                    None => launcher.run_trial_then(spec, plan, on_answer),
+                    Some((held, begins)) => launcher.run_held(held, begins, ahead),
+                    None => launcher.run_trial_then(spec, plan, ahead),
                 }
             }
         };

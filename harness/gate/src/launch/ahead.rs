@@ -1,9 +1,10 @@
-//! A trial's worker started ahead of its trial, as the previous trial's worker answers. A GPU
-//! worker's exit takes 0.1-0.25 s on the H200 runner (the kernel tears down its CUDA context and
-//! pinned memory) and a start-up 0.7-7 s (CUDA, libcufile, KvikIO, PyTorch): started early, the
-//! next worker's start-up hides the exit. It waits, ready, just before its first timed byte until
-//! the previous worker is gone and judged ([`gds_model::protocol::RELEASED`]), so no two workers
-//! ever time I/O at once, and its trial is judged as any other.
+//! A trial's worker started ahead of its trial, while the previous trial's worker reads or as it
+//! answers. A GPU worker's start-up takes 0.7-7 s (CUDA, libcufile, KvikIO, PyTorch) and its exit
+//! 0.1-0.25 s on the H200 runner (the kernel tears down its CUDA context and pinned memory):
+//! started early, the next worker's start-up hides behind the previous trial. It waits, started
+//! up, before its first pass's preparation until the previous worker is gone and judged
+//! ([`gds_model::protocol::RELEASED`]), so no two workers ever time I/O or touch the trials'
+//! files at once, and its trial is judged as any other.
 
 use std::path::PathBuf;
 use std::time::Instant;
@@ -14,6 +15,14 @@ use gds_model::plan::ReadPlan;
 use gds_model::protocol::RELEASED;
 use gds_model::record::TrialRecord;
 use gds_model::scenario::TrialSpec;
+
+/// When the run may start the next trial's worker: as the current worker runs (released, or
+/// started), or as its answer appears ([`Launcher::run_trial_then`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Moment {
+    Running,
+    Answered,
+}
 
 /// A worker started ahead of its trial, waiting for [`Launcher::run_held`].
 pub struct Held {
@@ -57,8 +66,15 @@ impl Launcher {
     }
 
     /// Releases a held worker and runs its trial to the end as [`Launcher::run_trial_then`]
-    /// does. The previous worker must be gone.
-    pub fn run_held(&self, held: Held, on_answer: &mut dyn FnMut() -> Option<u64>) -> TrialRecord {
+    /// does; its trial's time began at `begins`, what of its start-up and hold came before is
+    /// said as such ([`gds_model::record::Measurement::started_beside_previous`]). The previous
+    /// worker must be gone.
+    pub fn run_held(
+        &self,
+        held: Held,
+        begins: Instant,
+        ahead: &mut dyn FnMut(Moment) -> Option<u64>,
+    ) -> TrialRecord {
         let Held {
             spec,
             dir,
@@ -68,12 +84,19 @@ impl Launcher {
         } = held;
         // Its timeout counts from here: a previous worker slow to exit is not this one's hang.
         started.running.extend_timeout(since.elapsed());
+        // nvidia-fs's counters are the host's: those from its start would count the previous
+        // trial's reads.
+        started.nvfs_before = crate::assess::nvfs_snapshot();
         let released = dir.join(RELEASED);
         if let Err(error) = std::fs::write(&released, b"") {
             started.running.stop();
             let file = released;
             return Cause::NotReleased { file, error }.fail(spec);
         }
-        self.conclude(spec, &dir, Ok(started), on_answer)
+        let mut record = self.conclude(spec, &dir, Ok(started), ahead);
+        if let Some(m) = record.measurement.as_mut() {
+            m.started_beside_previous(begins.saturating_duration_since(since).as_secs_f64());
+        }
+        record
     }
 }

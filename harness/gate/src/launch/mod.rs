@@ -64,7 +64,7 @@ pub struct Launcher {
 }
 
 use crate::cause::Cause;
-pub use ahead::Held;
+pub use ahead::{Held, Moment};
 pub use sampling::find_tool as find_gds_stats;
 
 /// A worker that ran: what it was asked, how it ended, its answer (or why there is none), and
@@ -83,7 +83,7 @@ struct Ran {
     finished: process::Finished,
     result: Result<WorkerResult, NoResult>,
     nvfs_before: Option<String>,
-    /// When the next trial's worker was started, as this one answered ([`ahead`]).
+    /// When the next trial's worker was started, as this one ran or answered ([`ahead`]).
     next_started_unix_ns: Option<u64>,
     /// What the worker left when it hung: collected before it was killed at its timeout.
     hang: Option<std::io::Result<hang::Bundle>>,
@@ -118,19 +118,20 @@ enum StartError {
 
 impl Launcher {
     pub fn run_trial(&self, spec: TrialSpec, plan: ReadPlan) -> TrialRecord {
-        self.run_trial_then(spec, plan, &mut || None)
+        self.run_trial_then(spec, plan, &mut |_| None)
     }
 
-    /// [`Launcher::run_trial`], calling `on_answer` once, as the worker's answer appears: it
-    /// may start the next trial's worker ([`Launcher::start_ahead`]) and say when it did.
+    /// [`Launcher::run_trial`], calling `ahead` once as the worker runs and once as its answer
+    /// appears ([`Moment`]): either may start the next trial's worker
+    /// ([`Launcher::start_ahead`]); each says when it was started, if it was.
     pub fn run_trial_then(
         &self,
         spec: TrialSpec,
         plan: ReadPlan,
-        on_answer: &mut dyn FnMut() -> Option<u64>,
+        ahead: &mut dyn FnMut(Moment) -> Option<u64>,
     ) -> TrialRecord {
         let (dir, timeout) = self.folder_and_timeout(&spec, &plan);
-        self.run_trial_in(spec, plan, &dir, timeout, on_answer)
+        self.run_trial_in(spec, plan, &dir, timeout, ahead)
     }
 
     fn folder_and_timeout(&self, spec: &TrialSpec, plan: &ReadPlan) -> (PathBuf, Duration) {
@@ -147,22 +148,22 @@ impl Launcher {
         plan: ReadPlan,
         dir: &Path,
         timeout: Duration,
-        on_answer: &mut dyn FnMut() -> Option<u64>,
+        ahead: &mut dyn FnMut(Moment) -> Option<u64>,
     ) -> TrialRecord {
         let started = self.start(&spec, plan, dir, timeout, false);
-        self.conclude(spec, dir, started, on_answer)
+        self.conclude(spec, dir, started, ahead)
     }
 
-    /// Watches a started worker to its end, calling `on_answer` once as its answer appears,
-    /// and turns what happened into the trial's record.
+    /// Watches a started worker to its end, calling `ahead` as it runs and as its answer
+    /// appears, and turns what happened into the trial's record.
     fn conclude(
         &self,
         spec: TrialSpec,
         dir: &Path,
         started: Result<Started, StartError>,
-        on_answer: &mut dyn FnMut() -> Option<u64>,
+        ahead: &mut dyn FnMut(Moment) -> Option<u64>,
     ) -> TrialRecord {
-        match started.and_then(|started| Self::finish(started, on_answer)) {
+        match started.and_then(|started| Self::finish(started, ahead)) {
             Ok(ran) => self.assess(spec, dir, ran),
             Err(StartError::Missing(what)) if spec.reader.python() => {
                 let needs = match spec.reader {
@@ -311,7 +312,7 @@ impl Launcher {
     /// Watches the worker to its end and reads its answer.
     fn finish(
         started: Started,
-        on_answer: &mut dyn FnMut() -> Option<u64>,
+        ahead: &mut dyn FnMut(Moment) -> Option<u64>,
     ) -> Result<Ran, StartError> {
         let Started {
             asked,
@@ -325,7 +326,7 @@ impl Launcher {
             hang: watch,
         } = started;
         let mut next_started_unix_ns = None;
-        let mut answered = false;
+        let (mut told_running, mut answered) = (false, false);
         let mut hang = None;
         let finished = running.watch(|pid, time_left| {
             if time_left.is_zero() && hang.is_none() {
@@ -344,10 +345,14 @@ impl Launcher {
             if let Some(view) = &view {
                 view.poll(&progress_path);
             }
+            if !told_running {
+                told_running = true;
+                next_started_unix_ns = ahead(Moment::Running);
+            }
             // The answer is written whole (renamed into place): the worker's I/O is over.
             if !answered && result_path.exists() {
                 answered = true;
-                next_started_unix_ns = on_answer();
+                next_started_unix_ns = ahead(Moment::Answered);
             }
         });
         let finished = finished.map_err(|error| {
@@ -705,7 +710,10 @@ mod tests {
         let mut second = first.clone();
         second.name = "s::second".into();
         let mut held = None;
-        let record = launcher.run_trial_then(first, plan.clone(), &mut || {
+        let record = launcher.run_trial_then(first, plan.clone(), &mut |moment| {
+            if moment != Moment::Answered {
+                return None;
+            }
             let ahead = launcher.start_ahead(second.clone(), plan.clone())?;
             let since = ahead.since_unix_ns;
             held = Some(ahead);
@@ -719,7 +727,7 @@ mod tests {
         );
         let held = held.expect("the second worker was started ahead");
         assert_eq!(held.name(), "s::second");
-        let record = launcher.run_held(held, &mut || None);
+        let record = launcher.run_held(held, std::time::Instant::now(), &mut |_| None);
         assert_eq!(record.checks, Status::Passed, "{record:#?}");
         assert!(
             !dir.path().join("verdict").exists(),

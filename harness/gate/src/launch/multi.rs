@@ -200,7 +200,7 @@ impl Launcher {
                     let part_dir = dir.join(part.folder());
                     let copy = one.clone();
                     let handle = scope.spawn(move || {
-                        self.run_trial_in(one, shard, &part_dir, timeout, &mut || None)
+                        self.run_trial_in(one, shard, &part_dir, timeout, &mut |_| None)
                     });
                     (part, copy, handle)
                 })

@@ -1,24 +1,50 @@
-//! The next trial's worker, started as the current one answers ([`crate::launch::Held`]), so
-//! that its start-up hides the current worker's exit; and the trials' times as windows that
-//! follow one another: a trial's time begins when its worker starts, even during the trial
-//! before, and that trial's time ends there.
+//! The next trial's worker, started while the current one reads ([`crate::launch::Held`]), so
+//! that its start-up hides behind the current trial's I/O; or, where that could disturb what the
+//! current trial measures, as the current one answers, so that its start-up hides the current
+//! worker's exit. And the trials' times as windows that follow one another: a trial's time begins
+//! when its worker starts, or when the trial before answered if the worker started earlier, and
+//! that trial's time ends there.
 
 use std::sync::MutexGuard;
 use std::time::Instant;
 
 use super::{Executor, unavailable};
-use crate::launch::Held;
+use crate::launch::{Held, Moment};
 use gds_model::scenario::TrialSpec;
 
+/// The worker started ahead for the job at `job`, and where that job's time begins: set once the
+/// job before it answered (or ended without an answer).
+pub(super) struct Ahead {
+    job: usize,
+    held: Held,
+    begins: Option<Instant>,
+}
+
 impl Executor {
-    /// Starts, held, the worker of the next job after the one at `current` (whose pass moves
-    /// `current_bytes`) that starts one, when it can start now: a GPU trial of one worker (not
-    /// `gpus:`), on GPUs that let two processes hold a context at once, whose buffers and the
-    /// current worker's fit a quarter of the smallest GPU's memory. Its buffers are allocated
-    /// before its hold, beside those of the current worker, which is still exiting; a `posix`
+    /// Called as the worker of the job at `current` (whose pass moves `current_bytes`) runs and
+    /// as it answers ([`Moment`]); says when the next job's worker was started, if it was.
+    ///
+    /// It starts, held, the worker of the next job that starts one, when it can start now: a
+    /// GPU trial of one worker (not `gpus:`), on GPUs that let two processes hold a context at
+    /// once, whose buffers and the current worker's fit a quarter of the smallest GPU's memory.
+    /// Its buffers are allocated before its hold, beside those of the current worker; a `posix`
     /// worker sizes its buffer and window by the host memory available as it starts, and its
-    /// start-up is milliseconds: nothing to hide. Says when it started.
-    pub(super) fn start_next_after(&self, current: usize, current_bytes: u64) -> Option<u64> {
+    /// start-up is milliseconds: nothing to hide. While the current worker runs it starts only
+    /// where that takes nothing the current trial measures with ([`Executor::may_start_beside`]).
+    pub(super) fn start_next_after(
+        &self,
+        current: usize,
+        current_bytes: u64,
+        moment: Moment,
+    ) -> Option<u64> {
+        if moment == Moment::Answered
+            && let Some(ahead) = self.ahead().as_mut()
+            && ahead.job > current
+        {
+            // Started beside the current trial's I/O: its own time begins now.
+            ahead.begins.get_or_insert_with(Instant::now);
+            return Some(ahead.held.since_unix_ns);
+        }
         if crate::interrupt::received().is_some() {
             return None;
         }
@@ -33,6 +59,9 @@ impl Executor {
         if next.gpus.is_some() || !next.ranks.is_empty() || !next.reader.uses_gpu() {
             return None;
         }
+        if moment == Moment::Running && !self.may_start_beside(&now, &next, at) {
+            return None;
+        }
         let files = self.data.files_for(&next).ok()?;
         let plan = super::checked_plan(&next, files).ok()?;
         let together = device_footprint(&now, current_bytes)
@@ -42,47 +71,72 @@ impl Executor {
         }
         let held = self.launcher_for(job).start_ahead(next, plan)?;
         let since = held.since_unix_ns;
-        if let Some((_, stale)) = self.ahead().replace((at, held)) {
-            stale.stop();
+        let begins = (moment == Moment::Answered).then_some(held.since);
+        if let Some(stale) = self.ahead().replace(Ahead {
+            job: at,
+            held,
+            begins,
+        }) {
+            stale.held.stop();
         }
         Some(since)
     }
 
-    /// The worker started ahead for the job at `at`; one held for another job is stopped.
-    pub(super) fn take_held(&self, at: usize) -> Option<Held> {
-        let (job, held) = self.ahead().take()?;
-        if job == at {
-            return Some(held);
+    /// Whether the worker of `next` (the job at `at`) may start while `current`'s worker reads.
+    /// A start-up takes a CPU, and the first of its reader in a run loads its libraries from
+    /// the disk (PyTorch's are gigabytes), maybe the disk under test: it waits for the answer.
+    /// Otherwise it needs two CPUs beyond the current trial's threads, for itself and the rest
+    /// of the host.
+    fn may_start_beside(&self, current: &TrialSpec, next: &TrialSpec, at: usize) -> bool {
+        let schedule = &self.schedule;
+        let loaded = schedule.jobs[..at]
+            .iter()
+            .any(|&job| schedule.spec(job).reader == next.reader);
+        loaded && self.host.cpus > current.nthreads as usize + 1
+    }
+
+    /// The worker started ahead for the job at `at`, with where that job's time begins; one held
+    /// for another job is stopped.
+    pub(super) fn take_held(&self, at: usize) -> Option<(Held, Instant)> {
+        let ahead = self.ahead().take()?;
+        if ahead.job == at {
+            let begins = ahead.begins.unwrap_or_else(Instant::now);
+            return Some((ahead.held, begins));
         }
-        held.stop();
+        ahead.held.stop();
         None
     }
 
     /// Stops a worker started ahead, if there is one: what runs now (a confirmation run, a trial
     /// over several GPUs) must have the machine to itself.
     pub(super) fn stop_held(&self) -> bool {
-        let held = self.ahead().take();
-        held.map(|(_, held)| held.stop()).is_some()
+        let ahead = self.ahead().take();
+        ahead.map(|ahead| ahead.held.stop()).is_some()
     }
 
-    /// Where the time of the job at `at` begins: when its worker was started ahead, else now.
+    /// Where the time of the job at `at` begins: when its worker was started ahead, or when the
+    /// job before it answered if that was later; else now.
     pub(super) fn window_start(&self, at: usize) -> Instant {
-        match &*self.ahead() {
-            Some((job, held)) if *job == at => held.since,
+        match self.ahead().as_mut() {
+            Some(ahead) if ahead.job == at => *ahead.begins.get_or_insert_with(Instant::now),
             _ => Instant::now(),
         }
     }
 
-    /// Where the time of the job that began at `start` ends: where the next job's began, when
+    /// Where the time of the job that began at `start` ends: where the next job's begins, when
     /// its worker was started during this one, else now.
     pub(super) fn window_end(&self, start: Instant) -> Instant {
-        match &*self.ahead() {
-            Some((_, held)) if held.since > start => held.since,
-            _ => Instant::now(),
+        let now = Instant::now();
+        match self.ahead().as_mut() {
+            Some(ahead) => match *ahead.begins.get_or_insert(now) {
+                begins if begins > start => begins,
+                _ => now,
+            },
+            None => now,
         }
     }
 
-    fn ahead(&self) -> MutexGuard<'_, Option<(usize, Held)>> {
+    fn ahead(&self) -> MutexGuard<'_, Option<Ahead>> {
         self.ahead
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -125,24 +179,37 @@ mod tests {
     }
 
     /// A **stand-in** worker (a shell script in place of the gate binary): it notes the pid of
-    /// the worker before it, answers with a failure of its own (the verdict is not what is under
-    /// test), and takes 0.3 s to exit. Held, it checks at its release that the one before is gone.
+    /// the worker before it, answers after 1 s with a failure of its own (the verdict is not
+    /// what is under test), and takes 0.3 s to exit. Held, it checks at its release that the one
+    /// before is gone.
     const STAND_IN: &str = r#"#!/bin/sh
 d=$(dirname "$5"); before=$(cat "$ROOT/last.pid" 2>/dev/null); echo $$ > "$ROOT/last.pid"
 if grep -q '"hold_for_release": "' "$3"; then
   while [ ! -f "$d/released" ]; do sleep 0.01; done
   [ -n "$before" ] && kill -0 "$before" 2>/dev/null && echo "$before" > "$ROOT/released-early"
 fi
+sleep 1
 echo '{"protocol":PROTOCOL,"measurement":null,"raw_cufile":null,"failure":{"reason":"stand-in","next":"none"}}' > "$5.part"
 mv "$5.part" "$5"; sleep 0.3
 "#;
 
-    /// Two cuFile trials of a host taken to have a GPU, and an executor that runs them with the
-    /// stand-in; `room`: the GPU memory for two workers, `None` for one at a time.
-    fn stand_in_run(root: &Path, room: Option<u64>) -> (Executor, Vec<TrialSpec>) {
+    /// Three trials of `readers` (one each, in order) on a host taken to have a GPU and `cpus`,
+    /// and an executor that runs them with the stand-in; `room`: the GPU memory for two workers,
+    /// `None` for one at a time.
+    fn stand_in_run(
+        root: &Path,
+        readers: [&str; 3],
+        room: Option<u64>,
+        cpus: usize,
+    ) -> (Executor, Vec<TrialSpec>) {
+        let scenarios: String = readers
+            .iter()
+            .enumerate()
+            .map(|(i, reader)| format!("  - {{ name: t{i}, reader: {reader} }}\n"))
+            .collect();
         let suite = gds_model::scenario::parse(
             Path::new("s.yaml"),
-            "scenarios:\n  - name: t\n    reader: cufile\n    files: { size: 1MiB, seed: 9 }\n    nthreads: [1, 2, 4]\n    warmup: 0\n    repetitions: 1\n",
+            &format!("defaults: {{ files: {{ size: 1MiB, seed: 9 }}, warmup: 0, repetitions: 1 }}\nscenarios:\n{scenarios}"),
         )
         .unwrap();
         let specs = gds_model::scenario::expand(&suite);
@@ -164,6 +231,7 @@ mv "$5.part" "$5"; sleep 0.3
         };
         let host = HostFacts {
             gpu_unavailable: None,
+            cpus,
             ..HostFacts::probe()
         };
         let console = crate::console::Console::buffer();
@@ -209,14 +277,22 @@ mv "$5.part" "$5"; sleep 0.3
         runs
     }
 
-    #[test]
-    fn each_next_worker_starts_as_the_last_answers_and_is_released_once_it_is_gone() {
-        let root = tempfile::tempdir().unwrap();
-        let (executor, specs) = stand_in_run(root.path(), Some(80 << 30));
-        let runs = run(&executor, &specs);
+    /// How long each worker but the last ran beside the next one's: from its start (1.3 s)
+    /// where the next started as it ran, from its answer (0.3 s) where it started then.
+    fn beside_next(runs: &[(TrialRecord, Instant, Instant)]) -> Vec<f64> {
+        runs[..runs.len() - 1]
+            .iter()
+            .map(|(record, _, _)| {
+                let worker = record.worker.as_ref().unwrap();
+                worker.exit_beside_next_seconds.unwrap_or(0.0)
+            })
+            .collect()
+    }
+
+    /// Every worker but the first was started ahead and released only once the one before was
+    /// gone, and the trials' windows meet.
+    fn assert_handed_over(root: &Path, runs: &[(TrialRecord, Instant, Instant)]) {
         for (before, after) in runs.iter().zip(&runs[1..]) {
-            let beside = before.0.worker.as_ref().unwrap().exit_beside_next_seconds;
-            assert!(beside.is_some_and(|s| s > 0.2), "{:?}", before.0.worker);
             assert_eq!(before.2, after.1, "the windows of two trials must meet");
             let dir = &after.0.worker.as_ref().unwrap().dir;
             assert!(
@@ -225,14 +301,45 @@ mv "$5.part" "$5"; sleep 0.3
                 after.0.name
             );
         }
-        let early = root.path().join("released-early");
+        let early = root.join("released-early");
         assert!(!early.exists(), "released while the worker before ran");
+    }
+
+    #[test]
+    fn a_worker_starts_beside_the_reads_before_it_once_its_reader_has_started_in_the_run() {
+        let root = tempfile::tempdir().unwrap();
+        let readers = ["h2d", "cufile", "cufile"];
+        let (executor, specs) = stand_in_run(root.path(), readers, Some(80 << 30), 64);
+        let runs = run(&executor, &specs);
+        assert_handed_over(root.path(), &runs);
+        let beside = beside_next(&runs);
+        assert!(
+            (0.2..1.0).contains(&beside[0]),
+            "the first cufile worker starts as the h2d one answers: {beside:?}"
+        );
+        assert!(
+            beside[1] > 1.2,
+            "the second cufile worker starts as the first one runs: {beside:?}"
+        );
+    }
+
+    #[test]
+    fn a_worker_starts_as_the_last_answers_where_its_threads_leave_no_cpu_free() {
+        let root = tempfile::tempdir().unwrap();
+        let readers = ["cufile", "cufile", "cufile"];
+        let (executor, specs) = stand_in_run(root.path(), readers, Some(80 << 30), 2);
+        let runs = run(&executor, &specs);
+        assert_handed_over(root.path(), &runs);
+        for beside in beside_next(&runs) {
+            assert!((0.2..1.0).contains(&beside), "{beside}");
+        }
     }
 
     #[test]
     fn no_worker_starts_ahead_without_room_for_two() {
         let root = tempfile::tempdir().unwrap();
-        let (executor, specs) = stand_in_run(root.path(), None);
+        let readers = ["cufile", "cufile", "cufile"];
+        let (executor, specs) = stand_in_run(root.path(), readers, None, 64);
         for (record, _, _) in run(&executor, &specs) {
             let worker = record.worker.unwrap();
             assert_eq!(worker.exit_beside_next_seconds, None);
@@ -240,7 +347,7 @@ mv "$5.part" "$5"; sleep 0.3
         }
         // Room, but not for two of these passes in a quarter of it.
         let root = tempfile::tempdir().unwrap();
-        let (executor, specs) = stand_in_run(root.path(), Some(4 << 20));
+        let (executor, specs) = stand_in_run(root.path(), readers, Some(4 << 20), 64);
         let runs = run(&executor, &specs);
         assert!(runs.iter().all(|(r, _, _)| {
             r.worker
