@@ -15,6 +15,10 @@ the gate counts as its own, taken apart by what the report also holds.
   worker's time in it and the runner waits): judging, and dropping the page cache the trial's
   reads left.
 
+A worker started ahead while the trial before it read records what of its start-up and wait ran
+in that trial's time as `started beside the previous trial`: the last line gives it per reader,
+beside the start-up each reader's trials paid in their own time.
+
 Wind-down and after make up the report's `gate`: the worker's start-up is counted from the moment the gate
 stamped its spec, just before starting it.
 
@@ -29,6 +33,8 @@ import sys
 
 # The start-up phase of a worker started ahead, waiting for the previous worker's exit.
 HELD_PHASE = "held for the previous worker's exit"
+# What of a worker started ahead ran before its trial's time began (the previous trial's time).
+BESIDE_PHASE = "started beside the previous trial"
 
 
 def main():
@@ -44,6 +50,8 @@ def main():
     columns = ("wall", "startup", "preparation", "io", "verification", "exit", "gate", "wind-down", "after")
     print("%-62s" % "trial" + "".join("%13s" % c for c in columns))
     totals = dict.fromkeys(columns, 0.0)
+    # Per reader: the start-up in the trials' own time, and what ran beside the trial before.
+    startup, hidden = {}, {}
     for record in report["trials"]:
         split = by_trial.get(record["name"])
         worker = (record.get("worker") or {}).get("seconds")
@@ -52,12 +60,17 @@ def main():
         inside = split["startup"] + split["preparation"] + split["io"] + split["verification"]
         setup = (record.get("measurement") or {}).get("setup") or []
         held = sum(seconds for phase, seconds in setup if phase == HELD_PHASE)
+        beside_previous = sum(seconds for phase, seconds in setup if phase == BESIDE_PHASE)
         own_exit = record["worker"].get("after_answer_seconds") or 0.0
         beside_next = record["worker"].get("exit_beside_next_seconds") or 0.0
         row = dict(split)
         row.setdefault("exit", 0.0)
-        row["wind-down"] = max(worker - inside - held - own_exit, 0.0)
-        row["after"] = max(split["wall"] - (worker - beside_next) - split["runner_wait"], 0.0)
+        row["wind-down"] = max(worker - inside - held - beside_previous - own_exit, 0.0)
+        in_window = worker - beside_previous - beside_next
+        row["after"] = max(split["wall"] - in_window - split["runner_wait"], 0.0)
+        reader = record["spec"]["reader"]
+        startup[reader] = startup.get(reader, 0.0) + split["startup"]
+        hidden[reader] = hidden.get(reader, 0.0) + beside_previous
         for column in columns:
             totals[column] += row[column]
         mark = " (confirmed)" if record.get("confirmations") else ""
@@ -70,6 +83,9 @@ def main():
           "and with the workers' exits (issue 31's overhead) %.1f%%" % (
               wall, outside, 100 * gate / wall, 100 * (gate + totals["preparation"]) / wall,
               100 * (gate + totals["preparation"] + totals["exit"]) / wall))
+    print("start-up %.1f s, %.1f%% of the run; by reader, in the trials' time (and beside the trial before): %s" % (
+        totals["startup"], 100 * totals["startup"] / wall,
+        ", ".join("%s %.1f s (%.1f s)" % (r, startup[r], hidden[r]) for r in sorted(startup))))
 
 
 if __name__ == "__main__":
