@@ -337,8 +337,8 @@ pub fn run_writes(
 ) -> PyResult<Ended> {
     let mut m = Measurement::unmeasured(spec.plan.files.clone(), spec.plan.total_bytes());
     // The loop opens the files for its drops before the first pass: they exist from here on, as a
-    // Rust writer's do once it is open.
-    if let Err(error) = gds_worker::writer::create_all(&spec.plan) {
+    // Rust writer's do once it is open (blanked by each pass's preparation).
+    if let Err(error) = gds_worker::writer::open_all(&spec.plan) {
         return Ok(ended(m, Err(gds_worker::trial::fail(error)), None));
     }
     let mut py_writer = PyLibrary::new(spec, writer)?;

@@ -5,7 +5,7 @@
 
 use std::fs::File;
 
-use super::{PlanWriter, create_all, pwrite_exact, sync_all};
+use super::{PlanWriter, create_all, open_all, pwrite_exact, sync_all};
 use crate::gpu::{DeviceBuffer, Gpu, PinnedBuffer, ThreadBinder};
 use crate::reader::{Pass, ReaderError, run_parallel};
 use gds_model::path::Path;
@@ -37,7 +37,7 @@ impl BounceWriter {
             .collect::<Result<Vec<_>, _>>()?;
         Ok(BounceWriter {
             binder: gpu.binder(),
-            files: create_all(plan)?,
+            files: open_all(plan)?,
             device,
             bounce,
         })

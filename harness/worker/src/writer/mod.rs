@@ -33,7 +33,16 @@ pub trait PlanWriter {
 
 /// Opens (creating where absent) and blanks every file of the plan; returns them open for writing.
 pub fn create_all(plan: &ReadPlan) -> Result<Vec<std::fs::File>, ReaderError> {
-    let files = plan
+    let files = open_all(plan)?;
+    blank_all(plan, &files)?;
+    Ok(files)
+}
+
+/// Opens every file of the plan for writing, creating it where absent, and blanks none: what a
+/// writer does as it starts up, which may be while the previous trial still measures; each
+/// pass's preparation blanks them ([`create_all`], [`blank_all`]).
+pub fn open_all(plan: &ReadPlan) -> Result<Vec<std::fs::File>, ReaderError> {
+    plan
         .files
         .iter()
         .map(|file| {
@@ -47,9 +56,7 @@ pub fn create_all(plan: &ReadPlan) -> Result<Vec<std::fs::File>, ReaderError> {
                     source,
                 })
         })
-        .collect::<Result<Vec<_>, _>>()?;
-    blank_all(plan, &files)?;
-    Ok(files)
+        .collect()
 }
 
 /// Blanks every file of the plan before a pass, through descriptors that stay open (and, for

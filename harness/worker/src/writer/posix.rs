@@ -3,7 +3,7 @@
 
 use std::fs::File;
 
-use super::{PlanWriter, create_all, pwrite_exact, sync_all};
+use super::{PlanWriter, create_all, open_all, pwrite_exact, sync_all};
 use crate::reader::host_memory::HostMemory;
 use crate::reader::{Pass, ReaderError, run_parallel};
 use gds_model::path::Path;
@@ -16,12 +16,12 @@ pub struct PosixWriter {
 }
 
 impl PosixWriter {
-    /// Creates the files and fills the source with the generator's bytes (once: no pass changes
-    /// it).
+    /// Opens the files (creating them) and fills the source with the generator's bytes (once: no
+    /// pass changes it).
     pub fn open(plan: &ReadPlan) -> Result<PosixWriter, ReaderError> {
         let source = crate::reader::posix::host_buffer(plan.total_bytes())?;
         let mut writer = PosixWriter {
-            files: create_all(plan)?,
+            files: open_all(plan)?,
             source,
         };
         fill_with_generator(plan, &mut writer.source);
