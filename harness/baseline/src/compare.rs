@@ -156,6 +156,15 @@ pub struct Tolerances {
 /// ratio: a few microseconds on a page-cache read are noise no KV-cache user waits for.
 pub const LATENCY_FLOOR_US: f64 = 50.0;
 
+/// A run whose CPU seconds per GiB rose by less than this is never judged costlier, whatever
+/// its ratio. What the comparison is for, a fallback through host memory that keeps its GB/s,
+/// costs about ten times the cuFile path's CPU (H200 runner: posix 1.2-1.6 s/GiB, cuFile's own
+/// POSIX path 0.10-0.16); rises below a tenth of a core-second per GiB are what a small pass's
+/// CPU clock and the host's page cache move (CPU host: a clean posix run at +0.073 s/GiB, 1.35x
+/// its level, was confirmed, and another failed as costlier although its first confirmation
+/// rose by 0.08).
+pub const CPU_FLOOR_SECONDS_PER_GIB: f64 = 0.1;
+
 /// A load's step that rose by less than this is never judged costlier, whatever its ratio:
 /// opening a file on the page cache takes microseconds, and a rise of a few of them is noise
 /// no loader's user waits for.
@@ -267,7 +276,7 @@ pub fn judge_run(
         // Slower explains a changed CPU cost per GiB too; one regression is enough.
         return Judgement::Regression { throughput };
     }
-    if let Some(cpu) = cpu_cost(entry, run, confirmations, tolerances.cpu).filter(Cost::costlier) {
+    if let Some(cpu) = cpu_cost(entry, run, confirmations, tolerances.cpu) {
         return Judgement::CpuCostlier { throughput, cpu };
     }
     match verdict {
@@ -276,23 +285,23 @@ pub fn judge_run(
     }
 }
 
-/// The CPU-cost comparison, when the baseline and the run (and each confirmation run that has
-/// the figure) recorded CPU time.
+/// The CPU cost per GiB when it is higher than its baseline beyond the tolerance, the spread and
+/// [`CPU_FLOOR_SECONDS_PER_GIB`], in the run and every confirmation that recorded CPU time.
 fn cpu_cost(
     entry: &TrialBaseline,
     run: &RunFigures,
     confirmations: &[RunFigures],
     cpu_tolerance: f64,
 ) -> Option<Cost> {
-    let baseline = entry.cpu_runs.as_ref()?;
-    if run.cpu_per_gib.is_empty() {
-        return None;
-    }
-    let mut cpu = Cost::measure(baseline, &run.cpu_per_gib, cpu_tolerance);
-    for repeat in confirmations.iter().filter(|r| !r.cpu_per_gib.is_empty()) {
-        cpu.confirm(&repeat.cpu_per_gib);
-    }
-    Some(cpu)
+    risen(
+        entry.cpu_runs.as_ref()?,
+        &run.cpu_per_gib,
+        confirmations
+            .iter()
+            .map(|repeat| repeat.cpu_per_gib.as_slice()),
+        cpu_tolerance,
+        CPU_FLOOR_SECONDS_PER_GIB,
+    )
 }
 
 /// The first of a load's steps that costs more than its baseline, beyond the tolerance, the
@@ -344,7 +353,8 @@ fn latency_cost(
 }
 
 /// A per-pass figure against its blessed runs: its cost when it rose beyond the tolerance and
-/// the spread in the run and every confirmation that has it, and by more than `floor`.
+/// the spread, and by more than `floor`, in the run and in every confirmation that has it: a
+/// confirmation that rose less did not confirm.
 fn risen<'a>(
     baseline: &[Vec<f64>],
     run: &[f64],
@@ -359,8 +369,11 @@ fn risen<'a>(
     for repeat in confirmations.filter(|values| !values.is_empty()) {
         cost.confirm(repeat);
     }
-    let rise = cost.run_median() - cost.level();
-    (cost.costlier() && rise > floor).then_some(cost)
+    let level = cost.level();
+    let beyond_floor = std::iter::once(cost.ratio())
+        .chain(cost.confirmation_ratios())
+        .all(|ratio| (ratio - 1.0) * level > floor);
+    (cost.costlier() && beyond_floor).then_some(cost)
 }
 
 /// A trial the baseline does not have.

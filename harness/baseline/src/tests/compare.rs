@@ -383,12 +383,17 @@ fn no_baseline_and_new_trials_are_notices() {
 const CPU: [f64; 5] = [0.40, 0.404, 0.396, 0.402, 0.398];
 
 fn blessed_with_cpu(path: &Path) {
+    blessed_with_cpu_at(path, 1.0);
+}
+
+/// [`blessed_with_cpu`] with every CPU figure `scale` times as large.
+fn blessed_with_cpu_at(path: &Path, scale: f64) {
     let fp = fixtures::fingerprint();
     let rounds: Vec<Vec<gds_model::record::TrialRecord>> = [1.0, 1.03, 0.97, 1.01, 0.99]
         .iter()
         .map(|level: &f64| {
             let passes = BASE.map(|g| g * level);
-            let cpu = CPU.map(|c| c * level);
+            let cpu = CPU.map(|c| c * level * scale);
             vec![fixtures::with_cpu(
                 fixtures::passed("s::a", &passes, "nvfs", CHECKSUM),
                 &cpu,
@@ -467,6 +472,62 @@ fn a_cpu_cost_rise_that_its_confirmation_run_does_not_repeat_passes() {
     let a = comparison.get("s::a").unwrap();
     assert!(matches!(a.judgement, Judgement::Pass { .. }), "{a:?}");
     assert!(comparison.worst() <= Severity::Notice);
+}
+
+#[test]
+fn a_cpu_cost_rise_below_the_floor_passes_whatever_its_ratio() {
+    let s = scratch();
+    // Blessed at 0.04 CPU s/GiB: twice that is a rise of 0.04 s/GiB.
+    blessed_with_cpu_at(&s.path, 0.1);
+    let run = fixtures::with_cpu(
+        fixtures::passed("s::a", &NOISE, "nvfs", CHECKSUM),
+        &CPU.map(|c| c * 0.2),
+    );
+    let comparison = judge_one(&s.path, run, &fixtures::fingerprint());
+    let a = comparison.get("s::a").unwrap();
+    assert!(matches!(a.judgement, Judgement::Pass { .. }), "{a:?}");
+    // Ten times the level rises beyond the floor.
+    let run = fixtures::with_cpu(
+        fixtures::passed("s::a", &NOISE, "nvfs", CHECKSUM),
+        &CPU.map(|c| c * 1.0),
+    );
+    let comparison = judge_one(&s.path, run, &fixtures::fingerprint());
+    let a = comparison.get("s::a").unwrap();
+    assert!(
+        matches!(a.judgement, Judgement::CpuCostlier { .. }),
+        "{a:?}"
+    );
+}
+
+#[test]
+fn a_confirmation_whose_cpu_cost_rose_less_than_the_floor_does_not_confirm() {
+    let s = scratch();
+    blessed_with_cpu(&s.path);
+    let mut record = fixtures::with_cpu(
+        fixtures::passed("s::a", &NOISE, "nvfs", CHECKSUM),
+        &CPU.map(|c| c * 2.0),
+    );
+    // 1.22 times 0.40 s/GiB: beyond the 20% tolerance, by 0.088 s/GiB.
+    let repeat = fixtures::with_cpu(
+        fixtures::passed("s::a", &NOISE, "nvfs", CHECKSUM),
+        &CPU.map(|c| c * 1.22),
+    );
+    record.confirmations.push(repeat.measurement.unwrap());
+    let comparison = judge_one(&s.path, record.clone(), &fixtures::fingerprint());
+    let a = comparison.get("s::a").unwrap();
+    assert!(matches!(a.judgement, Judgement::Pass { .. }), "{a:?}");
+    // The same confirmation 0.12 s/GiB above the level confirms.
+    let repeat = fixtures::with_cpu(
+        fixtures::passed("s::a", &NOISE, "nvfs", CHECKSUM),
+        &CPU.map(|c| c * 1.3),
+    );
+    record.confirmations[0] = repeat.measurement.unwrap();
+    let comparison = judge_one(&s.path, record, &fixtures::fingerprint());
+    let a = comparison.get("s::a").unwrap();
+    assert!(
+        matches!(a.judgement, Judgement::CpuCostlier { .. }),
+        "{a:?}"
+    );
 }
 
 #[test]

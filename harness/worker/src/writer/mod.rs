@@ -42,8 +42,7 @@ pub fn create_all(plan: &ReadPlan) -> Result<Vec<std::fs::File>, ReaderError> {
 /// writer does as it starts up, which may be while the previous trial still measures; each
 /// pass's preparation blanks them ([`create_all`], [`blank_all`]).
 pub fn open_all(plan: &ReadPlan) -> Result<Vec<std::fs::File>, ReaderError> {
-    plan
-        .files
+    plan.files
         .iter()
         .map(|file| {
             std::fs::OpenOptions::new()
