@@ -406,14 +406,19 @@ fn blessed_with_cpu_at(path: &Path, scale: f64) {
     assert!(outcome.written);
 }
 
+/// A run of `s::a` at the blessed speed whose passes cost `scale` times [`CPU`].
+fn costing(scale: f64) -> gds_model::record::TrialRecord {
+    fixtures::with_cpu(
+        fixtures::passed("s::a", &NOISE, "nvfs", CHECKSUM),
+        &CPU.map(|c| c * scale),
+    )
+}
+
 #[test]
 fn the_same_speed_at_twice_the_cpu_is_a_regression_with_exit_3() {
     let s = scratch();
     blessed_with_cpu(&s.path);
-    let run = fixtures::with_cpu(
-        fixtures::passed("s::a", &NOISE, "nvfs", CHECKSUM),
-        &CPU.map(|c| c * 2.0),
-    );
+    let run = costing(2.0);
     let comparison = judge_one(&s.path, run, &fixtures::fingerprint());
     let a = comparison.get("s::a").unwrap();
     let Judgement::CpuCostlier { cpu, throughput } = &a.judgement else {
@@ -439,7 +444,7 @@ fn the_same_speed_at_twice_the_cpu_is_a_regression_with_exit_3() {
     }
     assert!(render::console(&comparison.explainer()).contains(": 1 costlier in CPU"));
     // The same CPU cost passes; a baseline without CPU figures does not compare them.
-    let same = fixtures::with_cpu(fixtures::passed("s::a", &NOISE, "nvfs", CHECKSUM), &CPU);
+    let same = costing(1.0);
     let comparison = judge_one(&s.path, same, &fixtures::fingerprint());
     assert!(matches!(
         comparison.get("s::a").unwrap().judgement,
@@ -447,10 +452,7 @@ fn the_same_speed_at_twice_the_cpu_is_a_regression_with_exit_3() {
     ));
     let old = scratch();
     blessed(&old.path);
-    let costly = fixtures::with_cpu(
-        fixtures::passed("s::a", &NOISE, "nvfs", CHECKSUM),
-        &CPU.map(|c| c * 2.0),
-    );
+    let costly = costing(2.0);
     let comparison = judge_one(&old.path, costly, &fixtures::fingerprint());
     assert!(matches!(
         comparison.get("s::a").unwrap().judgement,
@@ -462,11 +464,8 @@ fn the_same_speed_at_twice_the_cpu_is_a_regression_with_exit_3() {
 fn a_cpu_cost_rise_that_its_confirmation_run_does_not_repeat_passes() {
     let s = scratch();
     blessed_with_cpu(&s.path);
-    let mut record = fixtures::with_cpu(
-        fixtures::passed("s::a", &NOISE, "nvfs", CHECKSUM),
-        &CPU.map(|c| c * 2.0),
-    );
-    let repeat = fixtures::with_cpu(fixtures::passed("s::a", &NOISE, "nvfs", CHECKSUM), &CPU);
+    let mut record = costing(2.0);
+    let repeat = costing(1.0);
     record.confirmations.push(repeat.measurement.unwrap());
     let comparison = judge_one(&s.path, record, &fixtures::fingerprint());
     let a = comparison.get("s::a").unwrap();
@@ -479,18 +478,12 @@ fn a_cpu_cost_rise_below_the_floor_passes_whatever_its_ratio() {
     let s = scratch();
     // Blessed at 0.04 CPU s/GiB: twice that is a rise of 0.04 s/GiB.
     blessed_with_cpu_at(&s.path, 0.1);
-    let run = fixtures::with_cpu(
-        fixtures::passed("s::a", &NOISE, "nvfs", CHECKSUM),
-        &CPU.map(|c| c * 0.2),
-    );
+    let run = costing(0.2);
     let comparison = judge_one(&s.path, run, &fixtures::fingerprint());
     let a = comparison.get("s::a").unwrap();
     assert!(matches!(a.judgement, Judgement::Pass { .. }), "{a:?}");
     // Ten times the level rises beyond the floor.
-    let run = fixtures::with_cpu(
-        fixtures::passed("s::a", &NOISE, "nvfs", CHECKSUM),
-        &CPU.map(|c| c * 1.0),
-    );
+    let run = costing(1.0);
     let comparison = judge_one(&s.path, run, &fixtures::fingerprint());
     let a = comparison.get("s::a").unwrap();
     assert!(
@@ -503,24 +496,15 @@ fn a_cpu_cost_rise_below_the_floor_passes_whatever_its_ratio() {
 fn a_confirmation_whose_cpu_cost_rose_less_than_the_floor_does_not_confirm() {
     let s = scratch();
     blessed_with_cpu(&s.path);
-    let mut record = fixtures::with_cpu(
-        fixtures::passed("s::a", &NOISE, "nvfs", CHECKSUM),
-        &CPU.map(|c| c * 2.0),
-    );
+    let mut record = costing(2.0);
     // 1.22 times 0.40 s/GiB: beyond the 20% tolerance, by 0.088 s/GiB.
-    let repeat = fixtures::with_cpu(
-        fixtures::passed("s::a", &NOISE, "nvfs", CHECKSUM),
-        &CPU.map(|c| c * 1.22),
-    );
+    let repeat = costing(1.22);
     record.confirmations.push(repeat.measurement.unwrap());
     let comparison = judge_one(&s.path, record.clone(), &fixtures::fingerprint());
     let a = comparison.get("s::a").unwrap();
     assert!(matches!(a.judgement, Judgement::Pass { .. }), "{a:?}");
     // The same confirmation 0.12 s/GiB above the level confirms.
-    let repeat = fixtures::with_cpu(
-        fixtures::passed("s::a", &NOISE, "nvfs", CHECKSUM),
-        &CPU.map(|c| c * 1.3),
-    );
+    let repeat = costing(1.3);
     record.confirmations[0] = repeat.measurement.unwrap();
     let comparison = judge_one(&s.path, record, &fixtures::fingerprint());
     let a = comparison.get("s::a").unwrap();
@@ -534,10 +518,7 @@ fn a_confirmation_whose_cpu_cost_rose_less_than_the_floor_does_not_confirm() {
 fn a_writing_trial_that_costs_more_cpu_says_per_gib_written() {
     let s = scratch();
     blessed_with_cpu(&s.path);
-    let mut run = fixtures::with_cpu(
-        fixtures::passed("s::a", &NOISE, "nvfs", CHECKSUM),
-        &CPU.map(|c| c * 2.0),
-    );
+    let mut run = costing(2.0);
     run.spec.op = gds_model::scenario::Op::Write;
     let comparison = judge_one(&s.path, run, &fixtures::fingerprint());
     let a = comparison.get("s::a").unwrap();
