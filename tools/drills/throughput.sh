@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # The throughput drill: proves the gate's throughput verdict on a real runner, both ways.
 #   1. No false alarms: after one `bless --runs N`, N clean runs of the same suite on the same runner
-#      must never say "slower" (exit 0, no trial judged `regression`).
+#      must never say "slower" (exit 0, no trial judged `regression`, `creep` or costlier).
 #   2. Detection: with the disk under the data dir throttled to a fraction of the rate dd measures
 #      (cgroup v2 `io.max` rbps, or v1 `blkio.throttle.read_bps_device`), every run must exit 3 with
-#      trials judged `regression`.
+#      trials judged `regression` (or another judgement of exit 3: `creep`, costlier).
 # Needs root (cgroups) and a data dir on a block device (not overlay, tmpfs or a network file system).
 # Small files weaken the throttle: blk-throttle lets up to a slice (100 ms) of idle time be spent at
 # full speed, so 64 MiB passes with gaps between them can read far above the cap. Step 4 shows how far
@@ -70,7 +70,7 @@ largest_file() {
 # Bytes/s of one O_DIRECT read of FILE (dd's own byte count and time).
 dd_rate() {
   LC_ALL=C dd if="$1" of=/dev/null bs=16M iflag=direct 2>&1 |
-    awk '/ copied, / { for (i = 1; i <= NF; i++) if ($i == "s,") { printf "%d\n", $1 / $(i-1); found = 1 } }
+    awk '/ copied, / { for (i = 1; i <= NF; i++) if ($i == "s,") { printf "%.0f\n", $1 / $(i-1); found = 1 } }
          END { if (!found) exit 1 }'
 }
 
@@ -194,6 +194,8 @@ except (OSError, ValueError) as error:
     print("-\t-\t-\t-\tno report.json (%s)\t" % error.__class__.__name__); sys.exit()
 trials = (report.get("baseline") or {}).get("trials") or []
 kinds = [t["judgement"]["kind"] for t in trials]
+# Every judgement that fails a run with exit 3 (report.schema.json's judgement kinds).
+slower_kinds = {"regression", "creep", "cpu-costlier", "load-costlier", "latency-higher"}
 confirmed = sum(1 for t in trials if t["judgement"]["kind"] == "pass"
                 and (t["judgement"].get("throughput") or {}).get("confirmations"))
 failing = {"path-changed", "checksum-changed", "missing-trial"}
@@ -205,7 +207,7 @@ for t in trials:
     throughput = t["judgement"].get("throughput") or {}
     if throughput.get("ratio") is not None:
         again = "".join(">%.2f" % r for r in throughput.get("confirmations") or [])
-        flag = "!" if t["judgement"]["kind"] == "regression" else ""
+        flag = "!" if t["judgement"]["kind"] in slower_kinds else ""
         ratios.append("%s=%.2f%s%s" % (t["trial"].split("::", 1)[-1], throughput["ratio"], again, flag))
 extra = " ".join("%s=%s" % (k, totals[k])
                  for k in ("slower", "costlier", "path_changed", "checksum_changed", "missing")
@@ -215,7 +217,7 @@ checks = [c for r in report.get("trials") or [] for c in r.get("runner_checks") 
 if checks:
     extra += " runner-waited=%ds%s" % (sum(c["waited_s"] for c in checks),
                                        " runner-slow" if any(c["still_slow"] for c in checks) else "")
-print("\t".join(map(str, [kinds.count("regression"), confirmed, failed, judged, " ".join(ratios), extra])))
+print("\t".join(map(str, [sum(k in slower_kinds for k in kinds), confirmed, failed, judged, " ".join(ratios), extra])))
 EOF
 }
 
@@ -250,7 +252,7 @@ for name, gbps in rates.items(): print("%s\t%d" % (name, statistics.median(gbps)
   for ((i = 1; i <= THROTTLED; i++)); do
     while IFS=$'\t' read -r name rate; do
       k=$((k + 1))
-      cap=$(awk -v r="$rate" -v f="$FRACTION" 'BEGIN { printf "%d", r * f }')
+      cap=$(awk -v r="$rate" -v f="$FRACTION" 'BEGIN { printf "%.0f", r * f }')
       cg_cap "$cap"
       echo "   $name: clean $((rate / 1000000)) MB/s, cap $((cap / 1000000)) MB/s"
       run_gate throttled "$i.$k" cg_run "$GATE" "$@" "${THROTTLED_ARGS[@]}" --out "$WORK/throttled-$i.$k" "${EXTRA[@]}" --exact "$name"
@@ -346,7 +348,7 @@ main() {
     local file rate cap capped lo hi
     file=$(largest_file "$DATA"); [[ -n $file ]] || die "no data file under $DATA after bless"
     rate=$(dd_rate_median "$file") || die "dd iflag=direct cannot read $file"
-    cap=$(awk -v r="$rate" -v f="$FRACTION" 'BEGIN { printf "%d", r * f }')
+    cap=$(awk -v r="$rate" -v f="$FRACTION" 'BEGIN { printf "%.0f", r * f }')
     echo "   $file on device $dev: $((rate / 1000000)) MB/s (O_DIRECT, median of 3); cap $((cap / 1000000)) MB/s"
 
     if ((CAP_EACH)); then
@@ -359,12 +361,12 @@ main() {
       local target=$cap step paced
       for step in 1 2 3 4 5; do
         paced=$(cg_run bash -c "$(declare -f dd_rate dd_rate_paced); dd_rate_paced '$file'" | sort -n |
-          awk '{ r[NR] = $1 } END { printf "%d %d %d", r[3], r[1], r[5] }')
+          awk '{ r[NR] = $1 } END { printf "%.0f %.0f %.0f", r[3], r[1], r[5] }')
         read -r capped lo hi <<< "$paced"
         echo "   cap $((cap / 1000000)) MB/s: dd inside $CG, 5 reads 60 ms apart:" \
           "median $((capped / 1000000)) MB/s (range $((lo / 1000000))-$((hi / 1000000)))"
         ((CALIBRATE == 0 || capped * 100 <= target * 115 || step == 5)) && break
-        cap=$(awk -v c="$cap" -v t="$target" -v m="$capped" 'BEGIN { c = c * t / m; printf "%d", c < 1e6 ? 1e6 : c }')
+        cap=$(awk -v c="$cap" -v t="$target" -v m="$capped" 'BEGIN { c = c * t / m; printf "%.0f", c < 1e6 ? 1e6 : c }')
         cg_cap "$cap"
       done
       ((capped * 100 <= target * 115)) ||
