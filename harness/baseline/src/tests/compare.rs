@@ -118,6 +118,30 @@ fn a_slow_run_cleared_by_its_confirmation_passes_and_says_so() {
     assert!(comparison.worst() <= Severity::Notice);
 }
 
+/// Two confirmations, the first slower too: the headline says which cleared the run, not "did
+/// not" of both.
+#[test]
+fn a_slow_run_cleared_by_its_second_confirmation_says_the_first_looked_slower_too() {
+    let s = scratch();
+    blessed(&s.path);
+    let mut record = fixtures::passed("s::a", &SLOW, "nvfs", CHECKSUM);
+    for passes in [&SLOW, &NOISE] {
+        let repeat = fixtures::passed("s::a", passes, "nvfs", CHECKSUM);
+        record.confirmations.push(repeat.measurement.unwrap());
+    }
+    let comparison = judge_one(&s.path, record, &fixtures::fingerprint());
+    let a = comparison.get("s::a").unwrap();
+    assert!(matches!(a.judgement, Judgement::Pass { .. }), "{a:?}");
+    assert!(
+        a.headline
+            .contains("and so did confirmation run 1 (1.61 GB/s (−19.")
+            && a.headline
+                .contains("; confirmation run 2 did not: 2.01 GB/s"),
+        "{}",
+        a.headline
+    );
+}
+
 /// Fixture: what the control said before a confirmation run.
 fn check(disk_before: f64, disk: f64, waited_s: f64, still_slow: bool) -> RunnerCheck {
     RunnerCheck {
