@@ -276,7 +276,10 @@ pub fn judge_run(
         // Slower explains a changed CPU cost per GiB too; one regression is enough.
         return Judgement::Regression { throughput };
     }
-    if let Some(cpu) = cpu_cost(entry, run, confirmations, tolerances.cpu) {
+    // A fallback through host memory that keeps its GB/s is what the CPU cost is judged for.
+    if throughput.speed_held()
+        && let Some(cpu) = cpu_cost(entry, run, confirmations, tolerances.cpu)
+    {
         return Judgement::CpuCostlier { throughput, cpu };
     }
     match verdict {

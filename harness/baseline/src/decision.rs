@@ -221,6 +221,17 @@ impl Throughput {
         self.confirmations.iter().all(|&r| r < self.slower_below())
     }
 
+    /// The run and every confirmation read within the tolerance of the level (or faster): the
+    /// speed held. A cost that rose beside a held speed is the read path's; one that rose with
+    /// the speed's drop, inside the runner's spread, is the runner's slow moment, whose CPU per
+    /// GiB rises with it (the CPU host's disk reads at 1.6 or at 0.7 GB/s, the latter at about
+    /// three times the CPU per GiB).
+    pub fn speed_held(&self) -> bool {
+        std::iter::once(self.ratio)
+            .chain(self.confirmations.iter().copied())
+            .all(|ratio| ratio >= 1.0 - self.tolerance)
+    }
+
     /// The first run looked slower and a confirmation run did not: noise, not a regression.
     pub fn cleared_by_confirmation(&self) -> bool {
         self.first_run() == Verdict::Slower && self.verdict() == Verdict::Same

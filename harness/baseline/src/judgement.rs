@@ -31,9 +31,9 @@ pub enum Judgement {
     },
     /// Faster beyond the tolerance and the spread: consider blessing. Not a failure.
     Faster { throughput: Throughput },
-    /// As fast (or faster), but more CPU seconds per GiB beyond `expect.cpu_tolerance`, the
-    /// runner's spread and 0.1 s/GiB, in the run and in every confirmation: a regression like a
-    /// slower one.
+    /// As fast (within the tolerance, or faster), but more CPU seconds per GiB beyond
+    /// `expect.cpu_tolerance`, the runner's spread and 0.1 s/GiB, in the run and in every
+    /// confirmation: a regression like a slower one.
     CpuCostlier { throughput: Throughput, cpu: Cost },
     /// A load's set-up step (`step`: the time to the first byte, to open the files, to register
     /// the buffer) takes longer beyond `expect.load_tolerance` and the runner's spread, in the run

@@ -412,8 +412,13 @@ fn blessed_with_cpu(path: &Path) {
 
 /// [`blessed_with_cpu`] with every CPU figure `scale` times as large.
 fn blessed_with_cpu_at(path: &Path, scale: f64) {
+    blessed_with_cpu_levels(path, &[1.0, 1.03, 0.97, 1.01, 0.99], scale);
+}
+
+/// Blessed runs at `levels` times [`BASE`] and [`CPU`] (times `scale`).
+fn blessed_with_cpu_levels(path: &Path, levels: &[f64], scale: f64) {
     let fp = fixtures::fingerprint();
-    let rounds: Vec<Vec<gds_model::record::TrialRecord>> = [1.0, 1.03, 0.97, 1.01, 0.99]
+    let rounds: Vec<Vec<gds_model::record::TrialRecord>> = levels
         .iter()
         .map(|level: &f64| {
             let passes = BASE.map(|g| g * level);
@@ -432,8 +437,13 @@ fn blessed_with_cpu_at(path: &Path, scale: f64) {
 
 /// A run of `s::a` at the blessed speed whose passes cost `scale` times [`CPU`].
 fn costing(scale: f64) -> gds_model::record::TrialRecord {
+    at_speed_costing(1.0, scale)
+}
+
+/// A run of `s::a` at `speed` times the blessed speed whose passes cost `scale` times [`CPU`].
+fn at_speed_costing(speed: f64, scale: f64) -> gds_model::record::TrialRecord {
     fixtures::with_cpu(
-        fixtures::passed("s::a", &NOISE, "nvfs", CHECKSUM),
+        fixtures::passed("s::a", &NOISE.map(|g| g * speed), "nvfs", CHECKSUM),
         &CPU.map(|c| c * scale),
     )
 }
@@ -536,6 +546,37 @@ fn a_confirmation_whose_cpu_cost_rose_less_than_the_floor_does_not_confirm() {
         matches!(a.judgement, Judgement::CpuCostlier { .. }),
         "{a:?}"
     );
+}
+
+/// A runner whose run medians spread by about 20%: a run at 0.7 of the level is inside its band.
+const NOISY: [f64; 6] = [1.0, 1.3, 0.75, 1.15, 0.85, 1.05];
+
+#[test]
+fn a_cpu_cost_that_rose_with_a_drop_in_speed_inside_the_band_is_the_runners() {
+    let s = scratch();
+    blessed_with_cpu_levels(&s.path, &NOISY, 1.0);
+    let judged = |record| {
+        let comparison = judge_one(&s.path, record, &fixtures::fingerprint());
+        comparison.get("s::a").unwrap().judgement.clone()
+    };
+    // Three times the CPU at the level's speed is the path's.
+    let judgement = judged(at_speed_costing(1.0, 3.0));
+    assert!(
+        matches!(judgement, Judgement::CpuCostlier { .. }),
+        "{judgement:?}"
+    );
+    // The same at 0.7 of the speed, inside the band, is the runner's slow moment.
+    let judgement = judged(at_speed_costing(0.7, 3.0));
+    let Judgement::Pass { throughput } = &judgement else {
+        panic!("{judgement:?}");
+    };
+    assert!(throughput.slower_below() < 0.7, "{throughput:?}");
+    // And so is a confirmation that read at 0.7 of it.
+    let mut record = at_speed_costing(1.0, 3.0);
+    let repeat = at_speed_costing(0.7, 3.0);
+    record.confirmations.push(repeat.measurement.unwrap());
+    let judgement = judged(record);
+    assert!(matches!(judgement, Judgement::Pass { .. }), "{judgement:?}");
 }
 
 #[test]
