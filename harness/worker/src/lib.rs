@@ -45,8 +45,8 @@ pub fn serve(job: Job, spec: &Path, result: &Path) -> u8 {
                 WorkerResult::failed(format!("the worker panicked: {why}"), next.into())
             });
             // The last pass's page cache drop ends after the answer, within the process's exit:
-            // a worker started ahead does its start-up meanwhile, and is released only once this
-            // process is gone, so its first timed byte still finds the cache cold.
+            // a worker started ahead may still be starting up, and is released only once this
+            // process is gone, so its first drop and timed byte still find the cache cold.
             trial::finish_wind_down();
             code
         }

@@ -182,7 +182,7 @@ impl Launcher {
     }
 
     /// Sets up the trial's folder and starts its worker; one started `held` waits before its
-    /// first timed byte for [`Launcher::run_held`].
+    /// first pass's preparation for [`Launcher::run_held`].
     fn start(
         &self,
         spec: &TrialSpec,
