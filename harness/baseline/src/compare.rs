@@ -12,7 +12,7 @@ use super::decision::{Throughput, Verdict};
 use super::figures::RunFigures;
 use super::file::{Loaded, TrialBaseline};
 use super::fingerprint::{self, FieldChange, Fingerprint};
-use super::judgement::{Expected, Judgement, Missing, Severity};
+use super::judgement::{Cleared, Expected, Judgement, Missing, Severity};
 use crate::control::ControlReading;
 use gds_model::cost::Percentile;
 use gds_model::record::{LoadStep, Status, TrialRecord};
@@ -256,19 +256,24 @@ pub fn judge_run(
         };
     }
     // A slower set-up step explains a slower load (whose time includes it).
-    if let Some((step, cost)) = load_cost(entry, run, confirmations, tolerances.load) {
+    let steps = load_steps(entry, run, confirmations, tolerances.load);
+    if let Some((step, cost)) = steps
+        .iter()
+        .find(|(_, c)| risen(c, LOAD_STEP_FLOOR_SECONDS))
+    {
         return Judgement::LoadCostlier {
             throughput,
-            step,
-            cost,
+            step: *step,
+            cost: cost.clone(),
         };
     }
     // Beside writes, the reads' latency is what a KV-cache user feels first.
-    if let Some((percentile, cost)) = latency_cost(entry, run, confirmations, tolerances.latency) {
+    let latencies = latencies(entry, run, confirmations, tolerances.latency);
+    if let Some((percentile, cost)) = latencies.iter().find(|(_, c)| risen(c, LATENCY_FLOOR_US)) {
         return Judgement::LatencyHigher {
             throughput,
-            percentile,
-            cost,
+            percentile: *percentile,
+            cost: cost.clone(),
         };
     }
     let verdict = throughput.verdict();
@@ -276,94 +281,125 @@ pub fn judge_run(
         // Slower explains a changed CPU cost per GiB too; one regression is enough.
         return Judgement::Regression { throughput };
     }
-    // A fallback through host memory that keeps its GB/s is what the CPU cost is judged for.
-    if throughput.speed_held()
-        && let Some(cpu) = cpu_cost(entry, run, confirmations, tolerances.cpu)
+    // A fallback through host memory that keeps its GB/s is what the CPU cost is judged for: a
+    // cost that rose with the speed's drop is the runner's slow moment.
+    let cpu = cpu_cost(entry, run, confirmations, tolerances.cpu)
+        .filter(|_| throughput.ratio >= 1.0 - throughput.tolerance);
+    if let Some(cpu) = cpu
+        .as_ref()
+        .filter(|c| throughput.speed_held() && risen(c, CPU_FLOOR_SECONDS_PER_GIB))
     {
-        return Judgement::CpuCostlier { throughput, cpu };
+        return Judgement::CpuCostlier {
+            throughput,
+            cpu: cpu.clone(),
+        };
     }
-    match verdict {
-        Verdict::Faster => Judgement::Faster { throughput },
-        Verdict::Same | Verdict::Slower => Judgement::Pass { throughput },
+    if verdict == Verdict::Faster {
+        return Judgement::Faster { throughput };
+    }
+    // What the confirmation runs of a run that passes were for, in the order judged above.
+    let cleared = (!confirmations.is_empty())
+        .then(|| {
+            let load = steps
+                .into_iter()
+                .find(|(_, c)| looked_higher(c, LOAD_STEP_FLOOR_SECONDS))
+                .map(|(step, cost)| Cleared::Load { step, cost });
+            let latency = || {
+                latencies
+                    .into_iter()
+                    .find(|(_, c)| looked_higher(c, LATENCY_FLOOR_US))
+                    .map(|(percentile, cost)| Cleared::Latency { percentile, cost })
+            };
+            let cpu = || {
+                cpu.filter(|c| looked_higher(c, CPU_FLOOR_SECONDS_PER_GIB))
+                    .map(|cost| Cleared::Cpu { cost })
+            };
+            load.or_else(latency).or_else(cpu)
+        })
+        .flatten();
+    Judgement::Pass {
+        throughput,
+        cleared,
     }
 }
 
-/// The CPU cost per GiB when it is higher than its baseline beyond the tolerance, the spread and
-/// [`CPU_FLOOR_SECONDS_PER_GIB`], in the run and every confirmation that recorded CPU time.
+/// The run's CPU cost per GiB against its blessed runs, with every confirmation that recorded
+/// CPU time; `None` where the baseline or the run has none.
 fn cpu_cost(
     entry: &TrialBaseline,
     run: &RunFigures,
     confirmations: &[RunFigures],
     cpu_tolerance: f64,
 ) -> Option<Cost> {
-    risen(
+    measured(
         entry.cpu_runs.as_ref()?,
         &run.cpu_per_gib,
         confirmations
             .iter()
             .map(|repeat| repeat.cpu_per_gib.as_slice()),
         cpu_tolerance,
-        CPU_FLOOR_SECONDS_PER_GIB,
     )
 }
 
-/// The first of a load's steps that costs more than its baseline, beyond the tolerance, the
-/// spread and [`LOAD_STEP_FLOOR_SECONDS`], in the run and every confirmation. Opening and
-/// registering come before the first byte, which adds them up with the first read call: a
-/// judgement names the step that grew.
-fn load_cost(
+/// A load's set-up steps, in the order they are judged: opening and registering come before the
+/// first byte, which adds them up with the first read call, so a judgement names the step that
+/// grew.
+fn load_steps(
     entry: &TrialBaseline,
     run: &RunFigures,
     confirmations: &[RunFigures],
     tolerance: f64,
-) -> Option<(LoadStep, Cost)> {
-    let figures = run.load.as_ref()?;
+) -> Vec<(LoadStep, Cost)> {
+    let Some(figures) = run.load.as_ref() else {
+        return Vec::new();
+    };
     [LoadStep::Open, LoadStep::Register, LoadStep::FirstByte]
         .into_iter()
-        .find_map(|step| {
+        .filter_map(|step| {
             let repeats = confirmations.iter().filter_map(|r| r.load.as_ref());
-            let cost = risen(
+            let cost = measured(
                 &entry.load_step_runs(step)?,
                 figures.of(step),
                 repeats.map(|repeat| repeat.of(step)),
                 tolerance,
-                LOAD_STEP_FLOOR_SECONDS,
             )?;
             Some((step, cost))
         })
+        .collect()
 }
 
-/// The first read-latency percentile, from the tail, that is higher than its baseline beyond
-/// the tolerance, the spread and [`LATENCY_FLOOR_US`], in the run and every confirmation.
-fn latency_cost(
+/// The reading rank's latency percentiles, from the tail.
+fn latencies(
     entry: &TrialBaseline,
     run: &RunFigures,
     confirmations: &[RunFigures],
     tolerance: f64,
-) -> Option<(Percentile, Cost)> {
-    let latencies = run.read_latency.as_ref()?;
-    Percentile::ALL.into_iter().find_map(|percentile| {
-        let repeats = confirmations.iter().filter_map(|r| r.read_latency.as_ref());
-        let cost = risen(
-            &entry.latency_runs(percentile)?,
-            latencies.of(percentile),
-            repeats.map(|repeat| repeat.of(percentile)),
-            tolerance,
-            LATENCY_FLOOR_US,
-        )?;
-        Some((percentile, cost))
-    })
+) -> Vec<(Percentile, Cost)> {
+    let Some(latencies) = run.read_latency.as_ref() else {
+        return Vec::new();
+    };
+    Percentile::ALL
+        .into_iter()
+        .filter_map(|percentile| {
+            let repeats = confirmations.iter().filter_map(|r| r.read_latency.as_ref());
+            let cost = measured(
+                &entry.latency_runs(percentile)?,
+                latencies.of(percentile),
+                repeats.map(|repeat| repeat.of(percentile)),
+                tolerance,
+            )?;
+            Some((percentile, cost))
+        })
+        .collect()
 }
 
-/// A per-pass figure against its blessed runs: its cost when it rose beyond the tolerance and
-/// the spread, and by more than `floor`, in the run and in every confirmation that has it: a
-/// confirmation that rose less did not confirm.
-fn risen<'a>(
+/// A per-pass figure against its blessed runs, with every confirmation that has it; `None`
+/// where the run has none.
+fn measured<'a>(
     baseline: &[Vec<f64>],
     run: &[f64],
     confirmations: impl Iterator<Item = &'a [f64]>,
     tolerance: f64,
-    floor: f64,
 ) -> Option<Cost> {
     if run.is_empty() {
         return None;
@@ -372,11 +408,22 @@ fn risen<'a>(
     for repeat in confirmations.filter(|values| !values.is_empty()) {
         cost.confirm(repeat);
     }
+    Some(cost)
+}
+
+/// Higher than its baseline beyond the tolerance and the spread, and by more than `floor`, in
+/// the run and in every confirmation: a confirmation that rose less did not confirm.
+fn risen(cost: &Cost, floor: f64) -> bool {
     let level = cost.level();
     let beyond_floor = std::iter::once(cost.ratio())
         .chain(cost.confirmation_ratios())
         .all(|ratio| (ratio - 1.0) * level > floor);
-    (cost.costlier() && beyond_floor).then_some(cost)
+    cost.costlier() && beyond_floor
+}
+
+/// Higher than its baseline in the first run alone, as [`risen`] judges it.
+fn looked_higher(cost: &Cost, floor: f64) -> bool {
+    cost.efficiency.first_run() == Verdict::Slower && (cost.ratio() - 1.0) * cost.level() > floor
 }
 
 /// A trial the baseline does not have.

@@ -55,7 +55,7 @@ impl RunnerHistory {
         run: &HistoryLine,
     ) -> Judgement {
         let throughput = match &judgement {
-            Judgement::Pass { throughput } | Judgement::Faster { throughput } => throughput,
+            Judgement::Pass { throughput, .. } | Judgement::Faster { throughput } => throughput,
             _ => return judgement,
         };
         // The level a run is judged against, and the blessed runs a shift at the bless is tested

@@ -11,12 +11,28 @@ use super::changes::Creep;
 use super::cost::Cost;
 use super::decision::Throughput;
 
+/// A cost a passing run's first run looked higher in, with its confirmation runs
+/// ([`Judgement::Pass`]): the CPU per GiB, a load's step, or a read-latency percentile.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(tag = "figure", rename_all = "kebab-case")]
+pub enum Cleared {
+    Cpu { cost: Cost },
+    Load { step: LoadStep, cost: Cost },
+    Latency { percentile: Percentile, cost: Cost },
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "kind", rename_all = "kebab-case")]
 pub enum Judgement {
     /// Same path, same checksum, throughput within what the tolerance and the runner's
     /// run-to-run spread allow (or a slow run that its confirmation run did not repeat).
-    Pass { throughput: Throughput },
+    Pass {
+        throughput: Throughput,
+        /// A cost that looked higher in the first run and that its confirmation runs did not
+        /// repeat: why a run that passed took confirmation runs.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cleared: Option<Cleared>,
+    },
     /// Slower beyond the tolerance and the runner's spread, in the run and in every confirmation.
     Regression { throughput: Throughput },
     /// This run alone is within the noise, but the runner's history since the bless has a
@@ -135,7 +151,7 @@ impl Judgement {
     /// The throughput comparison, where the judgement made one.
     pub fn throughput(&self) -> Option<&Throughput> {
         match self {
-            Judgement::Pass { throughput }
+            Judgement::Pass { throughput, .. }
             | Judgement::Regression { throughput }
             | Judgement::Creep { throughput, .. }
             | Judgement::Faster { throughput }

@@ -111,7 +111,7 @@ pub fn console(explainer: &Explainer<'_>) -> String {
 fn cleared<'a>(explainer: &'a Explainer<'a>) -> impl Iterator<Item = String> + 'a {
     explainer.comparison.trials.iter().filter_map(|trial| {
         // A creep fails however its run's confirmation went: that is not a cleared run.
-        let Judgement::Pass { throughput: t } = &trial.judgement else {
+        let Judgement::Pass { throughput: t, .. } = &trial.judgement else {
             return None;
         };
         t.cleared_by_confirmation()

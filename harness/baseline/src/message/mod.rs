@@ -14,13 +14,15 @@ use std::fmt::Write;
 use std::path::Path;
 
 use super::compare::{Comparison, TrialJudgement};
+use super::cost::Cost;
 use super::decision::{BLESS_RUNS, Throughput, ToSee, WANTED_DROP};
 use super::fingerprint::{self, FieldChange, Fingerprint};
-use super::judgement::{Expected, Judgement, Missing};
+use super::judgement::{Cleared, Expected, Judgement, Missing};
 use super::stats::Summary;
 use crate::control::{describe, host, words};
+use gds_model::cost::format_micros;
 use gds_model::hex;
-use gds_model::record::TrialRecord;
+use gds_model::record::{TrialRecord, short_time};
 use gds_model::units::Rate;
 
 pub struct Context<'a> {
@@ -212,6 +214,33 @@ fn cleared_by(rate: Rate, t: &Throughput) -> String {
             n + 1
         ),
     }
+}
+
+/// `; its CPU per GiB looked higher (0.526 vs 0.229 CPU s/GiB); confirmation run(s): 0.210 CPU
+/// s/GiB`: why a run that passed took confirmation runs.
+fn cleared_cost(cleared: &Cleared) -> String {
+    let (what, cost, shown): (String, &Cost, fn(f64) -> String) = match cleared {
+        Cleared::Cpu { cost } => ("CPU per GiB looked higher".into(), cost, cpu_per_gib),
+        Cleared::Load { step, cost } => {
+            (format!("{} looked longer", step.name()), cost, short_time)
+        }
+        Cleared::Latency { percentile, cost } => (
+            format!("{} read latency looked higher", percentile.name()),
+            cost,
+            format_micros,
+        ),
+    };
+    let confirmations: Vec<String> = cost
+        .confirmation_ratios()
+        .iter()
+        .map(|ratio| shown(ratio * cost.level()))
+        .collect();
+    format!(
+        "; its {what} ({} vs {}); confirmation run(s): {}",
+        shown(cost.run_median()),
+        shown(cost.level()),
+        confirmations.join(", ")
+    )
 }
 
 fn run_figures(rate: Rate, t: &Throughput) -> String {
@@ -474,7 +503,13 @@ fn explain_parts(
         record.map_or_else(String::new, runner_condition)
     );
     match (judgement, entry) {
-        (Judgement::Pass { throughput: t }, _) => {
+        (
+            Judgement::Pass {
+                throughput: t,
+                cleared,
+            },
+            _,
+        ) => {
             let headline = if t.cleared_by_confirmation() {
                 // "as fast as" would read wrong beside a first run 30% down: say what cleared it.
                 format!(
@@ -487,10 +522,11 @@ fn explain_parts(
                 )
             } else {
                 format!(
-                    "as fast as the baseline: {} vs {} ({})",
+                    "as fast as the baseline: {} vs {} ({}){}",
                     number(rate, t.run.median),
                     gbps(rate, t.level),
-                    change(t.ratio)
+                    change(t.ratio),
+                    cleared.as_ref().map_or_else(String::new, cleared_cost)
                 )
             };
             let message = format!("{trial}: {headline}");

@@ -7,7 +7,7 @@ use super::{blessed, judge, judge_one, run, scratch, slow_then};
 use crate::compare::RunResults;
 use crate::fingerprint::Fingerprint;
 use crate::fixtures::{self, BASE, CHECKSUM, FAST, NOISE, SLOW, host};
-use crate::judgement::{Judgement, Missing, Severity};
+use crate::judgement::{Cleared, Judgement, Missing, Severity};
 use crate::render;
 use gds_model::record::{RunnerCheck, Shortfall};
 
@@ -495,7 +495,7 @@ fn the_same_speed_at_twice_the_cpu_is_a_regression_with_exit_3() {
 }
 
 #[test]
-fn a_cpu_cost_rise_that_its_confirmation_run_does_not_repeat_passes() {
+fn a_cpu_cost_rise_that_its_confirmation_run_does_not_repeat_passes_and_says_so() {
     let s = scratch();
     blessed_with_cpu(&s.path);
     let mut record = costing(2.0);
@@ -503,8 +503,29 @@ fn a_cpu_cost_rise_that_its_confirmation_run_does_not_repeat_passes() {
     record.confirmations.push(repeat.measurement.unwrap());
     let comparison = judge_one(&s.path, record, &fixtures::fingerprint());
     let a = comparison.get("s::a").unwrap();
-    assert!(matches!(a.judgement, Judgement::Pass { .. }), "{a:?}");
+    let Judgement::Pass {
+        cleared: Some(Cleared::Cpu { .. }),
+        ..
+    } = &a.judgement
+    else {
+        panic!("{a:?}");
+    };
+    assert!(
+        a.headline.starts_with("as fast as the baseline: ")
+            && a.headline.ends_with(
+                "; its CPU per GiB looked higher (0.800 CPU s/GiB vs 0.400 CPU s/GiB); confirmation run(s): 0.400 CPU s/GiB"
+            ),
+        "{}",
+        a.headline
+    );
     assert!(comparison.worst() <= Severity::Notice);
+    // A run that took no confirmation has nothing cleared to say.
+    let comparison = judge_one(&s.path, costing(1.0), &fixtures::fingerprint());
+    let a = comparison.get("s::a").unwrap();
+    assert!(
+        matches!(a.judgement, Judgement::Pass { cleared: None, .. }),
+        "{a:?}"
+    );
 }
 
 #[test]
@@ -567,7 +588,7 @@ fn a_cpu_cost_that_rose_with_a_drop_in_speed_inside_the_band_is_the_runners() {
     );
     // The same at 0.7 of the speed, inside the band, is the runner's slow moment.
     let judgement = judged(at_speed_costing(0.7, 3.0));
-    let Judgement::Pass { throughput } = &judgement else {
+    let Judgement::Pass { throughput, .. } = &judgement else {
         panic!("{judgement:?}");
     };
     assert!(throughput.slower_below() < 0.7, "{throughput:?}");
@@ -667,7 +688,7 @@ fn a_quiet_bless_of_one_trial_is_floored_at_its_scenarios_pooled_spread() {
     let name = "s::whole[nthreads=1]";
     let alone = crate::compare::judge(&baseline.trials[name], None, &clean);
     assert!(matches!(alone, Judgement::Regression { .. }), "{alone:?}");
-    let Judgement::Pass { throughput } = crate::compare::judge_record(&baseline, &clean) else {
+    let Judgement::Pass { throughput, .. } = crate::compare::judge_record(&baseline, &clean) else {
         panic!("the pooled floor should clear it");
     };
     assert!(throughput.own_spread.unwrap() < 0.06, "{throughput:?}");
