@@ -350,22 +350,14 @@ fn load_steps(
     confirmations: &[RunFigures],
     tolerance: f64,
 ) -> Vec<(LoadStep, Cost)> {
-    let Some(figures) = run.load.as_ref() else {
-        return Vec::new();
-    };
-    [LoadStep::Open, LoadStep::Register, LoadStep::FirstByte]
-        .into_iter()
-        .filter_map(|step| {
-            let repeats = confirmations.iter().filter_map(|r| r.load.as_ref());
-            let cost = measured(
-                &entry.load_step_runs(step)?,
-                figures.of(step),
-                repeats.map(|repeat| repeat.of(step)),
-                tolerance,
-            )?;
-            Some((step, cost))
-        })
-        .collect()
+    each_measured(
+        [LoadStep::Open, LoadStep::Register, LoadStep::FirstByte],
+        |step| entry.load_step_runs(step),
+        run.load.as_ref(),
+        confirmations.iter().filter_map(|r| r.load.as_ref()),
+        |figures, step| figures.of(step),
+        tolerance,
+    )
 }
 
 /// The reading rank's latency percentiles, from the tail.
@@ -375,20 +367,35 @@ fn latencies(
     confirmations: &[RunFigures],
     tolerance: f64,
 ) -> Vec<(Percentile, Cost)> {
-    let Some(latencies) = run.read_latency.as_ref() else {
+    each_measured(
+        Percentile::ALL,
+        |percentile| entry.latency_runs(percentile),
+        run.read_latency.as_ref(),
+        confirmations.iter().filter_map(|r| r.read_latency.as_ref()),
+        |latencies, percentile| latencies.of(percentile),
+        tolerance,
+    )
+}
+
+/// Each of the figures `keys` names, measured ([`measured`]) against its blessed runs
+/// (`blessed`) from this run's and each confirmation's `values`, where the baseline and the run
+/// have it.
+fn each_measured<'a, K: Copy, T: 'a>(
+    keys: impl IntoIterator<Item = K>,
+    blessed: impl Fn(K) -> Option<Vec<Vec<f64>>>,
+    run: Option<&'a T>,
+    confirmations: impl Iterator<Item = &'a T> + Clone,
+    values: impl Fn(&'a T, K) -> &'a [f64],
+    tolerance: f64,
+) -> Vec<(K, Cost)> {
+    let Some(run) = run else {
         return Vec::new();
     };
-    Percentile::ALL
-        .into_iter()
-        .filter_map(|percentile| {
-            let repeats = confirmations.iter().filter_map(|r| r.read_latency.as_ref());
-            let cost = measured(
-                &entry.latency_runs(percentile)?,
-                latencies.of(percentile),
-                repeats.map(|repeat| repeat.of(percentile)),
-                tolerance,
-            )?;
-            Some((percentile, cost))
+    keys.into_iter()
+        .filter_map(|key| {
+            let repeats = confirmations.clone().map(|repeat| values(repeat, key));
+            let cost = measured(&blessed(key)?, values(run, key), repeats, tolerance)?;
+            Some((key, cost))
         })
         .collect()
 }
