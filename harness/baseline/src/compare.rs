@@ -283,8 +283,8 @@ pub fn judge_run(
     }
     // A fallback through host memory that keeps its GB/s is what the CPU cost is judged for: a
     // cost that rose with the speed's drop is the runner's slow moment.
-    let cpu = cpu_cost(entry, run, confirmations, tolerances.cpu)
-        .filter(|_| throughput.ratio >= 1.0 - throughput.tolerance);
+    let cpu =
+        cpu_cost(entry, run, confirmations, tolerances.cpu).filter(|_| throughput.first_run_held());
     if let Some(cpu) = cpu
         .as_ref()
         .filter(|c| throughput.speed_held() && risen(c, CPU_FLOOR_SECONDS_PER_GIB))
@@ -421,16 +421,20 @@ fn measured<'a>(
 /// Higher than its baseline beyond the tolerance and the spread, and by more than `floor`, in
 /// the run and in every confirmation: a confirmation that rose less did not confirm.
 fn risen(cost: &Cost, floor: f64) -> bool {
-    let level = cost.level();
     let beyond_floor = std::iter::once(cost.ratio())
         .chain(cost.confirmation_ratios())
-        .all(|ratio| (ratio - 1.0) * level > floor);
+        .all(|ratio| rose_beyond(cost, ratio, floor));
     cost.costlier() && beyond_floor
 }
 
 /// Higher than its baseline in the first run alone, as [`risen`] judges it.
 fn looked_higher(cost: &Cost, floor: f64) -> bool {
-    cost.efficiency.first_run() == Verdict::Slower && (cost.ratio() - 1.0) * cost.level() > floor
+    cost.efficiency.first_run() == Verdict::Slower && rose_beyond(cost, cost.ratio(), floor)
+}
+
+/// A run at `ratio` of the cost's level is more than `floor` above it.
+fn rose_beyond(cost: &Cost, ratio: f64, floor: f64) -> bool {
+    (ratio - 1.0) * cost.level() > floor
 }
 
 /// A trial the baseline does not have.
